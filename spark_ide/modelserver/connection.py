@@ -1,0 +1,266 @@
+"""One client socket: its FIFO of work, its cached last response, its lifetime.
+
+Two tasks share the socket. The *reader* parses frames and queues work; it handles the
+extensions (``response.cancel``, ``response.steer``) at once because they must reach a
+response that is already running. The *worker* takes the queue in order, one response at
+a time, like OpenAI's socket: a second ``response.create`` waits behind the running one,
+and errors for queued messages come out in the order the messages went in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from spark_ide.modelserver import errors
+from spark_ide.modelserver.config import ServerConfig
+from spark_ide.modelserver.engine import Engine, Job, Message
+from spark_ide.modelserver.errors import ProtocolError
+from spark_ide.modelserver.request import (
+    CreateRequest,
+    decode_frame,
+    parse_cancel,
+    parse_create,
+    parse_steer,
+)
+from spark_ide.modelserver.responder import CANCELLED, STEERED, Responder
+from spark_ide.modelserver.wire import ResponseRecord, new_id
+
+log = logging.getLogger(__name__)
+
+Work = CreateRequest | ProtocolError
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """The last finished response: its full conversation, so a chained request can rebuild
+    the prompt (instructions are not inherited, as with OpenAI)."""
+
+    responder: Responder
+    conversation: tuple[Message, ...]
+
+    @property
+    def id(self) -> str:
+        return self.responder.id
+
+
+class Connection:
+    def __init__(self, socket: ServerConnection, engine: Engine, config: ServerConfig) -> None:
+        self._socket = socket
+        self._engine = engine
+        self._config = config
+        self._queue: deque[Work] = deque()
+        self._queued = asyncio.Event()
+        self._current: Responder | None = None
+        self._last: CachedResponse | None = None
+
+    async def serve(self) -> None:
+        worker = asyncio.create_task(self._work())
+        try:
+            async with asyncio.timeout(self._config.lifetime_s):
+                async for frame in self._socket:
+                    await self._on_frame(frame)
+        except TimeoutError:
+            await self._stop_worker(worker)
+            await self._end_lifetime()
+        except ConnectionClosed:
+            pass
+        finally:
+            # Closing the socket stops generation: cancelling the worker closes the
+            # engine's iterator, which sets the cancel token.
+            await self._stop_worker(worker)
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        await self._socket.send(json.dumps(event))
+
+    async def _stop_worker(self, worker: asyncio.Task[None]) -> None:
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+            await worker
+
+    async def _end_lifetime(self) -> None:
+        limit = ProtocolError(
+            errors.CONNECTION_LIMIT_REACHED,
+            f"This connection reached its {self._config.lifetime_s:g} s lifetime limit;"
+            " open a new connection to continue.",
+        )
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(limit.event())
+            await self._socket.close(1000, "connection lifetime limit reached")
+
+    # -- reader -----------------------------------------------------------------------
+
+    async def _on_frame(self, frame: str | bytes) -> None:
+        try:
+            size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
+            if size > self._config.max_frame_bytes:
+                raise ProtocolError(
+                    errors.MESSAGE_TOO_LARGE,
+                    f"The frame has {size} bytes; the limit is {self._config.max_frame_bytes}.",
+                    status=413,
+                )
+            data = decode_frame(frame)
+            kind = data["type"]
+            if kind == "response.create":
+                self._enqueue(parse_create(data))
+            elif kind == "response.cancel" and self._config.cancel_extension:
+                self._cancel(parse_cancel(data))
+            elif kind == "response.steer" and self._config.steer_extension:
+                await self._steer(data)
+            else:
+                raise errors.bad_value("type", f"unknown client event {kind!r}.")
+        except ProtocolError as exc:
+            self._enqueue(exc)
+
+    def _enqueue(self, work: Work, *, first: bool = False) -> None:
+        if first:
+            self._queue.appendleft(work)
+        else:
+            self._queue.append(work)
+        self._queued.set()
+
+    def _cancel(self, target: str | None) -> None:
+        current = self._current
+        if current is not None and target in (None, current.id):
+            if current.request_stop(CANCELLED):
+                return  # the responder answers with response.incomplete
+            self._enqueue(_not_active(current.id), first=True)
+        elif target is None:
+            self._enqueue(_not_active(None), first=True)
+        elif self._last is not None and self._last.id == target:
+            self._enqueue(_not_active(target), first=True)
+        else:
+            self._enqueue(
+                ProtocolError(
+                    errors.RESPONSE_NOT_FOUND,
+                    f"No response with id {target!r} on this connection.",
+                    param="response_id",
+                    status=404,
+                )
+            )
+
+    async def _steer(self, data: dict[str, Any]) -> None:
+        steer = parse_steer(data)
+        current, last = self._current, self._last
+        if current is not None and current.id == steer.previous_response_id:
+            # Stops the response if it is still streaming; either way the worker starts
+            # the successor from ``steer_input`` once the response has ended.
+            current.steer_input.extend(steer.input)
+            current.request_stop(STEERED)
+            target = current
+        elif current is None and last is not None and last.id == steer.previous_response_id:
+            target = last.responder
+            self._enqueue(target.record.request.continued(target.id, steer.input), first=True)
+        else:
+            refusal = ProtocolError(
+                errors.PREVIOUS_RESPONSE_NOT_FOUND,
+                f"Response {steer.previous_response_id!r} is not running on this connection.",
+                param="previous_response_id",
+            )
+            await self._send(
+                {
+                    "type": "response.steer.failed",
+                    "steer": {
+                        "previous_response_id": steer.previous_response_id,
+                        "input": steer.raw_input,
+                    },
+                    "error": refusal.body(),
+                    "sequence_number": 0,
+                }
+            )
+            return
+        await self._send(
+            {
+                "type": "response.steer.accepted",
+                "steer": {
+                    "id": new_id("steer"),
+                    "previous_response_id": steer.previous_response_id,
+                    "input": steer.raw_input,
+                },
+                "sequence_number": target.next_sequence_number(),
+            }
+        )
+
+    # -- worker -----------------------------------------------------------------------
+
+    async def _next_work(self) -> Work:
+        while not self._queue:
+            self._queued.clear()
+            await self._queued.wait()
+        return self._queue.popleft()
+
+    async def _work(self) -> None:
+        while True:
+            work = await self._next_work()
+            if isinstance(work, ProtocolError):
+                await self._send(work.event())
+                continue
+            try:
+                job, conversation = self._resolve(work)
+            except ProtocolError as exc:
+                await self._send(exc.event())
+                continue
+            await self._respond(work, job, conversation)
+
+    def _resolve(self, request: CreateRequest) -> tuple[Job, tuple[Message, ...]]:
+        if request.model not in self._config.accepted_models:
+            raise ProtocolError(
+                errors.MODEL_NOT_FOUND,
+                f"The model {request.model!r} does not exist on this server; available:"
+                f" {', '.join(self._config.accepted_models)}.",
+                param="model",
+                status=404,
+            )
+        history: tuple[Message, ...] = ()
+        if request.previous_response_id is not None:
+            last = self._last
+            if last is None or last.id != request.previous_response_id:
+                raise ProtocolError(
+                    errors.PREVIOUS_RESPONSE_NOT_FOUND,
+                    f"Previous response with id {request.previous_response_id!r} not found.",
+                    param="previous_response_id",
+                )
+            history = last.conversation
+        conversation = history + request.input
+        system = (Message("system", request.instructions),) if request.instructions else ()
+        job = Job(
+            messages=system + conversation,
+            max_output_tokens=request.max_output_tokens,
+            temperature=request.temperature,
+            effort=request.effort,
+        )
+        return job, conversation
+
+    async def _respond(
+        self, request: CreateRequest, job: Job, conversation: tuple[Message, ...]
+    ) -> None:
+        record = ResponseRecord(request)
+        responder = Responder(record, job, self._engine, self._send)
+        self._current = responder
+        try:
+            await responder.run()
+        finally:
+            self._current = None
+        if record.status in ("completed", "incomplete"):
+            reply = (Message("assistant", record.text),) if record.has_item else ()
+            self._last = CachedResponse(responder, conversation + reply)
+        if responder.steer_input:
+            successor = request.continued(record.id, tuple(responder.steer_input))
+            self._enqueue(successor, first=True)
+
+
+def _not_active(response_id: str | None) -> ProtocolError:
+    what = f"Response {response_id!r} is" if response_id else "No response is"
+    return ProtocolError(
+        errors.CANCEL_NOT_ACTIVE,
+        f"{what} not in progress; nothing to cancel.",
+        param="response_id",
+    )

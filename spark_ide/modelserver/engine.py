@@ -1,0 +1,119 @@
+"""The seam between the protocol server and whatever produces text.
+
+An engine turns a :class:`Job` (the whole conversation, already resolved from
+``previous_response_id``) into text pieces. The server owns ids, events, queueing and
+cancellation policy; the engine only has to stop promptly when the :class:`CancelToken`
+is set and to fill in the :class:`Tally` so ``usage`` can be reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """One generation request as the engine sees it.
+
+    ``messages`` starts with the system message built from ``instructions`` (if any),
+    followed by the chained conversation and the new input.
+    """
+
+    messages: tuple[Message, ...]
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    effort: str | None = None
+
+    def last_user_text(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+
+@dataclass
+class Tally:
+    """Token accounting an engine fills in while it works (reported as ``usage``)."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    hit_token_limit: bool = False
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Text produced in one step; ``tokens`` counts the model tokens it holds."""
+
+    text: str
+    tokens: int = 1
+
+
+class EngineError(Exception):
+    """A generation that cannot run; the response ends ``response.failed`` with ``code``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class CancelToken:
+    """A stop flag readable from worker threads and awaitable from the event loop.
+
+    ``cancel`` must be called on the loop's thread (the asyncio event is not thread-safe);
+    worker threads only read :meth:`is_set`.
+    """
+
+    _flag: threading.Event = field(default_factory=threading.Event)
+    _event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def cancel(self) -> None:
+        self._flag.set()
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._flag.is_set()
+
+    async def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
+        if self._flag.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+class Engine(Protocol):
+    """What the server needs from a text generator."""
+
+    async def load(self) -> None:
+        """Load weights once, before the server accepts connections (idempotent)."""
+
+    async def close(self) -> None:
+        """Release resources; called when the server stops."""
+
+    async def prepare(self, job: Job, tally: Tally) -> None:
+        """Warm-up (``generate: false``): get the prompt state ready, produce no text."""
+
+    def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+        """Stream pieces until done, ``max_output_tokens`` or ``cancel``.
+
+        Closing the iterator early (``aclose``) must stop the generation too.
+        """
+        ...

@@ -1,0 +1,1 @@
+"""Engines: ``llama`` (the real local model, the default) and ``scripted`` (deterministic)."""

@@ -1,0 +1,157 @@
+"""A deterministic engine: plays known text at an exact token rate.
+
+The last user message chooses the text:
+
+* ``[say]literal text[/say]`` plays exactly the text between the tags (may span lines);
+* ``[script:NAME]`` plays ``scripts[NAME]``;
+* anything else plays ``default_text``;
+* ``[rate:N]`` (tokens/s) and ``[ttft:MS]`` (time to first token) override the engine's
+  settings for that request.
+
+Tokens are at most 4 characters, cut at whitespace where possible. Token *i* is due at
+``ttft + i / rate``; whenever the generator wakes it hands over every token that is due in
+one piece, so at high rates (beyond what one event-loop wake-up per token allows) a delta
+carries several tokens while the average rate stays exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Piece, Tally
+
+MAX_TOKEN_CHARS = 4
+DEFAULT_TEXT = (
+    "Hello! I am the scripted engine of the Spark IDE model server. I play fixed text at a"
+    " steady rate, so tests and demos can rely on every token."
+)
+
+_SAY = re.compile(r"\[say\](.*?)\[/say\]", re.DOTALL)
+_SCRIPT = re.compile(r"\[script:([^\]]*)\]")
+_RATE = re.compile(r"\[rate:([^\]]*)\]")
+_TTFT = re.compile(r"\[ttft:([^\]]*)\]")
+_WORDS = re.compile(r"\s*\S+|\s+")
+
+SCRIPT_NOT_FOUND = "script_not_found"
+INVALID_DIRECTIVE = "invalid_directive"
+
+
+def split_tokens(text: str) -> list[str]:
+    """Cut text into tokens of at most 4 characters; each word keeps its leading space."""
+    tokens: list[str] = []
+    for word in _WORDS.findall(text):
+        tokens.extend(word[i : i + MAX_TOKEN_CHARS] for i in range(0, len(word), MAX_TOKEN_CHARS))
+    return tokens
+
+
+def load_scripts(path: Path) -> dict[str, str]:
+    """Read a script file: a JSON object mapping names to texts."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(
+        isinstance(name, str) and isinstance(text, str) for name, text in data.items()
+    ):
+        raise ValueError(f"{path}: a script file must be a JSON object of name -> text")
+    return data
+
+
+@dataclass(frozen=True)
+class Plan:
+    text: str
+    tokens_per_s: float
+    ttft_s: float
+
+
+class ScriptedEngine:
+    def __init__(
+        self,
+        scripts: Mapping[str, str] | None = None,
+        tokens_per_s: float = 1000.0,
+        ttft_s: float = 0.02,
+        default_text: str = DEFAULT_TEXT,
+    ) -> None:
+        if not 0 < tokens_per_s < math.inf:
+            raise ValueError("tokens_per_s must be positive and finite")
+        if ttft_s < 0:
+            raise ValueError("ttft_s must not be negative")
+        self.scripts = dict(scripts or {})
+        self.tokens_per_s = tokens_per_s
+        self.ttft_s = ttft_s
+        self.default_text = default_text
+
+    async def load(self) -> None:
+        """Nothing to load."""
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    async def prepare(self, job: Job, tally: Tally) -> None:
+        tally.input_tokens = count_prompt_tokens(job)
+
+    def plan(self, job: Job) -> Plan:
+        """What the last user message asks for (text, rate, time to first token)."""
+        request = job.last_user_text()
+        # Directives inside a [say] block are part of the literal text, not settings.
+        outside = _SAY.sub("", request)
+        rate = _number(_RATE, outside, "rate", self.tokens_per_s)
+        ttft_ms = _number(_TTFT, outside, "ttft", self.ttft_s * 1000.0)
+        if not (0 < rate < math.inf and 0 <= ttft_ms < math.inf):
+            raise EngineError(INVALID_DIRECTIVE, "[rate:N] must be > 0 and [ttft:MS] >= 0.")
+        return Plan(self._text(request, outside), rate, ttft_ms / 1000.0)
+
+    def _text(self, request: str, outside: str) -> str:
+        said = _SAY.search(request)
+        if said:
+            return said.group(1)
+        named = _SCRIPT.search(outside)
+        if named:
+            name = named.group(1)
+            if name not in self.scripts:
+                raise EngineError(SCRIPT_NOT_FOUND, f"No script named {name!r} is loaded.")
+            return self.scripts[name]
+        return self.default_text
+
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
+        plan = self.plan(job)
+        tally.input_tokens = count_prompt_tokens(job)
+        tokens = split_tokens(plan.text)
+        if job.max_output_tokens is not None and len(tokens) > job.max_output_tokens:
+            tokens = tokens[: job.max_output_tokens]
+            tally.hit_token_limit = True
+        if await cancel.wait(plan.ttft_s):
+            return
+        loop = asyncio.get_running_loop()
+        start, sent, rate = loop.time(), 0, plan.tokens_per_s
+        while sent < len(tokens):
+            due = min(len(tokens), int((loop.time() - start) * rate) + 1)
+            if due > sent:
+                tally.output_tokens += due - sent
+                yield Piece("".join(tokens[sent:due]), due - sent)
+                sent = due
+                if cancel.is_set():
+                    return
+            elif await cancel.wait(start + sent / rate - loop.time()):
+                return
+
+
+def count_prompt_tokens(job: Job) -> int:
+    return sum(len(split_tokens(message.content)) for message in job.messages)
+
+
+def _number(pattern: re.Pattern[str], text: str, name: str, default: float) -> float:
+    found = pattern.search(text)
+    if not found:
+        return default
+    try:
+        return float(found.group(1))
+    except ValueError:
+        raise EngineError(
+            INVALID_DIRECTIVE, f"[{name}:{found.group(1)}] is not a number."
+        ) from None

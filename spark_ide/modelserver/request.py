@@ -1,0 +1,195 @@
+"""Parsing client messages (``response.create`` and the extensions) into typed requests.
+
+Fields we do not use (``tools``, ``metadata``, ``stream_id`` ...) are tolerated and
+ignored, so clients written for OpenAI work unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from spark_ide.modelserver.engine import Message, Role
+from spark_ide.modelserver.errors import (
+    INVALID_JSON,
+    ProtocolError,
+    bad_value,
+    missing,
+    wrong_type,
+)
+
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_ROLES: Mapping[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    model: str
+    input: tuple[Message, ...]
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    effort: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    store: bool = True
+    generate: bool = True
+
+    def continued(self, previous_response_id: str, new_input: tuple[Message, ...]) -> CreateRequest:
+        """The same settings applied to a follow-up (how a steer's successor is built)."""
+        return replace(self, previous_response_id=previous_response_id, input=new_input)
+
+
+@dataclass(frozen=True)
+class SteerRequest:
+    previous_response_id: str
+    input: tuple[Message, ...]
+    raw_input: Any
+
+
+def decode_frame(frame: str | bytes) -> dict[str, Any]:
+    """A frame's JSON object, or ``invalid_json``; ``type`` must be a string."""
+    try:
+        data = json.loads(frame)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(INVALID_JSON, f"The frame is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(INVALID_JSON, "A client message must be a JSON object.")
+    if "type" not in data:
+        raise missing("type")
+    if not isinstance(data["type"], str):
+        raise wrong_type("type", "a string")
+    return data
+
+
+def parse_create(data: Mapping[str, Any]) -> CreateRequest:
+    model = data.get("model")
+    if model is None:
+        raise missing("model")
+    if not isinstance(model, str):
+        raise wrong_type("model", "a string")
+    return CreateRequest(
+        model=model,
+        input=parse_input(data.get("input", []), "input"),
+        instructions=_optional_str(data, "instructions"),
+        previous_response_id=_optional_str(data, "previous_response_id"),
+        effort=_effort(data.get("reasoning")),
+        max_output_tokens=_max_output_tokens(data.get("max_output_tokens")),
+        temperature=_temperature(data.get("temperature")),
+        store=_optional_bool(data, "store", default=True),
+        generate=_optional_bool(data, "generate", default=True),
+    )
+
+
+def parse_steer(data: Mapping[str, Any]) -> SteerRequest:
+    target = data.get("previous_response_id")
+    if target is None:
+        raise missing("previous_response_id")
+    if not isinstance(target, str):
+        raise wrong_type("previous_response_id", "a string")
+    if "input" not in data:
+        raise missing("input")
+    return SteerRequest(target, parse_input(data["input"], "input"), data["input"])
+
+
+def parse_cancel(data: Mapping[str, Any]) -> str | None:
+    """The ``response_id`` to cancel; None means "whatever is running"."""
+    return _optional_str(data, "response_id")
+
+
+def parse_input(value: Any, param: str) -> tuple[Message, ...]:
+    """A string is one user message; a list holds message items (content str or parts)."""
+    if isinstance(value, str):
+        return (Message("user", value),)
+    if not isinstance(value, list):
+        raise wrong_type(param, "a string or a list of message items")
+    return tuple(_message(item, f"{param}[{index}]") for index, item in enumerate(value))
+
+
+def _message(item: Any, param: str) -> Message:
+    if not isinstance(item, dict):
+        raise wrong_type(param, "an object")
+    kind = item.get("type", "message")
+    if kind != "message":
+        raise bad_value(f"{param}.type", f"unsupported item type {kind!r}; only 'message'.")
+    role = item.get("role")
+    if role is None:
+        raise missing(f"{param}.role")
+    if role not in _ROLES:
+        raise bad_value(f"{param}.role", f"{role!r} is not one of {sorted(_ROLES)}.")
+    return Message(_ROLES[role], _content_text(item.get("content"), f"{param}.content"))
+
+
+def _content_text(content: Any, param: str) -> str:
+    if content is None:
+        raise missing(param)
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise wrong_type(param, "a string or a list of content parts")
+    texts = []
+    for index, part in enumerate(content):
+        where = f"{param}[{index}]"
+        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
+            raise bad_value(where, "only text parts (input_text, output_text) are supported.")
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise wrong_type(f"{where}.text", "a string")
+        texts.append(text)
+    return "".join(texts)
+
+
+def _optional_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise wrong_type(key, "a string")
+    return value
+
+
+def _optional_bool(data: Mapping[str, Any], key: str, *, default: bool) -> bool:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise wrong_type(key, "a boolean")
+    return value
+
+
+def _effort(reasoning: Any) -> str | None:
+    if reasoning is None:
+        return None
+    if not isinstance(reasoning, dict):
+        raise wrong_type("reasoning", "an object")
+    effort = reasoning.get("effort")
+    if effort is None:
+        return None
+    if effort not in EFFORTS:
+        raise bad_value("reasoning.effort", f"{effort!r} is not one of {list(EFFORTS)}.")
+    return str(effort)
+
+
+def _max_output_tokens(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise wrong_type("max_output_tokens", "an integer")
+    if value < 1:
+        raise bad_value("max_output_tokens", "must be at least 1.")
+    return value
+
+
+def _temperature(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise wrong_type("temperature", "a number")
+    if not 0.0 <= value <= 2.0:
+        raise bad_value("temperature", "must be between 0 and 2.")
+    return float(value)

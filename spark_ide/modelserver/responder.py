@@ -1,0 +1,142 @@
+"""One response, from ``response.created`` to its terminal event.
+
+The responder is the only writer of its response's events, so ordering guarantees are
+local: once a stop (cancel or steer) is accepted, no further delta is sent, and the
+terminal ``response.incomplete`` follows the last delta.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from typing import Any
+
+from spark_ide.modelserver.engine import (
+    CancelToken,
+    Engine,
+    EngineError,
+    Job,
+    Message,
+    Tally,
+)
+from spark_ide.modelserver.wire import ResponseRecord, text_part
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+CANCELLED = "cancelled"
+STEERED = "steered"
+MAX_OUTPUT_TOKENS = "max_output_tokens"
+
+
+class Responder:
+    def __init__(self, record: ResponseRecord, job: Job, engine: Engine, send: Send) -> None:
+        self.record = record
+        self.job = job
+        self.cancel = CancelToken()
+        self.stop_reason: str | None = None
+        self.steer_input: list[Message] = []
+        self._engine = engine
+        self._send = send
+        self._sequence = 0
+        self._streaming = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    def next_sequence_number(self) -> int:
+        number = self._sequence
+        self._sequence += 1
+        return number
+
+    async def emit(self, kind: str, **fields: Any) -> None:
+        await self._send({"type": kind, **fields, "sequence_number": self.next_sequence_number()})
+
+    def request_stop(self, reason: str) -> bool:
+        """Accept a stop only while text is still streaming (else it raced completion)."""
+        if not self._streaming or self.stop_reason is not None:
+            return False
+        self.stop_reason = reason
+        self.cancel.cancel()
+        return True
+
+    @property
+    def stoppable(self) -> bool:
+        return self._streaming and self.stop_reason is None
+
+    async def run(self) -> None:
+        tally = Tally()
+        self.record.tally = tally
+        await self.emit("response.created", response=self.record.to_json())
+        await self.emit("response.in_progress", response=self.record.to_json())
+        try:
+            if self.record.request.generate:
+                await self._stream(tally)
+            else:
+                await self._engine.prepare(self.job, tally)
+        except EngineError as exc:
+            if self.stop_reason is None:
+                await self._fail(exc)
+                return
+        except Exception:
+            # A bug in an engine must end this response, not the whole connection.
+            log.exception("engine failed on response %s", self.id)
+            await self._fail(EngineError("server_error", "The engine failed unexpectedly."))
+            return
+        if self.stop_reason is not None:
+            await self._end_interrupted(self.stop_reason)
+        else:
+            await self._finish(tally)
+
+    async def _stream(self, tally: Tally) -> None:
+        self.record.has_item = True
+        await self.emit("response.output_item.added", output_index=0, item=self.record.item())
+        await self.emit("response.content_part.added", **self._where(), part=text_part(""))
+        self._streaming = True
+        pieces = self._engine.generate(self.job, tally, self.cancel)
+        async with aclosing(pieces):
+            try:
+                async for piece in pieces:
+                    if self.stop_reason is not None:
+                        break
+                    self.record.text += piece.text
+                    await self.emit(
+                        "response.output_text.delta", **self._where(), delta=piece.text, logprobs=[]
+                    )
+            finally:
+                # However the loop ended (done, stop, socket closed), the engine must not
+                # run on: set the token before the iterator is closed.
+                self._streaming = False
+                self.cancel.cancel()
+
+    def _where(self) -> dict[str, Any]:
+        return {"item_id": self.record.item_id, "output_index": 0, "content_index": 0}
+
+    async def _finish(self, tally: Tally) -> None:
+        record = self.record
+        if record.has_item:
+            text = record.text
+            await self.emit("response.output_text.done", **self._where(), text=text, logprobs=[])
+            await self.emit("response.content_part.done", **self._where(), part=text_part(text))
+        if tally.hit_token_limit:
+            record.status = "incomplete"
+            record.incomplete_reason = MAX_OUTPUT_TOKENS
+        else:
+            record.status = "completed"
+        if record.has_item:
+            await self.emit("response.output_item.done", output_index=0, item=record.item())
+        await self.emit(f"response.{record.status}", response=record.to_json())
+
+    async def _end_interrupted(self, reason: str) -> None:
+        # A stopped response gets exactly one more event: its terminal one.
+        self.record.status = "incomplete"
+        self.record.incomplete_reason = reason
+        await self.emit("response.incomplete", response=self.record.to_json())
+
+    async def _fail(self, exc: EngineError) -> None:
+        self.record.status = "failed"
+        self.record.error = {"code": exc.code, "message": exc.message}
+        await self.emit("response.failed", response=self.record.to_json())

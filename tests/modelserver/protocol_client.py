@@ -1,0 +1,75 @@
+"""A small Responses-socket client and a running-server helper for the protocol tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from spark_ide.modelserver.engine import Engine
+from spark_ide.modelserver.engines.scripted import ScriptedEngine
+from spark_ide.modelserver.server import ModelServer, ServerConfig
+
+WAIT_S = 10.0
+TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+MODEL = "smollm2"
+
+
+class Client:
+    """Sends client events and reads server events, every wait bounded by WAIT_S."""
+
+    def __init__(self, socket: ClientConnection) -> None:
+        self.socket = socket
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.socket.send(json.dumps(event))
+
+    async def create(self, text: str | list[dict[str, Any]], **fields: Any) -> None:
+        await self.send({"type": "response.create", "model": MODEL, "input": text, **fields})
+
+    async def recv(self) -> dict[str, Any]:
+        frame = await asyncio.wait_for(self.socket.recv(), WAIT_S)
+        event = json.loads(frame)
+        assert isinstance(event, dict)
+        return event
+
+    async def until(self, *types: str) -> list[dict[str, Any]]:
+        """Events up to and including the first one whose type is in ``types``."""
+        events = []
+        while True:
+            event = await self.recv()
+            events.append(event)
+            if event["type"] in types:
+                return events
+
+    async def response(self) -> list[dict[str, Any]]:
+        return await self.until(*TERMINAL)
+
+    async def run(self, text: str | list[dict[str, Any]], **fields: Any) -> list[dict[str, Any]]:
+        await self.create(text, **fields)
+        return await self.response()
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+
+
+def types_of(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+@asynccontextmanager
+async def running_server(engine: Engine | None = None, **config: Any) -> AsyncIterator[ModelServer]:
+    server = ModelServer(engine or ScriptedEngine(), ServerConfig(port=0, **config))
+    async with server:
+        yield server
+
+
+@asynccontextmanager
+async def client_for(server: ModelServer, **options: Any) -> AsyncIterator[Client]:
+    async with connect(server.url, open_timeout=WAIT_S, **options) as socket:
+        yield Client(socket)

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from .protocol_client import Client, client_for, running_server, text_of, types_of
+
+SLOW = "[rate:200][say]" + "word " * 400 + "[/say]"
+
+
+async def started_response(ws: Client) -> str:
+    await ws.create(SLOW)
+    events = await ws.until("response.output_text.delta")
+    return str(events[0]["response"]["id"])
+
+
+async def test_it_ends_a_cancelled_response_incomplete(ws: Client) -> None:
+    response_id = await started_response(ws)
+    await ws.send({"type": "response.cancel", "response_id": response_id})
+    events = await ws.response()
+    final = events[-1]
+    assert final["type"] == "response.incomplete"
+    assert final["response"]["id"] == response_id
+    assert final["response"]["incomplete_details"] == {"reason": "cancelled"}
+    assert final["response"]["output"][0]["status"] == "incomplete"
+    assert set(types_of(events[:-1])) <= {"response.output_text.delta"}
+
+
+async def test_it_sends_no_delta_after_the_cancel_reply(ws: Client) -> None:
+    response_id = await started_response(ws)
+    await ws.send({"type": "response.cancel", "response_id": response_id})
+    events = await ws.response()
+    partial = events[-1]["response"]["output"][0]["content"][0]["text"]
+    # Nothing follows the terminal event: the next thing on the socket is the next response.
+    after = await ws.run("[say]next[/say]")
+    assert after[0]["type"] == "response.created"
+    assert text_of(after) == "next"
+    assert len(partial) < len(SLOW)
+
+
+async def test_it_cancels_the_running_response_without_an_id(ws: Client) -> None:
+    await started_response(ws)
+    await ws.send({"type": "response.cancel"})
+    events = await ws.response()
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "cancelled"}
+
+
+async def test_it_answers_a_cancel_that_raced_completion_with_an_error(ws: Client) -> None:
+    done = await ws.run("[say]quick[/say]")
+    response_id = done[-1]["response"]["id"]
+    await ws.send({"type": "response.cancel", "response_id": response_id})
+    error = await ws.recv()
+    assert error["type"] == "error"
+    assert error["error"]["code"] == "response_cancel_not_active"
+    assert error["error"]["param"] == "response_id"
+    assert (await ws.run("[say]still serving[/say]"))[-1]["type"] == "response.completed"
+
+
+async def test_it_answers_a_cancel_for_an_unknown_id_with_response_not_found(ws: Client) -> None:
+    await ws.send({"type": "response.cancel", "response_id": "resp_nope"})
+    error = await ws.recv()
+    assert error["status"] == 404
+    assert error["error"]["code"] == "response_not_found"
+
+
+async def test_it_answers_a_cancel_with_nothing_running(ws: Client) -> None:
+    await ws.send({"type": "response.cancel"})
+    error = await ws.recv()
+    assert error["error"]["code"] == "response_cancel_not_active"
+
+
+async def test_it_treats_cancel_as_unknown_without_the_extension() -> None:
+    async with running_server(cancel_extension=False) as server, client_for(server) as ws:
+        await ws.create("[rate:2000][say]" + "go " * 100 + "[/say]")
+        await ws.until("response.output_text.delta")
+        await ws.send({"type": "response.cancel"})
+        events = await ws.until("response.completed")
+        error = await ws.recv()
+    # Like OpenAI: the response runs to the end, then the unknown type is reported.
+    assert events[-1]["response"]["status"] == "completed"
+    assert error["error"]["code"] == "invalid_value"
+    assert error["error"]["param"] == "type"
