@@ -1,0 +1,35 @@
+"""The interface the Pilot programs against, whatever the provider."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from spark_ide.upstream.profiles import ProviderProfile, Transport
+from spark_ide.upstream.request import TurnRequest
+from spark_ide.upstream.stream import TurnStream
+
+
+class ModelClient(ABC):
+    """One session's way to the model: start turns, steer them, stop them."""
+
+    @property
+    @abstractmethod
+    def transport(self) -> Transport:
+        """How turns currently travel (can change once: 426 -> HTTP/SSE)."""
+
+    @property
+    @abstractmethod
+    def profile(self) -> ProviderProfile: ...
+
+    @abstractmethod
+    async def start(self, request: TurnRequest) -> TurnStream:
+        """Send a turn on a warm connection; raises UpstreamError if none can be had."""
+
+    @abstractmethod
+    async def steer(self, stream: TurnStream, request: TurnRequest) -> TurnStream:
+        """Stop ``stream`` (it yields nothing more, at once) and start ``request`` instead,
+        re-prompt first, by the profile's cancel strategy."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Close every connection; running turns are stopped."""

@@ -1,0 +1,343 @@
+"""One Responses WebSocket and the requests sent on it.
+
+A socket runs one response at a time and answers requests in the order they were sent,
+so frames are routed by position: deltas and final events belong to the oldest unfinished
+request; an ``error`` belongs to the oldest request that has not started (a running
+response ends with ``response.failed``, never with ``error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from spark_ide.upstream.backoff import is_retryable_close
+from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
+from spark_ide.upstream.errors import (
+    CONNECTION_LOST,
+    PROTOCOL_ERROR,
+    PROVIDER_UNAVAILABLE,
+    TIMEOUT,
+    UpgradeRefused,
+    UpstreamError,
+    redact,
+    status_code_error,
+)
+from spark_ide.upstream.frames import (
+    Created,
+    Delta,
+    Done,
+    ErrorFrame,
+    Frame,
+    MalformedFrame,
+    SteerFailed,
+    parse_frame,
+)
+from spark_ide.upstream.request import JSONObject
+from spark_ide.upstream.stream import TurnStream
+
+log = logging.getLogger(__name__)
+
+PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
+CONNECTION_LIMIT_REACHED = "websocket_connection_limit_reached"
+# Only a cancel message can cause these; they are answers to it, never to a request.
+CANCEL_REFUSALS = frozenset({"response_cancel_not_active", "response_not_found"})
+MAX_INCOMING_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(eq=False)
+class Attempt:
+    """One request on one socket: a turn's stream, or a warm-up waiting for its id."""
+
+    connection: ResponsesConnection
+    stream: TurnStream | None
+    warm: asyncio.Future[str] | None = None
+    response_id: str | None = None
+    deltas: int = 0
+    cancel_wanted: bool = False
+    cancel_sent_at_delta: int | None = None
+    done: bool = False
+    steer: bool = field(default=False)
+
+
+LostCallback = Callable[["ResponsesConnection"], None]
+
+
+class ResponsesConnection:
+    def __init__(self, socket: ClientConnection, config: ProviderConfig, on_lost: LostCallback):
+        self.opened_at = time.monotonic()
+        # The response the server caches for this socket: the only id we may chain on here.
+        self.last_response_id: str | None = None
+        self.expired = False  # the server said the lifetime limit is reached
+        self.retired = False  # we closed it on purpose (cancel, rollover, shutdown)
+        self._retire_when_idle = False
+        self.close_code: int | None = None
+        self._socket = socket
+        self._config = config
+        self._on_lost = on_lost
+        self._pending: deque[Attempt] = deque()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def open(cls, config: ProviderConfig, on_lost: LostCallback) -> ResponsesConnection:
+        headers: dict[str, str] = {}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        if config.profile.beta_header:
+            headers[BETA_HEADER[0]] = BETA_HEADER[1]
+        try:
+            socket = await connect(
+                config.websocket_url,
+                additional_headers=headers,
+                open_timeout=config.connect_timeout_s,
+                ping_interval=config.ping_interval_s,
+                ping_timeout=config.ping_timeout_s,
+                max_size=MAX_INCOMING_BYTES,
+                compression=None,  # per-token frames are tiny; deflate only adds latency
+                proxy=None,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            if status == 426:
+                raise UpgradeRefused(status) from None
+            raise status_code_error(status, "WebSocket upgrade refused") from None
+        except (OSError, TimeoutError, InvalidHandshake, ConnectionClosed) as exc:
+            detail = redact(f"{type(exc).__name__}: {exc}", config.secrets)
+            raise UpstreamError(
+                PROVIDER_UNAVAILABLE, f"cannot open {config.websocket_url}: {detail}",
+                retryable=True,
+            ) from None
+        return cls(socket, config, on_lost)
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def age_s(self) -> float:
+        return time.monotonic() - self.opened_at
+
+    @property
+    def alive(self) -> bool:
+        return not self._reader.done() and not self.retired
+
+    @property
+    def usable(self) -> bool:
+        """Alive, and young enough to take a new turn before the provider's lifetime limit."""
+        limit = self._config.connection_lifetime_s - self._config.rollover_margin_s
+        return self.alive and not self.expired and self.age_s < limit
+
+    @property
+    def idle(self) -> bool:
+        return not any(not a.done for a in self._pending)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    async def submit(self, body: JSONObject, stream: TurnStream, *, steer: bool = False) -> Attempt:
+        attempt = Attempt(self, stream, steer=steer)
+        stream.handle = attempt
+        self._pending.append(attempt)
+        stream.mark_sent()
+        await self._send(body)
+        return attempt
+
+    async def warm(self, body: JSONObject, timeout_s: float) -> str:
+        """Send a ``generate: false`` request; the id it answers with is chainable here."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending.append(Attempt(self, None, warm=future))
+        await self._send(body)
+        try:
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            raise UpstreamError(TIMEOUT, f"warm-up not answered within {timeout_s:g} s",
+                                retryable=True) from None
+
+    def request_cancel(self, attempt: Attempt) -> None:
+        """Native cancel: sent now if the response id is known, else once it is."""
+        attempt.cancel_wanted = True
+        if attempt.response_id is not None and not attempt.done:
+            self._send_cancel(attempt)
+
+    def retire(self) -> None:
+        """Close without waiting: closing the socket is what stops a running response."""
+        if not self.retired:
+            self.retired = True
+            self._spawn(self._socket.close(1000, "retired by client"))
+
+    def retire_when_idle(self) -> None:
+        """Rollover: let a running response finish here, then close the socket."""
+        self._retire_when_idle = True
+        if self.idle:
+            self.retire()
+
+    async def close(self) -> None:
+        self.retired = True
+        await self._socket.close(1000, "client closed")
+        await asyncio.wait({self._reader}, timeout=self._config.connect_timeout_s)
+
+    def _send_cancel(self, attempt: Attempt) -> None:
+        attempt.cancel_sent_at_delta = attempt.deltas
+        self._spawn(self._send({"type": "response.cancel", "response_id": attempt.response_id}))
+
+    async def _send(self, body: JSONObject) -> None:
+        try:
+            await self._socket.send(json.dumps(body))
+        except ConnectionClosed:
+            # The reader sees the same close and settles every pending attempt.
+            log.debug("send on a closed upstream socket")
+
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(job)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- receiving ------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self._socket:
+                self._dispatch(raw)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.close_code = self._socket.close_code
+            self._settle_pending()
+            self._on_lost(self)
+
+    def _dispatch(self, raw: str | bytes) -> None:
+        try:
+            frame = parse_frame(raw)
+        except MalformedFrame as exc:
+            self._protocol_violation(str(exc))
+            return
+        if isinstance(frame, ErrorFrame):
+            self._on_error(frame)
+        elif isinstance(frame, SteerFailed):
+            self._on_steer_failed(frame)
+        else:
+            self._on_response_frame(frame)
+
+    def _on_response_frame(self, frame: Frame) -> None:
+        head = next((a for a in self._pending if not a.done), None)
+        if head is None:
+            return  # e.g. lifecycle events of nothing we wait for; harmless
+        if head.stream is not None:
+            head.stream.mark_first_byte()
+        if isinstance(frame, Created):
+            head.response_id = frame.response_id
+            if head.stream is not None:
+                head.stream.response_id = frame.response_id
+            if head.cancel_wanted:
+                self._send_cancel(head)
+        elif isinstance(frame, Delta):
+            head.deltas += 1
+            if head.stream is not None:
+                head.stream.delta(frame.text)
+            if head.cancel_wanted and head.cancel_sent_at_delta == 0 and head.deltas == 1:
+                # The first cancel may have raced the start of streaming and been refused.
+                self._send_cancel(head)
+        elif isinstance(frame, Done):
+            self._finish(head, frame)
+
+    def _finish(self, attempt: Attempt, done: Done) -> None:
+        self._pop(attempt)
+        if done.status != "failed" and done.response_id is not None:
+            self.last_response_id = done.response_id
+        if attempt.warm is not None:
+            if done.status == "completed" and done.response_id and not attempt.warm.done():
+                attempt.warm.set_result(done.response_id)
+            elif not attempt.warm.done():
+                attempt.warm.set_exception(
+                    UpstreamError(PROTOCOL_ERROR, f"warm-up ended {done.status}")
+                )
+        stream = attempt.stream
+        if stream is None:
+            return
+        if done.status == "completed":
+            stream.complete(done.usage)
+        elif done.status == "incomplete":
+            stream.incomplete(done.reason)
+        else:
+            stream.fail(done.code, done.message)
+
+    def _on_error(self, error: ErrorFrame) -> None:
+        if error.code in CANCEL_REFUSALS:
+            log.debug("upstream refused a cancel: %s", error.message)
+            return
+        if error.code == CONNECTION_LIMIT_REACHED:
+            self.expired = True
+        target = next((a for a in self._pending if not a.done and a.response_id is None), None)
+        if target is None:
+            log.info("upstream error outside any request: %s", error.code)
+            return
+        self._pop(target)
+        if target.warm is not None and not target.warm.done():
+            target.warm.set_exception(UpstreamError(error.code, error.message))
+        stream = target.stream
+        if stream is None:
+            return
+        if error.code == CONNECTION_LIMIT_REACHED:
+            stream.resend(same_connection=False, reason="connection lifetime limit reached")
+        elif error.code == PREVIOUS_RESPONSE_NOT_FOUND and stream.chain_allowed:
+            stream.chain_allowed = False
+            stream.resend(same_connection=True, reason="previous response not on this socket")
+        else:
+            retryable = error.status is None or error.status >= 500 or error.status == 429
+            stream.error(error.code, error.message, retryable=retryable)
+
+    def _on_steer_failed(self, refusal: SteerFailed) -> None:
+        steer = next((a for a in self._pending if a.steer and not a.done), None)
+        if steer is None or steer.stream is None:
+            return
+        self._pop(steer)
+        steer.stream.chain_allowed = False
+        # The refused steer goes out as a plain request on another socket (the old
+        # response may still be running on this one).
+        steer.stream.resend(same_connection=False, reason=f"steer refused: {refusal.code}")
+
+    def _protocol_violation(self, detail: str) -> None:
+        head = next((a for a in self._pending if not a.done), None)
+        if head is not None:
+            self._pop(head)
+            if head.stream is not None:
+                head.stream.error(PROTOCOL_ERROR, f"malformed upstream event: {detail}",
+                                  retryable=True)
+        log.warning("malformed upstream event, dropping the socket: %s", detail)
+        self.retire()
+
+    def _pop(self, attempt: Attempt) -> None:
+        attempt.done = True
+        while self._pending and self._pending[0].done:
+            self._pending.popleft()
+        if self._retire_when_idle and self.idle:
+            self.retire()
+
+    def _settle_pending(self) -> None:
+        code = self.close_code
+        retryable = self.expired or (not self.retired and is_retryable_close(code))
+        for attempt in self._pending:
+            if attempt.done:
+                continue
+            attempt.done = True
+            if attempt.warm is not None and not attempt.warm.done():
+                attempt.warm.set_exception(
+                    UpstreamError(CONNECTION_LOST, f"socket closed ({code})", retryable=True)
+                )
+            stream = attempt.stream
+            if stream is None:
+                continue
+            if stream.state == "cancelled":
+                stream.closed_under()
+            elif retryable and not stream.has_output:
+                stream.resend(same_connection=False, reason=f"socket closed ({code})")
+            else:
+                stream.error(CONNECTION_LOST, f"upstream socket closed ({code})", retryable=True)
+        self._pending.clear()

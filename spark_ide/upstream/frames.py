@@ -1,0 +1,152 @@
+"""Parse Responses WebSocket frames into a small closed set of shapes.
+
+Only the facts the client acts on are kept; unknown but well-formed event types become
+:class:`Other` (ignored, so newer servers keep working). Anything that is not a JSON object
+with a string ``type``, or a known event whose fields have the wrong types, raises
+:class:`MalformedFrame`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from spark_ide.upstream.events import Usage
+
+
+class MalformedFrame(ValueError):
+    """A frame from the server that breaks the protocol."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    response_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    status: Literal["completed", "incomplete", "failed"]
+    response_id: str | None
+    reason: str = ""
+    code: str = ""
+    message: str = ""
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFrame:
+    code: str
+    message: str
+    status: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SteerAccepted:
+    response_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SteerFailed:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    type: str
+
+
+Frame = Created | Delta | Done | ErrorFrame | SteerAccepted | SteerFailed | Other
+
+_FINAL_TYPES = {
+    "response.completed": "completed",
+    "response.incomplete": "incomplete",
+    "response.failed": "failed",
+}
+
+
+def parse_frame(raw: str | bytes) -> Frame:
+    if isinstance(raw, bytes):
+        raise MalformedFrame("binary frame on a Responses socket")
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedFrame(f"frame is not JSON: {exc}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise MalformedFrame("frame is not an object with a string 'type'")
+    kind: str = obj["type"]
+    if kind == "response.output_text.delta":
+        delta = obj.get("delta")
+        if not isinstance(delta, str):
+            raise MalformedFrame("output_text.delta without a string 'delta'")
+        return Delta(delta)
+    if kind == "response.created":
+        response_id = _response(obj).get("id")
+        if not isinstance(response_id, str):
+            raise MalformedFrame("response.created without response.id")
+        return Created(response_id)
+    if kind in _FINAL_TYPES or kind == "response.done":
+        return _parse_done(kind, _response(obj))
+    if kind == "error":
+        return _parse_error(obj)
+    if kind == "response.steer.accepted":
+        response_id = obj.get("response_id", _response(obj, required=False).get("id"))
+        return SteerAccepted(response_id if isinstance(response_id, str) else None)
+    if kind == "response.steer.failed":
+        refusal = _parse_error(obj)
+        return SteerFailed(refusal.code, refusal.message)
+    return Other(kind)
+
+
+def _response(obj: dict[str, object], *, required: bool = True) -> dict[str, object]:
+    response = obj.get("response")
+    if isinstance(response, dict):
+        return response
+    if required:
+        raise MalformedFrame(f"{obj['type']} without a 'response' object")
+    return {}
+
+
+def _parse_done(kind: str, response: dict[str, object]) -> Done:
+    status = _FINAL_TYPES.get(kind) or str(response.get("status", "completed"))
+    raw_id = response.get("id")
+    response_id = raw_id if isinstance(raw_id, str) else None
+    usage = _usage(response.get("usage"))
+    if status == "completed":
+        return Done("completed", response_id, usage=usage)
+    if status in ("incomplete", "cancelled"):
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return Done("incomplete", response_id, reason=str(reason or status), usage=usage)
+    if status == "failed":
+        error = response.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        return Done("failed", response_id, code=str(code or "failed"), message=str(message or ""))
+    raise MalformedFrame(f"final event with unknown status {status!r}")
+
+
+def _parse_error(obj: dict[str, object]) -> ErrorFrame:
+    """Accept both documented shapes: flat, and nested under ``error`` with an HTTP status."""
+    nested = obj.get("error")
+    source = nested if isinstance(nested, dict) else obj
+    code = source.get("code") or source.get("type") or "error"
+    message = source.get("message") or ""
+    status = obj.get("status")
+    return ErrorFrame(str(code), str(message), status if isinstance(status, int) else None)
+
+
+def _usage(raw: object) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    input_tokens = raw.get("input_tokens", raw.get("prompt_tokens"))
+    output_tokens = raw.get("output_tokens", raw.get("completion_tokens"))
+    if isinstance(input_tokens, int) and isinstance(output_tokens, int):
+        return Usage(input_tokens, output_tokens)
+    return None

@@ -1,0 +1,210 @@
+"""A turn's event stream, the same object for every transport.
+
+Transports push facts in (``delta``, ``complete`` ...); the Pilot iterates normalised
+events out. Once the stream is cancelled (``cancel`` or a steer) iteration ends at once and
+nothing pushed afterwards is ever yielded: that is the zero-stale-events guarantee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from spark_ide.upstream.errors import TIMEOUT
+from spark_ide.upstream.events import (
+    Completed,
+    ErrorEvent,
+    Failed,
+    Incomplete,
+    Marks,
+    TextDelta,
+    UpstreamEvent,
+    Usage,
+)
+from spark_ide.upstream.request import TurnRequest
+
+State = Literal["running", "finished", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Resend:
+    """Control item: send the request again (nothing of this turn was yielded yet)."""
+
+    same_connection: bool
+    reason: str
+
+
+class _Wake:
+    """Control item: wakes a reader blocked on the queue after a cancel."""
+
+
+# (stream, abandon): abandon=True means the connection is suspect and must be dropped.
+Stopper = Callable[["TurnStream", bool], Awaitable[None]]
+Resender = Callable[["TurnStream", bool, str], Awaitable[None]]
+
+
+class TurnStream:
+    """Async iterator over one turn's :data:`UpstreamEvent`\\ s; ends after a terminal event."""
+
+    def __init__(
+        self,
+        request: TurnRequest,
+        *,
+        stopper: Stopper,
+        resender: Resender | None,
+        first_byte_timeout_s: float,
+        idle_timeout_s: float,
+    ) -> None:
+        self.request = request
+        self.chain_allowed = True
+        self.chained = False  # the last send went out as previous_response_id + new input
+        # How the response ended on the wire, recorded even after a cancel (when nothing
+        # more is yielded): "completed", "incomplete:<reason>", "failed:<code>",
+        # "error:<code>" or "closed" (its socket was closed under it).
+        self.upstream_end: str | None = None
+        self.resends = 0
+        self.response_id: str | None = None
+        # The transport's record of where this turn is running (set by the client).
+        self.handle: object | None = None
+        self.sent_at: float | None = None
+        self.first_byte_at: float | None = None
+        self.first_token_at: float | None = None
+        self._queue: asyncio.Queue[UpstreamEvent | _Resend | _Wake] = asyncio.Queue()
+        self._state: State = "running"
+        self._pushed_terminal = False
+        self._pushed_text: list[str] = []
+        self._yielded_text: list[str] = []
+        self._stopper = stopper
+        self._resender = resender
+        self._first_byte_timeout_s = first_byte_timeout_s
+        self._idle_timeout_s = idle_timeout_s
+
+    # -- what the Pilot sees -------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def text(self) -> str:
+        """The text yielded to the consumer so far (what the model wrote, as far as seen)."""
+        return "".join(self._yielded_text)
+
+    @property
+    def marks(self) -> Marks:
+        return self._marks()
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> UpstreamEvent:
+        while self._state == "running":
+            item = await self._next_item()
+            if self._state != "running":
+                break
+            if isinstance(item, _Wake):
+                continue
+            if isinstance(item, _Resend):
+                if self._resender is not None:
+                    await self._resender(self, item.same_connection, item.reason)
+                continue
+            if isinstance(item, TextDelta):
+                self._yielded_text.append(item.text)
+            else:
+                self._state = "finished"
+            return item
+        raise StopAsyncIteration
+
+    async def cancel(self) -> None:
+        """Stop this turn (no re-prompt): nothing more is yielded; upstream is stopped."""
+        if self._state != "running":
+            return
+        self.detach()
+        await self._stopper(self, False)
+
+    def detach(self) -> None:
+        """Stop yielding at once; the caller takes care of the upstream side."""
+        if self._state == "running":
+            self._state = "cancelled"
+            self._queue.put_nowait(_Wake())
+
+    # -- what transports call --------------------------------------------------------------
+
+    @property
+    def accepting(self) -> bool:
+        return self._state == "running" and not self._pushed_terminal
+
+    @property
+    def has_output(self) -> bool:
+        """True once any text was pushed; a transparent resend is impossible after that."""
+        return bool(self._pushed_text)
+
+    def mark_sent(self) -> None:
+        if self.sent_at is None:
+            self.sent_at = time.monotonic()
+
+    def mark_first_byte(self) -> None:
+        if self.first_byte_at is None:
+            self.first_byte_at = time.monotonic()
+
+    def delta(self, text: str) -> None:
+        if not self.accepting or not text:
+            return
+        self.mark_first_byte()
+        if self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+        self._pushed_text.append(text)
+        self._queue.put_nowait(TextDelta(text, self.response_id, self._marks()))
+
+    def complete(self, usage: Usage | None) -> None:
+        self.upstream_end = "completed"
+        self._terminal(Completed(self.response_id, usage, self._marks()))
+
+    def incomplete(self, reason: str) -> None:
+        self.upstream_end = f"incomplete:{reason}"
+        self._terminal(Incomplete(self.response_id, reason, self._marks()))
+
+    def fail(self, code: str, message: str) -> None:
+        self.upstream_end = f"failed:{code}"
+        self._terminal(Failed(self.response_id, code, message, self._marks()))
+
+    def error(self, code: str, message: str, *, retryable: bool) -> None:
+        self.upstream_end = f"error:{code}"
+        self._terminal(ErrorEvent(code, message, retryable, self._marks()))
+
+    def closed_under(self) -> None:
+        """Its socket closed while it ran and it was already cancelled: record only."""
+        self.upstream_end = "closed"
+
+    def resend(self, *, same_connection: bool, reason: str) -> None:
+        if self.accepting and not self.has_output:
+            self._queue.put_nowait(_Resend(same_connection, reason))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _terminal(self, event: UpstreamEvent) -> None:
+        if self.accepting:
+            self.mark_first_byte()
+            self._pushed_terminal = True
+            self._queue.put_nowait(event)
+
+    async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
+        waiting_first_byte = self.first_byte_at is None
+        timeout = self._first_byte_timeout_s if waiting_first_byte else self._idle_timeout_s
+        try:
+            return await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            what = "first byte" if waiting_first_byte else "next event"
+            event = ErrorEvent(TIMEOUT, f"no {what} within {timeout:g} s", True, self._marks())
+            # The late answer must never reach the next turn: stop it upstream.
+            self._pushed_terminal = True
+            await self._stopper(self, True)
+            return event
+
+    def _marks(self) -> Marks:
+        now = time.monotonic()
+        sent = self.sent_at if self.sent_at is not None else now
+        return Marks(sent, self.first_byte_at, self.first_token_at, now)

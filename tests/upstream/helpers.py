@@ -1,0 +1,99 @@
+"""Shared helpers: our model server (scripted engine) in its local and OpenAI-like modes,
+configs pointing the client at it, and bounded ways to read streams."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+from spark_ide.modelserver.engines.scripted import ScriptedEngine
+from spark_ide.modelserver.server import ModelServer, ServerConfig
+from spark_ide.upstream import (
+    CancelStrategy,
+    Message,
+    ProviderConfig,
+    RetryPolicy,
+    TurnRequest,
+    TurnStream,
+    UpstreamEvent,
+)
+
+API_KEY = "sk-test-0123456789abcdef"
+MODEL = "smollm2"
+FAST_RETRY = RetryPolicy(initial_s=0.01, max_s=0.05, max_tries=5)
+LONG_TEXT = " ".join(f"w{i:03d}" for i in range(400))  # 800 tokens of at most 4 chars
+SCRIPTS = {"long": LONG_TEXT, "short": "alpha beta gamma"}
+
+
+def server_config(*, openai_like: bool, steer: bool = False, lifetime_s: float = 3600.0
+                  ) -> ServerConfig:
+    return ServerConfig(
+        host="127.0.0.1", port=0, api_key=API_KEY if openai_like else None,
+        lifetime_s=lifetime_s, max_frame_bytes=4 * 1024 * 1024,
+        cancel_extension=not openai_like, steer_extension=steer, model=MODEL,
+    )
+
+
+@asynccontextmanager
+async def model_server(**kwargs: Any) -> AsyncIterator[ModelServer]:
+    engine = ScriptedEngine(scripts=SCRIPTS, tokens_per_s=1000.0, ttft_s=0.02)
+    async with ModelServer(engine, server_config(**kwargs)) as server:
+        yield server
+
+
+def base_url_of(server: ModelServer) -> str:
+    return f"http://127.0.0.1:{server.port}/v1"
+
+
+def client_config(base_url: str, *, openai_like: bool, **overrides: Any) -> ProviderConfig:
+    config = ProviderConfig(
+        provider="openai" if openai_like else "local",
+        base_url=base_url,
+        model=MODEL,
+        api_key=API_KEY if openai_like else None,
+        retry=FAST_RETRY,
+        first_byte_timeout_s=10.0,
+        idle_timeout_s=10.0,
+    )
+    return replace(config, **overrides)
+
+
+def say(text: str, *, rate: float | None = None, ttft_ms: float | None = None) -> str:
+    extra = "" if rate is None else f"[rate:{rate:g}]"
+    extra += "" if ttft_ms is None else f"[ttft:{ttft_ms:g}]"
+    return f"[say]{text}[/say]{extra}"
+
+
+def turn(text: str, **kwargs: Any) -> TurnRequest:
+    return TurnRequest(instructions="You are a test.", input=(Message("user", text),), **kwargs)
+
+
+async def collect(stream: TurnStream, *, limit: int | None = None) -> list[UpstreamEvent]:
+    """Every event of a stream (or the first ``limit``), bounded in time."""
+    events: list[UpstreamEvent] = []
+
+    async def run() -> None:
+        async for event in stream:
+            events.append(event)
+            if limit is not None and len(events) >= limit:
+                return
+
+    await asyncio.wait_for(run(), 20)
+    return events
+
+
+async def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+ALL_SOCKET_STRATEGIES = (
+    CancelStrategy.NATIVE_CANCEL,
+    CancelStrategy.NATIVE_STEER,
+    CancelStrategy.HOT_SPARE,
+    CancelStrategy.RECONNECT,
+)
