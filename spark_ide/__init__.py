@@ -1,0 +1,5 @@
+"""Spark IDE: a web-based live pair-programming IDE.
+
+Kept empty on purpose: the pure cores (editing, upstream, guard, modelserver) live under this
+package and must import without Django or Celery.
+"""

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+# Each benchmark lives beside the code it measures, as ``spark_ide.<name>.bench.main``.
+BENCHMARKS = ("editing", "modelserver", "upstream")
+
+
+class Command(BaseCommand):
+    help = "Run a benchmark and print its figures as JSON: " + ", ".join(BENCHMARKS)
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("benchmark", choices=BENCHMARKS)
+        parser.add_argument("args", nargs="*", help="passed to the benchmark (see its --help)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            module = importlib.import_module(f"spark_ide.{options['benchmark']}.bench")
+        except ModuleNotFoundError as exc:
+            raise CommandError(f"benchmark {options['benchmark']} is unavailable: {exc}") from None
+        figures = module.main(list(options["args"]))
+        self.stdout.write(json.dumps(figures, indent=2, sort_keys=True))

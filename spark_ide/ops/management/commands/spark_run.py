@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from spark_ide.accounts.services import local_user_ensure, login_token_create
+
+
+def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise CommandError(f"the server exited with code {process.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise CommandError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
+
+
+class Command(BaseCommand):
+    help = "Start the IDE (Daphne) on the embedded default and print a one-time sign-in URL."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("SPARK_HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("SPARK_PORT", "8000")))
+        parser.add_argument("--user", default="local", help="the local user to sign in as")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host, port = options["host"], options["port"]
+        call_command("migrate", interactive=False, verbosity=0)
+        server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+             "--websocket_max_message_size", "1048576", "spark_ide.asgi:application"],
+        )
+        try:
+            _wait_for_port(host, port, server, timeout=30)
+            key = login_token_create(user=local_user_ensure(options["user"]))
+            shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
+            self.stdout.write(self.style.SUCCESS("\nSpark IDE is running. Open this link to sign in:\n"))
+            self.stdout.write(f"    http://{shown}:{port}/?token={key}\n")
+            self.stdout.write("(the link works once; run `manage.py spark_login_url` for another)\n")
+            server.wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if server.poll() is None:
+                server.send_signal(signal.SIGINT)
+                try:
+                    server.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    server.kill()

@@ -1,0 +1,147 @@
+"""Django settings, all read from the environment (see the README's configuration table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+from spark_ide.env import envbool, envint, envlist, envstr, secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(envstr("SPARK_DATA_DIR", str(BASE_DIR / "var")))
+PRODUCTION = envstr("SPARK_ENV", "local") == "production"
+
+SECRET_KEY = secret_key(DATA_DIR, production=PRODUCTION)
+DEBUG = envbool("SPARK_DEBUG", False)
+ALLOWED_HOSTS = envlist("SPARK_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = envlist("SPARK_CSRF_TRUSTED_ORIGINS", [])
+SITE_URL = envstr("SPARK_SITE_URL", "http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "spark_ide.accounts",
+    "spark_ide.workspaces",
+    "spark_ide.ops",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "spark_ide.accounts.middleware.LoginTokenMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "spark_ide.urls"
+ASGI_APPLICATION = "spark_ide.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Storage: SQLite in WAL mode by default (readers never block the writer), or DATABASE_URL.
+_DEFAULT_DB = f"sqlite:///{DATA_DIR / 'spark.sqlite3'}"
+DATABASES: dict[str, dict[str, Any]] = {
+    "default": dict(dj_database_url.parse(envstr("DATABASE_URL", _DEFAULT_DB), conn_max_age=60))
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Channels and Celery: Redis when REDIS_URL is set (several processes), else in-process.
+REDIS_URL = envstr("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+    CELERY_TASK_ALWAYS_EAGER = False
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+    # Eager: tasks run in the caller's thread; async callers wrap them in sync_to_async so
+    # they never run on the event loop.
+    CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "workspace-list"
+LOGOUT_REDIRECT_URL = "login"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = PRODUCTION
+CSRF_COOKIE_SECURE = PRODUCTION
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root
+
+# Limits (bad input gets a clear error, see docs/protocol.md).
+SPARK_MAX_FILE_BYTES = envint("SPARK_MAX_FILE_BYTES", 1024 * 1024)
+SPARK_MAX_PATH_LENGTH = envint("SPARK_MAX_PATH_LENGTH", 512)
+SPARK_MAX_WORKSPACE_FILES = envint("SPARK_MAX_WORKSPACE_FILES", 2000)
+SPARK_MAX_IMPORT_BYTES = envint("SPARK_MAX_IMPORT_BYTES", 50 * 1024 * 1024)
+SPARK_LOGIN_TOKEN_TTL_S = envint("SPARK_LOGIN_TOKEN_TTL_S", 24 * 3600)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SPARK_MAX_FILE_BYTES + 64 * 1024
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("SPARK_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}
+CSRF_FAILURE_VIEW = "spark_ide.api.csrf_failure"

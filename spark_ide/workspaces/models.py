@@ -1,0 +1,38 @@
+"""A workspace is a named set of UTF-8 text files owned by one user."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Workspace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspaces")
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class File(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    text = models.TextField(blank=True)
+    size = models.PositiveIntegerField(default=0)
+    language = models.CharField(max_length=100)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "path"], name="unique_path_per_workspace")]
+
+    def __str__(self) -> str:
+        return self.path

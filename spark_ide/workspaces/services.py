@@ -1,0 +1,227 @@
+"""Workspace operations: plain, typed functions; views and the API are thin wrappers."""
+
+from __future__ import annotations
+
+import io
+import uuid
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+
+from .languages import language_for
+from .models import File, Workspace
+from .paths import BadPath, clean_path
+
+
+class WorkspaceError(Exception):
+    """A refused operation; ``code`` is stable (the API and UI show it)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class ImportReport:
+    workspace: Workspace
+    imported: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+def checked_path(raw: str) -> str:
+    try:
+        return clean_path(raw, max_length=settings.SPARK_MAX_PATH_LENGTH)
+    except BadPath as exc:
+        raise WorkspaceError("bad_path", f"bad path {raw[:80]!r}: {exc}") from None
+
+
+def decoded_text(data: bytes | str, *, path: str) -> str:
+    """File content as text: within the size cap and valid UTF-8, else a clear refusal."""
+    raw = data.encode() if isinstance(data, str) else data
+    limit = settings.SPARK_MAX_FILE_BYTES
+    if len(raw) > limit:
+        raise WorkspaceError("file_too_large", f"{path} is {len(raw)} bytes; the limit is {limit}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkspaceError(
+            "not_utf8", f"{path} is not UTF-8 text (byte {exc.start}); only text files are kept"
+        ) from None
+
+
+def workspace_for(*, user: User, workspace_id: str | uuid.UUID) -> Workspace:
+    """The user's workspace; someone else's is reported as missing, not as forbidden."""
+    try:
+        return Workspace.objects.get(pk=uuid.UUID(str(workspace_id)), owner=user)
+    except (ValueError, Workspace.DoesNotExist):
+        raise WorkspaceError("not_found", f"no workspace {workspace_id}") from None
+
+
+def file_get(*, workspace: Workspace, path: str) -> File:
+    try:
+        return workspace.files.get(path=checked_path(path))
+    except File.DoesNotExist:
+        raise WorkspaceError("not_found", f"no file {path} in this workspace") from None
+
+
+def _file_limit_check(workspace: Workspace, adding: int) -> None:
+    limit = settings.SPARK_MAX_WORKSPACE_FILES
+    if workspace.files.count() + adding > limit:
+        raise WorkspaceError("too_many_files", f"a workspace holds at most {limit} files")
+
+
+def file_write(*, workspace: Workspace, path: str, data: bytes | str) -> tuple[File, bool]:
+    """Create or replace a file; returns it and whether it was created."""
+    clean = checked_path(path)
+    text = decoded_text(data, path=clean)
+    with transaction.atomic():
+        existing = workspace.files.select_for_update().filter(path=clean).first()
+        if existing is None:
+            _file_limit_check(workspace, 1)
+            _path_conflict_check(workspace, clean)
+            existing = File(workspace=workspace, path=clean, language=language_for(clean))
+            created = True
+        else:
+            created = False
+        existing.text = text
+        existing.size = len(text.encode())
+        existing.save()
+        workspace.save(update_fields=["updated_at"])
+    return existing, created
+
+
+def file_create(*, workspace: Workspace, path: str) -> File:
+    """A new empty file; refuses to overwrite one that exists."""
+    clean = checked_path(path)
+    if workspace.files.filter(path=clean).exists():
+        raise WorkspaceError("exists", f"{clean} already exists")
+    return file_write(workspace=workspace, path=clean, data=b"")[0]
+
+
+def _path_conflict_check(workspace: Workspace, path: str) -> None:
+    """A file cannot also be a folder: ``a`` and ``a/b`` cannot both exist."""
+    parts = path.split("/")
+    parents = ["/".join(parts[:i]) for i in range(1, len(parts))]
+    if parents and workspace.files.filter(path__in=parents).exists():
+        raise WorkspaceError("path_conflict", f"a parent folder of {path} is a file")
+    if workspace.files.filter(path__startswith=path + "/").exists():
+        raise WorkspaceError("path_conflict", f"{path} is a folder")
+
+
+def file_delete(*, workspace: Workspace, path: str) -> None:
+    file_get(workspace=workspace, path=path).delete()
+    workspace.save(update_fields=["updated_at"])
+
+
+def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
+    file = file_get(workspace=workspace, path=path)
+    clean = checked_path(new_path)
+    if clean == file.path:
+        return file
+    if workspace.files.filter(path=clean).exists():
+        raise WorkspaceError("exists", f"{clean} already exists")
+    _path_conflict_check(workspace, clean)
+    file.path = clean
+    file.language = language_for(clean)
+    try:
+        with transaction.atomic():
+            file.save()
+    except IntegrityError:
+        raise WorkspaceError("exists", f"{clean} already exists") from None
+    return file
+
+
+def workspace_create(
+    *, owner: User, name: str, files: dict[str, str] | None = None
+) -> Workspace:
+    """A new workspace with the given files; all-or-nothing."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise WorkspaceError("bad_name", "a workspace name is 1 to 200 characters")
+    files = files or {}
+    if len(files) > settings.SPARK_MAX_WORKSPACE_FILES:
+        raise WorkspaceError("too_many_files", f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+    with transaction.atomic():
+        workspace = Workspace.objects.create(owner=owner, name=name)
+        for path, text in files.items():
+            if not isinstance(text, str):
+                raise WorkspaceError("bad_file", f"the content of {path[:80]!r} must be a string")
+            file_write(workspace=workspace, path=path, data=text)
+    return workspace
+
+
+def workspace_import(
+    *, owner: User, name: str, entries: Iterable[tuple[str, bytes]]
+) -> ImportReport:
+    """A new workspace from (path, bytes) pairs, e.g. an uploaded folder.
+
+    Binary or oversized files and bad paths are skipped and reported, not fatal: a course
+    folder with a PNG in it should still import its code.
+    """
+    with transaction.atomic():
+        report = ImportReport(workspace=workspace_create(owner=owner, name=name))
+        for path, data in entries:
+            try:
+                file_write(workspace=report.workspace, path=path, data=data)
+            except WorkspaceError as exc:
+                if exc.code == "too_many_files":
+                    raise
+                report.skipped.append((path, exc.message))
+            else:
+                report.imported.append(path)
+    return report
+
+
+def zip_entries(data: bytes) -> list[tuple[str, bytes]]:
+    """The files of a zip archive, guarded against zip bombs; a common top folder is dropped."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise WorkspaceError("bad_zip", "the upload is not a zip archive") from None
+    members = [info for info in archive.infolist() if not info.is_dir()]
+    if len(members) > settings.SPARK_MAX_WORKSPACE_FILES:
+        raise WorkspaceError("too_many_files", f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+    total = sum(info.file_size for info in members)
+    if total > settings.SPARK_MAX_IMPORT_BYTES:
+        raise WorkspaceError("import_too_large", f"the archive unpacks to {total} bytes")
+    entries = []
+    for info in members:
+        if info.file_size > settings.SPARK_MAX_FILE_BYTES:
+            # Reported by file_write as file_too_large without reading the whole member.
+            entries.append((info.filename, b"\0" * (settings.SPARK_MAX_FILE_BYTES + 1)))
+            continue
+        with archive.open(info) as member:
+            entries.append((info.filename, member.read(settings.SPARK_MAX_FILE_BYTES + 1)))
+    return strip_common_folder(entries)
+
+
+def strip_common_folder(entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """``proj/a.py, proj/b.py`` -> ``a.py, b.py`` (an uploaded folder or a zipped folder)."""
+    firsts = {path.split("/", 1)[0] for path, _ in entries}
+    if len(firsts) == 1 and all("/" in path for path, _ in entries):
+        return [(path.split("/", 1)[1], data) for path, data in entries]
+    return entries
+
+
+def workspace_export_zip(*, workspace: Workspace) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in workspace.files.all():
+            archive.writestr(file.path, file.text)
+    return buffer.getvalue()
+
+
+def workspace_summary(workspace: Workspace) -> dict[str, object]:
+    return {
+        "id": str(workspace.id),
+        "name": workspace.name,
+        "files": [
+            {"path": f.path, "size": f.size, "language": f.language}
+            for f in workspace.files.only("path", "size", "language")
+        ],
+    }

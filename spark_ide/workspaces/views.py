@@ -1,0 +1,130 @@
+"""Pages: the workspace list, the workspace (tree, tabs, editor), htmx tree partials."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
+
+from spark_ide.accounts.services import signed_in_user
+
+from . import services
+from .models import Workspace
+from .services import WorkspaceError
+from .tree import build_tree
+
+
+def _owned(request: HttpRequest, workspace_id: str) -> Workspace:
+    try:
+        return services.workspace_for(user=signed_in_user(request), workspace_id=workspace_id)
+    except WorkspaceError:
+        raise Http404("no such workspace") from None
+
+
+@login_required
+@require_GET
+def workspace_list(request: HttpRequest) -> HttpResponse:
+    owned = signed_in_user(request).workspaces.all()
+    return render(request, "workspaces/list.html", {"workspaces": owned})
+
+
+@login_required
+@require_POST
+def workspace_new(request: HttpRequest) -> HttpResponse:
+    try:
+        created = services.workspace_create(owner=signed_in_user(request), name=request.POST.get("name", ""))
+    except WorkspaceError as exc:
+        messages.error(request, exc.message)
+        return redirect("workspace-list")
+    return redirect("workspace", workspace_id=created.id)
+
+
+@login_required
+@require_POST
+def workspace_import(request: HttpRequest) -> HttpResponse:
+    """A folder (files + their relative paths) or a zip archive becomes a new workspace."""
+    name = request.POST.get("name", "").strip()
+    try:
+        archive = request.FILES.get("archive")
+        if archive is not None:
+            entries = services.zip_entries(archive.read())
+            name = name or (archive.name or "import").removesuffix(".zip")
+        else:
+            uploads = request.FILES.getlist("files")
+            paths = request.POST.getlist("paths")
+            if not uploads or len(paths) != len(uploads):
+                raise WorkspaceError("bad_upload", "choose a folder or a zip archive to import")
+            entries = services.strip_common_folder(
+                [(p, f.read()) for p, f in zip(paths, uploads, strict=True)]
+            )
+            name = name or paths[0].split("/", 1)[0]
+        report = services.workspace_import(owner=signed_in_user(request), name=name, entries=entries)
+    except WorkspaceError as exc:
+        messages.error(request, f"Import failed: {exc.message}")
+        return redirect("workspace-list")
+    messages.success(request, f"Imported {len(report.imported)} files.")
+    for path, reason in report.skipped:
+        messages.warning(request, f"Skipped {path}: {reason}")
+    return redirect("workspace", workspace_id=report.workspace.id)
+
+
+@login_required
+@require_GET
+def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    found = _owned(request, workspace_id)
+    response = HttpResponse(services.workspace_export_zip(workspace=found), content_type="application/zip")
+    filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in found.name) or "workspace"
+    response["Content-Disposition"] = f'attachment; filename="{filename}.zip"'
+    return response
+
+
+@login_required
+@require_GET
+def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    found = _owned(request, workspace_id)
+    context = {"workspace": found, "tree": _tree(found), "can_edit": True}
+    return render(request, "workspaces/workspace.html", context)
+
+
+def _tree(workspace: Workspace) -> list:  # type: ignore[type-arg]
+    return build_tree(list(workspace.files.values_list("path", "language")))
+
+
+def _tree_response(request: HttpRequest, workspace: Workspace, error: str = "") -> HttpResponse:
+    context = {"workspace": workspace, "tree": _tree(workspace), "error": error, "can_edit": True}
+    return render(request, "workspaces/_tree.html", context)
+
+
+@login_required
+def tree(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    """GET: the tree partial. POST ``action`` = create | rename | delete: change, then the tree.
+
+    Each change also tells the editor what happened (an ``HX-Trigger`` client event), so an
+    open tab follows a rename and closes on delete.
+    """
+    found = _owned(request, workspace_id)
+    if request.method == "GET":
+        return _tree_response(request, found)
+    if request.method != "POST":
+        return HttpResponse(status=405)
+    action, path = request.POST.get("action", ""), request.POST.get("path", "")
+    try:
+        if action == "create":
+            created = services.file_create(workspace=found, path=path)
+            event, detail = "spark:open", {"path": created.path}
+        elif action == "rename":
+            # The htmx rename button asks with hx-prompt, which arrives as the HX-Prompt header.
+            new_path = request.POST.get("new_path") or request.htmx.prompt or ""  # type: ignore[attr-defined]
+            renamed = services.file_rename(workspace=found, path=path, new_path=new_path)
+            event, detail = "spark:renamed", {"path": path, "new_path": renamed.path}
+        elif action == "delete":
+            services.file_delete(workspace=found, path=path)
+            event, detail = "spark:deleted", {"path": path}
+        else:
+            raise WorkspaceError("bad_action", f"unknown action {action[:40]!r}")
+    except WorkspaceError as exc:
+        return _tree_response(request, found, error=exc.message)
+    return trigger_client_event(_tree_response(request, found), event, detail)

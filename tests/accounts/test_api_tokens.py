@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from spark_ide.accounts.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+def test_spark_token_prints_a_key_that_authenticates(client: Client, user: Any) -> None:
+    out = StringIO()
+    call_command("spark_token", user.username, stdout=out)
+    key = out.getvalue().strip()
+    assert key.startswith("spk_")
+    assert client.get("/api/workspaces", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+
+
+def test_spark_token_rejects_an_unknown_user() -> None:
+    with pytest.raises(CommandError, match="no such user"):
+        call_command("spark_token", "ghost")
+
+
+def test_the_ui_creates_shows_once_and_revokes_a_token(client: Client, user: Any) -> None:
+    client.force_login(user)
+    page = client.post("/account/tokens/", {"name": "laptop"})
+    key = page.context["new_key"]
+    assert key in page.content.decode()
+    assert key not in client.get("/account/tokens/").content.decode()
+    assert client.get("/api/workspaces", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    client.post("/account/tokens/", {"delete": ApiToken.objects.get().pk})
+    assert client.get("/api/workspaces", HTTP_AUTHORIZATION=f"Token {key}", follow=False).status_code == 401

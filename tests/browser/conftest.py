@@ -1,0 +1,100 @@
+"""A real IDE server (Daphne, its own SQLite) and headless Debian Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/lib/chromium/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@dataclass
+class IdeServer:
+    url: str
+    env: dict[str, str]
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    def login_url(self, username: str = "local") -> str:
+        return self.manage("spark_login_url", username, "--base", self.url)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    require((ROOT / "static/dist/main.js").exists(), "the esbuild bundle is missing: run `make bundle`")
+    data = tmp_path_factory.mktemp("ide")
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings")
+    port = _free_port()
+    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
+    server.manage("migrate", "--verbosity", "0")
+    log = (data / "daphne.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"daphne did not start: {(data / 'daphne.log').read_text()}") from None
+            time.sleep(0.1)
+    yield server
+    process.terminate()
+    process.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None, "Debian chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+    context.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
