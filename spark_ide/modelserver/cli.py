@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engine import Engine
+from spark_ide.modelserver.engine import Engine, ModelUnavailable
 from spark_ide.modelserver.engines.scripted import ScriptedEngine, load_scripts
 from spark_ide.modelserver.server import ModelServer
 
@@ -99,12 +99,9 @@ def engine_from(args: argparse.Namespace) -> Engine:
             return ScriptedEngine(scripts, args.tokens_per_s, args.ttft_ms / 1000.0)
         except (OSError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
-    from spark_ide.modelserver.engines.llama import LlamaEngine, ModelUnavailable
+    from spark_ide.modelserver.engines.llama import LlamaEngine
 
-    try:
-        return LlamaEngine(model_path=args.model_path, n_threads=args.threads, n_ctx=args.n_ctx)
-    except ModelUnavailable as exc:
-        raise UsageError(str(exc)) from exc
+    return LlamaEngine(model_path=args.model_path, n_threads=args.threads, n_ctx=args.n_ctx)
 
 
 async def serve(server: ModelServer) -> None:
@@ -125,7 +122,7 @@ def main(argv: list[str]) -> int:
     try:
         server = ModelServer(engine_from(args), config_from(args))
         asyncio.run(serve(server))
-    except UsageError as exc:
+    except (UsageError, ModelUnavailable) as exc:
         print(f"modelserver: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # typically the port is taken

