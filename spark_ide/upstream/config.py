@@ -54,6 +54,8 @@ class ProviderConfig:
         if self.profile.requires_key and not self.api_key:
             raise ConfigError(f"provider {self.provider!r} needs an API key (OPENAI_API_KEY)")
         websocket_url(self.base_url)  # validates the base URL for every provider
+        if not 0 <= self.rollover_margin_s < self.connection_lifetime_s:
+            raise ConfigError("rollover_margin_s must be >= 0 and below connection_lifetime_s")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> ProviderConfig:

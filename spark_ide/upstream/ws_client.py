@@ -232,7 +232,7 @@ class ResponsesClient(ModelClient):
         await connection.submit(body, stream)
 
     async def _primary_connection(self) -> ResponsesConnection:
-        while True:
+        for _ in range(2):
             current = self._primary
             if current is not None and current.usable:
                 return current
@@ -244,10 +244,8 @@ class ResponsesClient(ModelClient):
                 self._primary = spare
                 self._ensure_spare()
                 continue
-            task = self._start_primary_reopen()
-            self._primary = await task
-            if self._primary_task is task:
-                self._primary_task = None
+            return await self._start_primary_reopen()
+        return await self._start_primary_reopen()
 
     async def _reconnect_and_submit(
         self, old: ResponsesConnection, successor: TurnStream
@@ -266,8 +264,16 @@ class ResponsesClient(ModelClient):
 
     def _start_primary_reopen(self) -> asyncio.Task[ResponsesConnection]:
         if self._primary_task is None or self._primary_task.done():
-            self._primary_task = self._background(self._open(warm=True))
+            self._primary_task = self._background(self._reopen_primary())
         return self._primary_task
+
+    async def _reopen_primary(self) -> ResponsesConnection:
+        """Open and warm a new primary in the background, so the next turn finds it warm."""
+        connection = await self._open(warm=True)
+        previous, self._primary = self._primary, connection
+        if previous is not None and previous is not connection:
+            previous.retire_when_idle()
+        return connection
 
     def _ensure_spare(self) -> None:
         if self._closed or not self._profile.keeps_spare:

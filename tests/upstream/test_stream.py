@@ -1,0 +1,85 @@
+"""TurnStream on its own: ordering, cancel stops at once, timeouts never hang."""
+
+from __future__ import annotations
+
+import asyncio
+
+from spark_ide.upstream import Completed, ErrorEvent, Message, TextDelta, TurnRequest, TurnStream
+
+REQUEST = TurnRequest(instructions="", input=(Message("user", "hi"),))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.stops: list[bool] = []
+
+    async def stop(self, stream: TurnStream, abandon: bool) -> None:
+        self.stops.append(abandon)
+
+
+def make(recorder: Recorder, *, first_byte_timeout_s: float = 5.0) -> TurnStream:
+    return TurnStream(REQUEST, stopper=recorder.stop, resender=None,
+                      first_byte_timeout_s=first_byte_timeout_s, idle_timeout_s=5.0)
+
+
+async def drain(stream: TurnStream) -> list[object]:
+    return [event async for event in stream]
+
+
+async def test_it_yields_deltas_then_ends_after_the_terminal_event() -> None:
+    stream = make(Recorder())
+    stream.mark_sent()
+    stream.delta("ab")
+    stream.delta("cd")
+    stream.complete(None)
+    stream.delta("late")  # after the terminal event: never yielded
+    events = await asyncio.wait_for(drain(stream), 5)
+    assert [type(e) for e in events] == [TextDelta, TextDelta, Completed]
+    assert stream.text == "abcd"
+    assert stream.state == "finished"
+
+
+async def test_its_marks_are_ordered() -> None:
+    stream = make(Recorder())
+    stream.mark_sent()
+    stream.mark_first_byte()
+    stream.delta("x")
+    stream.complete(None)
+    events = await asyncio.wait_for(drain(stream), 5)
+    marks = events[-1].marks  # type: ignore[attr-defined]
+    assert marks.sent_at <= marks.first_byte_at <= marks.first_token_at <= marks.received_at
+
+
+async def test_it_yields_nothing_after_cancel_even_if_events_were_queued() -> None:
+    recorder = Recorder()
+    stream = make(recorder)
+    stream.delta("one")
+    stream.delta("two")
+    first = await stream.__anext__()
+    await stream.cancel()
+    stream.delta("three")
+    stream.complete(None)
+    assert first == TextDelta("one", None, first.marks)  # type: ignore[union-attr]
+    assert await asyncio.wait_for(drain(stream), 5) == []
+    assert recorder.stops == [False]
+    assert stream.state == "cancelled"
+
+
+async def test_cancel_wakes_a_reader_that_is_waiting() -> None:
+    stream = make(Recorder())
+    reader = asyncio.create_task(drain(stream))
+    await asyncio.sleep(0.01)
+    await stream.cancel()
+    assert await asyncio.wait_for(reader, 5) == []
+
+
+async def test_a_silent_upstream_ends_in_a_timeout_error_and_is_abandoned() -> None:
+    recorder = Recorder()
+    stream = make(recorder, first_byte_timeout_s=0.05)
+    stream.mark_sent()
+    events = await asyncio.wait_for(drain(stream), 5)
+    assert len(events) == 1
+    assert isinstance(events[0], ErrorEvent)
+    assert events[0].code == "timeout"
+    assert events[0].retryable
+    assert recorder.stops == [True]

@@ -1,0 +1,58 @@
+"""The socket is open and warm before the first prompt; turns reuse it."""
+
+from __future__ import annotations
+
+from spark_ide.modelserver.server import ModelServer
+from spark_ide.upstream import Completed, ResponsesClient, TextDelta, Transport, open_client
+from tests.upstream.helpers import base_url_of, client_config, collect, say, turn
+
+
+async def test_it_opens_and_warms_the_socket_before_the_first_prompt(
+    local_server: ModelServer,
+) -> None:
+    client = await open_client(client_config(base_url_of(local_server), openai_like=False),
+                               warmup_instructions="edit format here")
+    try:
+        assert isinstance(client, ResponsesClient)
+        state = client.state()
+        assert state.transport is Transport.RESPONSES_WS
+        assert state.primary_open
+        assert state.primary_response_id is not None  # the generate:false answer
+        assert state.connections_opened == 1
+    finally:
+        await client.close()
+
+
+async def test_it_streams_a_turn_on_the_warm_socket_with_timing_marks(
+    local_server: ModelServer,
+) -> None:
+    client = await open_client(client_config(base_url_of(local_server), openai_like=False))
+    try:
+        events = await collect(await client.start(turn(say("hello there world"))))
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello there world"
+        final = events[-1]
+        assert isinstance(final, Completed)
+        assert final.response_id is not None and final.response_id.startswith("resp_")
+        assert final.usage is not None and final.usage.output_tokens == 6
+        marks = final.marks
+        assert marks.first_byte_at is not None and marks.first_token_at is not None
+        assert marks.sent_at <= marks.first_byte_at <= marks.first_token_at <= marks.received_at
+        assert all(e.marks.sent_at == marks.sent_at for e in events)
+        second = await collect(await client.start(turn(say("again"))))
+        assert isinstance(second[-1], Completed)
+        assert isinstance(client, ResponsesClient)
+        assert client.state().connections_opened == 1  # one socket for the whole session
+    finally:
+        await client.close()
+
+
+async def test_it_keeps_a_warm_hot_spare_for_the_openai_profile(
+    openai_like_server: ModelServer,
+) -> None:
+    client = await open_client(client_config(base_url_of(openai_like_server), openai_like=True))
+    try:
+        assert isinstance(client, ResponsesClient)
+        assert await client.wait_spare(10)
+        assert client.state().connections_opened == 2
+    finally:
+        await client.close()
