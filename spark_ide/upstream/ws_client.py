@@ -295,11 +295,10 @@ class ResponsesClient(ModelClient):
             return
         log.info("upstream socket closed (code %s)", connection.close_code)
         if connection is self._primary:
-            self._primary = None
-            if not self.spare_ready:
+            self._primary = self._take_spare() if self._profile.keeps_spare else None
+            if self._primary is None:
                 self._start_primary_reopen()
-        else:
-            self._ensure_spare()
+        self._ensure_spare()
 
     async def _open(self, *, warm: bool) -> ResponsesConnection:
         """Open (and warm) a socket, retrying with jittered backoff on retryable failures."""

@@ -59,7 +59,7 @@ async def test_it_yields_nothing_after_cancel_even_if_events_were_queued() -> No
     await stream.cancel()
     stream.delta("three")
     stream.complete(None)
-    assert first == TextDelta("one", None, first.marks)  # type: ignore[union-attr]
+    assert first == TextDelta("one", None, first.marks)
     assert await asyncio.wait_for(drain(stream), 5) == []
     assert recorder.stops == [False]
     assert stream.state == "cancelled"
