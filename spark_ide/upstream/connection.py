@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -52,6 +53,22 @@ CONNECTION_LIMIT_REACHED = "websocket_connection_limit_reached"
 # Only a cancel message can cause these; they are answers to it, never to a request.
 CANCEL_REFUSALS = frozenset({"response_cancel_not_active", "response_not_found"})
 MAX_INCOMING_BYTES = 16 * 1024 * 1024
+_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
+
+
+class _RedactBearer(logging.Filter):
+    """websockets logs handshake headers at DEBUG; the key must never reach a log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = _BEARER.sub(r"\1***", message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        return True
+
+
+_WIRE_LOG = logging.getLogger("spark_ide.upstream.wire")
+_WIRE_LOG.addFilter(_RedactBearer())
 
 
 @dataclass(eq=False)
@@ -105,6 +122,7 @@ class ResponsesConnection:
                 max_size=MAX_INCOMING_BYTES,
                 compression=None,  # per-token frames are tiny; deflate only adds latency
                 proxy=None,
+                logger=_WIRE_LOG,
             )
         except InvalidStatus as exc:
             status = exc.response.status_code

@@ -1,0 +1,58 @@
+"""Malformed upstream events end the turn with protocol_error; the session recovers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from spark_ide.modelserver.server import ModelServer
+from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
+from spark_ide.upstream.loopproxy import LoopProxy
+from tests.upstream.helpers import client_config, collect, say, turn
+
+ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["{not json", json.dumps(["a", "list"]),
+     json.dumps({"type": "response.output_text.delta", "delta": 42})],
+)
+async def test_a_malformed_event_ends_the_turn_and_the_next_turn_is_clean(
+    local_server: ModelServer, proxy_factory: ProxyFactory, garbage: str
+) -> None:
+    proxy = await proxy_factory(local_server)
+    client = await open_client(client_config(proxy.base_url(), openai_like=False))
+    assert isinstance(client, ResponsesClient)
+    try:
+        stream = await client.start(turn("[script:long][rate:200]"))
+        await collect(stream, limit=2)
+        proxy.inject_text(garbage)
+        events = await collect(stream)
+        assert isinstance(events[-1], ErrorEvent)
+        assert events[-1].code == "protocol_error"
+        after = await client.start(turn(say("recovered")))
+        final = (await collect(after))[-1]
+        assert isinstance(final, Completed)
+        assert after.text == "recovered"
+        assert client.state().connections_opened == 2  # the suspect socket was replaced
+    finally:
+        await client.close()
+
+
+async def test_an_unknown_event_type_is_ignored(
+    local_server: ModelServer, proxy_factory: ProxyFactory
+) -> None:
+    proxy = await proxy_factory(local_server)
+    client = await open_client(client_config(proxy.base_url(), openai_like=False))
+    try:
+        stream = await client.start(turn(say("keeps going", rate=100)))
+        await collect(stream, limit=1)
+        proxy.inject_text(json.dumps({"type": "response.reasoning_summary.delta", "delta": "x"}))
+        events = await collect(stream)
+        assert isinstance(events[-1], Completed)
+        assert stream.text == "keeps going"
+    finally:
+        await client.close()
