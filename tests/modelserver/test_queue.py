@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from .protocol_client import Client, text_of, types_of
+from .fake_engines import EchoEngine
+from .protocol_client import Client, client_for, running_server, text_of, types_of
 
 
 async def test_a_second_create_waits_behind_the_running_response(ws: Client) -> None:
@@ -30,3 +31,14 @@ async def test_errors_for_queued_messages_keep_their_place(ws: Client) -> None:
     assert first[-1]["type"] == "response.completed"
     assert error["error"]["code"] == "missing_required_parameter"
     assert text_of(last) == "after"
+
+
+async def test_a_queued_create_can_chain_to_the_running_response() -> None:
+    async with running_server(EchoEngine()) as server, client_for(server) as ws:
+        await ws.create("first")
+        created = await ws.recv()
+        await ws.create("second", previous_response_id=created["response"]["id"])
+        await ws.until("response.completed")
+        chained = await ws.response()
+    assert chained[-1]["type"] == "response.completed"
+    assert text_of(chained) == "user: first\nassistant: user: first\n\nuser: second\n"

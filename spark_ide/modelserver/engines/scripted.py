@@ -10,8 +10,9 @@ The last user message chooses the text:
 
 Tokens are at most 4 characters, cut at whitespace where possible. Token *i* is due at
 ``ttft + i / rate``; whenever the generator wakes it hands over every token that is due in
-one piece, so at high rates (beyond what one event-loop wake-up per token allows) a delta
-carries several tokens while the average rate stays exact.
+one piece (at most ``MAX_PIECE_TOKENS``), so at high rates (beyond what one event-loop
+wake-up per token allows) a delta carries several tokens while the average rate stays
+exact.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from pathlib import Path
 from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Piece, Tally
 
 MAX_TOKEN_CHARS = 4
+# A delta carries at most this many tokens; beyond the rate this allows (several
+# hundred thousand tokens/s) the engine falls behind schedule rather than send huge frames.
+MAX_PIECE_TOKENS = 256
 DEFAULT_TEXT = (
     "Hello! I am the scripted engine of the Spark IDE model server. I play fixed text at a"
     " steady rate, so tests and demos can rely on every token."
@@ -128,11 +132,14 @@ class ScriptedEngine:
         loop = asyncio.get_running_loop()
         start, sent, rate = loop.time(), 0, plan.tokens_per_s
         while sent < len(tokens):
-            due = min(len(tokens), int((loop.time() - start) * rate) + 1)
+            due = min(len(tokens), int((loop.time() - start) * rate) + 1, sent + MAX_PIECE_TOKENS)
             if due > sent:
                 tally.output_tokens += due - sent
                 yield Piece("".join(tokens[sent:due]), due - sent)
                 sent = due
+                # Behind schedule nothing below would suspend: yield to the event loop
+                # anyway, so other sockets (and this socket's cancel) are served.
+                await asyncio.sleep(0)
                 if cancel.is_set():
                     return
             elif await cancel.wait(start + sent / rate - loop.time()):
