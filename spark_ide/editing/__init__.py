@@ -1,0 +1,35 @@
+"""The streaming edit engine: model text in, in-place pycrdt document changes out.
+
+Pure Python + pycrdt + rapidfuzz (no Django). See docs/editing.md.
+"""
+
+from spark_ide.editing.ledger import Ledger, LedgerEntry, Outcome
+from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
+from spark_ide.editing.parse_events import BlockKind, ParseEvent
+from spark_ide.editing.parser import EditStreamParser
+from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
+from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
+from spark_ide.editing.turn import FILES_KEY, TurnEditor, workspace_files
+
+__all__ = [
+    "FILES_KEY",
+    "BlockKind",
+    "BlockStatus",
+    "EditEvent",
+    "EditState",
+    "EditStreamParser",
+    "EditorClosedError",
+    "FailureReason",
+    "Ledger",
+    "LedgerEntry",
+    "LocateFailure",
+    "MatchStrategy",
+    "Outcome",
+    "ParseEvent",
+    "ProseEvent",
+    "Region",
+    "RollbackReason",
+    "TurnEditor",
+    "locate",
+    "workspace_files",
+]

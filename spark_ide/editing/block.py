@@ -1,0 +1,183 @@
+"""One edit block of a turn, from its opening tag to its final state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycrdt import Doc, Map, Text
+
+from spark_ide.editing.applier import LineApplier
+from spark_ide.editing.lines import split_lines_keeping_ends
+from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
+from spark_ide.editing.parse_events import BlockKind
+from spark_ide.editing.paths import path_problem
+from spark_ide.editing.reasons import FailureReason
+from spark_ide.editing.snapshot import FileSnapshot
+from spark_ide.editing.status import BlockStatus, EditState
+from spark_ide.editing.tracker import CandidateTracker
+
+
+class BlockFailure(Exception):
+    """Internal: ends a block as `failed` (never leaves the engine)."""
+
+    def __init__(self, reason: FailureReason, candidates: tuple[int, ...] = ()) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.candidates = candidates
+
+
+class EditBlock:
+    """Locates and applies one block; the `TurnEditor` routes parser events to it."""
+
+    def __init__(self, *, turn: str, index: int, kind: BlockKind, path: str | None) -> None:
+        self.turn = turn
+        self.index = index
+        self.kind = kind
+        self.path = path or ""
+        self.origin = f"ai:{turn}:{index}"
+        self._created_file = False
+        self.state = EditState.LOCATING if kind is BlockKind.EDIT else EditState.STREAMING
+        self.changed = True  # progress not yet reported
+        self.final: BlockStatus | None = None
+        self._ytext: Text | None = None
+        self._snapshot: FileSnapshot | None = None
+        self._tracker: CandidateTracker | None = None
+        self._old_parts: list[str] = []
+        self._applier: LineApplier | None = None
+        self._strategy: MatchStrategy | None = None
+
+    # -- lifecycle, driven by the TurnEditor; a BlockFailure ends the block --
+
+    def open(self, doc: Doc[Any], files: Map[Text]) -> None:
+        problem = path_problem(self.path or None)
+        if problem is not None:
+            raise BlockFailure(problem)
+        existing = files.get(self.path)
+        if existing is not None and not isinstance(existing, Text):
+            raise BlockFailure(FailureReason.BAD_PATH)
+        if self.kind is BlockKind.EDIT:
+            if existing is None:
+                raise BlockFailure(FailureReason.FILE_NOT_FOUND)
+            self._ytext = existing
+            self._snapshot = FileSnapshot.take(doc, existing)
+            self._tracker = CandidateTracker(self._snapshot.text)
+            return
+        if existing is None:
+            with doc.transaction(origin=self.origin):
+                files[self.path] = Text()
+            self._created_file = True
+            existing = files[self.path]
+        self._ytext = existing
+        snapshot = FileSnapshot.take(doc, existing)
+        self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
+
+    @property
+    def transactions(self) -> int:
+        """How many transactions (so undo-stack items) this block made."""
+        applied = self._applier.transactions if self._applier is not None else 0
+        return applied + int(self._created_file)
+
+    def take_old_text(self, text: str) -> None:
+        self._old_parts.append(text)
+        if self._tracker is not None and self._tracker.feed(text):
+            self.changed = True
+
+    def resolve(self, doc: Doc[Any], line_hint: int | None) -> None:
+        """`</old_text>`: decide where the block applies and get ready to stream."""
+        assert self._ytext is not None and self._snapshot is not None
+        snapshot = self._snapshot
+        if not snapshot.is_current(doc, self._ytext):
+            snapshot = FileSnapshot.take(doc, self._ytext)
+        self._tracker = None
+        found = locate(snapshot.text, "".join(self._old_parts), line_hint)
+        self._old_parts = []
+        if isinstance(found, LocateFailure):
+            raise BlockFailure(found.reason, found.candidates)
+        self._strategy = found.strategy
+        self._start_region(doc, snapshot, found)
+
+    def take_new_text(self, text: str) -> None:
+        if self._applier is not None:
+            self._applier.feed(text)
+            self.changed = True
+
+    def complete(self) -> BlockStatus:
+        assert self._applier is not None
+        return self.settle(EditState.APPLIED, conflicts=self._applier.finish())
+
+    def settle(
+        self,
+        state: EditState,
+        *,
+        reason: str | None = None,
+        message: str | None = None,
+        candidates: tuple[int, ...] = (),
+        conflicts: tuple[int, ...] = (),
+    ) -> BlockStatus:
+        """Enter a final state; the block ignores everything after this."""
+        self.state = state
+        self.final = self.status(
+            reason=reason, message=message, candidates=candidates, conflicts=conflicts
+        )
+        return self.final
+
+    # -- reporting --
+
+    def status(
+        self,
+        *,
+        reason: str | None = None,
+        message: str | None = None,
+        candidates: tuple[int, ...] = (),
+        conflicts: tuple[int, ...] = (),
+    ) -> BlockStatus:
+        """The current status; the keyword arguments carry the details of a final one."""
+        applier = self._applier
+        lines: tuple[int, int] | None = None
+        if applier is not None:
+            lines = applier.line_range
+        elif self._tracker is not None and self._tracker.lines_seen:
+            candidates = candidates or tuple(self._tracker.candidates())
+            if self._tracker.count() == 1:
+                lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
+        streaming = applier is not None and self.state is EditState.STREAMING
+        self.changed = False
+        return BlockStatus(
+            turn=self.turn,
+            block=self.index,
+            path=self.path,
+            kind=self.kind,
+            state=self.state,
+            lines=lines,
+            candidates=candidates,
+            ghost=applier.ghost if streaming and applier is not None else None,
+            ghost_line=applier.ghost_line if streaming and applier is not None else None,
+            strategy=self._strategy,
+            reason=reason,
+            message=message,
+            conflicts=conflicts,
+        )
+
+    def _start_region(self, doc: Doc[Any], snapshot: FileSnapshot, region: Region) -> None:
+        self._start_applier(doc, snapshot, region.first_line, region.lines, region.offset)
+
+    def _start_applier(
+        self,
+        doc: Doc[Any],
+        snapshot: FileSnapshot,
+        first_line: int,
+        old_lines: tuple[str, ...],
+        offset: int,
+    ) -> None:
+        assert self._ytext is not None
+        self._applier = LineApplier(
+            doc=doc,
+            ytext=self._ytext,
+            origin=self.origin,
+            snapshot=snapshot,
+            first_line=first_line,
+            old_lines=old_lines,
+            offset=offset,
+        )
+        self.state = EditState.STREAMING
+        self.changed = True

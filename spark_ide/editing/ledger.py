@@ -1,0 +1,125 @@
+"""Per turn: what became of each edit block, for the next prompt and for the UI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from spark_ide.editing.parse_events import BlockKind
+from spark_ide.editing.reasons import FailureReason, RollbackReason
+from spark_ide.editing.status import BlockStatus, EditState
+
+
+class Outcome(StrEnum):
+    IN_FLIGHT = "in_flight"
+    APPLIED = "applied"
+    CONFLICTED = "conflicted"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back"
+    REVERTED = "reverted"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    block: int
+    path: str
+    kind: BlockKind
+    outcome: Outcome
+    lines: tuple[int, int] | None = None
+    reason: str | None = None
+    candidates: tuple[int, ...] = ()
+    conflicts: tuple[int, ...] = ()
+
+    @classmethod
+    def from_status(cls, status: BlockStatus) -> LedgerEntry:
+        return cls(
+            block=status.block,
+            path=status.path,
+            kind=status.kind,
+            outcome=_outcome(status),
+            lines=status.lines,
+            reason=status.reason,
+            candidates=status.candidates,
+            conflicts=status.conflicts,
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "block": self.block,
+            "path": self.path,
+            "kind": self.kind.value,
+            "outcome": self.outcome.value,
+            "lines": list(self.lines) if self.lines else None,
+            "reason": self.reason,
+            "candidates": list(self.candidates),
+            "conflicts": list(self.conflicts),
+        }
+
+    def describe(self) -> str:
+        """One compact line for a prompt."""
+        where = f"<{self.kind.value}> {self.path or '(no path)'}"
+        if self.lines and self.outcome in (Outcome.APPLIED, Outcome.CONFLICTED):
+            where += f" lines {self.lines[0]}-{self.lines[1]}"
+        text = f"block {self.block} {where}: {self.outcome.value.replace('_', ' ')}"
+        if self.outcome is Outcome.FAILED and self.reason:
+            text += f" ({self.reason}: {_explain(self.reason)})"
+            if self.candidates:
+                text += "; candidates at lines " + ", ".join(map(str, self.candidates))
+        elif self.outcome is Outcome.CONFLICTED:
+            rows = ", ".join(map(str, self.conflicts))
+            text += f" (lines {rows} were changed by a person meanwhile and kept as they are)"
+        return text
+
+
+def _outcome(status: BlockStatus) -> Outcome:
+    state = status.state
+    if state is EditState.APPLIED:
+        return Outcome.CONFLICTED if status.conflicts else Outcome.APPLIED
+    if state is EditState.FAILED:
+        return Outcome.FAILED
+    if state is EditState.ROLLED_BACK:
+        return Outcome.REVERTED if status.reason == RollbackReason.REVERTED else Outcome.ROLLED_BACK
+    return Outcome.IN_FLIGHT
+
+
+def _explain(reason: str) -> str:
+    try:
+        return FailureReason(reason).explanation
+    except ValueError:
+        return reason
+
+
+class Ledger:
+    def __init__(self, turn: str) -> None:
+        self.turn = turn
+        self._entries: dict[int, LedgerEntry] = {}
+
+    def record(self, status: BlockStatus) -> None:
+        self._entries[status.block] = LedgerEntry.from_status(status)
+
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return tuple(self._entries[block] for block in sorted(self._entries))
+
+    def entry(self, block: int) -> LedgerEntry:
+        return self._entries[block]
+
+    def with_outcome(self, *outcomes: Outcome) -> tuple[LedgerEntry, ...]:
+        return tuple(entry for entry in self.entries if entry.outcome in outcomes)
+
+    def counts(self) -> dict[str, int]:
+        counts = {outcome.value: 0 for outcome in Outcome}
+        for entry in self._entries.values():
+            counts[entry.outcome.value] += 1
+        return counts
+
+    def as_dicts(self) -> list[dict[str, object]]:
+        return [entry.as_dict() for entry in self.entries]
+
+    def as_prompt(self) -> str:
+        """Compact text telling the model what happened to its edits."""
+        if not self._entries:
+            return f"Turn {self.turn}: no edit blocks."
+        lines = [f"Edit blocks of turn {self.turn}:"]
+        lines.extend(f"- {entry.describe()}" for entry in self.entries)
+        return "\n".join(lines)

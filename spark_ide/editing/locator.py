@@ -1,0 +1,194 @@
+"""Find where an `old_text` sits in a file: exact, then whitespace-insensitive, then fuzzy.
+
+A match must be unique. When several places match equally well the model's line hint
+picks the nearest one; if that still leaves a tie the block fails as ambiguous, listing
+the candidates so the model can be told where to look.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rapidfuzz import fuzz, process
+
+from spark_ide.editing.lines import normalize, split_lines, split_lines_keeping_ends
+from spark_ide.editing.reasons import FailureReason
+
+FUZZY_LINE_SCORE = 80.0  # rapidfuzz ratio for one line to count as matching
+FUZZY_LINE_SHARE = 0.8  # share of old_text lines that must match
+MAX_CANDIDATES = 1000  # more occurrences than this add no information
+REPORTED_CANDIDATES = 5
+
+
+class MatchStrategy(StrEnum):
+    EXACT = "exact"
+    WHITESPACE = "whitespace"
+    FUZZY = "fuzzy"
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """The located lines as they are in the file (with their newlines)."""
+
+    first_line: int  # 0-based
+    lines: tuple[str, ...]
+    offset: int  # code-point offset of the region in the searched text
+    strategy: MatchStrategy
+
+    @property
+    def line_range(self) -> tuple[int, int]:
+        """1-based inclusive line numbers, for people and for the model."""
+        return self.first_line + 1, self.first_line + max(len(self.lines), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class LocateFailure:
+    reason: FailureReason
+    candidates: tuple[int, ...]  # 1-based first lines of the competing places
+
+
+def locate(text: str, old_text: str, line_hint: int | None = None) -> Region | LocateFailure:
+    """Locate `old_text` (whole lines) in `text`."""
+    if not old_text.strip():
+        return LocateFailure(FailureReason.EMPTY_OLD_TEXT, ())
+    framed = search_text(text)
+    needle = old_text if old_text.endswith("\n") else old_text + "\n"
+    exact = exact_line_starts(framed, needle)
+    if exact:
+        return _choose(text, framed, exact, needle, line_hint)
+    doc_lines = split_lines(text)
+    old_lines = split_lines(old_text)
+    doc_norm = [normalize(line) for line in doc_lines]
+    old_norm = [normalize(line) for line in old_lines]
+    loose = whitespace_starts(doc_norm, old_norm)
+    if loose:
+        return _choose_line(
+            text, doc_lines, loose, len(old_lines), line_hint, MatchStrategy.WHITESPACE
+        )
+    scores = _fuzzy_scores(doc_norm, old_norm)
+    needed = math.ceil(FUZZY_LINE_SHARE * len(old_lines))
+    qualified = {start: score for start, (count, score) in scores.items() if count >= needed}
+    if not qualified:
+        closest = sorted(scores, key=lambda start: scores[start], reverse=True)
+        return LocateFailure(FailureReason.NO_MATCH, _report(closest))
+    best = max(qualified.values())
+    tied = sorted(start for start, score in qualified.items() if score == best)
+    return _choose_line(text, doc_lines, tied, len(old_lines), line_hint, MatchStrategy.FUZZY)
+
+
+def search_text(text: str) -> str:
+    """`text` framed by newlines, so every line (the last one too) is "\n" + line + "\n"."""
+    return "\n" + text if text.endswith("\n") else "\n" + text + "\n"
+
+
+def exact_line_starts(framed: str, needle: str, limit: int = MAX_CANDIDATES) -> list[int]:
+    """Offsets in the original text where `needle` (whole lines, each ending with a
+    newline) starts a line; `framed` comes from `search_text()`."""
+    probe = "\n" + needle
+    starts: list[int] = []
+    position = framed.find(probe)
+    while position >= 0 and len(starts) < limit:
+        starts.append(position)
+        position = framed.find(probe, position + 1)
+    return starts
+
+
+def line_numbers(framed: str, offsets: Sequence[int]) -> list[int]:
+    """0-based line index of each (ascending) text offset; `framed` from `search_text()`."""
+    numbers: list[int] = []
+    line = 0
+    previous = 1
+    for offset in offsets:
+        line += framed.count("\n", previous, offset + 1)
+        previous = offset + 1
+        numbers.append(line)
+    return numbers
+
+
+def whitespace_starts(doc_norm: list[str], old_norm: list[str]) -> list[int]:
+    """First line indices where the normalized lines match the normalized old lines."""
+    span = len(old_norm)
+    first = old_norm[0]
+    return [
+        start
+        for start in range(len(doc_norm) - span + 1)
+        if doc_norm[start] == first and doc_norm[start : start + span] == old_norm
+    ][:MAX_CANDIDATES]
+
+
+def _fuzzy_scores(doc_norm: list[str], old_norm: list[str]) -> dict[int, tuple[int, float]]:
+    """Per window start: how many old lines match fuzzily there, and their total score."""
+    last_start = len(doc_norm) - len(old_norm)
+    totals: dict[int, tuple[int, float]] = {}
+    blank_rows = [row for row, line in enumerate(doc_norm) if not line]
+    for offset, old_line in enumerate(old_norm):
+        if old_line:
+            hits = [
+                (row, score)
+                for _, score, row in process.extract(
+                    old_line,
+                    doc_norm,
+                    scorer=fuzz.ratio,
+                    score_cutoff=FUZZY_LINE_SCORE,
+                    limit=None,
+                )
+            ]
+        else:
+            hits = [(row, 100.0) for row in blank_rows]
+        for row, score in hits:
+            start = row - offset
+            if 0 <= start <= last_start:
+                count, total = totals.get(start, (0, 0.0))
+                totals[start] = (count + 1, total + score)
+    return totals
+
+
+def _report(starts: Sequence[int]) -> tuple[int, ...]:
+    return tuple(start + 1 for start in starts[:REPORTED_CANDIDATES])
+
+
+def _pick(starts: Sequence[int], line_hint: int | None) -> int | None:
+    """The unique start, or the unique one nearest the 1-based hint."""
+    if len(starts) == 1:
+        return starts[0]
+    if line_hint is None:
+        return None
+    distances = sorted((abs(start + 1 - line_hint), start) for start in starts)
+    if distances[0][0] == distances[1][0]:
+        return None
+    return distances[0][1]
+
+
+def _choose(
+    text: str, framed: str, offsets: list[int], needle: str, line_hint: int | None
+) -> Region | LocateFailure:
+    starts = line_numbers(framed, offsets)
+    chosen = _pick(starts, line_hint)
+    if chosen is None:
+        return LocateFailure(FailureReason.AMBIGUOUS_MATCH, _report(starts))
+    offset = offsets[starts.index(chosen)]
+    lines = split_lines_keeping_ends(text[offset : offset + len(needle)])
+    return Region(chosen, tuple(lines), offset, MatchStrategy.EXACT)
+
+
+def _choose_line(
+    text: str,
+    doc_lines: list[str],
+    starts: list[int],
+    span: int,
+    line_hint: int | None,
+    strategy: MatchStrategy,
+) -> Region | LocateFailure:
+    chosen = _pick(starts, line_hint)
+    if chosen is None:
+        return LocateFailure(FailureReason.AMBIGUOUS_MATCH, _report(starts))
+    offset = sum(map(len, doc_lines[:chosen])) + chosen
+    ends_with_newline = text.endswith("\n")
+    lines = tuple(
+        doc_lines[row] + ("\n" if row < len(doc_lines) - 1 or ends_with_newline else "")
+        for row in range(chosen, chosen + span)
+    )
+    return Region(chosen, lines, offset, strategy)

@@ -1,0 +1,52 @@
+"""Named failure reasons for edit blocks, and the engine's own errors.
+
+A block that cannot be applied never raises: it ends in the `failed` state with one of
+these codes, which travel to the browser (`edit.status` detail) and to the model (the
+ledger in the next prompt).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class FailureReason(StrEnum):
+    """Why a block ended `failed`."""
+
+    UNTERMINATED_BLOCK = "unterminated_block"
+    MALFORMED_BLOCK = "malformed_block"
+    MISSING_PATH = "missing_path"
+    BAD_PATH = "bad_path"
+    FILE_NOT_FOUND = "file_not_found"
+    EMPTY_OLD_TEXT = "empty_old_text"
+    NO_MATCH = "no_match"
+    AMBIGUOUS_MATCH = "ambiguous_match"
+
+    @property
+    def explanation(self) -> str:
+        return _EXPLANATIONS[self]
+
+
+_EXPLANATIONS: dict[FailureReason, str] = {
+    FailureReason.UNTERMINATED_BLOCK: "the stream ended before the block was closed",
+    FailureReason.MALFORMED_BLOCK: "the block's tags were not in the expected order",
+    FailureReason.MISSING_PATH: "the block names no file path",
+    FailureReason.BAD_PATH: "the path is not a relative POSIX path inside the workspace",
+    FailureReason.FILE_NOT_FOUND: "the file does not exist (use <write> to create it)",
+    FailureReason.EMPTY_OLD_TEXT: "old_text is empty, so there is nothing to locate",
+    FailureReason.NO_MATCH: "old_text does not match the current file",
+    FailureReason.AMBIGUOUS_MATCH: "old_text matches several places equally well",
+}
+
+
+class RollbackReason(StrEnum):
+    """Why a block ended `rolled_back`."""
+
+    CANCELLED = "cancelled"
+    REVERTED = "reverted"
+
+
+class EditorClosedError(RuntimeError):
+    """`feed()`/`finish()`/`cancel()` called on a turn that already ended."""
+
+    code = "editor_closed"

@@ -1,0 +1,224 @@
+"""The edit engine for one turn: model text in, document changes and status events out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pycrdt import Doc, Map, Text, UndoManager
+
+from spark_ide.editing.block import BlockFailure, EditBlock
+from spark_ide.editing.ledger import Ledger, Outcome
+from spark_ide.editing.parse_events import (
+    BlockBroken,
+    BlockClosed,
+    BlockOpened,
+    NewTextChunk,
+    OldTextChunk,
+    OldTextClosed,
+    ParseEvent,
+    ProseText,
+    WriteChunk,
+)
+from spark_ide.editing.parser import EditStreamParser
+from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
+from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
+
+FILES_KEY = "files"
+
+
+def workspace_files(doc: Doc[Any], key: str = FILES_KEY) -> Map[Text]:
+    """The document's path -> Y.Text map (PROTOCOL.md §2), created if missing."""
+    files: Map[Text] = doc.get(key, type=Map)
+    return files
+
+
+class TurnEditor:
+    """Applies one turn's edit blocks to a workspace document while the model streams.
+
+    Every change is a transaction with origin `ai:<turn>:<block>`; one origin-scoped
+    undo manager per turn (capturing each transaction separately) can take back the block
+    in flight on `cancel()` and the whole turn on `revert()`, leaving other people's
+    changes alone.
+    """
+
+    def __init__(self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY) -> None:
+        self.turn_id = turn_id
+        self._doc = doc
+        self._files = workspace_files(doc, files_key)
+        self._parser = EditStreamParser()
+        self._undo = UndoManager(scopes=[self._files], capture_timeout_millis=0)
+        self._ledger = Ledger(turn_id)
+        self._block: EditBlock | None = None
+        self._out: list[EditEvent] = []
+        self._closed = False
+        self._reverted = False
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def closed(self) -> bool:
+        """True once `finish()` or `cancel()` ended the stream."""
+        return self._closed
+
+    def origin(self, block: int) -> str:
+        return f"ai:{self.turn_id}:{block}"
+
+    def feed(self, chunk: str) -> list[EditEvent]:
+        """Parse, locate and apply a chunk of model output; returns what changed."""
+        self._ensure_open()
+        self._out = []
+        for event in self._parser.feed(chunk):
+            self._route(event)
+        self._report_progress()
+        return self._out
+
+    def finish(self) -> list[EditEvent]:
+        """The stream ended normally; a block still open becomes `failed`."""
+        self._ensure_open()
+        self._out = []
+        for event in self._parser.finish():
+            self._route(event)
+        self._closed = True
+        return self._out
+
+    def cancel(self) -> list[EditEvent]:
+        """Steer or stop: roll back the block in flight; completed blocks stay."""
+        self._ensure_open()
+        self._out = []
+        self._closed = True
+        block = self._block
+        if block is not None and block.final is None:
+            self._roll_back(block)
+            self._settle(block, EditState.ROLLED_BACK, reason=RollbackReason.CANCELLED)
+        return self._out
+
+    def revert(self) -> list[EditEvent]:
+        """Undo the whole turn (cancelling it first if it is still streaming)."""
+        events = [] if self._closed else self.cancel()
+        if self._reverted:
+            return events
+        self._reverted = True
+        for _ in range(len(self._undo.undo_stack)):
+            self._undo.undo()
+        for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
+            status = BlockStatus(
+                turn=self.turn_id,
+                block=entry.block,
+                path=entry.path,
+                kind=entry.kind,
+                state=EditState.ROLLED_BACK,
+                lines=entry.lines,
+                reason=RollbackReason.REVERTED,
+            )
+            self._ledger.record(status)
+            events.append(status)
+        return events
+
+    # -- routing parser events --
+
+    def _route(self, event: ParseEvent) -> None:
+        if isinstance(event, (NewTextChunk, WriteChunk, OldTextChunk)):
+            block = self._block
+            if block is None or block.final is not None:
+                return
+            if isinstance(event, OldTextChunk):
+                block.take_old_text(event.text)
+            else:
+                block.take_new_text(event.text)
+        elif isinstance(event, ProseText):
+            self._report_progress()
+            self._out.append(ProseEvent(self.turn_id, event.text))
+        elif isinstance(event, BlockOpened):
+            self._open(event)
+        else:
+            self._advance(event)
+
+    def _open(self, event: BlockOpened) -> None:
+        self._report_progress()
+        block = EditBlock(
+            turn=self.turn_id,
+            index=event.index,
+            kind=event.kind,
+            path=event.path,
+        )
+        self._block = block
+        self._undo.include_origin(block.origin)
+        self._attempt(block, lambda: block.open(self._doc, self._files))
+        if block.final is None:
+            self._emit(block.status())
+
+    def _advance(self, event: OldTextClosed | BlockClosed | BlockBroken) -> None:
+        block = self._block
+        if block is None or block.final is not None:
+            return
+        if isinstance(event, OldTextClosed):
+            hint = event.line_hint
+            self._attempt(block, lambda: block.resolve(self._doc, hint))
+            if block.final is None:
+                self._emit(block.status())
+        elif isinstance(event, BlockClosed):
+            self._finish_block(block)
+        else:
+            self._roll_back(block)
+            self._settle(block, EditState.FAILED, reason=event.reason, message=event.message)
+
+    def _finish_block(self, block: EditBlock) -> None:
+        if block.state is EditState.LOCATING:
+            # A SEARCH/REPLACE half or <edit> that closed without being resolvable.
+            self._settle(block, EditState.FAILED, reason=FailureReason.MALFORMED_BLOCK)
+            return
+        self._emit(block.complete())
+
+    def _attempt(self, block: EditBlock, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except BlockFailure as failure:
+            self._roll_back(block)
+            self._settle(
+                block,
+                EditState.FAILED,
+                reason=failure.reason,
+                message=failure.reason.explanation,
+                candidates=failure.candidates,
+            )
+
+    # -- output and undo --
+
+    def _settle(
+        self,
+        block: EditBlock,
+        state: EditState,
+        *,
+        reason: str,
+        message: str | None = None,
+        candidates: tuple[int, ...] = (),
+    ) -> None:
+        status = block.settle(state, reason=reason, message=message, candidates=candidates)
+        self._ledger.record(status)
+        self._out.append(status)
+
+    def _emit(self, status: BlockStatus) -> None:
+        self._ledger.record(status)
+        self._out.append(status)
+
+    def _report_progress(self) -> None:
+        block = self._block
+        if block is not None and block.final is None and block.changed:
+            self._out.append(block.status())
+
+    def _roll_back(self, block: EditBlock) -> None:
+        """Undo exactly this block's transactions (the newest items on the stack).
+
+        The turn's undo manager captures every transaction as its own item
+        (capture_timeout_millis=0) and only tracks this turn's origins, so the block's
+        items are the last ones pushed; counting them avoids listing the whole stack.
+        """
+        for _ in range(block.transactions):
+            self._undo.undo()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise EditorClosedError(f"turn {self.turn_id} already ended")
