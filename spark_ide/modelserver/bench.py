@@ -149,7 +149,8 @@ async def bench_llama(tokens: int, rounds: int, threads: int | None) -> dict[str
         "max_output_tokens": tokens,
         "server": through,
         "direct": baseline_stats,
-        "decode_ratio": through["decode_tokens_per_s_median"] / baseline_stats["decode_tokens_per_s_median"],
+        "decode_ratio": through["decode_tokens_per_s_median"]
+        / baseline_stats["decode_tokens_per_s_median"],
         "ttft_overhead_ms": through["ttft_ms_median"] - baseline_stats["ttft_ms_median"],
     }
 
@@ -170,7 +171,10 @@ async def scripted_rate(engine: Engine, tokens: int) -> dict[str, float]:
 async def scripted_ttft(requests: int) -> dict[str, float]:
     engine = ScriptedEngine(ttft_s=0.0, tokens_per_s=1e9)
     async with ModelServer(engine, ServerConfig(port=0)) as server:
-        runs = [(await through_server(server.url, {"input": "[say]x[/say]"}))[0] for _ in range(requests)]
+        runs = [
+            (await through_server(server.url, {"input": "[say]x[/say]"}))[0]
+            for _ in range(requests)
+        ]
     return {
         "server_ttft_ms_median": 1000 * statistics.median(r.ttft_s for r in runs),
         "server_ttft_ms_p99": 1000 * percentile([r.ttft_s for r in runs], 0.99),
@@ -184,7 +188,11 @@ async def bench_scripted(tokens: int) -> dict[str, Any]:
     at_target = await scripted_rate(paced, tokens)
     return {
         "max": await scripted_rate(unlimited, tokens),
-        "at_50k": {**at_target, "target": SCRIPTED_TARGET, "accuracy": at_target["tokens_per_s"] / SCRIPTED_TARGET},
+        "at_50k": {
+            **at_target,
+            "target": SCRIPTED_TARGET,
+            "accuracy": at_target["tokens_per_s"] / SCRIPTED_TARGET,
+        },
         **await scripted_ttft(50),
     }
 

@@ -239,7 +239,9 @@ class Connection:
         )
         return job, conversation
 
-    async def _respond(self, request: CreateRequest, job: Job, conversation: tuple[Message, ...]) -> None:
+    async def _respond(
+        self, request: CreateRequest, job: Job, conversation: tuple[Message, ...]
+    ) -> None:
         record = ResponseRecord(request)
         responder = Responder(record, job, self._engine, self._send)
         self._current = responder

@@ -59,7 +59,9 @@ def missing(param: str) -> ProtocolError:
 
 
 def wrong_type(param: str, expected: str) -> ProtocolError:
-    return ProtocolError(INVALID_TYPE, f"Invalid type for '{param}': expected {expected}.", param=param)
+    return ProtocolError(
+        INVALID_TYPE, f"Invalid type for '{param}': expected {expected}.", param=param
+    )
 
 
 def bad_value(param: str, detail: str) -> ProtocolError:

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
+from websockets.exceptions import ConnectionClosed
+
 from spark_ide.modelserver.engine import (
     CancelToken,
     Engine,
@@ -63,10 +65,6 @@ class Responder:
         self.cancel.cancel()
         return True
 
-    @property
-    def stoppable(self) -> bool:
-        return self._streaming and self.stop_reason is None
-
     async def run(self) -> None:
         tally = Tally()
         self.record.tally = tally
@@ -81,6 +79,8 @@ class Responder:
             if self.stop_reason is None:
                 await self._fail(exc)
                 return
+        except ConnectionClosed:
+            raise
         except Exception:
             # A bug in an engine must end this response, not the whole connection.
             log.exception("engine failed on response %s", self.id)
@@ -103,7 +103,9 @@ class Responder:
                     if self.stop_reason is not None:
                         break
                     self.record.text += piece.text
-                    await self.emit("response.output_text.delta", **self._where(), delta=piece.text, logprobs=[])
+                    await self.emit(
+                        "response.output_text.delta", **self._where(), delta=piece.text, logprobs=[]
+                    )
             finally:
                 # However the loop ended (done, stop, socket closed), the engine must not
                 # run on: set the token before the iterator is closed.

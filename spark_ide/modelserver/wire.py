@@ -50,7 +50,9 @@ class ResponseRecord:
             "created_at": self.created_at,
             "status": self.status,
             "error": self.error,
-            "incomplete_details": ({"reason": self.incomplete_reason} if self.incomplete_reason else None),
+            "incomplete_details": (
+                {"reason": self.incomplete_reason} if self.incomplete_reason else None
+            ),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
             "model": request.model,

@@ -25,7 +25,9 @@ class EchoEngine:
         self.prepared.append(job)
         tally.input_tokens = len(job.messages)
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
         tally.input_tokens = len(job.messages)
         for message in job.messages:
             tally.output_tokens += 1
@@ -42,7 +44,9 @@ class ProbeEngine(ScriptedEngine):
         self.ran_to_the_end = False
         self.pieces = 0
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
         self.started.set()
         try:
             async for piece in super().generate(job, tally, cancel):
@@ -51,3 +55,13 @@ class ProbeEngine(ScriptedEngine):
             self.ran_to_the_end = True
         finally:
             self.ended.set()
+
+
+class BrokenEngine(EchoEngine):
+    """Fails with an unexpected exception after its first piece."""
+
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
+        yield Piece("partial")
+        raise RuntimeError("engine bug")

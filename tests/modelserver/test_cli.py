@@ -54,7 +54,9 @@ def test_the_llama_engine_is_the_default() -> None:
 def test_it_loads_a_script_file_for_the_scripted_engine(tmp_path: Path) -> None:
     path = tmp_path / "scripts.json"
     path.write_text(json.dumps({"hi": "Hello."}))
-    args = build_parser().parse_args(["--engine", "scripted", "--script-file", str(path), "--tokens-per-s", "5000"])
+    args = build_parser().parse_args(
+        ["--engine", "scripted", "--script-file", str(path), "--tokens-per-s", "5000"]
+    )
     engine = engine_from(args)
     assert isinstance(engine, ScriptedEngine)
     assert (engine.scripts, engine.tokens_per_s) == ({"hi": "Hello."}, 5000.0)
@@ -70,7 +72,9 @@ def test_it_loads_a_script_file_for_the_scripted_engine(tmp_path: Path) -> None:
         ["--model-path", "/nonexistent/model.gguf"],
     ],
 )
-def test_it_exits_with_status_2_on_bad_flags(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_it_exits_with_status_2_on_bad_flags(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("modelserver: ")
 

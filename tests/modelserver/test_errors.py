@@ -80,7 +80,9 @@ def create(**fields: Any) -> str:
         (create(model="smollm2", input="x", generate=0), "invalid_type", "generate"),
     ],
 )
-async def test_it_rejects_bad_client_messages(ws: Client, frame: str | bytes, code: str, param: str | None) -> None:
+async def test_it_rejects_bad_client_messages(
+    ws: Client, frame: str | bytes, code: str, param: str | None
+) -> None:
     error = await error_for(ws, frame)
     assert error["status"] == 400
     assert error["error"]["type"] == "invalid_request_error"

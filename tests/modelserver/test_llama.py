@@ -44,7 +44,9 @@ async def test_it_generates_real_text_from_the_bundled_model(llama_ws: Client) -
 
 
 async def test_it_reuses_the_kv_cache_for_a_chained_turn(llama_ws: Client) -> None:
-    first = await llama_ws.run("Name a colour.", instructions="Answer briefly.", max_output_tokens=8)
+    first = await llama_ws.run(
+        "Name a colour.", instructions="Answer briefly.", max_output_tokens=8
+    )
     second = await llama_ws.run(
         "Name another one.",
         instructions="Answer briefly.",
@@ -61,7 +63,9 @@ async def test_a_warm_up_leaves_the_prompt_in_the_kv_cache(llama_ws: Client) -> 
     warm = await llama_ws.run("Here is some context to read first.", generate=False)
     assert warm[-1]["type"] == "response.completed"
     assert warm[-1]["response"]["output"] == []
-    events = await llama_ws.run("Summarise it.", previous_response_id=warm[-1]["response"]["id"], max_output_tokens=8)
+    events = await llama_ws.run(
+        "Summarise it.", previous_response_id=warm[-1]["response"]["id"], max_output_tokens=8
+    )
     assert usage(events)["input_tokens_details"]["cached_tokens"] >= usage(warm)["input_tokens"] - 1
 
 

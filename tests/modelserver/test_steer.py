@@ -38,7 +38,9 @@ async def test_it_steers_after_completion_by_starting_a_successor() -> None:
     async with running_server(steer_extension=True) as server, client_for(server) as ws:
         done = await ws.run("[say]finished[/say]")
         target = done[-1]["response"]["id"]
-        await ws.send({"type": "response.steer", "previous_response_id": target, "input": "[say]more[/say]"})
+        await ws.send(
+            {"type": "response.steer", "previous_response_id": target, "input": "[say]more[/say]"}
+        )
         accepted = await ws.recv()
         successor = await ws.response()
     assert accepted["type"] == "response.steer.accepted"

@@ -153,7 +153,9 @@ class LlamaEngine:
         """The chat-template prompt as tokens (the template adds the special tokens)."""
         llama, render = self._ready()
         messages = [{"role": m.role, "content": m.content} for m in job.messages]
-        tokens = llama.tokenize(render(messages, answer).encode("utf-8"), add_bos=False, special=True)
+        tokens = llama.tokenize(
+            render(messages, answer).encode("utf-8"), add_bos=False, special=True
+        )
         if len(tokens) >= self.n_ctx:
             raise EngineError(
                 CONTEXT_LENGTH_EXCEEDED,
@@ -191,7 +193,9 @@ class LlamaEngine:
         # generate() always re-evaluates at least the last prompt token.
         return max(0, min(shared, len(tokens) - 1))
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
         loop = asyncio.get_running_loop()
         handoff: asyncio.Queue[Piece | BaseException | None] = asyncio.Queue()
 

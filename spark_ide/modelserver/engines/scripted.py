@@ -120,7 +120,9 @@ class ScriptedEngine:
             return self.scripts[name]
         return self.default_text
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(
+        self, job: Job, tally: Tally, cancel: CancelToken
+    ) -> AsyncGenerator[Piece, None]:
         plan = self.plan(job)
         tally.input_tokens = count_prompt_tokens(job)
         tokens = split_tokens(plan.text)
@@ -157,4 +159,6 @@ def _number(pattern: re.Pattern[str], text: str, name: str, default: float) -> f
     try:
         return float(found.group(1))
     except ValueError:
-        raise EngineError(INVALID_DIRECTIVE, f"[{name}:{found.group(1)}] is not a number.") from None
+        raise EngineError(
+            INVALID_DIRECTIVE, f"[{name}:{found.group(1)}] is not a number."
+        ) from None
