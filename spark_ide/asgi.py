@@ -1,4 +1,4 @@
-"""ASGI entry point: Django for HTTP; WebSocket routes join here as they land."""
+"""ASGI entry point: Django for HTTP, the session socket for WebSockets."""
 
 import os
 
@@ -9,6 +9,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "spark_ide.settings")
 # Django must be set up before anything imports models.
 django_http = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_http})
+from spark_ide.pairing.routing import websocket_urlpatterns  # noqa: E402
+from spark_ide.pairing.ws_auth import SessionSocketAuth  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_http,
+        "websocket": SessionSocketAuth(URLRouter(websocket_urlpatterns)),
+    }
+)

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "spark_ide.accounts",
     "spark_ide.workspaces",
+    "spark_ide.pairing",
     "spark_ide.ops",
 ]
 
@@ -145,3 +146,11 @@ LOGGING = {
     "loggers": {"django.request": {"level": "ERROR"}},
 }
 CSRF_FAILURE_VIEW = "spark_ide.api.csrf_failure"
+
+# The model (docs/upstream.md): SPARK_PROVIDER, OPENAI_BASE_URL, OPENAI_API_KEY, SPARK_MODEL are
+# read by the upstream client itself. What the IDE asks of the model:
+_SMALL_LOCAL_MODEL = envstr("SPARK_PROVIDER", "local") == "local" and envstr("SPARK_MODEL", "smollm2") == "smollm2"
+# "edits" (search/replace blocks and whole files) or "whole-file" (small models manage only that).
+SPARK_EDIT_STYLE = envstr("SPARK_EDIT_STYLE", "whole-file" if _SMALL_LOCAL_MODEL else "edits")
+SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
+SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)

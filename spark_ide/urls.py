@@ -1,11 +1,14 @@
 from django.urls import include, path, re_path
 
 from spark_ide.api import api_not_found
+from spark_ide.pairing.urls import api_urlpatterns as pairing_api
 from spark_ide.workspaces.urls import api_urlpatterns as workspace_api
 
 urlpatterns = [
     path("api/", include(workspace_api)),
+    path("api/", include(pairing_api)),
     re_path(r"^api/", api_not_found),
     path("", include("spark_ide.accounts.urls")),
     path("", include("spark_ide.workspaces.urls")),
+    path("", include("spark_ide.pairing.urls")),
 ]

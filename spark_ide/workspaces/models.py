@@ -14,6 +14,9 @@ class Workspace(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The live document (pycrdt/Yjs) as a compacted update; later changes are DocumentUpdate
+    # rows. Null until the workspace is first opened live: then it is built from the files.
+    ydoc = models.BinaryField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -36,3 +39,14 @@ class File(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class DocumentUpdate(models.Model):
+    """One persisted Yjs update of a workspace document, appended in order, compacted away."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="doc_updates")
+    data = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from .documents import document_file_changed
 from .languages import language_for
 from .models import File, Workspace
 from .paths import BadPath, clean_path
@@ -92,6 +93,7 @@ def file_write(*, workspace: Workspace, path: str, data: bytes | str) -> tuple[F
         existing.size = len(text.encode())
         existing.save()
         workspace.save(update_fields=["updated_at"])
+        document_file_changed(workspace, clean, text)
     return existing, created
 
 
@@ -114,8 +116,11 @@ def _path_conflict_check(workspace: Workspace, path: str) -> None:
 
 
 def file_delete(*, workspace: Workspace, path: str) -> None:
-    file_get(workspace=workspace, path=path).delete()
-    workspace.save(update_fields=["updated_at"])
+    found = file_get(workspace=workspace, path=path)
+    with transaction.atomic():
+        found.delete()
+        workspace.save(update_fields=["updated_at"])
+        document_file_changed(workspace, found.path, None)
 
 
 def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
@@ -126,11 +131,14 @@ def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
     if workspace.files.filter(path=clean).exists():
         raise WorkspaceError("exists", f"{clean} already exists")
     _path_conflict_check(workspace, clean)
+    old_path = file.path
     file.path = clean
     file.language = language_for(clean)
     try:
         with transaction.atomic():
             file.save()
+            document_file_changed(workspace, old_path, None)
+            document_file_changed(workspace, clean, file.text)
     except IntegrityError:
         raise WorkspaceError("exists", f"{clean} already exists") from None
     return file

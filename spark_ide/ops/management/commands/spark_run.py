@@ -28,21 +28,40 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeo
 
 
 class Command(BaseCommand):
-    help = "Start the IDE (Daphne) on the embedded default and print a one-time sign-in URL."
+    help = (
+        "Start the IDE on the embedded default: the local model server and Daphne, "
+        "then print a one-time sign-in URL."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("SPARK_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("SPARK_PORT", "8000")))
         parser.add_argument("--user", default="local", help="the local user to sign in as")
+        parser.add_argument(
+            "--model-port", type=int, default=int(os.environ.get("SPARK_MODELSERVER_PORT", "8765"))
+        )
+        parser.add_argument(
+            "--no-modelserver", action="store_true", help="use the model provider configured in the environment"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = options["host"], options["port"]
         call_command("migrate", interactive=False, verbosity=0)
-        server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-             "--websocket_max_message_size", "1048576", "spark_ide.asgi:application"],
-        )
+        children: list[subprocess.Popen[bytes]] = []
         try:
+            if not options["no_modelserver"]:
+                model_port = options["model_port"]
+                children.append(
+                    subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                        [sys.executable, "-m", "spark_ide.modelserver", "--port", str(model_port)]
+                    )
+                )
+                _wait_for_port("127.0.0.1", model_port, children[-1], timeout=60)
+            server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+                 "--websocket_max_message_size", "1048576", "spark_ide.asgi:application"],
+            )
+            children.append(server)
             _wait_for_port(host, port, server, timeout=30)
             key = login_token_create(user=local_user_ensure(options["user"]))
             shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
@@ -53,9 +72,10 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         finally:
-            if server.poll() is None:
-                server.send_signal(signal.SIGINT)
-                try:
-                    server.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    server.kill()
+            for child in reversed(children):
+                if child.poll() is None:
+                    child.send_signal(signal.SIGINT)
+                    try:
+                        child.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        child.kill()

@@ -1,0 +1,151 @@
+"""What the model is told: instructions with the edit format, the workspace, the history.
+
+Pure functions over plain data (no Django, no I/O), so a turn's request can be rebuilt
+and tested exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from spark_ide.upstream import Message, TurnRequest
+from spark_ide.upstream.profiles import Effort
+
+CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context budget
+
+EDIT_FORMAT = """\
+You are a coding assistant working live inside the user's editor. Explain briefly, then
+change files with edit blocks. Tags must start at the beginning of a line.
+
+To change part of a file, quote the exact current lines and give their replacement:
+<edit path="src/app.py">
+<old_text line="12">
+exact current lines to replace
+</old_text>
+<new_text>
+replacement lines
+</new_text>
+</edit>
+
+To create a file or rewrite a small one, give its whole content:
+<write path="src/new_module.py">
+whole file content
+</write>
+
+Blocks apply in order. Each old_text must match the file uniquely; quote enough lines."""
+
+WHOLE_FILE_FORMAT = """\
+You are a coding assistant. Answer with the complete new content of each file you change,
+inside a write block, and nothing else inside it:
+<write path="main.py">
+whole file content
+</write>"""
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    whole_file_only: bool = False
+    context_tokens: int = 128_000
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    prompt: str
+    output: str
+
+
+@dataclass
+class TurnInput:
+    """Everything a turn's request is built from."""
+
+    text: str
+    files: Mapping[str, str]
+    active_path: str = ""
+    effort: Effort | None = None
+    history: Sequence[PastTurn] = ()
+    last_ledger: str = ""
+    steering: list[str] = field(default_factory=list)
+
+
+def instructions_for(style: PromptStyle) -> str:
+    return WHOLE_FILE_FORMAT if style.whole_file_only else EDIT_FORMAT
+
+
+def file_order(files: Mapping[str, str], *, active_path: str, prompt: str) -> list[str]:
+    """Active file first, then files the prompt names, then the rest by path."""
+    named = [p for p in sorted(files) if p != active_path and _mentions(prompt, p)]
+    rest = [p for p in sorted(files) if p != active_path and p not in named]
+    return ([active_path] if active_path in files else []) + named + rest
+
+
+def _mentions(prompt: str, path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path in prompt or re.search(rf"(?<![\w/.]){re.escape(name)}(?![\w])", prompt) is not None
+
+
+def pack_workspace(
+    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int
+) -> str:
+    """The workspace as text within ``budget_tokens``; what does not fit is named, not lost."""
+    budget = budget_tokens * CHARS_PER_TOKEN
+    parts: list[str] = []
+    left_out: list[str] = []
+    for path in file_order(files, active_path=active_path, prompt=prompt):
+        text = files[path]
+        block = f'<file path="{path}">\n{text}{"" if text.endswith(chr(10)) or not text else chr(10)}</file>\n'
+        if len(block) <= budget:
+            parts.append(block)
+            budget -= len(block)
+        elif budget > 400 and not parts:
+            # Even the active file alone is too big: show its head, say it was cut.
+            cut = text[: budget - 200]
+            parts.append(f'<file path="{path}" truncated="true">\n{cut}\n</file>\n')
+            budget = 0
+        else:
+            left_out.append(path)
+    if left_out:
+        parts.append("Files not shown (context budget): " + ", ".join(left_out) + "\n")
+    return "".join(parts) if parts else "The workspace is empty.\n"
+
+
+def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
+    """The request for a turn: history as explicit messages, then workspace + prompt."""
+    history_budget = style.context_tokens // 4
+    history: list[Message] = []
+    for past in reversed(turn.history):
+        cost = (len(past.prompt) + len(past.output)) // CHARS_PER_TOKEN
+        if cost > history_budget:
+            break
+        history_budget -= cost
+        history[:0] = [Message("user", past.prompt), Message("assistant", past.output)]
+    used = sum(len(m.text) for m in history) // CHARS_PER_TOKEN
+    workspace_budget = max(style.context_tokens - used - len(turn.text) // CHARS_PER_TOKEN - 600, 200)
+    sections = [
+        "Workspace files:\n"
+        + pack_workspace(turn.files, active_path=turn.active_path, prompt=turn.text, budget_tokens=workspace_budget)
+    ]
+    if turn.active_path:
+        sections.append(f"The file open in the editor: {turn.active_path}\n")
+    if turn.last_ledger:
+        sections.append(f"What happened to your edits last turn:\n{turn.last_ledger}\n")
+    sections.append(f"Request: {turn.text}")
+    for steer in turn.steering:
+        sections.append(steer)
+    user = Message("user", "\n".join(sections))
+    return TurnRequest(
+        instructions=instructions_for(style), input=(user,), effort=turn.effort,
+        full_context=(*history, user) if history else (),
+    )
+
+
+def steering_note(*, partial_output: str, ledger: str, text: str) -> str:
+    """What a re-prompt adds after a steer: the interrupted answer, its edits, the new direction."""
+    return (
+        "You were interrupted while answering. What you had written so far:\n"
+        f"<partial>\n{partial_output}\n</partial>\n"
+        f"Your edits so far:\n{ledger or '(none)'}\n"
+        "Blocks marked applied are already in the files shown above; do not repeat them.\n"
+        f"The user redirects you: {text}"
+    )

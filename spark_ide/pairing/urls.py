@@ -1,0 +1,15 @@
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("w/<str:workspace_id>/live", views.session_start, name="session-start"),
+    path("sessions/<str:session_id>/", views.session_page, name="session"),
+    path("sessions/<str:session_id>/history", views.session_history, name="session-history"),
+    path("sessions/<str:session_id>/join/<str:key>", views.session_join, name="session-join"),
+]
+
+api_urlpatterns = [
+    path("workspaces/<str:workspace_id>/sessions", api.sessions, name="api-sessions"),
+    path("sessions/<str:session_id>/turns", api.turns, name="api-turns"),
+]

@@ -1,0 +1,101 @@
+"""Pages of a live session: the IDE itself, its turn history, invite links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_POST
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer
+
+from spark_ide.accounts.services import signed_in_user
+from spark_ide.workspaces.services import WorkspaceError, workspace_for
+from spark_ide.workspaces.tree import build_tree
+
+from . import services
+from .api import session_links
+from .models import Role, Session, Turn
+
+DIFF_FORMATTER = HtmlFormatter(nowrap=False, cssclass="diff")
+
+
+def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, str]:
+    try:
+        session = services.session_get(session_id)
+    except services.SessionError:
+        raise Http404("no such session") from None
+    role = services.role_for(session=session, user=signed_in_user(request))
+    if role is None:
+        raise Http404("no such session")
+    return session, role
+
+
+@login_required
+@require_POST
+def session_start(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    try:
+        workspace = workspace_for(user=signed_in_user(request), workspace_id=workspace_id)
+    except WorkspaceError:
+        raise Http404("no such workspace") from None
+    session = services.session_create(workspace=workspace, by=signed_in_user(request))
+    return redirect("session", session_id=session.id)
+
+
+@login_required
+@require_GET
+def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
+    session, role = _session_and_role(request, session_id)
+    workspace = session.workspace
+    can_edit = role in (Role.OWNER, Role.COLLABORATOR)
+    context: dict[str, Any] = {
+        "session": session,
+        "workspace": workspace,
+        "role": role,
+        "can_edit": can_edit,
+        "can_drive": can_edit,
+        "ws_path": f"/ws/sessions/{session.id}/",
+        "tree": build_tree(list(workspace.files.values_list("path", "language"))),
+        "invites": session_links(request, session)["invite"] if role == Role.OWNER else None,
+        "history_url": f"/sessions/{session.id}/history",
+    }
+    return render(request, "pairing/session.html", context)
+
+
+def diff_html(diff: str) -> str:
+    return str(highlight(diff, DiffLexer(), DIFF_FORMATTER))
+
+
+@login_required
+@require_GET
+def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
+    session, role = _session_and_role(request, session_id)
+    turns = [
+        {
+            "id": turn.id, "prompt": turn.prompt, "status": turn.status, "steered_from": turn.steered_from_id,
+            "metrics": turn.metrics, "reverted": turn.reverted, "created_at": turn.created_at, "error": turn.error,
+            "files": [{"path": path, "diff_html": mark_safe(diff_html(diff))} for path, diff in turn.diff.items()],  # noqa: S308 - Pygments escapes
+        }
+        for turn in Turn.objects.filter(session=session).order_by("-created_at")[:100]
+    ]
+    context = {"turns": turns, "can_drive": role in (Role.OWNER, Role.COLLABORATOR), "session": session}
+    return render(request, "pairing/_history.html", context)
+
+
+@login_required
+@require_GET
+def session_join(request: HttpRequest, session_id: str, key: str) -> HttpResponse:
+    try:
+        session = services.session_get(session_id)
+        role = services.session_join(session=session, user=signed_in_user(request), key=key)
+    except services.SessionError as exc:
+        messages.error(request, escape(exc.message))
+        return redirect("workspace-list")
+    messages.success(request, f"You joined the session as {role}.")
+    return redirect("session", session_id=session.id)

@@ -1,0 +1,152 @@
+"""The live document of a workspace (pycrdt, the server's Yjs peer) and its persistence.
+
+Once a workspace has been opened live, its document is the truth: ``Workspace.ydoc`` holds
+a compacted state and ``DocumentUpdate`` rows the updates since, appended before they are
+sent to anyone (so a restart loses no edit a client saw acknowledged). ``File`` rows are the
+materialised text, refreshed from the document, for listings, the HTTP API and export.
+
+Changes made over HTTP while a process holds the document live are handed to that holder
+(``LIVE``), which applies them on its event loop; otherwise they are applied to the stored
+document directly.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from pycrdt import Doc, Map, Text
+
+from spark_ide.editing import FILES_KEY
+
+from .languages import language_for
+from .models import DocumentUpdate, File, Workspace
+
+# A live holder applies (path, text or None to delete) on its own loop and returns at once.
+FileChange = Callable[[str, "str | None"], None]
+
+
+class LiveDocuments:
+    """Which workspace documents this process holds live, and how to reach them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: dict[uuid.UUID, FileChange] = {}
+
+    def register(self, workspace_id: uuid.UUID, apply: FileChange) -> None:
+        with self._lock:
+            self._holders[workspace_id] = apply
+
+    def unregister(self, workspace_id: uuid.UUID) -> None:
+        with self._lock:
+            self._holders.pop(workspace_id, None)
+
+    def holder(self, workspace_id: uuid.UUID) -> FileChange | None:
+        with self._lock:
+            return self._holders.get(workspace_id)
+
+
+LIVE = LiveDocuments()
+
+
+def files_map(doc: Doc[Any]) -> Map[Text]:
+    files: Map[Text] = doc.get(FILES_KEY, type=Map)
+    return files
+
+
+def set_file_text(doc: Doc[Any], path: str, text: str | None, *, origin: str) -> None:
+    """Replace (or create, or with None delete) one file in the document, as one change."""
+    files = files_map(doc)
+    with doc.transaction(origin=origin):
+        if text is None:
+            if path in files:
+                del files[path]
+        elif path not in files:
+            files[path] = Text(text)
+        else:
+            current = files[path]
+            old = str(current)
+            if old != text:
+                # Only the differing middle is replaced, so concurrent cursors elsewhere survive.
+                start = 0
+                limit = min(len(old), len(text))
+                while start < limit and old[start] == text[start]:
+                    start += 1
+                end_old, end_new = len(old), len(text)
+                while end_old > start and end_new > start and old[end_old - 1] == text[end_new - 1]:
+                    end_old -= 1
+                    end_new -= 1
+                if end_old > start:
+                    del current[start:end_old]
+                if end_new > start:
+                    current.insert(start, text[start:end_new])
+
+
+def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
+    """The workspace's document: stored state plus updates, or built from its files."""
+    with transaction.atomic():
+        workspace = Workspace.objects.select_for_update().get(pk=workspace_id)
+        doc: Doc[Any] = Doc()
+        if workspace.ydoc is None:
+            files = files_map(doc)
+            with doc.transaction(origin="load"):
+                for path, text in workspace.files.values_list("path", "text"):
+                    files[path] = Text(text)
+            workspace.ydoc = doc.get_update()
+            workspace.save(update_fields=["ydoc"])
+        else:
+            doc.apply_update(bytes(workspace.ydoc))
+            for data in workspace.doc_updates.values_list("data", flat=True):
+                doc.apply_update(bytes(data))
+    return doc
+
+
+def document_append(workspace_id: uuid.UUID, update: bytes) -> int:
+    """Persist one update; returns its row id (compaction deletes up to an id)."""
+    return int(DocumentUpdate.objects.create(workspace_id=workspace_id, data=update).pk)
+
+
+def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int) -> None:
+    """Replace the stored state by ``state``, which includes every update up to ``through_id``."""
+    with transaction.atomic():
+        Workspace.objects.filter(pk=workspace_id).update(ydoc=state)
+        DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).delete()
+
+
+def document_texts(doc: Doc[Any]) -> dict[str, str]:
+    return {path: str(text) for path, text in files_map(doc).items()}
+
+
+def files_materialize(workspace_id: uuid.UUID, texts: dict[str, str]) -> None:
+    """Bring the ``File`` rows in line with the document's texts."""
+    with transaction.atomic():
+        rows = {f.path: f for f in File.objects.select_for_update().filter(workspace_id=workspace_id)}
+        for path, text in texts.items():
+            row = rows.pop(path, None)
+            size = len(text.encode())
+            if row is None:
+                File.objects.create(
+                    workspace_id=workspace_id, path=path, text=text, size=size, language=language_for(path)
+                )
+            elif row.text != text:
+                row.text, row.size = text, size
+                row.save(update_fields=["text", "size", "updated_at"])
+        if rows:
+            File.objects.filter(pk__in=[row.pk for row in rows.values()]).delete()
+
+
+def document_file_changed(workspace: Workspace, path: str, text: str | None) -> None:
+    """Carry a change made to the ``File`` rows (HTTP, tree) into the document."""
+    holder = LIVE.holder(workspace.id)
+    if holder is not None:
+        holder(path, text)
+        return
+    if workspace.ydoc is None and not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
+        return  # never opened live: the document will be built from the files
+    doc = document_load(workspace.id)
+    before = doc.get_state()
+    set_file_text(doc, path, text, origin="http")
+    document_append(workspace.id, doc.get_update(before))

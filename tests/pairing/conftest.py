@@ -1,0 +1,147 @@
+"""A live session under test: the real ASGI app, the real Pilot, the scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from pycrdt import Doc, Map, Text, YMessageType, YSyncMessageType, create_update_message, handle_sync_message
+
+from spark_ide.accounts.services import api_token_create
+from spark_ide.modelserver.config import ServerConfig
+from spark_ide.modelserver.engines.scripted import ScriptedEngine
+from spark_ide.modelserver.server import ModelServer
+from spark_ide.pairing.hub import SessionHub
+from spark_ide.pairing.services import session_create
+from spark_ide.workspaces.services import workspace_create
+
+FILES = {
+    "app.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    "util.py": "X = 1\n",
+}
+
+
+@dataclass
+class LiveClient:
+    """One socket to a session, as a browser would hold it: events in order, a Yjs replica."""
+
+    comm: WebsocketCommunicator
+    events: list[dict[str, Any]] = field(default_factory=list)
+    doc: Doc[Any] = field(default_factory=Doc)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.comm.send_to(text_data=json.dumps(message))
+
+    async def pump(self, timeout: float = 0.05) -> None:
+        """Take in everything the server sent within ``timeout``."""
+        # receive_output(timeout) would cancel the application on a timeout: ask first.
+        while not await self.comm.receive_nothing(timeout, interval=0.005):
+            frame = await self.comm.receive_output()
+            if frame["type"] == "websocket.close":
+                raise ConnectionError(f"closed by the server: {frame}")
+            if frame.get("text") is not None:
+                self.events.append(json.loads(frame["text"]))
+            elif frame.get("bytes") is not None:
+                self._apply_binary(frame["bytes"])
+
+    def _apply_binary(self, data: bytes) -> None:
+        if data[0] == YMessageType.SYNC:
+            handle_sync_message(data[1:], self.doc)
+
+    async def until(self, predicate: Any, timeout: float = 10.0) -> dict[str, Any]:
+        """Wait for the first event (from now on or already seen) that satisfies ``predicate``."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        seen = 0
+        while True:
+            for event in self.events[seen:]:
+                if predicate(event):
+                    return event
+            seen = len(self.events)
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"no matching event within {timeout}s; got {[e['type'] for e in self.events]}")
+            await self.pump(0.05)
+
+    def of(self, kind: str, turn: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind and (turn is None or e.get("turn") == turn)]
+
+    def text(self, path: str) -> str | None:
+        files = self.doc.get("files", type=Map)
+        return str(files[path]) if path in files else None
+
+    async def type_text(self, path: str, index: int, text: str) -> None:
+        """A human edit: change the replica and send the update, as y-codemirror would."""
+        files = self.doc.get("files", type=Map)
+        before = self.doc.get_state()
+        with self.doc.transaction(origin="human"):
+            target: Text = files[path]
+            target.insert(index, text)
+        await self.comm.send_to(bytes_data=create_update_message(self.doc.get_update(before)))
+
+    async def close(self) -> None:
+        await self.comm.disconnect()
+
+
+@pytest.fixture
+async def model_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelServer]:
+    """Our model server with the scripted engine; the IDE's upstream client points at it."""
+    server = ModelServer(ScriptedEngine(tokens_per_s=2000.0, ttft_s=0.005), ServerConfig(port=0))
+    async with server:
+        base = server.url.removesuffix("/responses").replace("ws://", "http://")
+        monkeypatch.setenv("SPARK_PROVIDER", "local")
+        monkeypatch.setenv("OPENAI_BASE_URL", base)
+        monkeypatch.delenv("SPARK_MODEL", raising=False)
+        yield server
+
+
+@dataclass
+class Live:
+    session_id: str
+    workspace_id: str
+    owner_token: str
+    owner: Any
+
+
+@pytest.fixture
+def live(transactional_db: None, django_user_model: Any, settings: Any) -> Iterator[Live]:
+    settings.SPARK_EDIT_STYLE = "edits"
+    settings.SPARK_CONTEXT_TOKENS = 128_000
+    owner = django_user_model.objects.create_user(username="ada", password="pw-ada-123")
+    workspace = workspace_create(owner=owner, name="live", files=dict(FILES))
+    session = session_create(workspace=workspace, by=owner)
+    yield Live(str(session.id), str(workspace.id), api_token_create(user=owner), owner)
+
+
+async def connect(live: Live, token: str | None = None, path: str | None = None) -> LiveClient:
+    from spark_ide.asgi import application
+
+    headers = [(b"authorization", f"Token {token or live.owner_token}".encode())]
+    comm = WebsocketCommunicator(application, path or f"/ws/sessions/{live.session_id}/", headers=headers)
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    client = LiveClient(comm)
+    await client.until(lambda e: e["type"] == "hello")
+    return client
+
+
+@pytest.fixture
+async def hubs() -> AsyncIterator[None]:
+    """Close every hub a test started, so its Pilot and tasks end with the test."""
+    yield
+    for hub in list(SessionHub._hubs.values()):
+        await hub.close()
+    SessionHub._lock = None
+
+
+async def token_for(user: Any) -> str:
+    return str(await database_sync_to_async(api_token_create)(user=user))
+
+
+def say(text: str, rate: int = 2000) -> str:
+    """A prompt that makes the scripted engine write exactly ``text``."""
+    return f"[rate:{rate}][say]{text}[/say]"
