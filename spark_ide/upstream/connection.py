@@ -304,6 +304,10 @@ class ResponsesConnection:
             return
         if error.code == CONNECTION_LIMIT_REACHED:
             stream.resend(same_connection=False, reason="connection lifetime limit reached")
+        elif target.steer:
+            # A server without `response.steer` rejects it as an unknown message.
+            stream.chain_allowed = False
+            stream.resend(same_connection=False, reason=f"steer rejected: {error.code}")
         elif error.code == PREVIOUS_RESPONSE_NOT_FOUND and stream.chain_allowed:
             stream.chain_allowed = False
             stream.resend(same_connection=True, reason="previous response not on this socket")

@@ -61,9 +61,19 @@ class _Link:
 
 
 class LoopProxy:
-    def __init__(self, target_host: str, target_port: int, *, delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        *,
+        delay_s: float = 0.0,
+        emulate_tcp_handshake: bool = False,
+    ) -> None:
         self.target = (target_host, target_port)
         self.delay_s = delay_s  # one way, each direction; may be changed while running
+        # The local accept is instant; with this set, a new connection's first bytes wait
+        # one extra round trip, as they would behind a real SYN / SYN-ACK exchange.
+        self.emulate_tcp_handshake = emulate_tcp_handshake
         self.server_delay_s = 0.0  # extra delay on the server-to-client direction only
         self.connections = 0
         self._links: set[_Link] = set()
@@ -126,9 +136,11 @@ class LoopProxy:
     async def _pump_up(
         self, reader: asyncio.StreamReader, queue: asyncio.Queue[tuple[float, bytes | None]]
     ) -> None:
+        handshake = 2 * self.delay_s if self.emulate_tcp_handshake else 0.0
         with contextlib.suppress(ConnectionError):
             while chunk := await reader.read(65536):
-                queue.put_nowait((time.monotonic() + self.delay_s, chunk))
+                queue.put_nowait((time.monotonic() + self.delay_s + handshake, chunk))
+                handshake = 0.0
         queue.put_nowait((time.monotonic() + self.delay_s, None))
 
     async def _pump_down(self, reader: asyncio.StreamReader, link: _Link) -> None:

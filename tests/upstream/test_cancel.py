@@ -129,3 +129,22 @@ async def test_a_cancel_before_the_response_started_still_stops_it() -> None:
         assert (await collect(new))[-1].__class__ is Completed
         assert new.text == "early steer"
         assert old.upstream_end == "incomplete:cancelled"
+
+
+async def test_a_rejected_steer_falls_back_to_a_plain_request_on_another_socket() -> None:
+    # The profile claims steer support, the server has none: it rejects the message.
+    async with model_server(openai_like=True, steer=False) as server:
+        config = client_config(base_url_of(server), openai_like=True,
+                               steer_models=frozenset({MODEL}))
+        client = await open_client(config)
+        try:
+            old = await client.start(turn("[script:short][rate:50]"))
+            await collect(old, limit=1)
+            new = await client.steer(old, turn(say("fallback answer")))
+            assert await collect(old) == []
+            final = (await collect(new))[-1]
+            assert isinstance(final, Completed)
+            assert new.text == "fallback answer"
+            assert new.resends == 1
+        finally:
+            await client.close()
