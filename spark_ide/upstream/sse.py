@@ -135,6 +135,7 @@ class ChatCompletionsClient(ModelClient):
         finish: str | None = None
         usage: Usage | None = None
         async for event in EventSource(response).aiter_sse():
+            stream.mark_first_byte()  # activity: keeps the idle timeout from firing
             if event.data.strip() == "[DONE]":
                 break
             try:

@@ -72,6 +72,7 @@ class TurnStream:
         self.sent_at: float | None = None
         self.first_byte_at: float | None = None
         self.first_token_at: float | None = None
+        self._last_activity_at: float | None = None
         self._queue: asyncio.Queue[UpstreamEvent | _Resend | _Wake] = asyncio.Queue()
         self._state: State = "running"
         self._pushed_terminal = False
@@ -108,6 +109,7 @@ class TurnStream:
             if isinstance(item, _Wake):
                 continue
             if isinstance(item, _Resend):
+                self.first_byte_at = None  # the marks describe the attempt that answers
                 if self._resender is not None:
                     await self._resender(self, item.same_connection, item.reason)
                 continue
@@ -147,8 +149,12 @@ class TurnStream:
             self.sent_at = time.monotonic()
 
     def mark_first_byte(self) -> None:
+        """Called for every frame of this turn: the first sets the mark, each one counts as
+        activity (a reasoning model may send no text for a long time, but it sends frames)."""
+        now = time.monotonic()
+        self._last_activity_at = now
         if self.first_byte_at is None:
-            self.first_byte_at = time.monotonic()
+            self.first_byte_at = now
 
     def delta(self, text: str) -> None:
         if not self.accepting or not text:
@@ -192,17 +198,23 @@ class TurnStream:
             self._queue.put_nowait(event)
 
     async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
-        waiting_first_byte = self.first_byte_at is None
-        timeout = self._first_byte_timeout_s if waiting_first_byte else self._idle_timeout_s
-        try:
-            return await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
-            what = "first byte" if waiting_first_byte else "next event"
-            event = ErrorEvent(TIMEOUT, f"no {what} within {timeout:g} s", True, self._marks())
-            # The late answer must never reach the next turn: stop it upstream.
-            self._pushed_terminal = True
-            await self._stopper(self, True)
-            return event
+        while True:
+            waiting_first_byte = self.first_byte_at is None
+            limit = self._first_byte_timeout_s if waiting_first_byte else self._idle_timeout_s
+            since = self.sent_at if waiting_first_byte else self._last_activity_at
+            remaining = (since or time.monotonic()) + limit - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                return await asyncio.wait_for(self._queue.get(), remaining)
+            except TimeoutError:
+                continue  # frames may have arrived meanwhile: re-check the deadline
+        what = "first byte" if waiting_first_byte else "event"
+        event = ErrorEvent(TIMEOUT, f"no {what} within {limit:g} s", True, self._marks())
+        # The late answer must never reach the next turn: stop it upstream.
+        self._pushed_terminal = True
+        await self._stopper(self, True)
+        return event
 
     def _marks(self) -> Marks:
         now = time.monotonic()

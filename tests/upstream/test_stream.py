@@ -83,3 +83,35 @@ async def test_a_silent_upstream_ends_in_a_timeout_error_and_is_abandoned() -> N
     assert events[0].code == "timeout"
     assert events[0].retryable
     assert recorder.stops == [True]
+
+
+async def test_frames_without_text_keep_a_turn_alive_past_the_idle_timeout() -> None:
+    recorder = Recorder()
+    stream = TurnStream(REQUEST, stopper=recorder.stop, resender=None,
+                        first_byte_timeout_s=5.0, idle_timeout_s=0.1)
+    stream.mark_sent()
+
+    async def reasoning_model() -> None:
+        for _ in range(5):  # 0.25 s of frames with no text, each within the idle limit
+            stream.mark_first_byte()
+            await asyncio.sleep(0.05)
+        stream.delta("answer")
+        stream.complete(None)
+
+    producer = asyncio.create_task(reasoning_model())
+    events = await asyncio.wait_for(drain(stream), 5)
+    await producer
+    assert [type(e) for e in events] == [TextDelta, Completed]
+    assert recorder.stops == []
+
+
+async def test_an_idle_turn_times_out_after_its_first_byte() -> None:
+    recorder = Recorder()
+    stream = TurnStream(REQUEST, stopper=recorder.stop, resender=None,
+                        first_byte_timeout_s=5.0, idle_timeout_s=0.05)
+    stream.mark_sent()
+    stream.delta("partial")
+    events = await asyncio.wait_for(drain(stream), 5)
+    assert isinstance(events[-1], ErrorEvent)
+    assert events[-1].code == "timeout"
+    assert recorder.stops == [True]
