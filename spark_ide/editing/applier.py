@@ -1,11 +1,16 @@
 """Stream replacement lines into a Y.Text, in place, while the model writes them.
 
-Every old line of the located region gets a sticky anchor at its first character, so
-positions survive whatever people type meanwhile. Each completed new line is either
-*kept* (it equals the next old line: nothing changes), or it lets the stream *pass* some
-old lines (it equals an old line a little further on: the lines in between are deleted),
-or it is *inserted* before the next old line. Old lines never kept are deleted at the end
-of the block. The unfinished line is only reported (the ghost), never written.
+Every old line of the located region has an anchor at its first character, so positions
+survive whatever people type meanwhile. Each completed new line is either *kept* (it
+equals the next old line: nothing changes), or it lets the stream *pass* some old lines
+(it equals an old line a little further on: the lines in between are deleted), or it is
+*inserted* before the next old line. Old lines never kept are deleted at the end of the
+block. The unfinished line is only reported (the ghost), never written.
+
+The anchors are kept here rather than as pycrdt sticky indices: in pycrdt 0.14.13 those
+are created from UTF-16 offsets but resolved partly in UTF-8 bytes, so they drift after
+non-ASCII text. Y.Text positions and change deltas are UTF-8 byte offsets; the applier
+shifts its anchors by the deltas of everybody else's changes and by its own edits.
 
 A person's typing is never lost: before an old line is deleted its current text is
 compared with what was located; if someone changed it, it stays and counts as a conflict.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycrdt import Assoc, Doc, StickyIndex, Text
+from pycrdt import Doc, Text, TextEvent
 
 from spark_ide.editing.lines import utf8_length
 from spark_ide.editing.snapshot import FileSnapshot
@@ -44,25 +49,25 @@ class LineApplier:
         self._old = old_lines
         self.first_line = first_line
         position = utf8_length(snapshot.text[:offset])
-        anchors: list[StickyIndex] = []
+        anchors: list[int] = []
         for line in old_lines:
-            anchors.append(ytext.sticky_index(position, Assoc.AFTER))
+            anchors.append(position)
             position += utf8_length(line)
+        anchors.append(position)  # the end of the region
+        # Byte positions of each old line's start, then of the region's end. Anchors
+        # before `_next` are no longer used; `_shift` applies to all the others (our own
+        # edits all happen at or before the next anchor, so they move every later one).
         self._anchors = anchors
-        # Assoc.AFTER at the very end of a text makes pycrdt panic; the end of the file
-        # is anchored to the character before it instead.
+        self._shift = 0
+        # Text typed right at the end of the file goes after the region, not into it.
         self._end_at_eof = position >= snapshot.size
-        if self._end_at_eof:
-            self._end = ytext.sticky_index(snapshot.size, Assoc.BEFORE)
-        else:
-            self._end = ytext.sticky_index(position, Assoc.AFTER)
         self._next = 0  # first old line neither kept nor passed yet
         self._partial = ""
         self._written = 0
         self._conflicts: list[int] = []
-        self._known = (snapshot.state, snapshot.size)
         self._foreign_changes = False
         self.transactions = 0  # each one is one undo-stack item
+        self._closed = False
 
     @property
     def ghost(self) -> str:
@@ -99,7 +104,12 @@ class LineApplier:
             self._commit(line)
         self._delete(self._next, len(self._old))
         self._next = len(self._old)
+        self.close()
         return self.conflicts
+
+    def close(self) -> None:
+        """Stop following the document (the block is over, or being rolled back)."""
+        self._closed = True
 
     def _commit(self, line: str) -> None:
         old = self._old
@@ -120,42 +130,35 @@ class LineApplier:
                 return
         self._insert(line)
 
+    def _position(self, anchor: int) -> int:
+        return self._anchors[anchor] + self._shift
+
     def _insert(self, line: str) -> None:
-        self._notice_foreign_changes()
-        at_end = self._next >= len(self._old)
-        anchor = self._end if at_end else self._anchors[self._next]
+        position = self._position(self._next)
         with self._doc.transaction(origin=self._origin):
-            position = anchor.get_index()
             self._ytext.insert(position, line)
+        self._shift += utf8_length(line)
         self.transactions += 1
-        if at_end and self._end_at_eof:
-            # Keep appending after our own last character, not after the old end.
-            self._end = self._ytext.sticky_index(position + utf8_length(line), Assoc.BEFORE)
-        self._remember_state()
 
     def _delete(self, first: int, stop: int) -> None:
         """Delete old lines [first, stop) unless a person changed them meanwhile."""
         if first >= stop:
             return
-        self._notice_foreign_changes()
-        bounds = [anchor.get_index() for anchor in self._anchors[first:stop]]
-        bounds.append(
-            self._anchors[stop].get_index() if stop < len(self._old) else self._end.get_index()
-        )
-        doomed = self._unchanged_lines(first, bounds)
+        bounds = [self._position(anchor) for anchor in range(first, stop + 1)]
         ranges: list[tuple[int, int]] = []
-        for row in doomed:
+        for row in self._unchanged_lines(first, bounds):
             start, end = bounds[row - first], bounds[row - first + 1]
             if ranges and ranges[-1][1] == start:
                 ranges[-1] = (ranges[-1][0], end)
             else:
                 ranges.append((start, end))
-        if ranges:
-            with self._doc.transaction(origin=self._origin):
-                for start, end in reversed(ranges):
-                    del self._ytext[start:end]
-            self.transactions += 1
-            self._remember_state()
+        if not ranges:
+            return
+        with self._doc.transaction(origin=self._origin):
+            for start, end in reversed(ranges):
+                del self._ytext[start:end]
+        self._shift -= sum(end - start for start, end in ranges)
+        self.transactions += 1
 
     def _unchanged_lines(self, first: int, bounds: list[int]) -> list[int]:
         rows = range(first, first + len(bounds) - 1)
@@ -174,11 +177,36 @@ class LineApplier:
                 self._conflicts.append(self.first_line + row + 1)
         return unchanged
 
-    def _notice_foreign_changes(self) -> None:
-        """Once anyone else touched the document, every deletion is checked first."""
-        if not self._foreign_changes and (self._doc.get_state(), len(self._ytext)) != self._known:
-            self._foreign_changes = True
+    def on_change(self, event: TextEvent) -> None:
+        """Move the live anchors through somebody else's change (byte-offset delta).
 
-    def _remember_state(self) -> None:
-        if not self._foreign_changes:
-            self._known = (self._doc.get_state(), len(self._ytext))
+        The owner observes the Y.Text and passes every change of it here.
+        """
+        if self._closed or event.transaction.origin == self._origin:
+            return  # over, or our own edit (_insert/_delete account for it)
+        self._foreign_changes = True
+        first = self._next
+        live = [position + self._shift for position in self._anchors[first:]]
+        end_anchor = len(live) - 1
+        cursor = 0
+        delta: list[dict[str, Any]] = event.delta  # type: ignore[attr-defined]  # untyped slot
+        for op in delta:
+            if "retain" in op:
+                cursor += op["retain"]
+            elif "insert" in op:
+                inserted = op["insert"]
+                size = utf8_length(inserted) if isinstance(inserted, str) else 1
+                for index, position in enumerate(live):
+                    sticks_before = index == end_anchor and self._end_at_eof
+                    if position > cursor or (position == cursor and not sticks_before):
+                        live[index] = position + size
+                cursor += size
+            elif "delete" in op:
+                size = op["delete"]
+                for index, position in enumerate(live):
+                    if position >= cursor + size:
+                        live[index] = position - size
+                    elif position > cursor:
+                        live[index] = cursor
+        self._anchors[first:] = live
+        self._shift = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycrdt import Doc, Map, Text
+from pycrdt import Doc, Map, Text, TextEvent
 
 from spark_ide.editing.applier import LineApplier
 from spark_ide.editing.lines import split_lines_keeping_ends
@@ -120,6 +120,20 @@ class EditBlock:
             reason=reason, message=message, candidates=candidates, conflicts=conflicts
         )
         return self.final
+
+    @property
+    def ytext(self) -> Text | None:
+        return self._ytext
+
+    def on_change(self, event: TextEvent) -> None:
+        """A change of this block's file (anyone's, observed by the TurnEditor)."""
+        if self._applier is not None:
+            self._applier.on_change(event)
+
+    def close(self) -> None:
+        """Stop following the document; called before the block's changes are undone."""
+        if self._applier is not None:
+            self._applier.close()
 
     # -- reporting --
 

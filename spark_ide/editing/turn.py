@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pycrdt import Doc, Map, Text, UndoManager
+from pycrdt import Doc, Map, Subscription, Text, TextEvent, UndoManager
 
 from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.ledger import Ledger, Outcome
@@ -53,6 +53,7 @@ class TurnEditor:
         self._out: list[EditEvent] = []
         self._closed = False
         self._reverted = False
+        self._watched: dict[str, tuple[Text, Subscription]] = {}
 
     @property
     def ledger(self) -> Ledger:
@@ -82,6 +83,7 @@ class TurnEditor:
         for event in self._parser.finish():
             self._route(event)
         self._closed = True
+        self._unwatch()
         return self._out
 
     def cancel(self) -> list[EditEvent]:
@@ -89,6 +91,7 @@ class TurnEditor:
         self._ensure_open()
         self._out = []
         self._closed = True
+        self._unwatch()
         block = self._block
         if block is not None and block.final is None:
             self._roll_back(block)
@@ -148,7 +151,27 @@ class TurnEditor:
         self._undo.include_origin(block.origin)
         self._attempt(block, lambda: block.open(self._doc, self._files))
         if block.final is None:
+            self._watch(block)
             self._emit(block.status())
+
+    def _watch(self, block: EditBlock) -> None:
+        """Observe the block's file (once per file per turn) so anchors follow others' edits."""
+        ytext = block.ytext
+        if ytext is None or block.path in self._watched:
+            return
+        path = block.path
+
+        def forward(event: TextEvent) -> None:
+            current = self._block
+            if current is not None and current.final is None and current.path == path:
+                current.on_change(event)
+
+        self._watched[path] = (ytext, ytext.observe(forward))
+
+    def _unwatch(self) -> None:
+        for ytext, subscription in self._watched.values():
+            ytext.unobserve(subscription)
+        self._watched.clear()
 
     def _advance(self, event: OldTextClosed | BlockClosed | BlockBroken) -> None:
         block = self._block
@@ -216,6 +239,7 @@ class TurnEditor:
         (capture_timeout_millis=0) and only tracks this turn's origins, so the block's
         items are the last ones pushed; counting them avoids listing the whole stack.
         """
+        block.close()
         for _ in range(block.transactions):
             self._undo.undo()
 
