@@ -1,0 +1,105 @@
+// The browser as one Yjs peer of the workspace document, over the session socket's binary
+// frames (y-websocket framing: varUint 0 = sync step1/step2/update, 1 = awareness).
+import * as Y from "yjs";
+import * as encoding from "lib0/encoding";
+import * as decoding from "lib0/decoding";
+import * as syncProtocol from "y-protocols/sync";
+import * as awarenessProtocol from "y-protocols/awareness";
+
+const MESSAGE_SYNC = 0;
+const MESSAGE_AWARENESS = 1;
+
+export class YjsProvider {
+  // send(Uint8Array) writes a binary frame; loop batches incoming updates per frame.
+  constructor(doc, send, loop) {
+    this.doc = doc;
+    this.send = send;
+    this.loop = loop;
+    this.awareness = new awarenessProtocol.Awareness(doc);
+    this.queue = []; // sync frames waiting for the next animation frame
+    this.synced = false;
+    this.onSynced = () => {};
+    this.online = false;
+    doc.on("update", (update, origin) => {
+      if (origin !== this) this.sendSync((encoder) => syncProtocol.writeUpdate(encoder, update));
+    });
+    this.awareness.on("update", ({ added, updated, removed }, origin) => {
+      if (origin === this) return; // came from the server: do not echo it back
+      this.sendAwareness(added.concat(updated, removed));
+    });
+    loop.add(() => this.flush());
+  }
+
+  // A (re)connected socket said hello: the server has sent or is sending its step 1 and 2.
+  connected() {
+    this.online = true;
+    this.requestSync();
+    this.sendAwareness([this.doc.clientID]);
+  }
+
+  // A fresh step 1: the server answers with whatever we lack (used after `resync` too).
+  requestSync() {
+    this.sendSync((encoder) => syncProtocol.writeSyncStep1(encoder, this.doc));
+  }
+
+  disconnected() {
+    this.online = false;
+    const others = [...this.awareness.getStates().keys()].filter((id) => id !== this.doc.clientID);
+    awarenessProtocol.removeAwarenessStates(this.awareness, others, this);
+  }
+
+  receive(bytes) {
+    const decoder = decoding.createDecoder(bytes);
+    const kind = decoding.readVarUint(decoder);
+    if (kind === MESSAGE_SYNC) {
+      this.queue.push(bytes);
+      this.loop.request();
+    } else if (kind === MESSAGE_AWARENESS) {
+      awarenessProtocol.applyAwarenessUpdate(this.awareness, decoding.readVarUint8Array(decoder), this);
+    }
+  }
+
+  // Every sync frame of this frame in one transaction: the editors redraw once, however
+  // many model tokens arrived meanwhile.
+  flush() {
+    if (this.queue.length === 0) return;
+    const frames = this.queue;
+    this.queue = [];
+    let gotStep2 = false;
+    Y.transact(this.doc, () => {
+      for (const bytes of frames) {
+        const decoder = decoding.createDecoder(bytes);
+        decoding.readVarUint(decoder); // MESSAGE_SYNC, checked in receive()
+        const reply = encoding.createEncoder();
+        encoding.writeVarUint(reply, MESSAGE_SYNC);
+        const kind = syncProtocol.readSyncMessage(decoder, reply, this.doc, this);
+        if (kind === syncProtocol.messageYjsSyncStep2) gotStep2 = true;
+        if (encoding.length(reply) > 1) this.send(encoding.toUint8Array(reply));
+      }
+    }, this);
+    if (gotStep2 && !this.synced) {
+      this.synced = true;
+      this.onSynced();
+    }
+  }
+
+  sendSync(write) {
+    if (!this.online) return; // the next hello's step 1 / step 2 exchange catches up
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MESSAGE_SYNC);
+    write(encoder);
+    this.send(encoding.toUint8Array(encoder));
+  }
+
+  sendAwareness(clients) {
+    if (!this.online || clients.length === 0) return;
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MESSAGE_AWARENESS);
+    encoding.writeVarUint8Array(encoder, awarenessProtocol.encodeAwarenessUpdate(this.awareness, clients));
+    this.send(encoding.toUint8Array(encoder));
+  }
+
+  leave() {
+    awarenessProtocol.removeAwarenessStates(this.awareness, [this.doc.clientID], "local");
+  }
+}

@@ -1,0 +1,230 @@
+// The live pairing page: wires the socket, the Yjs peer, the editor tabs, the prompt box,
+// the transcript, the status bar and the panels together, and follows the model around.
+import htmx from "htmx.org";
+import * as Y from "yjs";
+import { FrameLoop } from "./frame.js";
+import { SessionConnection } from "./connection.js";
+import { YjsProvider } from "./provider.js";
+import { EditorTabs } from "./tabs.js";
+import { LiveRegions, followPosition } from "./decorations.js";
+import { PromptBox } from "./prompt.js";
+import { Transcript } from "./transcript.js";
+import { StatusBar } from "./status.js";
+import { Toasts, renderPresence, userName, wireCopyButtons } from "./notices.js";
+
+const IN_FLIGHT = new Set(["locating", "streaming"]);
+const CURSOR_COLORS = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#d6336c"];
+
+function colorFor(name) {
+  let hash = 0;
+  for (const char of name) hash = (hash * 31 + char.codePointAt(0)) >>> 0;
+  return CURSOR_COLORS[hash % CURSOR_COLORS.length];
+}
+
+class LiveSession {
+  constructor(root) {
+    const data = root.dataset;
+    this.canDrive = data.canDrive === "true";
+    this.treeUrl = data.treeUrl;
+    this.running = null; // id of the turn the model is writing, if any
+    this.loop = new FrameLoop();
+    this.doc = new Y.Doc();
+    this.connection = new SessionConnection(data.wsPath, {
+      onEvent: (event) => this.handle(event),
+      onBinary: (bytes) => this.provider.receive(bytes),
+      onState: (state, retryMs) => this.connectionState(state, retryMs),
+      onRtt: (ms) => this.status.rtt(ms),
+    });
+    this.provider = new YjsProvider(this.doc, (bytes) => this.connection.sendBinary(bytes), this.loop);
+    this.regions = new LiveRegions();
+    this.tabs = new EditorTabs({
+      tabBar: root.querySelector("#tabs"), host: root.querySelector("#editor"),
+      fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
+      awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
+    });
+    this.transcript = new Transcript(root.querySelector("#transcript"), { onOpenPath: (path) => this.tabs.open(path) });
+    this.status = new StatusBar(root.querySelector(".statusbar"));
+    this.toasts = new Toasts(document.getElementById("toasts"));
+    this.presence = document.getElementById("presence");
+    const form = root.querySelector("#prompt");
+    this.prompt = form && this.canDrive
+      ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
+      : null;
+    // The Yjs flush is already in the loop (added by the provider): it runs first.
+    this.loop.add(() => this.flushRegions());
+    this.loop.add(() => this.transcript.flush());
+    this.loop.add(() => this.status.flush());
+  }
+
+  start() {
+    this.provider.onSynced = () => this.openInitial();
+    this.doc.getMap("files").observe((event, transaction) => {
+      // A file the model (or someone) created or removed: the server-rendered tree follows.
+      if (this.provider.synced && transaction.origin === this.provider) this.refreshTree();
+    });
+    this.connection.connect();
+  }
+
+  openInitial() {
+    const initial = decodeURIComponent(window.location.hash.slice(1));
+    if (initial) this.tabs.open(initial, { focus: false });
+  }
+
+  connectionState(state, retryMs) {
+    this.status.connection(state, retryMs);
+    if (state === "offline") this.provider.disconnected();
+  }
+
+  handle(event) {
+    switch (event.type) {
+      case "hello": return this.hello(event);
+      case "turn.started": return this.turnStarted(event);
+      case "turn.delta":
+        this.transcript.delta(event);
+        this.status.delta(event);
+        return this.loop.request();
+      case "edit.status": return this.editStatus(event);
+      case "turn.finished": return this.turnFinished(event);
+      case "presence": return renderPresence(this.presence, event.participants);
+      case "error": return this.toasts.show(`${event.message || event.code}`, "error");
+      case "resync": return this.resync();
+      case "turn.reverted": return this.historyChanged();
+      default: return undefined; // pong (handled by the connection) and newer event types
+    }
+  }
+
+  hello(event) {
+    const name = userName(event.user);
+    const color = colorFor(name);
+    this.provider.awareness.setLocalStateField("user", { name, color, colorLight: `${color}33` });
+    this.provider.connected();
+    this.setRunning(event.turn || null);
+  }
+
+  turnStarted(event) {
+    this.setRunning(event.turn);
+    this.transcript.started(event);
+    this.status.started(event);
+    this.loop.request();
+  }
+
+  // The first status of a path opens its tab; the view follows the block being written
+  // unless the person clicked or typed in the editor a moment ago.
+  editStatus(event) {
+    this.regions.update(event);
+    this.transcript.blockStatus(event);
+    if (IN_FLIGHT.has(event.state) && event.path) {
+      const follow = !this.tabs.userBusy() || this.tabs.active === null;
+      if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false });
+      else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
+    }
+    this.loop.request();
+  }
+
+  turnFinished(event) {
+    if (this.running === event.turn) this.setRunning(null);
+    this.regions.finishTurn(event.turn);
+    this.transcript.finished(event);
+    this.status.finished(event);
+    this.loop.request();
+    document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
+  }
+
+  resync() {
+    this.provider.requestSync();
+    this.regions.clear();
+    this.transcript.abandonRunning();
+    this.setRunning(null);
+    this.loop.request();
+    this.historyChanged();
+  }
+
+  flushRegions() {
+    const dirty = this.regions.takeDirty();
+    if (dirty.size === 0) return;
+    const active = this.tabs.active;
+    if (active && dirty.has(active) && this.tabs.view) {
+      const info = this.regions.get(active);
+      const scrollTo = this.tabs.userBusy() ? null : followPosition(info, this.tabs.view.state.doc);
+      this.tabs.showRegion(info, scrollTo);
+    }
+    this.tabs.render(); // the tabs' "model is writing here" marks
+  }
+
+  setRunning(turn) {
+    this.running = turn;
+    if (this.prompt) this.prompt.running(turn !== null);
+  }
+
+  // Enter: steer the running turn, or start one when idle. Alt+Enter: queue behind it.
+  send(intent, text, effort) {
+    let message;
+    if (intent === "steer" && this.running) {
+      message = { type: "steer", text };
+      this.status.steerSent();
+    } else {
+      message = { type: "prompt", text, effort };
+      if (this.tabs.active) message.path = this.tabs.active;
+      if (this.running) this.toasts.show("Queued: it runs after the current turn", "ok");
+    }
+    if (!this.connection.send(message)) {
+      this.toasts.show("Not sent: the connection is down, retrying", "error");
+      return false;
+    }
+    return true;
+  }
+
+  stop() {
+    if (this.running) this.connection.send({ type: "stop" });
+  }
+
+  revert(turn, button) {
+    if (!this.connection.send({ type: "revert", turn })) {
+      this.toasts.show("Not sent: the connection is down, retrying", "error");
+      return;
+    }
+    button.disabled = true;
+    button.textContent = "Reverting…";
+    // The contract has no "reverted" event yet: refresh a moment later as well.
+    setTimeout(() => this.historyChanged(), 600);
+  }
+
+  historyChanged() {
+    document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
+  }
+
+  refreshTree() {
+    clearTimeout(this.treeTimer);
+    this.treeTimer = setTimeout(() => {
+      if (document.getElementById("tree")) htmx.ajax("GET", this.treeUrl, { target: "#tree", swap: "outerHTML" });
+    }, 300);
+  }
+
+  wire(root) {
+    root.addEventListener("click", (event) => {
+      const link = event.target.closest("[data-open]");
+      if (link) {
+        event.preventDefault();
+        this.tabs.lastUserAction = performance.now();
+        this.tabs.open(link.dataset.open);
+        return;
+      }
+      const revert = event.target.closest("[data-revert]");
+      if (revert && this.canDrive) this.revert(revert.dataset.revert, revert);
+    });
+    const body = document.body;
+    body.addEventListener("spark:open", (event) => this.tabs.open(event.detail.path));
+    body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
+    body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
+    wireCopyButtons(document.body, this.toasts);
+    window.addEventListener("pagehide", () => this.provider.leave());
+  }
+}
+
+export function startLiveSession(root) {
+  const session = new LiveSession(root);
+  session.wire(root);
+  session.start();
+  window.sparkLive = session; // for the browser tests and the console
+  return session;
+}

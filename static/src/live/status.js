@@ -1,0 +1,95 @@
+// The status bar: connection, the current turn, and its live figures. Tokens per second is
+// estimated here from the deltas while the turn runs (the server counts real tokens and
+// its figure replaces the estimate at turn.finished); TTFT and steer latency likewise.
+
+// Roughly how a BPE tokenizer cuts text: short word pieces, each punctuation mark, newlines.
+const TOKEN_GUESS = /[A-Za-z0-9_]{1,4}|[^\sA-Za-z0-9_]|\n/g;
+
+export function estimateTokens(text) {
+  const found = text.match(TOKEN_GUESS);
+  return found ? found.length : 0;
+}
+
+export class StatusBar {
+  constructor(root) {
+    this.fields = {};
+    for (const node of root.querySelectorAll("[data-field]")) this.fields[node.dataset.field] = node;
+    this.turn = null; // {id, startedAt, firstAt, firstTokens, lastAt, tokens, final}
+    this.steerSentAt = null;
+    this.steer = "";
+    this.changed = false;
+  }
+
+  connection(state, retryMs) {
+    const labels = { connecting: "connecting…", reconnecting: "reconnecting…", live: "● live" };
+    const text = state === "offline" ? `offline, retrying in ${(retryMs / 1000).toFixed(1)} s` : labels[state];
+    this.set("connection", text, state);
+  }
+
+  rtt(ms) {
+    this.set("rtt", `${Math.round(ms)} ms rtt`);
+  }
+
+  steerSent() {
+    this.steerSentAt = performance.now();
+  }
+
+  started({ turn, steered_from: steeredFrom }) {
+    const now = performance.now();
+    this.turn = { id: turn, startedAt: now, firstAt: null, lastAt: null, tokens: 0, final: null };
+    if (steeredFrom && this.steerSentAt !== null) this.steer = `steer ≈${Math.round(now - this.steerSentAt)} ms`;
+    else if (!steeredFrom) this.steer = "";
+    this.steerSentAt = null;
+    this.changed = true;
+  }
+
+  delta({ turn, text }) {
+    if (!this.turn || this.turn.id !== turn) this.started({ turn });
+    const now = performance.now();
+    const tokens = estimateTokens(text);
+    if (this.turn.firstAt === null) {
+      this.turn.firstAt = now;
+      this.turn.firstTokens = tokens; // arrived at firstAt: not part of the rate's interval
+    }
+    this.turn.lastAt = now;
+    this.turn.tokens += tokens;
+    this.changed = true;
+  }
+
+  finished({ turn, status, metrics }) {
+    if (!this.turn || this.turn.id !== turn) this.turn = { id: turn, tokens: 0 };
+    this.turn.final = { status, metrics: metrics || {} };
+    if (metrics && metrics.steer_ms !== undefined) this.steer = `steer ${Math.round(metrics.steer_ms)} ms`;
+    this.changed = true;
+  }
+
+  flush() {
+    if (!this.changed) return;
+    this.changed = false;
+    const turn = this.turn;
+    if (!turn) return;
+    this.set("steer", this.steer);
+    if (turn.final) {
+      const { status, metrics } = turn.final;
+      this.set("turn", `${turn.id} ${status}`, status);
+      this.set("rate", metrics.tokens_per_s !== undefined ? `${Math.round(metrics.tokens_per_s)} tok/s` : "");
+      this.set("ttft", metrics.ttft_ms !== undefined ? `TTFT ${Math.round(metrics.ttft_ms)} ms` : "");
+      this.set("tokens", metrics.tokens !== undefined ? `${metrics.tokens} tok` : "");
+      return;
+    }
+    this.set("turn", `${turn.id} running`, "running");
+    if (turn.firstAt === null) return;
+    const seconds = (turn.lastAt - turn.firstAt) / 1000;
+    const rate = (turn.tokens - turn.firstTokens) / seconds;
+    this.set("rate", seconds > 0.05 ? `≈${Math.round(rate)} tok/s` : "");
+    this.set("ttft", `TTFT ≈${Math.round(turn.firstAt - turn.startedAt)} ms`);
+    this.set("tokens", `≈${turn.tokens} tok`);
+  }
+
+  set(field, text, kind = "") {
+    const node = this.fields[field];
+    if (!node) return;
+    if (node.textContent !== text) node.textContent = text;
+    node.dataset.kind = kind;
+  }
+}

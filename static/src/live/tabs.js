@@ -1,0 +1,197 @@
+// Editor tabs over one CodeMirror view, each tab a Yjs-bound EditorState on the file's Y.Text
+// (doc.getMap("files")). The model's edits and other people's typing arrive through Yjs.
+import { EditorView, basicSetup } from "codemirror";
+import { EditorSelection, EditorState } from "@codemirror/state";
+import { keymap } from "@codemirror/view";
+import * as Y from "yjs";
+import { yCollab, yUndoManagerKeymap } from "y-codemirror.next";
+import { languageFor } from "../languages.js";
+import { liveDecorations, setLiveRegion } from "./decorations.js";
+
+// After a click or keystroke in the editor, the view stops following the model this long.
+const USER_FOCUS_MS = 4000;
+
+export class EditorTabs {
+  constructor({ tabBar, host, fileLabel, files, awareness, canEdit, regions }) {
+    this.tabBar = tabBar;
+    this.host = host;
+    this.fileLabel = fileLabel;
+    this.files = files;
+    this.awareness = awareness;
+    this.canEdit = canEdit;
+    this.regions = regions;
+    this.tabs = new Map(); // path -> {ytext, undo, state, scrollTop}
+    this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
+    this.active = null;
+    this.view = null;
+    this.lastUserAction = -Infinity;
+    const touched = () => { this.lastUserAction = performance.now(); };
+    host.addEventListener("pointerdown", touched);
+    host.addEventListener("keydown", touched);
+    tabBar.addEventListener("pointerdown", touched);
+    files.observe((event) => this.filesChanged(event.keysChanged));
+  }
+
+  userBusy() {
+    return performance.now() - this.lastUserAction < USER_FOCUS_MS;
+  }
+
+  has(path) {
+    return this.tabs.has(path) || this.waiting.has(path);
+  }
+
+  extensions(path, tab) {
+    return [
+      keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
+      basicSetup,
+      languageFor(path),
+      EditorState.readOnly.of(!this.canEdit),
+      EditorView.editable.of(this.canEdit),
+      yCollab(tab.ytext, this.awareness, { undoManager: tab.undo }),
+      liveDecorations(),
+    ];
+  }
+
+  // activate: show it now; focus: also move the keyboard focus there (a person's choice).
+  open(path, { activate = true, focus = activate } = {}) {
+    if (!this.tabs.has(path)) {
+      const ytext = this.files.get(path);
+      if (!(ytext instanceof Y.Text)) {
+        this.waiting.set(path, activate || this.waiting.get(path) === true);
+        return;
+      }
+      this.tabs.set(path, this.newTab(path, ytext));
+    }
+    if (activate) this.activate(path, { focus });
+    else this.render();
+  }
+
+  newTab(path, ytext) {
+    const tab = { ytext, undo: new Y.UndoManager(ytext), state: null, scrollTop: 0 };
+    tab.state = EditorState.create({ doc: ytext.toString(), extensions: this.extensions(path, tab) });
+    return tab;
+  }
+
+  activate(path, { focus = true } = {}) {
+    const tab = this.tabs.get(path);
+    if (!tab) return;
+    this.stash();
+    this.active = path;
+    // An inactive state is not bound to Yjs (the view's sync plugin is), so it may be behind.
+    if (tab.state.doc.toString() !== tab.ytext.toString()) tab.state = this.rebuilt(path, tab);
+    if (!this.view) {
+      this.host.replaceChildren();
+      this.view = new EditorView({ state: tab.state, parent: this.host });
+    } else {
+      this.view.setState(tab.state);
+    }
+    this.view.dispatch({ effects: setLiveRegion.of(this.regions.get(path)) });
+    this.view.scrollDOM.scrollTop = tab.scrollTop;
+    this.fileLabel.textContent = path;
+    history.replaceState(null, "", `#${path}`);
+    this.render();
+    if (focus) this.view.focus();
+  }
+
+  rebuilt(path, tab) {
+    const doc = tab.ytext.toString();
+    const clamp = (pos) => Math.min(pos, doc.length);
+    const ranges = tab.state.selection.ranges.map((r) => EditorSelection.range(clamp(r.anchor), clamp(r.head)));
+    return EditorState.create({
+      doc, selection: EditorSelection.create(ranges, tab.state.selection.mainIndex), extensions: this.extensions(path, tab),
+    });
+  }
+
+  stash() {
+    const tab = this.active && this.tabs.get(this.active);
+    if (!tab || !this.view) return;
+    tab.state = this.view.state;
+    tab.scrollTop = this.view.scrollDOM.scrollTop;
+  }
+
+  close(path) {
+    this.waiting.delete(path);
+    const tab = this.tabs.get(path);
+    if (!tab) return;
+    tab.undo.destroy();
+    this.tabs.delete(path);
+    if (this.active === path) {
+      this.active = null;
+      const next = [...this.tabs.keys()].pop();
+      if (next) this.activate(next, { focus: false });
+      else this.clearEditor();
+    }
+    this.render();
+  }
+
+  clearEditor() {
+    if (this.view) this.view.destroy();
+    this.view = null;
+    const hint = document.createElement("p");
+    hint.className = "hint empty";
+    hint.textContent = "Open a file from the tree, or ask the model below.";
+    this.host.replaceChildren(hint);
+    this.fileLabel.textContent = "";
+    history.replaceState(null, "", "#");
+  }
+
+  renamed(path, newPath) {
+    const wasActive = this.active === path;
+    if (!this.tabs.has(path)) return;
+    this.close(path);
+    this.open(newPath, { activate: wasActive, focus: false });
+  }
+
+  // Files appear (a sync, the model's <write>, someone's new file), vanish or get replaced.
+  filesChanged(keys) {
+    for (const path of keys) {
+      const ytext = this.files.get(path);
+      if (this.waiting.has(path) && ytext instanceof Y.Text) {
+        const activate = this.waiting.get(path);
+        this.waiting.delete(path);
+        this.open(path, { activate, focus: false });
+        continue;
+      }
+      const tab = this.tabs.get(path);
+      if (!tab || tab.ytext === ytext) continue;
+      if (!(ytext instanceof Y.Text)) {
+        this.close(path);
+        continue;
+      }
+      const wasActive = this.active === path;
+      if (wasActive) this.stash();
+      tab.undo.destroy();
+      this.tabs.set(path, this.newTab(path, ytext));
+      if (wasActive) { this.active = null; this.activate(path, { focus: false }); }
+    }
+  }
+
+  // The model's current region for the active file, and a scroll to keep it in sight.
+  showRegion(info, scrollTo) {
+    if (!this.view) return;
+    const effects = [setLiveRegion.of(info)];
+    if (scrollTo !== null) effects.push(EditorView.scrollIntoView(scrollTo, { y: "nearest", yMargin: 48 }));
+    this.view.dispatch({ effects });
+  }
+
+  render() {
+    const buttons = [...this.tabs.keys()].map((path) => {
+      const button = document.createElement("button");
+      button.className = "tab" + (path === this.active ? " active" : "") + (this.regions.get(path) ? " busy" : "");
+      button.setAttribute("role", "tab");
+      button.setAttribute("aria-selected", String(path === this.active));
+      button.dataset.path = path;
+      button.title = path;
+      button.textContent = path.split("/").pop();
+      const close = document.createElement("span");
+      close.className = "close";
+      close.textContent = "×";
+      close.title = "Close";
+      close.addEventListener("click", (event) => { event.stopPropagation(); this.close(path); });
+      button.append(close);
+      button.addEventListener("click", () => this.activate(path));
+      return button;
+    });
+    this.tabBar.replaceChildren(...buttons);
+  }
+}
