@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ResponsesClient, TextDelta, Transport, open_client
 from tests.upstream.helpers import base_url_of, client_config, collect, say, turn
@@ -56,3 +60,21 @@ async def test_it_keeps_a_warm_hot_spare_for_the_openai_profile(
         assert client.state().connections_opened == 2
     finally:
         await client.close()
+
+
+async def test_it_sends_the_beta_header_and_bearer_to_openai_only(
+    openai_like_server: ModelServer, local_server: ModelServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="websockets.server")
+    client = await open_client(client_config(base_url_of(openai_like_server), openai_like=True))
+    await client.close()
+    upgrades = [r.getMessage() for r in caplog.records if r.name == "websockets.server"]
+    assert "< OpenAI-Beta: responses_websockets=2026-02-06" in upgrades
+    assert any(line.startswith("< Authorization: Bearer ") for line in upgrades)
+    caplog.clear()
+    client = await open_client(client_config(base_url_of(local_server), openai_like=False))
+    await client.close()
+    upgrades = [r.getMessage() for r in caplog.records if r.name == "websockets.server"]
+    assert any(line.startswith("< GET /v1/responses") for line in upgrades)
+    assert not any("OpenAI-Beta" in line or "Authorization" in line for line in upgrades)
