@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from pycrdt import Doc, Map, Text, YMessageType, YSyncMessageType, create_update_message, handle_sync_message
+from pycrdt import Doc, Map, Text, YMessageType, create_update_message, handle_sync_message
 
 from spark_ide.accounts.services import api_token_create
 from spark_ide.modelserver.config import ServerConfig
@@ -40,8 +40,11 @@ class LiveClient:
 
     async def pump(self, timeout: float = 0.05) -> None:
         """Take in everything the server sent within ``timeout``."""
-        # receive_output(timeout) would cancel the application on a timeout: ask first.
-        while not await self.comm.receive_nothing(timeout, interval=0.005):
+        # receive_output(timeout) would cancel the application on a timeout: ask first, then
+        # take only what is there now, so a steady stream cannot keep us here.
+        if await self.comm.receive_nothing(timeout, interval=0.002):
+            return
+        while not self.comm.output_queue.empty():
             frame = await self.comm.receive_output()
             if frame["type"] == "websocket.close":
                 raise ConnectionError(f"closed by the server: {frame}")

@@ -8,6 +8,9 @@ The last user message chooses the text:
 * ``[rate:N]`` (tokens/s) and ``[ttft:MS]`` (time to first token) override the engine's
   settings for that request.
 
+When a directive appears several times the **last** one counts: a re-prompt after a steer
+repeats the original request and adds the steering text, whose directives must win.
+
 Tokens are at most 4 characters, cut at whitespace where possible. Token *i* is due at
 ``ttft + i / rate``; whenever the generator wakes it hands over every token that is due in
 one piece (at most ``MAX_PIECE_TOKENS``), so at high rates (beyond what one event-loop
@@ -109,12 +112,12 @@ class ScriptedEngine:
         return Plan(self._text(request, outside), rate, ttft_ms / 1000.0)
 
     def _text(self, request: str, outside: str) -> str:
-        said = _SAY.search(request)
+        said = _SAY.findall(request)
         if said:
-            return said.group(1)
-        named = _SCRIPT.search(outside)
+            return str(said[-1])
+        named = _SCRIPT.findall(outside)
         if named:
-            name = named.group(1)
+            name = str(named[-1])
             if name not in self.scripts:
                 raise EngineError(SCRIPT_NOT_FOUND, f"No script named {name!r} is loaded.")
             return self.scripts[name]
@@ -153,12 +156,10 @@ def count_prompt_tokens(job: Job) -> int:
 
 
 def _number(pattern: re.Pattern[str], text: str, name: str, default: float) -> float:
-    found = pattern.search(text)
+    found = pattern.findall(text)
     if not found:
         return default
     try:
-        return float(found.group(1))
+        return float(found[-1])
     except ValueError:
-        raise EngineError(
-            INVALID_DIRECTIVE, f"[{name}:{found.group(1)}] is not a number."
-        ) from None
+        raise EngineError(INVALID_DIRECTIVE, f"[{name}:{found[-1]}] is not a number.") from None
