@@ -330,7 +330,9 @@ class ResponsesClient(ModelClient):
                 store=self.config.store,
             )
             try:
-                await connection.warm(body, self.config.first_byte_timeout_s)
+                # Bounded like the connect itself, so a server that takes the upgrade but
+                # never answers is given up on within the retry budget.
+                await connection.warm(body, self.config.connect_timeout_s)
             except BaseException:
                 connection.retire()
                 raise
