@@ -1,0 +1,184 @@
+"""Bad input on the session socket gets a clear error event, and the socket stays open."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import override_settings
+
+from spark_ide.pairing.models import Participant, Role
+from tests.pairing.conftest import Live, LiveClient, connect, token_for
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+async def error_after(client: LiveClient, frame: str | bytes) -> dict[str, Any]:
+    before = len(client.of("error"))
+    if isinstance(frame, bytes):
+        await client.comm.send_to(bytes_data=frame)
+    else:
+        await client.comm.send_to(text_data=frame)
+    await client.until(lambda e: e["type"] == "error" and len(client.of("error")) > before)
+    return client.of("error")[-1]
+
+
+async def still_open(client: LiveClient) -> None:
+    await client.send({"type": "ping", "id": 7})
+    pong = await client.until(lambda e: e["type"] == "pong" and e["id"] == 7)
+    assert pong["t"] > 0
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("{not json", "malformed_json"),
+        ("[1, 2]", "bad_message"),
+        ('{"no": "type"}', "bad_message"),
+        ('{"type": "launch_missiles"}', "unknown_type"),
+        ('{"type": "prompt"}', "missing_field"),
+        ('{"type": "prompt", "text": "   "}', "missing_field"),
+        ('{"type": "prompt", "text": "hi", "effort": "maximum"}', "bad_field"),
+        ('{"type": "steer", "text": 5}', "missing_field"),
+        ('{"type": "revert"}', "missing_field"),
+        ('{"type": "resume", "after": "x"}', "missing_field"),
+        ('{"type": "run"}', "not_available"),
+    ],
+)
+async def test_bad_messages_get_an_error_and_the_socket_stays_open(
+    live: Live, hubs: None, frame: str, code: str
+) -> None:
+    client = await connect(live)
+    error = await error_after(client, frame)
+    assert error["code"] == code
+    assert error["message"]
+    await still_open(client)
+    await client.close()
+
+
+@override_settings(SPARK_WS_MAX_MESSAGE_BYTES=1000)
+async def test_an_oversized_message_is_refused(live: Live, hubs: None) -> None:
+    client = await connect(live)
+    error = await error_after(client, json.dumps({"type": "prompt", "text": "x" * 2000}))
+    assert error["code"] == "too_large"
+    error = await error_after(client, b"\x00\x02" + b"\x00" * 2000)
+    assert error["code"] == "too_large"
+    await still_open(client)
+    await client.close()
+
+
+async def test_a_malformed_binary_frame_is_refused(live: Live, hubs: None) -> None:
+    client = await connect(live)
+    assert (await error_after(client, b"\x07garbage"))["code"] == "malformed_binary"
+    assert (await error_after(client, b"\x00\x02\x05\xff\xff\xff"))["code"] == "malformed_binary"
+    await still_open(client)
+    await client.close()
+
+
+async def test_flooding_is_rate_limited(live: Live, hubs: None) -> None:
+    client = await connect(live)
+    for i in range(60):
+        await client.send({"type": "ping", "id": i})
+    await client.until(lambda e: e["type"] == "error" and e["code"] == "rate_limited")
+    await client.close()
+
+
+async def _viewer(live: Live, django_user_model: Any) -> LiveClient:
+    viewer = await database_sync_to_async(django_user_model.objects.create_user)(username="vic", password="pw-vic-123")
+    await database_sync_to_async(Participant.objects.create)(session_id=live.session_id, user=viewer, role=Role.VIEWER)
+    return await connect(live, token=await token_for(viewer))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "prompt", "text": "hi"},
+        {"type": "steer", "text": "hi"},
+        {"type": "stop"},
+        {"type": "revert", "turn": "t1"},
+        {"type": "run"},
+    ],
+)
+async def test_a_viewer_may_not_drive(live: Live, hubs: None, django_user_model: Any, message: dict[str, Any]) -> None:
+    client = await _viewer(live, django_user_model)
+    hello = client.of("hello")[0]
+    assert hello["role"] == "viewer"
+    error = await error_after(client, json.dumps(message))
+    assert error["code"] == "forbidden"
+    await client.pump(0.2)
+    assert not client.of("turn.started")
+    await client.close()
+
+
+async def test_a_viewer_may_not_edit_the_document(live: Live, hubs: None, django_user_model: Any) -> None:
+    client = await _viewer(live, django_user_model)
+    await client.pump(0.2)
+    before = client.text("util.py")
+    await client.type_text("util.py", 0, "# sneaky\n")
+    error = await client.until(lambda e: e["type"] == "error")
+    assert error["code"] == "forbidden"
+    owner = await connect(live)
+    await owner.pump(0.3)
+    assert owner.text("util.py") == before
+    await client.close()
+    await owner.close()
+
+
+async def test_strangers_and_bad_tokens_are_refused_at_the_upgrade(
+    live: Live, hubs: None, django_user_model: Any
+) -> None:
+    from spark_ide.asgi import application
+
+    stranger = await database_sync_to_async(django_user_model.objects.create_user)(username="eve", password="pw-eve-123")
+    for headers in ([(b"authorization", f"Token {await token_for(stranger)}".encode())],
+                    [(b"authorization", b"Token spk_wrong")], []):
+        comm = WebsocketCommunicator(application, f"/ws/sessions/{live.session_id}/", headers=headers)
+        connected, _ = await comm.connect(timeout=5)
+        assert not connected
+    comm = WebsocketCommunicator(
+        application, "/ws/sessions/not-a-session/", headers=[(b"authorization", f"Token {live.owner_token}".encode())]
+    )
+    connected, _ = await comm.connect(timeout=5)
+    assert not connected
+
+
+async def test_a_cookie_from_another_origin_is_refused(live: Live, hubs: None, client: Any) -> None:
+    from spark_ide.asgi import application
+
+    await database_sync_to_async(client.force_login)(live.owner)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    evil = WebsocketCommunicator(
+        application, f"/ws/sessions/{live.session_id}/", headers=[(b"cookie", cookie), (b"origin", b"https://evil.example")]
+    )
+    assert not (await evil.connect(timeout=5))[0]
+    good = WebsocketCommunicator(
+        application, f"/ws/sessions/{live.session_id}/",
+        headers=[(b"cookie", cookie), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+    )
+    connected, _ = await good.connect(timeout=5)
+    assert connected
+    await good.disconnect()
+
+
+async def test_resume_replays_missed_events_or_asks_for_resync(live: Live, hubs: None) -> None:
+    client = await connect(live)
+    await client.send({"type": "ping", "id": 1})
+    await client.until(lambda e: e["type"] == "pong")
+    last = max(e["seq"] for e in client.events)
+    await client.close()
+    watcher = await connect(live)  # its presence event is one the first client missed
+    again = await connect(live)
+    await again.send({"type": "resume", "after": last})
+    await again.pump(0.3)
+    replayed = [e for e in again.events if e["type"] == "presence" and e["seq"] > last]
+    assert replayed
+    await again.send({"type": "resume", "after": 10**9})
+    await again.pump(0.2)
+    await again.send({"type": "resume", "after": 0})
+    await again.pump(0.2)
+    assert not again.of("resync")  # the whole history is still kept
+    await watcher.close()
+    await again.close()

@@ -1,0 +1,90 @@
+"""The live document is persisted: a restart loses no edit, and HTTP sees the live text."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+
+from spark_ide.pairing.hub import SessionHub
+from spark_ide.pairing.models import Turn
+from spark_ide.workspaces.models import File, Workspace
+from spark_ide.workspaces.services import file_write
+from tests.pairing.conftest import Live, connect, say
+from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+async def _file_text(workspace_id: str, path: str) -> str | None:
+    row = await database_sync_to_async(File.objects.filter(workspace_id=workspace_id, path=path).first)()
+    return None if row is None else row.text
+
+
+async def _eventually(check: Any, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.05)
+
+
+async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model_server: object, hubs: None) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED)})
+    await client.until(lambda e: e["type"] == "turn.finished")
+    await client.pump(0.2)
+    await client.type_text("util.py", 0, "# typed\n")
+    await client.pump(0.3)
+    await client.close()
+    hub = SessionHub.running(uuid.UUID(live.session_id))
+    assert hub is not None
+    await hub.close()  # what a server shutdown does
+
+    async def rows_done() -> bool:
+        return await _file_text(live.workspace_id, "util.py") == "# typed\nX = 2\n"
+
+    await _eventually(rows_done)
+    assert await _file_text(live.workspace_id, "steered.py") == "steered = True\n"
+    reopened = await connect(live)  # a new hub, loaded from the database
+    await reopened.pump(0.3)
+    assert reopened.text("util.py") == "# typed\nX = 2\n"
+    assert reopened.text("steered.py") == "steered = True\n"
+    turn = await database_sync_to_async(Turn.objects.get)()
+    assert turn.status == "completed"
+    assert "+X = 2" in turn.diff["util.py"]
+    assert [entry["outcome"] for entry in turn.ledger] == ["applied", "applied"]
+    await reopened.close()
+
+
+async def test_an_http_write_reaches_the_live_document(live: Live, hubs: None) -> None:
+    client = await connect(live)
+    await client.pump(0.2)
+    workspace = await database_sync_to_async(Workspace.objects.get)(pk=live.workspace_id)
+    await database_sync_to_async(file_write)(workspace=workspace, path="util.py", data=b"X = 99\n")
+    await database_sync_to_async(file_write)(workspace=workspace, path="fresh.py", data=b"new = 1\n")
+
+    async def seen() -> bool:
+        await client.pump(0.05)
+        return client.text("util.py") == "X = 99\n" and client.text("fresh.py") == "new = 1\n"
+
+    await _eventually(seen)
+    await client.close()
+
+
+async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_server: object, hubs: None) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(STEERED)})
+    await client.until(lambda e: e["type"] == "turn.finished")
+    http = Client()
+    http.defaults["HTTP_AUTHORIZATION"] = f"Token {live.owner_token}"
+
+    async def served() -> bool:
+        response = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/steered.py")
+        return bool(response.status_code == 200 and response.content == b"steered = True\n")
+
+    await _eventually(served)
+    await client.close()

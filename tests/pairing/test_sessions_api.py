@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from spark_ide.pairing.models import Participant, Session, Turn
+from spark_ide.pairing.services import session_create
+from spark_ide.workspaces.services import workspace_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ws(user: Any) -> Any:
+    return workspace_create(owner=user, name="w", files={"a.py": "x = 1\n"})
+
+
+def test_the_owner_creates_a_session_with_invites(api: Any, ws: Any) -> None:
+    response = api.post(f"/api/workspaces/{ws.id}/sessions")
+    assert response.status_code == 201
+    body = response.json()
+    session = Session.objects.get(pk=body["id"])
+    assert body["ws_url"] == f"ws://testserver/ws/sessions/{session.id}/"
+    assert body["invite"]["viewer"].endswith(f"/sessions/{session.id}/join/{session.viewer_key}")
+    assert body["invite"]["collaborator"].endswith(f"/sessions/{session.id}/join/{session.collaborator_key}")
+
+
+def test_nobody_else_creates_a_session_on_my_workspace(client: Client, ws: Any, other_user: Any) -> None:
+    client.force_login(other_user)
+    response = client.post(f"/api/workspaces/{ws.id}/sessions")
+    assert response.status_code == 404
+    assert not Session.objects.exists()
+
+
+def test_session_creation_needs_auth(client: Client, ws: Any) -> None:
+    assert client.post(f"/api/workspaces/{ws.id}/sessions").status_code == 401
+
+
+def test_turns_are_listed_for_participants_only(api: Any, ws: Any, user: Any, other_user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    Turn.objects.create(id="t1", session=session, prompt="make it faster", status="completed", metrics={"tokens": 5})
+    Turn.objects.create(id="t2", session=session, prompt="no, simpler", status="completed", steered_from_id="t1")
+    rows = api.get(f"/api/sessions/{session.id}/turns").json()
+    assert [(r["id"], r["prompt"], r["status"], r["steered_from"]) for r in rows] == [
+        ("t1", "make it faster", "completed", None),
+        ("t2", "no, simpler", "completed", "t1"),
+    ]
+    assert rows[0]["metrics"] == {"tokens": 5}
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.get(f"/api/sessions/{session.id}/turns").status_code == 404
+    assert api.get(f"/api/sessions/{uuid.uuid4()}/turns").status_code == 404
+    assert api.get("/api/sessions/bad/turns").json()["error"]["code"] == "not_found"
+
+
+def test_an_invite_link_grants_its_role(client: Client, ws: Any, user: Any, other_user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    client.force_login(other_user)
+    assert client.get(f"/sessions/{session.id}/").status_code == 404
+    response = client.get(f"/sessions/{session.id}/join/{session.viewer_key}")
+    assert response["Location"] == f"/sessions/{session.id}/"
+    assert Participant.objects.get(user=other_user).role == "viewer"
+    page = client.get(f"/sessions/{session.id}/")
+    assert page.status_code == 200
+    assert page.context["role"] == "viewer"
+    assert page.context["can_drive"] is False
+    client.get(f"/sessions/{session.id}/join/{session.collaborator_key}")
+    assert Participant.objects.get(user=other_user).role == "collaborator"
+    client.get(f"/sessions/{session.id}/join/{session.viewer_key}")  # never a downgrade
+    assert Participant.objects.get(user=other_user).role == "collaborator"
+
+
+def test_a_wrong_invite_key_is_refused(client: Client, ws: Any, user: Any, other_user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    client.force_login(other_user)
+    response = client.get(f"/sessions/{session.id}/join/nope", follow=True)
+    assert "this invite link is not valid" in response.content.decode()
+    assert not Participant.objects.filter(user=other_user).exists()
+
+
+def test_the_workspace_page_starts_a_live_session(client: Client, ws: Any, user: Any) -> None:
+    client.force_login(user)
+    response = client.post(f"/w/{ws.id}/live")
+    session = Session.objects.get()
+    assert response["Location"] == f"/sessions/{session.id}/"
+    page = client.get(response["Location"])
+    assert page.context["role"] == "owner"
+    assert page.context["invites"]["viewer"].endswith(session.viewer_key)
+
+
+def test_the_history_shows_highlighted_diffs(client: Client, ws: Any, user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    Turn.objects.create(
+        id="t1", session=session, prompt="bump", status="completed",
+        diff={"a.py": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"},
+    )
+    client.force_login(user)
+    response = client.get(f"/sessions/{session.id}/history")
+    assert response.status_code == 200
+    turn = response.context["turns"][0]
+    assert turn["id"] == "t1"
+    assert 'class="diff"' in turn["files"][0]["diff_html"]
