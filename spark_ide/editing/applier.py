@@ -85,6 +85,11 @@ class LineApplier:
         return self.first_line + 1, self.first_line + max(self._written + remaining, 1)
 
     @property
+    def located_range(self) -> tuple[int, int]:
+        """The region as located, before any change (what a rollback restores)."""
+        return self.first_line + 1, self.first_line + max(len(self._old), 1)
+
+    @property
     def conflicts(self) -> tuple[int, ...]:
         """1-based (located) numbers of old lines kept because a person changed them."""
         return tuple(self._conflicts)

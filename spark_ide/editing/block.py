@@ -149,7 +149,8 @@ class EditBlock:
         applier = self._applier
         lines: tuple[int, int] | None = None
         if applier is not None:
-            lines = applier.line_range
+            undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
+            lines = applier.located_range if undone else applier.line_range
         elif self._tracker is not None and self._tracker.lines_seen:
             candidates = candidates or tuple(self._tracker.candidates())
             if self._tracker.count() == 1:

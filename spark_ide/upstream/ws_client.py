@@ -146,7 +146,7 @@ class ResponsesClient(ModelClient):
         if spare is not None:
             await self._submit(spare, successor)  # (c) re-prompt on the warm spare first
             self._drop(connection)  # (d) closing the old socket ends the old response
-            self._primary = spare
+            self._promote(spare)
             self._ensure_spare()
             return successor
         return await self._reconnect_and_submit(connection, successor)
@@ -175,11 +175,12 @@ class ResponsesClient(ModelClient):
             connection.request_cancel(attempt)
             return
         self._drop(connection)
-        spare = self._take_spare() if self._profile.keeps_spare else None
-        if spare is not None:
-            self._primary = spare
-        elif self._primary is None:
-            self._start_primary_reopen()
+        if self._primary is None:
+            spare = self._take_spare() if self._profile.keeps_spare else None
+            if spare is not None:
+                self._promote(spare)
+            else:
+                self._start_primary_reopen()
         self._ensure_spare()
 
     async def _resend(self, stream: TurnStream, same_connection: bool, reason: str) -> None:
@@ -241,7 +242,7 @@ class ResponsesClient(ModelClient):
                 current.retire_when_idle()
             spare = self._take_spare() if self._profile.keeps_spare else None
             if spare is not None:
-                self._primary = spare
+                self._promote(spare)
                 self._ensure_spare()
                 continue
             return await self._start_primary_reopen()
@@ -252,10 +253,16 @@ class ResponsesClient(ModelClient):
     ) -> TurnStream:
         self._drop(old)
         fresh = await self._open(warm=False)
-        self._primary = fresh
+        self._promote(fresh)
         self._ensure_spare()
         await self._submit(fresh, successor)
         return successor
+
+    def _promote(self, connection: ResponsesConnection) -> None:
+        """Make ``connection`` the primary; a previous one finishes its turn, then closes."""
+        previous, self._primary = self._primary, connection
+        if previous is not None and previous is not connection:
+            previous.retire_when_idle()
 
     def _drop(self, connection: ResponsesConnection) -> None:
         connection.retire()
@@ -270,9 +277,7 @@ class ResponsesClient(ModelClient):
     async def _reopen_primary(self) -> ResponsesConnection:
         """Open and warm a new primary in the background, so the next turn finds it warm."""
         connection = await self._open(warm=True)
-        previous, self._primary = self._primary, connection
-        if previous is not None and previous is not connection:
-            previous.retire_when_idle()
+        self._promote(connection)
         return connection
 
     def _ensure_spare(self) -> None:

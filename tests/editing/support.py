@@ -64,9 +64,10 @@ class Block:
 
     @property
     def closing_marker(self) -> str:
+        """What completes the block (SEARCH/REPLACE markers need their whole line)."""
         if self.kind == "write":
             return "</write>"
-        return ">>>>>>> REPLACE" if self.spelling == "search_replace" else "</new_text>"
+        return ">>>>>>> REPLACE\n" if self.spelling == "search_replace" else "</new_text>"
 
 
 def build_stream(blocks: Sequence[Block], prose: str = "Some words.\n") -> tuple[str, list[int]]:

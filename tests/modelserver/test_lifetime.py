@@ -19,7 +19,7 @@ async def test_it_closes_an_idle_connection_at_its_lifetime_limit() -> None:
 
 
 async def test_it_interrupts_a_running_response_at_the_limit() -> None:
-    async with running_server(lifetime_s=0.5) as server, client_for(server) as ws:
+    async with running_server(lifetime_s=1.0) as server, client_for(server) as ws:
         await ws.create("[rate:50][say]" + "slow " * 500 + "[/say]")
         events = await ws.until("error")
     assert events[-1]["error"]["code"] == "websocket_connection_limit_reached"

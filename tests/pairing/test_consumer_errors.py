@@ -150,9 +150,8 @@ async def test_a_cookie_from_another_origin_is_refused(live: Live, hubs: None, c
 
     await database_sync_to_async(client.force_login)(live.owner)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    evil = WebsocketCommunicator(
-        application, f"/ws/sessions/{live.session_id}/", headers=[(b"cookie", cookie), (b"origin", b"https://evil.example")]
-    )
+    path = f"/ws/sessions/{live.session_id}/"
+    evil = WebsocketCommunicator(application, path, headers=[(b"cookie", cookie), (b"origin", b"https://evil.example")])
     assert not (await evil.connect(timeout=5))[0]
     good = WebsocketCommunicator(
         application, f"/ws/sessions/{live.session_id}/",

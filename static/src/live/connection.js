@@ -1,6 +1,8 @@
 // The session WebSocket (PROTOCOL.md §2): JSON events in order, binary Yjs frames, reconnect
 // with backoff, then `resume` from the last event seen so nothing is missed or shown twice.
 
+import { EventOrder } from "./event_order.js";
+
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000];
 const PING_EVERY_MS = 15000;
 
@@ -15,7 +17,7 @@ export class SessionConnection {
     this.url = socketUrl(path);
     this.handlers = handlers;
     this.socket = null;
-    this.lastSeq = null; // seq of the last event handled; null until the first hello
+    this.order = new EventOrder((events) => events.forEach((event) => this.handlers.onEvent(event)));
     this.attempt = 0;
     this.stopped = false;
     this.retryTimer = 0;
@@ -26,19 +28,21 @@ export class SessionConnection {
 
   connect() {
     clearTimeout(this.retryTimer);
+    const after = this.order.lastSeq;
     const socket = new WebSocket(this.url);
     socket.binaryType = "arraybuffer";
     this.socket = socket;
-    this.handlers.onState(this.lastSeq === null ? "connecting" : "reconnecting");
+    this.handlers.onState(after === null ? "connecting" : "reconnecting");
     socket.addEventListener("open", () => {
-      if (this.lastSeq !== null) this.send({ type: "resume", after: this.lastSeq });
+      if (after !== null) this.send({ type: "resume", after });
       this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
     });
-    socket.addEventListener("message", (message) => this.receive(message.data));
+    socket.addEventListener("message", (message) => this.receive(message.data, socket));
     socket.addEventListener("close", () => this.closed(socket));
   }
 
-  receive(data) {
+  receive(data, socket) {
+    if (socket !== this.socket) return;
     if (typeof data !== "string") {
       this.handlers.onBinary(new Uint8Array(data));
       return;
@@ -49,34 +53,18 @@ export class SessionConnection {
     } catch {
       return; // not ours to show; the server only sends JSON text frames
     }
-    if (!this.fresh(event)) return;
     if (event.type === "pong") this.pong(event);
-    this.handlers.onEvent(event);
-  }
-
-  // Drops events replayed twice after a resume. A hello never moves the mark on a reconnect:
-  // the replayed events that follow it carry lower seqs and must still be shown.
-  fresh(event) {
-    const seq = typeof event.seq === "number" ? event.seq : null;
     if (event.type === "hello") {
       this.attempt = 0;
-      if (this.lastSeq === null && seq !== null) this.lastSeq = seq;
       this.handlers.onState("live");
-      return true;
     }
-    if (seq === null) return true;
-    if (event.type === "resync") {
-      this.lastSeq = seq; // the server's numbering may have restarted
-      return true;
-    }
-    if (this.lastSeq !== null && seq <= this.lastSeq) return false;
-    this.lastSeq = seq;
-    return true;
+    for (const ready of this.order.accept(event)) this.handlers.onEvent(ready);
   }
 
   closed(socket) {
     if (socket !== this.socket) return;
     clearInterval(this.pingTimer);
+    this.order.disconnected();
     this.pings.clear();
     this.socket = null;
     if (this.stopped) return;

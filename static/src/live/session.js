@@ -13,6 +13,7 @@ import { StatusBar } from "./status.js";
 import { Toasts, renderPresence, userName, wireCopyButtons } from "./notices.js";
 
 const IN_FLIGHT = new Set(["locating", "streaming"]);
+const REVERT_REFRESH_MS = 800;
 const CURSOR_COLORS = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#d6336c"];
 
 function colorFor(name) {
@@ -88,7 +89,9 @@ class LiveSession {
       case "presence": return renderPresence(this.presence, event.participants);
       case "error": return this.toasts.show(`${event.message || event.code}`, "error");
       case "resync": return this.resync();
-      case "turn.reverted": return this.historyChanged();
+      case "turn.steered": return this.status.steered(event);
+      case "turn.queued":
+        return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
     }
   }
@@ -165,7 +168,6 @@ class LiveSession {
     } else {
       message = { type: "prompt", text, effort };
       if (this.tabs.active) message.path = this.tabs.active;
-      if (this.running) this.toasts.show("Queued: it runs after the current turn", "ok");
     }
     if (!this.connection.send(message)) {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
@@ -185,8 +187,8 @@ class LiveSession {
     }
     button.disabled = true;
     button.textContent = "Reverting…";
-    // The contract has no "reverted" event yet: refresh a moment later as well.
-    setTimeout(() => this.historyChanged(), 600);
+    // No event says a revert is recorded: the panel asks again a moment later.
+    setTimeout(() => this.historyChanged(), REVERT_REFRESH_MS);
   }
 
   historyChanged() {

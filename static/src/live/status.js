@@ -16,7 +16,8 @@ export class StatusBar {
     for (const node of root.querySelectorAll("[data-field]")) this.fields[node.dataset.field] = node;
     this.turn = null; // {id, startedAt, firstAt, firstTokens, lastAt, tokens, final}
     this.steerSentAt = null;
-    this.steer = "";
+    this.steerServer = null; // ms from the steer's arrival to the re-prompt sent (server)
+    this.steerSeen = null; // ms from Enter here to the new turn's start arriving here
     this.changed = false;
   }
 
@@ -37,9 +38,16 @@ export class StatusBar {
   started({ turn, steered_from: steeredFrom }) {
     const now = performance.now();
     this.turn = { id: turn, startedAt: now, firstAt: null, lastAt: null, tokens: 0, final: null };
-    if (steeredFrom && this.steerSentAt !== null) this.steer = `steer ≈${Math.round(now - this.steerSentAt)} ms`;
-    else if (!steeredFrom) this.steer = "";
+    this.steerServer = null; // turn.steered brings it
+    this.steerSeen = steeredFrom && this.steerSentAt !== null ? now - this.steerSentAt : null;
     this.steerSentAt = null;
+    this.changed = true;
+  }
+
+  // The server's own figure, as soon as the re-prompt went out (before any token).
+  steered({ steer_ms: steerMs }) {
+    if (typeof steerMs !== "number") return;
+    this.steerServer = steerMs;
     this.changed = true;
   }
 
@@ -59,7 +67,7 @@ export class StatusBar {
   finished({ turn, status, metrics }) {
     if (!this.turn || this.turn.id !== turn) this.turn = { id: turn, tokens: 0 };
     this.turn.final = { status, metrics: metrics || {} };
-    if (metrics && metrics.steer_ms !== undefined) this.steer = `steer ${Math.round(metrics.steer_ms)} ms`;
+    if (metrics && typeof metrics.steer_ms === "number") this.steerServer = metrics.steer_ms;
     this.changed = true;
   }
 
@@ -68,7 +76,7 @@ export class StatusBar {
     this.changed = false;
     const turn = this.turn;
     if (!turn) return;
-    this.set("steer", this.steer);
+    this.set("steer", this.steerText());
     if (turn.final) {
       const { status, metrics } = turn.final;
       this.set("turn", `${turn.id} ${status}`, status);
@@ -84,6 +92,13 @@ export class StatusBar {
     this.set("rate", seconds > 0.05 ? `≈${Math.round(rate)} tok/s` : "");
     this.set("ttft", `TTFT ≈${Math.round(turn.firstAt - turn.startedAt)} ms`);
     this.set("tokens", `≈${turn.tokens} tok`);
+  }
+
+  steerText() {
+    const parts = [];
+    if (this.steerServer !== null) parts.push(`steer ${Math.round(this.steerServer)} ms`);
+    if (this.steerSeen !== null) parts.push(`≈${Math.round(this.steerSeen)} ms seen here`);
+    return parts.join(" · ");
   }
 
   set(field, text, kind = "") {

@@ -39,7 +39,7 @@ export class Transcript {
     article.append(header, prose);
     entry = {
       article, header, prose, text: null, splitter: new EditBlockSplitter(), buffer: "",
-      chips: [], states: new Map(),
+      chips: [], states: new Map(), done: false,
     };
     this.turns.set(turn, entry);
     this.append(article);
@@ -69,6 +69,8 @@ export class Transcript {
 
   finished({ turn, status, metrics, error }) {
     const entry = this.entry(turn);
+    if (entry.done) return; // told twice (a replay after a reconnect)
+    entry.done = true;
     this.drain(entry);
     this.apply(entry, entry.splitter.finish());
     entry.article.classList.remove("running");
