@@ -132,7 +132,8 @@ async def test_strangers_and_bad_tokens_are_refused_at_the_upgrade(
 ) -> None:
     from spark_ide.asgi import application
 
-    stranger = await database_sync_to_async(django_user_model.objects.create_user)(username="eve", password="pw-eve-123")
+    create_user = database_sync_to_async(django_user_model.objects.create_user)
+    stranger = await create_user(username="eve", password="pw-eve-123")
     for headers in ([(b"authorization", f"Token {await token_for(stranger)}".encode())],
                     [(b"authorization", b"Token spk_wrong")], []):
         comm = WebsocketCommunicator(application, f"/ws/sessions/{live.session_id}/", headers=headers)
