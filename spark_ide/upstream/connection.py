@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
 from spark_ide.upstream.errors import (
+    CLIENT_CLOSED,
     CONNECTION_LOST,
     PROTOCOL_ERROR,
     PROVIDER_UNAVAILABLE,
@@ -98,6 +99,7 @@ class ResponsesConnection:
         self.retired = False  # we closed it on purpose (cancel, rollover, shutdown)
         self._retire_when_idle = False
         self.close_code: int | None = None
+        self._closed_by_client = False
         self._socket = socket
         self._config = config
         self._on_lost = on_lost
@@ -198,6 +200,7 @@ class ResponsesConnection:
 
     async def close(self) -> None:
         self.retired = True
+        self._closed_by_client = True
         await self._socket.close(1000, "client closed")
         await asyncio.wait({self._reader}, timeout=self._config.connect_timeout_s)
 
@@ -335,6 +338,12 @@ class ResponsesConnection:
         log.warning("malformed upstream event, dropping the socket: %s", detail)
         self.retire()
 
+    def _report_closed(self, stream: TurnStream, code: int | None) -> None:
+        if self._closed_by_client:
+            stream.error(CLIENT_CLOSED, "the model client was closed", retryable=False)
+        else:
+            stream.error(CONNECTION_LOST, f"upstream socket closed ({code})", retryable=True)
+
     def _pop(self, attempt: Attempt) -> None:
         attempt.done = True
         while self._pending and self._pending[0].done:
@@ -361,5 +370,5 @@ class ResponsesConnection:
             elif retryable and not stream.has_output:
                 stream.resend(same_connection=False, reason=f"socket closed ({code})")
             else:
-                stream.error(CONNECTION_LOST, f"upstream socket closed ({code})", retryable=True)
+                self._report_closed(stream, code)
         self._pending.clear()

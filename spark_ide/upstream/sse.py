@@ -55,7 +55,7 @@ class ChatCompletionsClient(ModelClient):
             limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=300.0),
             transport=http_transport,
         )
-        self._pumps: set[asyncio.Task[None]] = set()
+        self._pumps: dict[asyncio.Task[None], TurnStream] = {}
         self._closed = False
 
     @property
@@ -86,8 +86,8 @@ class ChatCompletionsClient(ModelClient):
         )
         body = chat_completion(request, model=self._config.model, profile=self._profile)
         pump = asyncio.create_task(self._pump(stream, body))
-        self._pumps.add(pump)
-        pump.add_done_callback(self._pumps.discard)
+        self._pumps[pump] = stream
+        pump.add_done_callback(self._forget)
         stream.handle = pump
         return stream
 
@@ -99,10 +99,15 @@ class ChatCompletionsClient(ModelClient):
 
     async def close(self) -> None:
         self._closed = True
-        for pump in list(self._pumps):
+        pumps = list(self._pumps.items())
+        for pump, stream in pumps:
+            stream.error(CLIENT_CLOSED, "the model client was closed", retryable=False)
             pump.cancel()
-        await asyncio.gather(*self._pumps, return_exceptions=True)
+        await asyncio.gather(*(pump for pump, _ in pumps), return_exceptions=True)
         await self._http.aclose()
+
+    def _forget(self, pump: asyncio.Task[None]) -> None:
+        self._pumps.pop(pump, None)
 
     async def _stop(self, stream: TurnStream, abandon: bool) -> None:
         pump = stream.handle

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -113,3 +115,26 @@ async def test_it_refuses_turns_after_close() -> None:
     with pytest.raises(UpstreamError) as caught:
         await client.start(turn("hi"))
     assert caught.value.code == "client_closed"
+
+
+async def test_closing_the_client_ends_a_running_turn_with_client_closed() -> None:
+    async def trickle() -> AsyncIterator[bytes]:
+        yield sse_body([chunk("first")], done=False)
+        await asyncio.sleep(30)  # a model that is still writing
+        yield b""
+
+    def slow_model(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": []})
+        return httpx.Response(200, content=trickle(),
+                              headers={"content-type": "text/event-stream"})
+
+    client = await open_client(config(), http_transport=httpx.MockTransport(slow_model))
+    stream = await client.start(turn("hi"))
+    first = await collect(stream, limit=1)
+    assert isinstance(first[0], TextDelta)
+    await client.close()
+    rest = await collect(stream)
+    assert len(rest) == 1
+    assert isinstance(rest[0], ErrorEvent)
+    assert rest[0].code == "client_closed"

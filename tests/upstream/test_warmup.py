@@ -7,7 +7,15 @@ import logging
 import pytest
 
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.upstream import Completed, ResponsesClient, TextDelta, Transport, open_client
+from spark_ide.upstream import (
+    Completed,
+    ErrorEvent,
+    ResponsesClient,
+    TextDelta,
+    Transport,
+    UpstreamError,
+    open_client,
+)
 from tests.upstream.helpers import base_url_of, client_config, collect, say, turn
 
 
@@ -78,3 +86,19 @@ async def test_it_sends_the_beta_header_and_bearer_to_openai_only(
     upgrades = [r.getMessage() for r in caplog.records if r.name == "websockets.server"]
     assert any(line.startswith("< GET /v1/responses") for line in upgrades)
     assert not any("OpenAI-Beta" in line or "Authorization" in line for line in upgrades)
+
+
+async def test_closing_the_client_ends_a_running_turn_with_client_closed(
+    local_server: ModelServer,
+) -> None:
+    client = await open_client(client_config(base_url_of(local_server), openai_like=False))
+    stream = await client.start(turn("[script:long][rate:100]"))
+    await collect(stream, limit=1)
+    await client.close()
+    events = await collect(stream)
+    assert len(events) == 1
+    assert isinstance(events[0], ErrorEvent)
+    assert events[0].code == "client_closed"
+    with pytest.raises(UpstreamError) as caught:
+        await client.start(turn(say("too late")))
+    assert caught.value.code == "client_closed"
