@@ -178,6 +178,8 @@ class LlamaEngine:
         llama, _ = self._ready()
         tokens = self.prompt_tokens(job, answer=False)
         tally.input_tokens = len(tokens)
+        if not tokens:
+            return  # a warm-up with no instructions and no input: nothing to prefill
         tally.cached_tokens = self._cached_prefix(llama, tokens)
         steps = self.sampling.start(llama, tokens)
         next(steps)
