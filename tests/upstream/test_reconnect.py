@@ -1,21 +1,37 @@
 """Transparent re-opening on the documented close codes, through a proxy that closes the
-socket the way a provider's edge does (close frame with a code, empty close frame, cut)."""
+socket the way a provider's edge does (close frame with a code, empty close frame, cut).
+Every case runs against the local mode (no spare) and the OpenAI-like mode (hot spare)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
 from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import client_config, collect, eventually, say, turn
+from tests.upstream.helpers import client_config, collect, eventually, model_server, say, turn
 
-ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
 # 1005 travels as an empty close frame and 1006 as a cut connection; 1015 may not be sent
 # on the wire, so websockets fails the socket on it, which is an abnormal closure too.
 RETRIED = [1001, 1005, 1006, 1011, 1012, 1013, 1015]
+
+
+@pytest.fixture(params=["local", "openai-like"])
+async def session(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LoopProxy,
+                                                                        ResponsesClient]]:
+    openai_like = request.param == "openai-like"
+    async with model_server(openai_like=openai_like) as server:
+        proxy = await LoopProxy("127.0.0.1", server.port).start()
+        client = await open_client(client_config(proxy.base_url(), openai_like=openai_like))
+        assert isinstance(client, ResponsesClient)
+        if client.profile.keeps_spare:
+            assert await client.wait_spare(10)
+        try:
+            yield proxy, client
+        finally:
+            await client.close()
+            await proxy.stop()
 
 
 def end_sockets(proxy: LoopProxy, code: int) -> None:
@@ -25,84 +41,63 @@ def end_sockets(proxy: LoopProxy, code: int) -> None:
         proxy.close_all(None if code == 1005 else code)
 
 
-async def connect(proxy: LoopProxy) -> ResponsesClient:
-    client = await open_client(client_config(proxy.base_url(), openai_like=False))
-    assert isinstance(client, ResponsesClient)
-    return client
-
-
 @pytest.mark.parametrize("code", RETRIED)
-async def test_it_reopens_an_idle_socket_closed_with(
-    local_server: ModelServer, proxy_factory: ProxyFactory, code: int
+async def test_it_reopens_idle_sockets_closed_with(
+    session: tuple[LoopProxy, ResponsesClient], code: int
 ) -> None:
-    proxy = await proxy_factory(local_server)
-    client = await connect(proxy)
-    try:
-        end_sockets(proxy, code)
-        await eventually(lambda: client.state().connections_opened == 2
-                         and client.state().primary_open)
-        stream = await client.start(turn(say("after the close")))
-        events = await collect(stream)
-        assert isinstance(events[-1], Completed)
-        assert stream.text == "after the close"
-        assert proxy.connections == 2
-    finally:
-        await client.close()
+    proxy, client = session
+    before = proxy.connections
+    end_sockets(proxy, code)
+    await eventually(lambda: proxy.connections > before and client.state().primary_open)
+    stream = await client.start(turn(say("after the close")))
+    events = await collect(stream)
+    assert isinstance(events[-1], Completed)
+    assert stream.text == "after the close"
+    assert stream.resends == 0
 
 
 @pytest.mark.parametrize("code", RETRIED)
 async def test_it_resends_a_turn_that_had_no_output_yet_when_closed_with(
-    local_server: ModelServer, proxy_factory: ProxyFactory, code: int
+    session: tuple[LoopProxy, ResponsesClient], code: int
 ) -> None:
-    proxy = await proxy_factory(local_server)
-    client = await connect(proxy)
-    try:
-        stream = await client.start(turn(say("survives the close", ttft_ms=300)))
-        await eventually(lambda: stream.first_byte_at is not None)  # response.created seen
-        end_sockets(proxy, code)
-        events = await collect(stream)
-        assert isinstance(events[-1], Completed)
-        assert stream.text == "survives the close"
-        assert stream.resends == 1
-    finally:
-        await client.close()
+    proxy, client = session
+    stream = await client.start(turn(say("survives the close", ttft_ms=300)))
+    await eventually(lambda: stream.first_byte_at is not None)  # response.created seen
+    end_sockets(proxy, code)
+    events = await collect(stream)
+    assert isinstance(events[-1], Completed)
+    assert stream.text == "survives the close"
+    assert stream.resends >= 1
 
 
 async def test_it_reports_a_socket_lost_mid_answer_and_serves_the_next_turn(
-    local_server: ModelServer, proxy_factory: ProxyFactory
+    session: tuple[LoopProxy, ResponsesClient],
 ) -> None:
-    proxy = await proxy_factory(local_server)
-    client = await connect(proxy)
-    try:
-        stream = await client.start(turn("[script:long][rate:200]"))
-        head = await collect(stream, limit=3)
-        proxy.close_all(1011)
-        rest = await collect(stream)
-        assert isinstance(rest[-1], ErrorEvent)
-        assert rest[-1].code == "connection_lost"
-        assert rest[-1].retryable
-        assert all(not isinstance(e, ErrorEvent) for e in head + rest[:-1])
-        after = await client.start(turn(say("next turn")))
-        assert isinstance((await collect(after))[-1], Completed)
-    finally:
-        await client.close()
+    proxy, client = session
+    stream = await client.start(turn("[script:long][rate:200]"))
+    head = await collect(stream, limit=3)
+    proxy.close_all(1011)
+    rest = await collect(stream)
+    assert isinstance(rest[-1], ErrorEvent)
+    assert rest[-1].code == "connection_lost"
+    assert rest[-1].retryable
+    assert all(not isinstance(e, ErrorEvent) for e in head + rest[:-1])
+    after = await client.start(turn(say("next turn")))
+    assert isinstance((await collect(after))[-1], Completed)
+    assert after.text == "next turn"
 
 
 @pytest.mark.parametrize("code", [1008, 4000])
 async def test_it_does_not_resend_after_an_undocumented_close_code(
-    local_server: ModelServer, proxy_factory: ProxyFactory, code: int
+    session: tuple[LoopProxy, ResponsesClient], code: int
 ) -> None:
-    proxy = await proxy_factory(local_server)
-    client = await connect(proxy)
-    try:
-        stream = await client.start(turn(say("lost", ttft_ms=300)))
-        await eventually(lambda: stream.first_byte_at is not None)
-        proxy.close_all(code)
-        events = await collect(stream)
-        assert len(events) == 1
-        assert isinstance(events[0], ErrorEvent)
-        assert events[0].code == "connection_lost"
-        assert str(code) in events[0].message
-        assert stream.resends == 0
-    finally:
-        await client.close()
+    proxy, client = session
+    stream = await client.start(turn(say("lost", ttft_ms=300)))
+    await eventually(lambda: stream.first_byte_at is not None)
+    proxy.close_all(code)
+    events = await collect(stream)
+    assert len(events) == 1
+    assert isinstance(events[0], ErrorEvent)
+    assert events[0].code == "connection_lost"
+    assert str(code) in events[0].message
+    assert stream.resends == 0
