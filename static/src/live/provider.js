@@ -72,9 +72,14 @@ export class YjsProvider {
         decoding.readVarUint(decoder); // MESSAGE_SYNC, checked in receive()
         const reply = encoding.createEncoder();
         encoding.writeVarUint(reply, MESSAGE_SYNC);
-        const kind = syncProtocol.readSyncMessage(decoder, reply, this.doc, this);
-        if (kind === syncProtocol.messageYjsSyncStep2) gotStep2 = true;
-        if (encoding.length(reply) > 1) this.send(encoding.toUint8Array(reply));
+        try {
+          const kind = syncProtocol.readSyncMessage(decoder, reply, this.doc, this);
+          if (kind === syncProtocol.messageYjsSyncStep2) gotStep2 = true;
+          if (encoding.length(reply) > 1) this.send(encoding.toUint8Array(reply));
+        } catch (error) {
+          // One malformed frame must not cost the others in this batch, nor the editor.
+          console.error("Spark: a malformed Yjs frame from the server was ignored:", error.message);
+        }
       }
     }, this);
     if (gotStep2 && !this.synced) {

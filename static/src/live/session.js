@@ -117,7 +117,7 @@ class LiveSession {
     this.regions.update(event);
     this.transcript.blockStatus(event);
     if (IN_FLIGHT.has(event.state) && event.path) {
-      const follow = !this.tabs.userBusy() || this.tabs.active === null;
+      const follow = this.tabs.mayFollowTo(event.path);
       if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false });
       else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
     }
@@ -164,7 +164,6 @@ class LiveSession {
     let message;
     if (intent === "steer" && this.running) {
       message = { type: "steer", text };
-      this.status.steerSent();
     } else {
       message = { type: "prompt", text, effort };
       if (this.tabs.active) message.path = this.tabs.active;
@@ -173,6 +172,7 @@ class LiveSession {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
       return false;
     }
+    this.status.sent(message.type);
     return true;
   }
 
@@ -207,7 +207,7 @@ class LiveSession {
       const link = event.target.closest("[data-open]");
       if (link) {
         event.preventDefault();
-        this.tabs.lastUserAction = performance.now();
+        this.tabs.filePicked();
         this.tabs.open(link.dataset.open);
         return;
       }

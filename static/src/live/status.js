@@ -15,7 +15,7 @@ export class StatusBar {
     this.fields = {};
     for (const node of root.querySelectorAll("[data-field]")) this.fields[node.dataset.field] = node;
     this.turn = null; // {id, startedAt, firstAt, firstTokens, lastAt, tokens, final}
-    this.steerSentAt = null;
+    this.sentAt = null; // when this person's prompt or steer left, until its turn starts
     this.steerServer = null; // ms from the steer's arrival to the re-prompt sent (server)
     this.steerSeen = null; // ms from Enter here to the new turn's start arriving here
     this.changed = false;
@@ -31,16 +31,19 @@ export class StatusBar {
     this.set("rtt", `${Math.round(ms)} ms rtt`);
   }
 
-  steerSent() {
-    this.steerSentAt = performance.now();
+  // This person pressed Enter: the live TTFT and steer figures count from here, as they
+  // see it (a queued prompt waits for its turn, so it does not count).
+  sent(kind) {
+    if (kind === "steer" || !this.turn || this.turn.final) this.sentAt = performance.now();
   }
 
   started({ turn, steered_from: steeredFrom }) {
     const now = performance.now();
-    this.turn = { id: turn, startedAt: now, firstAt: null, lastAt: null, tokens: 0, final: null };
+    const from = this.sentAt ?? now;
+    this.turn = { id: turn, startedAt: from, firstAt: null, lastAt: null, tokens: 0, final: null };
     this.steerServer = null; // turn.steered brings it
-    this.steerSeen = steeredFrom && this.steerSentAt !== null ? now - this.steerSentAt : null;
-    this.steerSentAt = null;
+    this.steerSeen = steeredFrom && this.sentAt !== null ? now - this.sentAt : null;
+    this.sentAt = null;
     this.changed = true;
   }
 

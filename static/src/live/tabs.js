@@ -8,7 +8,8 @@ import { yCollab, yUndoManagerKeymap } from "y-codemirror.next";
 import { languageFor } from "../languages.js";
 import { liveDecorations, setLiveRegion } from "./decorations.js";
 
-// After a click or keystroke in the editor, the view stops following the model this long.
+// After a click or keystroke in the editor, the view stops following the model this long;
+// after a person picks a tab, the model's other files do not take it away for this long.
 const USER_FOCUS_MS = 4000;
 
 export class EditorTabs {
@@ -24,16 +25,28 @@ export class EditorTabs {
     this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
     this.active = null;
     this.view = null;
-    this.lastUserAction = -Infinity;
+    this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
+    this.lastFilePick = -Infinity; // a tab or tree click: stop switching files for a while
     const touched = () => { this.lastUserAction = performance.now(); };
     host.addEventListener("pointerdown", touched);
     host.addEventListener("keydown", touched);
-    tabBar.addEventListener("pointerdown", touched);
+    tabBar.addEventListener("pointerdown", () => this.filePicked());
     files.observe((event) => this.filesChanged(event.keysChanged));
   }
 
+  filePicked() {
+    this.lastFilePick = performance.now();
+  }
+
+  // The person is working in the editor: do not scroll it or switch its file.
   userBusy() {
     return performance.now() - this.lastUserAction < USER_FOCUS_MS;
+  }
+
+  // May the view switch to the file the model writes?
+  mayFollowTo(path) {
+    if (this.active === null || this.active === path) return true;
+    return !this.userBusy() && performance.now() - this.lastFilePick >= USER_FOCUS_MS;
   }
 
   has(path) {
