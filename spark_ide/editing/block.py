@@ -17,6 +17,11 @@ from spark_ide.editing.status import BlockStatus, EditState
 from spark_ide.editing.tracker import CandidateTracker
 
 
+def block_origin(turn: str, index: int) -> str:
+    """The transaction origin of one block's changes (what undo managers filter on)."""
+    return f"ai:{turn}:{index}"
+
+
 class BlockFailure(Exception):
     """Internal: ends a block as `failed` (never leaves the engine)."""
 
@@ -34,11 +39,12 @@ class EditBlock:
         self.index = index
         self.kind = kind
         self.path = path or ""
-        self.origin = f"ai:{turn}:{index}"
+        self.origin = block_origin(turn, index)
         self._created_file = False
         self.state = EditState.LOCATING if kind is BlockKind.EDIT else EditState.STREAMING
         self.changed = True  # progress not yet reported
         self.final: BlockStatus | None = None
+        self.snapshot_after: FileSnapshot | None = None
         self._ytext: Text | None = None
         self._snapshot: FileSnapshot | None = None
         self._tracker: CandidateTracker | None = None
@@ -48,7 +54,8 @@ class EditBlock:
 
     # -- lifecycle, driven by the TurnEditor; a BlockFailure ends the block --
 
-    def open(self, doc: Doc[Any], files: Map[Text]) -> None:
+    def open(self, doc: Doc[Any], files: Map[Text], known: FileSnapshot | None) -> None:
+        """Find (or, for <write>, create) the file; `known` is its last snapshot, if any."""
         problem = path_problem(self.path or None)
         if problem is not None:
             raise BlockFailure(problem)
@@ -59,7 +66,7 @@ class EditBlock:
             if existing is None:
                 raise BlockFailure(FailureReason.FILE_NOT_FOUND)
             self._ytext = existing
-            self._snapshot = FileSnapshot.take(doc, existing)
+            self._snapshot = FileSnapshot.current(doc, existing, known)
             self._tracker = CandidateTracker(self._snapshot.text)
             return
         if existing is None:
@@ -68,7 +75,7 @@ class EditBlock:
             self._created_file = True
             existing = files[self.path]
         self._ytext = existing
-        snapshot = FileSnapshot.take(doc, existing)
+        snapshot = FileSnapshot.current(doc, existing, known)
         self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
 
     @property
@@ -85,9 +92,7 @@ class EditBlock:
     def resolve(self, doc: Doc[Any], line_hint: int | None) -> None:
         """`</old_text>`: decide where the block applies and get ready to stream."""
         assert self._ytext is not None and self._snapshot is not None
-        snapshot = self._snapshot
-        if not snapshot.is_current(doc, self._ytext):
-            snapshot = FileSnapshot.take(doc, self._ytext)
+        snapshot = FileSnapshot.current(doc, self._ytext, self._snapshot)
         self._tracker = None
         found = locate(snapshot.text, "".join(self._old_parts), line_hint)
         self._old_parts = []
@@ -101,9 +106,15 @@ class EditBlock:
             self._applier.feed(text)
             self.changed = True
 
-    def complete(self) -> BlockStatus:
-        assert self._applier is not None
-        return self.settle(EditState.APPLIED, conflicts=self._applier.finish())
+    def complete(self, doc: Doc[Any]) -> BlockStatus:
+        assert self._applier is not None and self._ytext is not None
+        conflicts = self._applier.finish()
+        text = self._applier.text_after()
+        # Saves the next block on this file from reading it again.
+        self.snapshot_after = (
+            None if text is None else FileSnapshot.after_own_edit(doc, self._ytext, text)
+        )
+        return self.settle(EditState.APPLIED, conflicts=conflicts)
 
     def settle(
         self,

@@ -112,12 +112,17 @@ class EditStreamParser:
         self._out: list[ParseEvent] = []
         self._final = False
 
-    @property
-    def in_block(self) -> bool:
-        return self._state is not _State.PROSE
-
     def feed(self, chunk: str) -> list[ParseEvent]:
         self._out = []
+        mid_line = not (self._buffer or self._at_line_start or self._skip_line_end)
+        if mid_line and "\n" not in chunk:
+            # Hot path: the middle of a line can hold no tag, so it passes straight on.
+            if self._state is _State.PROSE:
+                self._emit_prose(chunk)
+                return self._out
+            if self._state in _CLOSERS:
+                self._emit_content(chunk)
+                return self._out
         self._buffer += chunk
         while self._step():
             pass

@@ -7,7 +7,7 @@ from typing import Any
 
 from pycrdt import Doc, Map, Subscription, Text, TextEvent, UndoManager
 
-from spark_ide.editing.block import BlockFailure, EditBlock
+from spark_ide.editing.block import BlockFailure, EditBlock, block_origin
 from spark_ide.editing.ledger import Ledger, Outcome
 from spark_ide.editing.parse_events import (
     BlockBroken,
@@ -21,7 +21,8 @@ from spark_ide.editing.parse_events import (
     WriteChunk,
 )
 from spark_ide.editing.parser import EditStreamParser
-from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
+from spark_ide.editing.reasons import EditorClosedError, RollbackReason
+from spark_ide.editing.snapshot import FileSnapshot
 from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 
 FILES_KEY = "files"
@@ -54,6 +55,7 @@ class TurnEditor:
         self._closed = False
         self._reverted = False
         self._watched: dict[str, tuple[Text, Subscription]] = {}
+        self._snapshots: dict[str, FileSnapshot] = {}
 
     @property
     def ledger(self) -> Ledger:
@@ -65,7 +67,8 @@ class TurnEditor:
         return self._closed
 
     def origin(self, block: int) -> str:
-        return f"ai:{self.turn_id}:{block}"
+        """The transaction origin of this turn's block `block`."""
+        return block_origin(self.turn_id, block)
 
     def feed(self, chunk: str) -> list[EditEvent]:
         """Parse, locate and apply a chunk of model output; returns what changed."""
@@ -149,7 +152,8 @@ class TurnEditor:
         )
         self._block = block
         self._undo.include_origin(block.origin)
-        self._attempt(block, lambda: block.open(self._doc, self._files))
+        known = self._snapshots.get(block.path)
+        self._attempt(block, lambda: block.open(self._doc, self._files, known))
         if block.final is None:
             self._watch(block)
             self._emit(block.status())
@@ -183,17 +187,13 @@ class TurnEditor:
             if block.final is None:
                 self._emit(block.status())
         elif isinstance(event, BlockClosed):
-            self._finish_block(block)
+            # The parser closes a block only after </old_text>, so it is streaming now.
+            self._emit(block.complete(self._doc))
+            if block.snapshot_after is not None:
+                self._snapshots[block.path] = block.snapshot_after
         else:
             self._roll_back(block)
             self._settle(block, EditState.FAILED, reason=event.reason, message=event.message)
-
-    def _finish_block(self, block: EditBlock) -> None:
-        if block.state is EditState.LOCATING:
-            # A SEARCH/REPLACE half or <edit> that closed without being resolvable.
-            self._settle(block, EditState.FAILED, reason=FailureReason.MALFORMED_BLOCK)
-            return
-        self._emit(block.complete())
 
     def _attempt(self, block: EditBlock, step: Callable[[], None]) -> None:
         try:
