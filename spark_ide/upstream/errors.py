@@ -20,7 +20,6 @@ BAD_REQUEST = "bad_request"
 NOT_FOUND = "not_found"
 CONFIG_INVALID = "config_invalid"
 CLIENT_CLOSED = "client_closed"
-STREAM_BUSY = "stream_busy"
 
 
 class UpstreamError(Exception):

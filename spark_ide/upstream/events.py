@@ -81,7 +81,6 @@ class ErrorEvent:
 
 
 UpstreamEvent = TextDelta | Completed | Incomplete | Failed | ErrorEvent
-TerminalEvent = Completed | Incomplete | Failed | ErrorEvent
 
 
 def is_terminal(event: UpstreamEvent) -> bool:

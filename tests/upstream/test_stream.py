@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from spark_ide.upstream import Completed, ErrorEvent, Message, TextDelta, TurnRequest, TurnStream
+from spark_ide.upstream import (
+    Completed,
+    ErrorEvent,
+    Marks,
+    Message,
+    TextDelta,
+    TurnRequest,
+    TurnStream,
+    is_terminal,
+)
 
 REQUEST = TurnRequest(instructions="", input=(Message("user", "hi"),))
 
@@ -115,3 +124,10 @@ async def test_an_idle_turn_times_out_after_its_first_byte() -> None:
     assert isinstance(events[-1], ErrorEvent)
     assert events[-1].code == "timeout"
     assert recorder.stops == [True]
+
+
+def test_only_text_deltas_are_not_terminal() -> None:
+    marks = Marks(1.0, None, None, 1.0)
+    assert not is_terminal(TextDelta("x", None, marks))
+    assert all(is_terminal(e) for e in (Completed(None, None, marks),
+                                        ErrorEvent("timeout", "", True, marks)))
