@@ -118,7 +118,11 @@ async def serve(server: ModelServer) -> None:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    level = args.log_level.upper()
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s %(message)s")
+    if level != "DEBUG":
+        # websockets logs every connection at INFO; a model server gets many.
+        logging.getLogger("websockets").setLevel(logging.WARNING)
     try:
         server = ModelServer(engine_from(args), config_from(args))
         asyncio.run(serve(server))

@@ -20,10 +20,11 @@ MODEL = "smollm2"
 
 
 class Client:
-    """Sends client events and reads server events, every wait bounded by WAIT_S."""
+    """Sends client events and reads server events, every wait bounded by ``wait_s``."""
 
-    def __init__(self, socket: ClientConnection) -> None:
+    def __init__(self, socket: ClientConnection, wait_s: float = WAIT_S) -> None:
         self.socket = socket
+        self.wait_s = wait_s
 
     async def send(self, event: dict[str, Any]) -> None:
         await self.socket.send(json.dumps(event))
@@ -32,7 +33,7 @@ class Client:
         await self.send({"type": "response.create", "model": MODEL, "input": text, **fields})
 
     async def recv(self) -> dict[str, Any]:
-        frame = await asyncio.wait_for(self.socket.recv(), WAIT_S)
+        frame = await asyncio.wait_for(self.socket.recv(), self.wait_s)
         event = json.loads(frame)
         assert isinstance(event, dict)
         return event
@@ -70,6 +71,8 @@ async def running_server(engine: Engine | None = None, **config: Any) -> AsyncIt
 
 
 @asynccontextmanager
-async def client_for(server: ModelServer, **options: Any) -> AsyncIterator[Client]:
+async def client_for(
+    server: ModelServer, wait_s: float = WAIT_S, **options: Any
+) -> AsyncIterator[Client]:
     async with connect(server.url, open_timeout=WAIT_S, **options) as socket:
-        yield Client(socket)
+        yield Client(socket, wait_s)

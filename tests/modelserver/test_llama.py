@@ -22,10 +22,16 @@ needs_model = pytest.mark.skipif(
 )
 pytestmark = [pytest.mark.model, needs_model]
 
+# A busy 2-core machine can take seconds per token (llama's threads spin on each other).
+MODEL_WAIT_S = 60.0
+
 
 @pytest.fixture
 async def llama_ws() -> AsyncIterator[Client]:
-    async with running_server(LlamaEngine(n_ctx=1024)) as server, client_for(server) as ws:
+    async with (
+        running_server(LlamaEngine(n_ctx=1024)) as server,
+        client_for(server, MODEL_WAIT_S) as ws,
+    ):
         yield ws
 
 
@@ -81,7 +87,7 @@ async def test_it_cancels_a_real_generation(llama_ws: Client) -> None:
 
 async def test_it_fails_a_prompt_longer_than_the_context() -> None:
     engine = LlamaEngine(n_ctx=64)
-    async with running_server(engine) as server, client_for(server) as ws:
+    async with running_server(engine) as server, client_for(server, MODEL_WAIT_S) as ws:
         events = await ws.run("word " * 200)
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"]["code"] == "context_length_exceeded"
@@ -89,7 +95,11 @@ async def test_it_fails_a_prompt_longer_than_the_context() -> None:
 
 async def test_connections_share_one_loaded_model() -> None:
     server = ModelServer(LlamaEngine(n_ctx=512))
-    async with server, client_for(server) as one, client_for(server) as two:
+    async with (
+        server,
+        client_for(server, MODEL_WAIT_S) as one,
+        client_for(server, MODEL_WAIT_S) as two,
+    ):
         await one.create("Say one word.", max_output_tokens=4)
         await two.create("Say two words.", max_output_tokens=4)
         first, second = await one.response(), await two.response()
