@@ -8,7 +8,7 @@ from pycrdt import Doc, Map, Text, TextEvent
 
 from spark_ide.editing.applier import LineApplier
 from spark_ide.editing.lines import split_lines_keeping_ends
-from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
+from spark_ide.editing.locator import LocateFailure, MatchStrategy, locate
 from spark_ide.editing.parse_events import BlockKind
 from spark_ide.editing.paths import path_problem
 from spark_ide.editing.reasons import FailureReason
@@ -99,7 +99,7 @@ class EditBlock:
         if isinstance(found, LocateFailure):
             raise BlockFailure(found.reason, found.candidates)
         self._strategy = found.strategy
-        self._start_region(doc, snapshot, found)
+        self._start_applier(doc, snapshot, found.first_line, found.lines, found.offset)
 
     def take_new_text(self, text: str) -> None:
         if self._applier is not None:
@@ -183,9 +183,6 @@ class EditBlock:
             message=message,
             conflicts=conflicts,
         )
-
-    def _start_region(self, doc: Doc[Any], snapshot: FileSnapshot, region: Region) -> None:
-        self._start_applier(doc, snapshot, region.first_line, region.lines, region.offset)
 
     def _start_applier(
         self,

@@ -216,3 +216,27 @@ def test_it_applies_blocks_in_order_against_the_current_text() -> None:
     ]
     run(doc, build_stream(blocks)[0])
     assert read(doc, "app.py") == APP.replace("def a():\n    return 1", "def renamed():\n    pass")
+
+
+def test_it_reports_at_most_one_progress_status_per_feed() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed('<edit path="app.py">\n<old_text>\n    return 2\n</old_text>\n<new_text>\n')
+    events = editor.feed("    a = 1\n    b = 2\n    return")
+    assert len(statuses(events)) == 1
+    assert statuses(events)[0].ghost == "    return"
+
+
+def test_it_names_block_origins_after_the_turn() -> None:
+    assert TurnEditor(make_doc({}), "t42").origin(3) == "ai:t42:3"
+
+
+def test_a_write_over_an_existing_file_keeps_its_unchanged_lines_in_place() -> None:
+    doc = make_doc({"app.py": APP})
+    changes: list[object] = []
+    ytext = workspace_files(doc)["app.py"]
+    ytext.observe(lambda event: changes.append(event.transaction.origin))
+    new = APP.replace("    return 2\n", "    return 3\n")
+    run(doc, build_stream([Block("write", "app.py", "", new)])[0])
+    assert read(doc, "app.py") == new
+    assert changes == ["ai:t1:0", "ai:t1:0"]  # one insertion, one deletion; the rest was kept
