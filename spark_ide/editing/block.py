@@ -40,7 +40,7 @@ class EditBlock:
         self.kind = kind
         self.path = path or ""
         self.origin = block_origin(turn, index)
-        self._created_file = False
+        self.created_file = False
         self.state = EditState.LOCATING if kind is BlockKind.EDIT else EditState.STREAMING
         self.changed = True  # progress not yet reported
         self.final: BlockStatus | None = None
@@ -70,19 +70,25 @@ class EditBlock:
             self._tracker = CandidateTracker(self._snapshot.text)
             return
         if existing is None:
-            with doc.transaction(origin=self.origin):
+            # Not under the block's origin, so undo never deletes the file with whatever
+            # people typed into it; the TurnEditor removes it only if it ends up empty.
+            with doc.transaction(origin=self.file_origin):
                 files[self.path] = Text()
-            self._created_file = True
+            self.created_file = True
             existing = files[self.path]
         self._ytext = existing
         snapshot = FileSnapshot.current(doc, existing, known)
         self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
 
     @property
+    def file_origin(self) -> str:
+        """Origin of creating and removing the block's file (not tracked by undo)."""
+        return self.origin + ":file"
+
+    @property
     def transactions(self) -> int:
-        """How many transactions (so undo-stack items) this block made."""
-        applied = self._applier.transactions if self._applier is not None else 0
-        return applied + int(self._created_file)
+        """How many tracked transactions (so undo-stack items) this block made."""
+        return self._applier.transactions if self._applier is not None else 0
 
     def take_old_text(self, text: str) -> None:
         self._old_parts.append(text)

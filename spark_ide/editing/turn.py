@@ -56,6 +56,7 @@ class TurnEditor:
         self._reverted = False
         self._watched: dict[str, tuple[Text, Subscription]] = {}
         self._snapshots: dict[str, FileSnapshot] = {}
+        self._created: dict[str, str] = {}  # path -> origin of the files this turn created
 
     @property
     def ledger(self) -> Ledger:
@@ -109,6 +110,8 @@ class TurnEditor:
         self._reverted = True
         for _ in range(len(self._undo.undo_stack)):
             self._undo.undo()
+        for path, origin in self._created.items():
+            self._remove_if_empty(path, origin)
         for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
             status = BlockStatus(
                 turn=self.turn_id,
@@ -154,6 +157,8 @@ class TurnEditor:
         self._undo.include_origin(block.origin)
         known = self._snapshots.get(block.path)
         self._attempt(block, lambda: block.open(self._doc, self._files, known))
+        if block.created_file:
+            self._created[block.path] = block.file_origin
         if block.final is None:
             self._watch(block)
             self._emit(block.status())
@@ -242,6 +247,15 @@ class TurnEditor:
         block.close()
         for _ in range(block.transactions):
             self._undo.undo()
+        if block.created_file:
+            self._remove_if_empty(block.path, block.file_origin)
+
+    def _remove_if_empty(self, path: str, origin: str) -> None:
+        """Remove a file this turn created, unless someone else's text is left in it."""
+        ytext = self._files.get(path)
+        if isinstance(ytext, Text) and len(ytext) == 0:
+            with self._doc.transaction(origin=origin):
+                del self._files[path]
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -113,3 +113,32 @@ def test_two_peers_converge_while_a_person_types_anywhere(
     sync(server, person)
     assert read_files(server) == read_files(person)
     assert not editor.ledger.with_outcome(Outcome.IN_FLIGHT)
+
+
+def test_a_new_file_a_person_typed_into_survives_a_cancel() -> None:
+    server, person = peers({"app.py": APP})
+    editor = TurnEditor(server, "t1")
+    editor.feed('<write path="new.py">\nfirst = 1\nsec')
+    sync(server, person)
+    ytext = workspace_files(person)["new.py"]
+    with person.transaction(origin="human"):
+        ytext.insert(0, "# mine\n")
+    sync(server, person)
+    editor.cancel()
+    sync(server, person)
+    assert read_files(server) == read_files(person) == {"app.py": APP, "new.py": "# mine\n"}
+
+
+def test_a_new_file_a_person_typed_into_survives_a_revert() -> None:
+    server, person = peers({"app.py": APP})
+    editor = TurnEditor(server, "t1")
+    editor.feed(build_stream([Block("write", "new.py", "", "first = 1\n")])[0])
+    editor.finish()
+    sync(server, person)
+    ytext = workspace_files(person)["new.py"]
+    with person.transaction(origin="human"):
+        ytext.insert(len(ytext), "# mine\n")
+    sync(server, person)
+    editor.revert()
+    sync(server, person)
+    assert read_files(server) == read_files(person) == {"app.py": APP, "new.py": "# mine\n"}
