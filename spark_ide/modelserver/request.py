@@ -43,8 +43,11 @@ class CreateRequest:
     generate: bool = True
 
     def continued(self, previous_response_id: str, new_input: tuple[Message, ...]) -> CreateRequest:
-        """The same settings applied to a follow-up (how a steer's successor is built)."""
-        return replace(self, previous_response_id=previous_response_id, input=new_input)
+        """The same settings applied to a follow-up (how a steer's successor is built);
+        the successor always generates, even when it follows a warm-up."""
+        return replace(
+            self, previous_response_id=previous_response_id, input=new_input, generate=True
+        )
 
 
 @dataclass(frozen=True)

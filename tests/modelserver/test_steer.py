@@ -70,3 +70,16 @@ async def test_it_treats_steer_as_unknown_without_the_extension(ws: Client) -> N
     error = await ws.recv()
     assert error["error"]["code"] == "invalid_value"
     assert error["error"]["param"] == "type"
+
+
+async def test_a_steer_after_a_warm_up_generates() -> None:
+    async with running_server(steer_extension=True) as server, client_for(server) as ws:
+        warm = await ws.run("context", generate=False)
+        target = warm[-1]["response"]["id"]
+        await ws.send(
+            {"type": "response.steer", "previous_response_id": target, "input": "[say]go[/say]"}
+        )
+        await ws.until("response.steer.accepted")
+        successor = await ws.response()
+    assert successor[-1]["type"] == "response.completed"
+    assert text_of(successor) == "go"
