@@ -8,6 +8,7 @@ the candidates so the model can be told where to look.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +22,8 @@ FUZZY_LINE_SCORE = 80.0  # rapidfuzz ratio for one line to count as matching
 FUZZY_LINE_SHARE = 0.8  # share of old_text lines that must match
 MAX_CANDIDATES = 1000  # more occurrences than this add no information
 REPORTED_CANDIDATES = 5
+FUZZY_PROBES = 8  # old lines that vote for candidate windows
+FUZZY_WINDOWS = 16  # most-voted windows scored line by line
 
 
 class MatchStrategy(StrEnum):
@@ -120,30 +123,42 @@ def whitespace_starts(doc_norm: list[str], old_norm: list[str]) -> list[int]:
 
 
 def _fuzzy_scores(doc_norm: list[str], old_norm: list[str]) -> dict[int, tuple[int, float]]:
-    """Per window start: how many old lines match fuzzily there, and their total score."""
+    """Per candidate window start: how many old lines match fuzzily there, and their total.
+
+    Scoring every window against every old line costs file x old_text comparisons, too
+    much on the hot path for a large old_text; so a few distinctive (long) old lines vote
+    for window starts first, and only the most-voted windows are scored line by line.
+    """
     last_start = len(doc_norm) - len(old_norm)
-    totals: dict[int, tuple[int, float]] = {}
-    blank_rows = [row for row, line in enumerate(doc_norm) if not line]
+    if last_start < 0:
+        return {}
+    probes = sorted(
+        (row for row, line in enumerate(old_norm) if line), key=lambda row: -len(old_norm[row])
+    )[:FUZZY_PROBES]
+    votes: Counter[int] = Counter()
+    for offset in probes:
+        hits = process.extract(
+            old_norm[offset],
+            doc_norm,
+            scorer=fuzz.ratio,
+            score_cutoff=FUZZY_LINE_SCORE,
+            limit=None,
+        )
+        for _, _, row in hits:
+            if 0 <= row - offset <= last_start:
+                votes[row - offset] += 1
+    windows = [start for start, _ in votes.most_common(FUZZY_WINDOWS)]
+    return {start: _window_score(doc_norm, old_norm, start) for start in windows}
+
+
+def _window_score(doc_norm: list[str], old_norm: list[str], start: int) -> tuple[int, float]:
+    matched, total = 0, 0.0
     for offset, old_line in enumerate(old_norm):
-        if old_line:
-            hits = [
-                (row, score)
-                for _, score, row in process.extract(
-                    old_line,
-                    doc_norm,
-                    scorer=fuzz.ratio,
-                    score_cutoff=FUZZY_LINE_SCORE,
-                    limit=None,
-                )
-            ]
-        else:
-            hits = [(row, 100.0) for row in blank_rows]
-        for row, score in hits:
-            start = row - offset
-            if 0 <= start <= last_start:
-                count, total = totals.get(start, (0, 0.0))
-                totals[start] = (count + 1, total + score)
-    return totals
+        score = fuzz.ratio(old_line, doc_norm[start + offset])  # two blank lines: 100
+        if score >= FUZZY_LINE_SCORE:
+            matched += 1
+            total += score
+    return matched, total
 
 
 def _report(starts: Sequence[int]) -> tuple[int, ...]:

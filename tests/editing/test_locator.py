@@ -89,3 +89,12 @@ def test_it_counts_unicode_offsets_in_code_points() -> None:
     text = "é🎉\nzwei\n"
     found = region(locate(text, "zwei\n"))
     assert found.offset == 3
+
+
+def test_it_finds_a_long_slightly_wrong_old_text_fuzzily() -> None:
+    text = "".join(f"    total_{n} = weigh(item_{n}, factor={n % 5})\n" for n in range(3000))
+    old = "".join(f"    total_{n} = weigh(itm_{n}, factor={n % 5})\n" for n in range(1200, 1600))
+    found = region(locate(text, old))
+    assert found.strategy is MatchStrategy.FUZZY
+    assert found.first_line == 1200
+    assert len(found.lines) == 400
