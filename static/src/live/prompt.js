@@ -44,7 +44,7 @@ export class PromptBox {
     this.queueButton.disabled = !isRunning;
     this.sendButton.textContent = isRunning ? "Steer" : "Send";
     this.input.placeholder = isRunning
-      ? "Steer the model now (Enter), queue a prompt (Alt+Enter), stop (Esc)"
-      : "Ask the model (Enter to send, Shift+Enter for a new line)";
+      ? "Steer now (Enter) · queue (Alt+Enter) · stop (Esc)"
+      : "Ask the model (Enter) · new line (Shift+Enter)";
   }
 }

@@ -1,0 +1,218 @@
+"""Live pairing in a real browser: the model's edits stream into the editor, steer, revert.
+
+The model is our scripted engine: a prompt's ``[say]...[/say]`` is played at ``[rate:N]``
+tokens/s, so each test knows exactly what the model writes and how fast.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS, ROOT, IdeServer, _free_port
+
+pytestmark = pytest.mark.browser
+
+SEED = "seed = 1\n"
+LONG_BODY = "".join(f"value_{i} = {i} * {i}\n" for i in range(80))
+SLOW_WRITE = f'[rate:40][say]Writing the table now.\n<write path="a.py">\n{LONG_BODY}</write>\nDone.\n[/say]'
+STEER = '[rate:400][say]Steered: a shorter file.\n<write path="a.py">\nprint("steered")\n</write>\n[/say]'
+WAIT_MS = 20_000
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start: {log.read_text()}") from None
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def scripted_ide(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    """The IDE with a scripted model behind it: the shared server if it has one, else our own."""
+    if ide_server.env.get("OPENAI_BASE_URL"):
+        yield ide_server
+        return
+    data = tmp_path_factory.mktemp("live")
+    model_port, web_port = _free_port(), _free_port()
+    model_log, web_log = data / "model.log", data / "daphne.log"
+    env = dict(ide_server.env, OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_PROVIDER="local")
+    server = IdeServer(url=f"http://127.0.0.1:{web_port}", env=env)
+    with model_log.open("w") as model_out, web_log.open("w") as web_out:
+        model = subprocess.Popen(
+            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port)],
+            cwd=ROOT, env=env, stdout=model_out, stderr=subprocess.STDOUT,
+        )
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port), "spark_ide.asgi:application"],
+            cwd=ROOT, env=env, stdout=web_out, stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_for_port(model_port, model, "the scripted model server", model_log)
+            _wait_for_port(web_port, web, "daphne", web_log)
+            yield server
+        finally:
+            for process in (web, model):
+                process.terminate()
+                process.wait(timeout=10)
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"live_{name}.png"))
+
+
+def _start_session(server: IdeServer, page: Any, name: str) -> str:
+    """Sign in, make a workspace with a.py = SEED, start a live session; returns its URL."""
+    page.goto(server.login_url())
+    page.wait_for_url(f"{server.url}/")
+    page.get_by_label("New workspace name").fill(name)
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_url("**/w/*/")
+    page.get_by_label("New file path").fill("a.py")
+    page.get_by_title("Create file").click()
+    page.locator(".tab.active", has_text="a.py").wait_for()
+    page.locator(".cm-content").click()
+    page.keyboard.type(SEED)
+    page.locator("#status-save", has_text="All changes saved").wait_for(timeout=WAIT_MS)
+    page.locator("#start-live").click()
+    page.wait_for_url("**/sessions/*/")
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+    page.locator(".tree a[data-open='a.py']").click()
+    page.locator(".tab.active", has_text="a.py").wait_for()
+    page.locator(".cm-content", has_text="seed = 1").wait_for(timeout=WAIT_MS)
+    return str(page.url).split("#")[0]
+
+
+def _document(page: Any, path: str) -> str:
+    return str(page.evaluate("(path) => window.sparkLive.doc.getMap('files').get(path).toString()", path))
+
+
+def _ask(page: Any, text: str, key: str = "Enter") -> None:
+    box = page.get_by_label("Prompt")
+    box.fill(text)
+    box.press(key)
+
+
+def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(scripted_ide: IdeServer, page: Any) -> None:
+    session_url = _start_session(scripted_ide, page, "live pairing")
+
+    _ask(page, SLOW_WRITE)
+    page.locator(".turn.running").wait_for(timeout=WAIT_MS)
+    page.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)  # the unfinished line, drawn faded
+    assert page.locator(".cm-live-region").count() > 0  # the region being written is marked
+    seen: list[str] = []
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while len(seen) < 4 and time.monotonic() < deadline:
+        text = page.locator(".cm-content").inner_text()
+        if "value_" in text and (not seen or text != seen[-1]):
+            seen.append(text)
+        page.wait_for_timeout(100)
+    _shot(page, "streaming")
+    assert len(seen) >= 4, f"the editor should change while the model writes; saw {len(seen)} states"
+    counts = [text.count("value_") for text in seen]
+    assert counts == sorted(counts) and counts[0] < counts[-1], counts
+    assert page.locator(".turn.running").count() == 1, "the slow write must still be running for the steer"
+    assert "value_79" not in _document(page, "a.py")
+
+    _ask(page, STEER)  # Enter while the model writes = steer
+    first = page.locator(".turn").nth(0)
+    first.locator(".badge.outcome", has_text="steered").wait_for(timeout=WAIT_MS)
+    first.locator(".chip[data-state='rolled_back']").wait_for(timeout=WAIT_MS)
+    second = page.locator(".turn").nth(1)
+    second.locator(".badge.steer").wait_for()
+    second.locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+    page.locator(".cm-content", has_text='print("steered")').wait_for(timeout=WAIT_MS)
+    assert _document(page, "a.py") == 'print("steered")\n'
+    assert page.locator(".cm-live-ghost").count() == 0
+    assert page.locator("[data-field=steer]").inner_text().startswith("steer ")
+    _shot(page, "steered")
+
+    history = page.locator("#history")
+    revert = history.locator(f"[data-revert='{second.get_attribute('data-turn')}']")
+    revert.wait_for(timeout=WAIT_MS)
+    revert.click()
+    page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString() === 'seed = 1\\n'",
+                           timeout=WAIT_MS)
+    history.locator(".badge.reverted").wait_for(timeout=WAIT_MS)
+    _shot(page, "reverted")
+
+    page.goto(f"{session_url}#a.py")
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+    page.locator(".tab.active", has_text="a.py").wait_for(timeout=WAIT_MS)
+    page.locator(".cm-content", has_text="seed = 1").wait_for(timeout=WAIT_MS)
+    assert _document(page, "a.py") == SEED
+    assert page.locator("#history .history-turn").count() == 2
+    _shot(page, "reloaded")
+
+
+def test_a_viewer_watches_the_stream_read_only(scripted_ide: IdeServer, page: Any, chromium: Any) -> None:
+    _start_session(scripted_ide, page, "live viewer")
+    page.locator(".invites summary").click()
+    invite = page.locator("#invite-viewer").input_value()
+
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        viewer = context.new_page()
+        errors: list[str] = []
+        viewer.on("pageerror", lambda exc: errors.append(str(exc)))
+        viewer.goto(scripted_ide.login_url("vera"))
+        viewer.wait_for_url(f"{scripted_ide.url}/")
+        viewer.goto(invite)
+        viewer.wait_for_url("**/sessions/*/")
+        viewer.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+        assert viewer.locator("#prompt").count() == 0  # viewers watch, they do not drive
+        assert viewer.locator(".prompt.watching").count() == 1
+        page.locator(".presence .person", has_text="vera").wait_for(timeout=WAIT_MS)
+
+        _ask(page, '[rate:300][say]For the viewer.\n<write path="shown.py">\nshown = True\n</write>\n[/say]')
+        viewer.locator(".tab.active", has_text="shown.py").wait_for(timeout=WAIT_MS)  # the tab opens itself
+        viewer.locator(".cm-content", has_text="shown = True").wait_for(timeout=WAIT_MS)
+        viewer.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+        assert viewer.locator(".cm-content").get_attribute("contenteditable") == "false"
+        viewer.locator(".cm-content").click()
+        viewer.keyboard.type("nope")
+        assert "nope" not in _document(viewer, "shown.py")
+        ARTIFACTS.mkdir(exist_ok=True)
+        viewer.screenshot(path=str(ARTIFACTS / "live_viewer.png"))
+        assert errors == []
+    finally:
+        context.close()
+
+
+def test_typing_in_one_file_while_the_model_writes_another_is_kept(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live typing")
+    body = "".join(f"row_{i} = {i}\n" for i in range(60))
+    _ask(page, f'[rate:20][say]A new module.\n<write path="other.py">\n{body}</write>\n[/say]')
+    page.locator(".tab.busy", has_text="other.py").wait_for(timeout=WAIT_MS)  # its tab opens itself
+
+    page.locator(".tab", has_text="a.py").click()
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("typed = 2\n")
+    written = _document(page, "other.py").count("row_")
+    page.wait_for_function(
+        "(row) => window.sparkLive.doc.getMap('files').get('other.py').toString().includes(row)",
+        arg=f"row_{written + 2} ", timeout=WAIT_MS,
+    )
+    # The model kept writing other.py, but the person's tab, text and cursor stayed put.
+    assert page.locator(".tab.active").inner_text().startswith("a.py")
+    assert page.locator(".tab.busy", has_text="other.py").count() == 1
+    page.keyboard.type("more = 3\n")
+    assert _document(page, "a.py") == SEED + "typed = 2\nmore = 3\n"
+    page.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+    assert _document(page, "other.py") == body
+    assert _document(page, "a.py") == SEED + "typed = 2\nmore = 3\n"
+    _shot(page, "typing")
