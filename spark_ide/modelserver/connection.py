@@ -258,9 +258,9 @@ class Connection:
 
 
 def _not_active(response_id: str | None) -> ProtocolError:
-    what = f"Response {response_id!r} is" if response_id else "No response is"
+    what = f"Response {response_id!r} is not" if response_id else "No response is"
     return ProtocolError(
         errors.CANCEL_NOT_ACTIVE,
-        f"{what} not in progress; nothing to cancel.",
+        f"{what} in progress; nothing to cancel.",
         param="response_id",
     )

@@ -43,7 +43,9 @@ class Responder:
         self._engine = engine
         self._send = send
         self._sequence = 0
-        self._streaming = False
+        # A response can be stopped from its creation until its text is complete; a
+        # warm-up produces no text and is never stopped.
+        self._stoppable = record.request.generate
 
     @property
     def id(self) -> str:
@@ -58,8 +60,8 @@ class Responder:
         await self._send({"type": kind, **fields, "sequence_number": self.next_sequence_number()})
 
     def request_stop(self, reason: str) -> bool:
-        """Accept a stop only while text is still streaming (else it raced completion)."""
-        if not self._streaming or self.stop_reason is not None:
+        """Accept a stop until the text is complete (after that it raced completion)."""
+        if not self._stoppable or self.stop_reason is not None:
             return False
         self.stop_reason = reason
         self.cancel.cancel()
@@ -71,10 +73,10 @@ class Responder:
         await self.emit("response.created", response=self.record.to_json())
         await self.emit("response.in_progress", response=self.record.to_json())
         try:
-            if self.record.request.generate:
-                await self._stream(tally)
-            else:
+            if not self.record.request.generate:
                 await self._engine.prepare(self.job, tally)
+            elif self.stop_reason is None:  # a stop may arrive right after response.created
+                await self._stream(tally)
         except EngineError as exc:
             if self.stop_reason is None:
                 await self._fail(exc)
@@ -95,7 +97,6 @@ class Responder:
         self.record.has_item = True
         await self.emit("response.output_item.added", output_index=0, item=self.record.item())
         await self.emit("response.content_part.added", **self._where(), part=text_part(""))
-        self._streaming = True
         pieces = self._engine.generate(self.job, tally, self.cancel)
         async with aclosing(pieces):
             try:
@@ -109,7 +110,7 @@ class Responder:
             finally:
                 # However the loop ended (done, stop, socket closed), the engine must not
                 # run on: set the token before the iterator is closed.
-                self._streaming = False
+                self._stoppable = False
                 self.cancel.cancel()
 
     def _where(self) -> dict[str, Any]:

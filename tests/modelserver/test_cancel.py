@@ -77,3 +77,24 @@ async def test_it_treats_cancel_as_unknown_without_the_extension() -> None:
     assert events[-1]["response"]["status"] == "completed"
     assert error["error"]["code"] == "invalid_value"
     assert error["error"]["param"] == "type"
+
+
+async def test_it_cancels_a_response_before_its_first_token(ws: Client) -> None:
+    await ws.create("[ttft:5000][say]never said[/say]")
+    created = await ws.recv()
+    await ws.send({"type": "response.cancel", "response_id": created["response"]["id"]})
+    events = await ws.response()
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "cancelled"}
+    assert "response.output_text.delta" not in types_of(events)
+    assert text_of(events) == ""
+
+
+async def test_a_warm_up_cannot_be_cancelled(ws: Client) -> None:
+    await ws.create("context", generate=False)
+    created = await ws.recv()
+    await ws.send({"type": "response.cancel", "response_id": created["response"]["id"]})
+    events = await ws.response()
+    error = await ws.recv()
+    assert events[-1]["type"] == "response.completed"
+    assert error["error"]["code"] == "response_cancel_not_active"
+    assert error["error"]["message"].endswith("is not in progress; nothing to cancel.")
