@@ -71,9 +71,16 @@ _CLOSERS: dict[_State, tuple[str, bool]] = {
 
 def _could_become(partial: str, marker: str) -> bool:
     """True when the partial line may still turn into `marker` plus trailing blanks."""
+    if len(partial) > MAX_TAG_LENGTH:
+        return False
     if marker.startswith(partial):
         return True
     return partial.startswith(marker) and not partial[len(marker) :].strip(_HORIZONTAL_SPACE)
+
+
+def _is_marker_line(line: str, marker: str) -> bool:
+    """A whole-line marker; overlong lines never are, so holding back stays bounded."""
+    return len(line) <= MAX_TAG_LENGTH and line.rstrip(_HORIZONTAL_SPACE) == marker
 
 
 def _attribute_path(attributes: str) -> str | None:
@@ -164,12 +171,11 @@ class EditStreamParser:
     def _skip_rest_of_tag_line(self) -> bool:
         """After a tag, drop blanks up to the newline; other text on the line is content."""
         rest = self._buffer.lstrip(_HORIZONTAL_SPACE)
-        if not rest and not self._final:
+        self._buffer = rest  # blanks are dropped as they come, so none pile up
+        if not rest:
             return False
         if rest.startswith("\n"):
             self._buffer = rest[1:]
-        elif not rest:
-            self._buffer = ""
         self._skip_line_end = False
         self._at_line_start = True
         return True
@@ -199,7 +205,7 @@ class EditStreamParser:
         if line.startswith("<<") or line == "<":
             if not complete and _could_become(line, SEARCH_MARKER):
                 return None
-            if line.rstrip(_HORIZONTAL_SPACE) == SEARCH_MARKER:
+            if _is_marker_line(line, SEARCH_MARKER):
                 self._open_search_replace(len(line))
                 return True
         if not line.startswith("<"):
@@ -286,7 +292,7 @@ class EditStreamParser:
             if whole_line:
                 line = buffer if newline < 0 else buffer[:newline]
                 complete = newline >= 0 or self._final
-                if complete and line.rstrip(_HORIZONTAL_SPACE) == marker:
+                if complete and _is_marker_line(line, marker):
                     self._buffer = buffer[len(line) + 1 :]
                     self._close_section()
                     return True

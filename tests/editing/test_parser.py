@@ -198,3 +198,14 @@ def test_it_gives_up_on_an_opening_tag_that_never_closes() -> None:
 def test_it_decides_on_an_overlong_tag_the_same_way_however_it_is_chunked() -> None:
     text = '<write path="' + "x" * 600 + '">\nbody\n</write>\n'
     assert parse(text, size=7) == parse(text) == [ProseText(text)]
+
+
+def test_it_decides_on_a_marker_with_endless_trailing_blanks_the_same_way_in_any_chunking() -> None:
+    text = "a.py\n<<<<<<< SEARCH" + " " * 1000 + "\nx\n"
+    assert parse(text, size=3) == parse(text) == [ProseText(text)]
+
+
+def test_it_drops_blanks_after_an_opening_tag_however_they_arrive() -> None:
+    text = '<write path="a">' + " " * 700 + "body\n</write>\n"
+    assert parse(text, size=2) == parse(text)
+    assert WriteChunk(0, "body\n") in parse(text)
