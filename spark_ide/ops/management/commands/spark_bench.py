@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # Each benchmark lives beside the code it measures, as ``spark_ide.<name>.bench.main``.
-BENCHMARKS = ("editing", "modelserver", "upstream")
+BENCHMARKS = ("editing", "modelserver", "pairing", "upstream")
 
 
 class Command(BaseCommand):

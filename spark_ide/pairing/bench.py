@@ -1,0 +1,339 @@
+"""Pairing relay benchmark (``manage.py spark_bench pairing``, ``python -m spark_ide.pairing.bench``).
+
+The real stack on loopback (``bench_stack``): the scripted model server, a frame tap in front
+of it, the IDE under Daphne, and a bare ``websockets`` relay (``bench_relay``) as the
+baseline. A ``websockets`` client plays the browser (PROTOCOL.md §2): it sends JSON, answers
+nothing for Yjs and only counts binary frames. Figures:
+
+* throughput: a scripted answer of ``--tokens`` tokens of prose plus a ``<write>`` block at
+  the engine's top speed; tokens / (last delta received - first delta received), medians
+  over ``--reps`` alternating runs through the IDE and through the bare relay, their ratio,
+  and zero loss (the turn's deltas concatenate to exactly the scripted text, the written
+  file holds exactly the block's content);
+* added latency at 1,000 tokens/s: for each upstream delta, the time the client received
+  the character that completes it minus the time the tap saw its frame (p50/p99/max);
+* steering (IDE only): ``steer_ms`` as the server reports it (steer received -> re-prompt
+  sent) and, at the client, steer sent -> first delta of the new turn minus the TTFT the
+  steer asked the engine for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from spark_ide.modelserver.engines.scripted import split_tokens
+
+from .bench_client import Browser, late_events, play, take_turn
+from .bench_stack import FrameTap, Stack, Tapped, tap_deltas, tapped_events
+
+TOP_RATE = 200_000  # tokens/s: the rate the issue names for "the engine as fast as it can"
+# So high that the engine never waits: it sends its largest pieces back to back.
+UNPACED_RATE = 1e9
+PACED_RATE = 1_000
+WRITE_PATH = "bench/out.py"
+FILES = {"app.py": "def add(a, b):\n    return a + b\n", "README.md": "# bench\n"}
+VOCAB = (
+    "the", "model", "writes", "code", "while", "you", "steer", "it", "and", "each", "token",
+    "lands", "in", "your", "editor", "live", "so", "we", "watch", "a", "relay", "keep", "up",
+)
+TARGETS = {
+    "ide_tokens_per_s_min": 20_000.0, "ratio_min": 0.5, "latency_p50_ms_max": 10.0,
+    "latency_p99_ms_max": 30.0, "steer_ms_p50_max": 5.0, "steer_first_token_p50_ms_max": 15.0,
+}
+
+def prose(tokens: int, salt: int = 0) -> str:
+    """Deterministic prose of exactly ``tokens`` scripted-engine tokens; no line starts with '<'."""
+    pieces: list[str] = []
+    count = 0
+    while count < tokens:
+        i = len(pieces)
+        word = VOCAB[(i * 7 + salt) % len(VOCAB)]
+        piece = word if not pieces else ("\n" if i % 14 == 13 else " ") + word
+        if count + len(split_tokens(piece)) > tokens:
+            piece = " a" if pieces else "a"  # one token: land on the count exactly
+        count += len(split_tokens(piece))
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def write_body(functions: int = 40) -> str:
+    return "".join(f"def step_{i}(value):\n    return value * {i} + {i % 7}\n\n" for i in range(functions))
+
+
+def bulk(tokens: int) -> str:
+    """The throughput answer: prose, then a whole-file write for the edit engine."""
+    return f'{prose(tokens)}\n<write path="{WRITE_PATH}">\n{write_body()}</write>\nDone.\n'
+
+
+def scripts(args: argparse.Namespace) -> dict[str, str]:
+    return {
+        "bulk": bulk(args.tokens), "capacity": bulk(args.capacity_tokens),
+        "paced": prose(args.paced_tokens, salt=3), "long": prose(20_000, salt=5),
+    }
+
+
+def summary(values: list[float]) -> dict[str, float | int]:
+    if not values:
+        return {"n": 0}
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {
+        "p50": round(statistics.median(ordered), 3), "p99": round(p99, 3),
+        "max": round(ordered[-1], 3), "n": len(ordered),
+    }
+
+
+# -- throughput ------------------------------------------------------------------------------
+
+
+async def throughput_run(browser: Browser, script: str, expected: str, rate: float) -> dict[str, Any]:
+    turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
+    span = turn.deltas[-1][0] - turn.deltas[0][0] if len(turn.deltas) > 1 else 0.0
+    tokens = len(split_tokens(turn.text))
+    return {
+        "tokens_per_s": round(tokens / span, 1) if span > 0 else None,
+        "lossless": turn.text == expected and turn.finished["status"] == "completed",
+        "frames": len(turn.deltas),
+        "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
+    }
+
+
+def _medians(runs: list[dict[str, Any]], key: str) -> float | None:
+    values = [run[key] for run in runs if run[key] is not None]
+    return round(statistics.median(values), 1) if values else None
+
+
+@dataclass
+class Load:
+    """What a throughput measurement plays: a script, its text, the engine's pace."""
+
+    script: str
+    text: str
+    rate: float
+
+
+async def measure_throughput(
+    ide: Browser, bare: Browser, load: Load, reps: int, stack: Stack, workspace_id: str
+) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {"ide": [], "bare": []}
+    for rep in range(reps):
+        for name, browser in (("ide", ide), ("bare", bare)):
+            runs[name].append(await throughput_run(browser, load.script, load.text, load.rate))
+            progress(f"{load.script} at rate {load.rate:g}, {name} #{rep + 1}: {runs[name][-1]['tokens_per_s']}")
+    written = await stack.file_text(workspace_id, WRITE_PATH, write_body())
+    ide_median, bare_median = _medians(runs["ide"], "tokens_per_s"), _medians(runs["bare"], "tokens_per_s")
+    return {
+        "engine_rate": load.rate,
+        "tokens": len(split_tokens(load.text)),
+        "ide_tokens_per_s": ide_median,
+        "bare_tokens_per_s": bare_median,
+        "ratio": round(ide_median / bare_median, 3) if ide_median and bare_median else None,
+        "ide_server_tokens_per_s": _medians(runs["ide"], "server_tokens_per_s"),
+        "zero_loss": all(run["lossless"] for rs in runs.values() for run in rs),
+        "edit_applied": written == write_body(),
+        "ide_frames_per_turn": statistics.median(run["frames"] for run in runs["ide"]),
+        "bare_frames_per_turn": statistics.median(run["frames"] for run in runs["bare"]),
+        "runs": runs,
+    }
+
+
+# -- added latency ---------------------------------------------------------------------------
+
+
+def added_latency_ms(upstream: list[tuple[float, str]], received: list[tuple[float, str]]) -> list[float]:
+    """Per upstream delta: when the client had its last character, minus when the tap saw it."""
+    ends: list[int] = []
+    offset = 0
+    for _, text in received:
+        offset += len(text)
+        ends.append(offset)
+    latencies: list[float] = []
+    offset, frame = 0, 0
+    for sent_at, text in upstream:
+        if not text:
+            continue
+        offset += len(text)
+        while ends[frame] < offset:
+            frame += 1
+        latencies.append((received[frame][0] - sent_at) * 1000.0)
+    return latencies
+
+
+async def measure_latency(browser: Browser, tap: FrameTap, expected: str) -> dict[str, Any]:
+    tap.recording = []
+    try:
+        turn = await play(browser, f"[script:paced][rate:{PACED_RATE}][ttft:0]")
+    finally:
+        frames, tap.recording = tap.recording, None
+    by_item: dict[str, list[tuple[float, str]]] = {}
+    for at, item, text in tap_deltas(frames):
+        by_item.setdefault(item, []).append((at, text))
+    upstream = next((d for d in by_item.values() if "".join(t for _, t in d) == turn.text), None)
+    lossless = turn.text == expected and upstream is not None
+    latencies = added_latency_ms(upstream, turn.deltas) if upstream is not None and lossless else []
+    return {"added_ms": summary(latencies), "lossless": lossless, "client_frames": len(turn.deltas)}
+
+
+# -- steering --------------------------------------------------------------------------------
+
+
+def upstream_steer_times(frames: list[Tapped], said: str) -> tuple[float | None, float | None]:
+    """When the re-prompt asking for ``said`` passed the tap, and its answer's first delta."""
+    events = tapped_events(frames)
+    asked = next(
+        (at for at, from_server, event in events
+         if not from_server and event.get("type") == "response.create" and f"[say]{said}[/say]" in json.dumps(event)),
+        None,
+    )
+    by_item: dict[str, list[tuple[float, str]]] = {}
+    for at, item, delta in tap_deltas(frames):
+        by_item.setdefault(item, []).append((at, delta))
+    answered = next((d[0][0] for d in by_item.values() if "".join(t for _, t in d) == said), None)
+    return asked, answered
+
+
+async def steer_once(browser: Browser, tap: FrameTap, index: int, ttft_ms: float) -> dict[str, Any]:
+    start = len(browser.events)
+    await browser.send({"type": "prompt", "text": f"[script:long][rate:{PACED_RATE}][ttft:0]"})
+    began = await browser.first(lambda e: e["type"] == "turn.started", start)
+    old = browser.events[began][1]["turn"]
+    await browser.first(lambda e: e["type"] == "turn.delta" and e["turn"] == old, began)
+    await asyncio.sleep((5 + index * 7 % 40) / 1000)  # vary where in the 16 ms frame we land
+    said = f"steered answer number {index}"
+    mark = len(browser.events)
+    tap.recording = []
+    sent = await browser.send({"type": "steer", "text": f"[say]{said}[/say][rate:{PACED_RATE}][ttft:{ttft_ms:g}]"})
+    began = await browser.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, mark)
+    new = browser.events[began][1]["turn"]
+    first = await browser.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, began)
+    steered = await browser.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, began)
+    turn = await take_turn(browser, new, began)
+    frames, tap.recording = tap.recording, None
+    asked, answered = upstream_steer_times(frames, said)
+    received = browser.events[first][0]
+    return {
+        "steer_ms": browser.events[steered][1]["steer_ms"],
+        "first_token_minus_ttft_ms": (received - sent) * 1000.0 - ttft_ms,
+        # The same span cut where the tap saw the re-prompt and the new answer's first delta.
+        "client_to_reprompt_ms": None if asked is None else (asked - sent) * 1000.0,
+        "model_first_token_minus_ttft_ms": None if asked is None or answered is None
+        else (answered - asked) * 1000.0 - ttft_ms,
+        "relay_ms": None if answered is None else (received - answered) * 1000.0,
+        "lossless": turn.text == said and turn.finished["status"] == "completed" and answered is not None,
+    }
+
+
+async def measure_steers(browser: Browser, tap: FrameTap, count: int, ttft_ms: float) -> dict[str, Any]:
+    samples = []
+    for index in range(count):
+        began = time.monotonic()
+        samples.append(await steer_once(browser, tap, index, ttft_ms))
+        # The consumer allows 20 messages a second; each sample sends two.
+        await asyncio.sleep(max(0.0, 0.15 - (time.monotonic() - began)))
+    return {
+        "engine_ttft_ms": ttft_ms,
+        "server_steer_ms": summary([s["steer_ms"] for s in samples]),
+        "client_first_token_minus_ttft_ms": summary([s["first_token_minus_ttft_ms"] for s in samples]),
+        "parts_of_first_token_ms": {
+            name: summary([s[name] for s in samples if s[name] is not None])
+            for name in ("client_to_reprompt_ms", "model_first_token_minus_ttft_ms", "relay_ms")
+        },
+        "lossless": all(s["lossless"] for s in samples),
+    }
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def progress(message: str) -> None:
+    print(f"[bench pairing] {message}", file=sys.stderr, flush=True)
+
+
+def verdicts(figures: dict[str, Any]) -> dict[str, bool]:
+    through, latency, steer = figures["throughput"], figures["latency_1000_tps"], figures["steer"]
+    added = latency["ide"]["added_ms"]
+    return {
+        "throughput_20k_tokens_per_s": (through["ide_tokens_per_s"] or 0) >= TARGETS["ide_tokens_per_s_min"],
+        "zero_loss": through["zero_loss"] and figures["capacity"]["zero_loss"] and latency["ide"]["lossless"]
+        and steer["lossless"] and figures["late_deltas"] == 0,
+        "ratio_to_bare_0_5": (through["ratio"] or 0) >= TARGETS["ratio_min"],
+        "latency_p50_10ms": added.get("p50", 1e9) <= TARGETS["latency_p50_ms_max"],
+        "latency_p99_30ms": added.get("p99", 1e9) <= TARGETS["latency_p99_ms_max"],
+        "steer_p50_5ms": steer["server_steer_ms"].get("p50", 1e9) <= TARGETS["steer_ms_p50_max"],
+        "steer_first_token_p50_15ms": steer["client_first_token_minus_ttft_ms"].get("p50", 1e9)
+        <= TARGETS["steer_first_token_p50_ms_max"],
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    texts = scripts(args)
+    started = time.monotonic()
+    load_before = [round(x, 2) for x in os.getloadavg()]  # other work on the machine skews figures
+    async with Stack(texts) as stack:
+        assert stack.tap is not None
+        progress(f"stack up in {time.monotonic() - started:.1f}s")
+        workspace_id, ws_url = await stack.session(FILES)
+        ide = await Browser.open(ws_url, stack.token)
+        bare = await Browser.open(stack.relay_url)
+        try:
+            for browser in (ide, bare):  # warm: first turns, imports, connections, the file
+                await play(browser, f"[say]warm up[/say][rate:{TOP_RATE}][ttft:0]")
+                await throughput_run(browser, "bulk", texts["bulk"], TOP_RATE)
+            paced, unpaced = Load("bulk", texts["bulk"], TOP_RATE), Load("capacity", texts["capacity"], UNPACED_RATE)
+            figures: dict[str, Any] = {
+                "throughput": await measure_throughput(ide, bare, paced, args.reps, stack, workspace_id),
+                "capacity": await measure_throughput(ide, bare, unpaced, args.reps, stack, workspace_id),
+                "latency_1000_tps": {
+                    "ide": await measure_latency(ide, stack.tap, texts["paced"]),
+                    "bare": await measure_latency(bare, stack.tap, texts["paced"]),
+                },
+                "steer": await measure_steers(ide, stack.tap, args.steers, args.steer_ttft_ms),
+            }
+            figures["late_deltas"] = late_events(ide.events)
+            figures["ide_binary_frames"] = ide.binary_frames
+        finally:
+            await ide.close()
+            await bare.close()
+    figures["targets_met"] = verdicts(figures)
+    figures["targets"] = TARGETS
+    figures["setup"] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "cpus": os.cpu_count(),
+        "python": sys.version.split()[0], "reps": args.reps, "paced_tokens": args.paced_tokens,
+        "tokens": args.tokens, "capacity_tokens": args.capacity_tokens,
+        "steers": args.steers, "seconds": round(time.monotonic() - started, 1),
+        "load_average_before_after": [load_before, [round(x, 2) for x in os.getloadavg()]],
+    }
+    return figures
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_bench pairing", description="Live-pairing relay benchmark.")
+    parser.add_argument("--tokens", type=int, default=50_000, help="prose tokens in the throughput answer")
+    parser.add_argument(
+        "--capacity-tokens", type=int, default=200_000, help="prose tokens for the unpaced (capacity) runs"
+    )
+    parser.add_argument("--reps", type=int, default=3, help="throughput runs per relay (median)")
+    parser.add_argument("--paced-tokens", type=int, default=2_000, help="tokens streamed at 1,000 tokens/s")
+    parser.add_argument("--steers", type=int, default=12, help="steers to time")
+    parser.add_argument("--steer-ttft-ms", type=float, default=20.0, help="engine TTFT the steers ask for")
+    args = parser.parse_args(argv)
+    if min(args.tokens, args.capacity_tokens, args.reps, args.paced_tokens, args.steers) < 1 or args.steer_ttft_ms < 0:
+        parser.error("sizes must be >= 1 and --steer-ttft-ms >= 0")
+    return args
+
+
+def main(argv: list[str]) -> dict[str, object]:
+    return asyncio.run(run(parse(argv)))
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:]), indent=2, sort_keys=True))

@@ -1,0 +1,91 @@
+"""The pairing benchmark's baseline: the thinnest relay a browser could be served by.
+
+``python -m spark_ide.pairing.bench_relay --port P --upstream ws://HOST:PORT/v1/responses``
+
+Each client socket gets its own model socket, opened before the client may prompt (as warm
+as the Pilot's). A ``{"type": "prompt", "text": ...}`` sends one ``response.create`` with the
+same instructions the IDE sends; every ``response.output_text.delta`` goes back at once as a
+``turn.delta`` JSON text frame, framed by ``turn.started`` and ``turn.finished`` like the
+IDE's events, so one client measures both. No outbox, no edit engine, no persistence: what
+the IDE does beyond this is what the benchmark's ratio prices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from spark_ide.upstream.profiles import profile_for
+from spark_ide.upstream.request import Message, TurnRequest, responses_create
+
+from .prompting import EDIT_FORMAT
+
+MODEL = "smollm2"
+TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}
+
+
+def _create(text: str) -> str:
+    request = TurnRequest(instructions=EDIT_FORMAT, input=(Message("user", text),))
+    body = responses_create(request, model=MODEL, profile=profile_for("local", MODEL), store=False, chain=False)
+    return json.dumps(body)
+
+
+async def _answer(client: ServerConnection, upstream: ClientConnection, text: str, turn: int) -> None:
+    """Play one turn: the model's deltas straight to the client."""
+    turn_id = f"bare-{turn}"
+    await client.send(json.dumps({"type": "turn.started", "turn": turn_id, "steered_from": None}))
+    await upstream.send(_create(text))
+    status = "failed"
+    async for frame in upstream:
+        event: dict[str, Any] = json.loads(frame)
+        kind = event.get("type")
+        if kind == "response.output_text.delta":
+            await client.send(json.dumps({"type": "turn.delta", "turn": turn_id, "text": event["delta"]}))
+        elif kind in TERMINAL:
+            status = "completed" if kind == "response.completed" else "failed"
+            break
+    await client.send(json.dumps({"type": "turn.finished", "turn": turn_id, "status": status}))
+
+
+async def _session(client: ServerConnection, upstream_url: str) -> None:
+    async with connect(upstream_url, compression=None, max_size=None) as upstream:
+        await client.send(json.dumps({"type": "hello", "role": "owner"}))
+        turns = 0
+        async for message in client:
+            request = json.loads(message)
+            if request.get("type") == "prompt":
+                turns += 1
+                await _answer(client, upstream, str(request["text"]), turns)
+
+
+async def serve_relay(port: int, upstream_url: str) -> None:
+    async def handler(client: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await _session(client, upstream_url)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    async with serve(handler, "127.0.0.1", port, compression=None, max_size=None):
+        print(f"listening on {port}", flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench_relay", description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--upstream", required=True, help="ws://HOST:PORT/v1/responses")
+    args = parser.parse_args(argv)
+    asyncio.run(serve_relay(args.port, args.upstream))
+
+
+if __name__ == "__main__":
+    main()

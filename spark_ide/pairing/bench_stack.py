@@ -1,0 +1,275 @@
+"""The pairing benchmark's stack: real processes on loopback, and a tap that times frames.
+
+``Stack`` starts, in a temp dir, the model server (scripted engine), a ``FrameTap`` in this
+process in front of it, the IDE under Daphne (its own SQLite, migrated, one API user) whose
+model base URL is the tap, and the bare relay (``bench_relay``) whose upstream is the tap
+too, so both relays pay the same extra hop. Every subprocess runs in its own process group
+and is ended with it, however the benchmark ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from spark_ide.upstream.loopproxy import _frame_length
+
+ROOT = Path(__file__).resolve().parents[2]
+_HEADER_END = b"\r\n\r\n"
+_TEXT_OPCODE = 0x1
+_MAKE_USER = (
+    "from django.contrib.auth import get_user_model;"
+    "from spark_ide.accounts.services import api_token_create;"
+    "print(api_token_create(user=get_user_model().objects.create_user('bench')))"
+)
+
+
+class StackError(Exception):
+    """A part of the stack did not start; the message carries the end of its log."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _payload(frame: bytes) -> bytes:
+    """A frame's payload, unmasked when it is a client frame."""
+    size = frame[1] & 0x7F
+    offset = {126: 4, 127: 10}.get(size, 2)
+    if not frame[1] & 0x80:
+        return frame[offset:]
+    mask, data = frame[offset : offset + 4], frame[offset + 4 :]
+    return bytes(byte ^ mask[i % 4] for i, byte in enumerate(data))
+
+
+Tapped = tuple[float, bool, bytes]  # (monotonic time, from the server?, the whole frame)
+
+
+class FrameTap:
+    """A loopback TCP relay to the model server that notes when each text frame passed.
+
+    Bytes are forwarded as they arrive, before any bookkeeping. While ``recording`` is a
+    list, each complete text frame (either way) is appended with the monotonic time of the
+    read that completed it; ``tapped_events`` decodes them afterwards, off the hot path.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.recording: list[Tapped] | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.transport.abort()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers.update((writer, up_writer))
+        try:
+            await asyncio.gather(self._relay(reader, up_writer, False), self._relay(up_reader, writer, True))
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # a link ends when either side or the benchmark ends it: nothing to report
+        finally:
+            for end in (writer, up_writer):
+                end.transport.abort()
+                self._writers.discard(end)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, from_server: bool) -> None:
+        buffer = bytearray()
+        upgraded = False  # the HTTP upgrade (request or response) comes before any frame
+        while chunk := await reader.read(65536):
+            at = time.monotonic()
+            writer.write(chunk)
+            buffer += chunk
+            if not upgraded and (end := buffer.find(_HEADER_END)) >= 0:
+                del buffer[: end + len(_HEADER_END)]
+                upgraded = True
+            while upgraded and (size := _frame_length(buffer)) is not None:
+                if self.recording is not None and buffer[0] & 0x0F == _TEXT_OPCODE:
+                    self.recording.append((at, from_server, bytes(buffer[:size])))
+                del buffer[:size]  # cheap: a bytearray drops its head without moving the rest
+            await writer.drain()
+        writer.transport.abort()
+
+
+def tapped_events(frames: list[Tapped]) -> list[tuple[float, bool, dict[str, Any]]]:
+    """The tapped frames as JSON events: ``(time, from the server?, event)``."""
+    return [(at, from_server, json.loads(_payload(frame))) for at, from_server, frame in frames]
+
+
+def tap_deltas(frames: list[Tapped]) -> list[tuple[float, str, str]]:
+    """``(time, item_id, text)`` of each ``response.output_text.delta`` the server sent."""
+    return [
+        (at, str(event.get("item_id")), str(event["delta"]))
+        for at, from_server, event in tapped_events(frames)
+        if from_server and event.get("type") == "response.output_text.delta"
+    ]
+
+
+class Stack:
+    """Everything the benchmark talks to; ``async with Stack(scripts) as stack``."""
+
+    def __init__(self, scripts: dict[str, str]) -> None:
+        self.scripts = scripts
+        self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._logs: list[IO[bytes]] = []
+        self.tap: FrameTap | None = None
+        self.ide_url = ""
+        self.relay_url = ""
+        self.token = ""
+
+    async def __aenter__(self) -> Stack:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for process in reversed(self.processes):
+            _end(process)
+        if self.tap is not None:
+            await self.tap.stop()
+        for log in self._logs:
+            log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def _start(self) -> None:
+        script_file = self.dir / "scripts.json"
+        script_file.write_text(json.dumps(self.scripts), encoding="utf-8")
+        model_port = _free_port()
+        modelserver = self._spawn("modelserver", [
+            "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port),
+            "--script-file", str(script_file), "--tokens-per-s", "1000", "--ttft-ms", "0",
+            "--log-level", "WARNING",
+        ], self._env())
+        await self._wait_port("modelserver", modelserver, model_port)
+        self.tap = FrameTap(model_port)
+        tap_port = await self.tap.start()
+        env = self._env(
+            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
+            SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
+            SPARK_EDIT_STYLE="edits", SPARK_LOG_LEVEL="WARNING",
+        )
+        await self._manage(env, "migrate", "--verbosity", "0")
+        self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()
+        ide_port, relay_port = _free_port(), _free_port()
+        daphne = self._spawn("daphne", [
+            "-m", "daphne", "-b", "127.0.0.1", "-p", str(ide_port), "spark_ide.asgi:application",
+        ], env)
+        relay = self._spawn("relay", [
+            "-m", "spark_ide.pairing.bench_relay", "--port", str(relay_port),
+            "--upstream", f"ws://127.0.0.1:{tap_port}/v1/responses",
+        ], self._env())
+        await self._wait_port("daphne", daphne, ide_port)
+        await self._wait_port("relay", relay, relay_port)
+        self.ide_url = f"http://127.0.0.1:{ide_port}"
+        self.relay_url = f"ws://127.0.0.1:{relay_port}/"
+
+    def _env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+        env.update(extra)
+        return env
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = (self.dir / f"{name}.log").open("wb")
+        self._logs.append(log)
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, ended as one
+        )
+        self.processes.append(process)
+        return process
+
+    async def _manage(self, env: dict[str, str], *args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "manage.py", *args, cwd=ROOT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        finally:
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+        if process.returncode != 0:
+            raise StackError(f"manage.py {args[0]} failed: {err.decode(errors='replace')[-2000:]}")
+        return out.decode()
+
+    async def _wait_port(
+        self, name: str, process: subprocess.Popen[bytes], port: int, timeout: float = 30.0
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return
+            if process.poll() is not None or time.monotonic() > deadline:
+                log = (self.dir / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise StackError(f"{name} did not start: {log}")
+            await asyncio.sleep(0.05)
+
+    async def session(self, files: dict[str, str]) -> tuple[str, str]:
+        """A new workspace with ``files`` and a session on it: (workspace id, ws URL)."""
+        headers = {"Authorization": f"Token {self.token}"}
+        async with httpx.AsyncClient(base_url=self.ide_url, headers=headers, timeout=30) as http:
+            workspace = (await http.post("/api/workspaces", json={"name": "bench", "files": files}))
+            workspace.raise_for_status()
+            workspace_id = workspace.json()["id"]
+            session = await http.post(f"/api/workspaces/{workspace_id}/sessions")
+            session.raise_for_status()
+            return str(workspace_id), str(session.json()["ws_url"])
+
+    async def file_text(self, workspace_id: str, path: str, expected: str, timeout: float = 5.0) -> str:
+        """The file's text over HTTP, polled until it is ``expected`` or ``timeout`` passes.
+
+        The API serves the stored file rows, which follow the live document a moment later.
+        """
+        headers = {"Authorization": f"Token {self.token}"}
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(base_url=self.ide_url, headers=headers, timeout=30) as http:
+            while True:
+                answer = await http.get(f"/api/workspaces/{workspace_id}/files/{path}")
+                if answer.text == expected or time.monotonic() > deadline:
+                    return answer.text if answer.status_code == 200 else ""
+                await asyncio.sleep(0.05)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Terminate the process group; kill it if it lingers."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
