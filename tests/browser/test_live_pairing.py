@@ -216,3 +216,60 @@ def test_typing_in_one_file_while_the_model_writes_another_is_kept(scripted_ide:
     assert _document(page, "other.py") == body
     assert _document(page, "a.py") == SEED + "typed = 2\nmore = 3\n"
     _shot(page, "typing")
+
+
+def test_a_dropped_socket_reconnects_and_the_transcript_has_no_gap_or_repeat(
+    scripted_ide: IdeServer, page: Any
+) -> None:
+    _start_session(scripted_ide, page, "live reconnect")
+    body = "".join(f"item_{i} = {i}\n" for i in range(40))
+    _ask(page, f'[rate:40][say]Before the drop.\n<write path="a.py">\n{body}</write>\nAfter the drop.\n[/say]')
+    page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString().includes('item_3 ')",
+                           timeout=WAIT_MS)
+    page.evaluate("() => window.sparkLive.connection.socket.close()")  # as a network drop would
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+    turn = page.locator(".turn").first
+    turn.locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+
+    assert _document(page, "a.py") == body
+    prose = turn.locator(".prose").inner_text()
+    assert prose.count("Before the drop.") == 1
+    assert prose.count("After the drop.") == 1
+    assert turn.locator(".chip").count() == 1
+    assert turn.locator(".chip[data-state='applied'] .chip-count").inner_text() == "+40"
+
+
+def test_a_refused_message_shows_an_error_notice(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live errors")
+    _ask(page, "x" * 20_001)  # the server caps a prompt at 20,000 characters
+    page.locator(".toast.error", has_text="longer than").wait_for(timeout=WAIT_MS)
+    assert page.locator(".turn").count() == 0
+
+
+def test_escape_stops_the_model_and_rolls_back_its_block(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live stop")
+    _ask(page, SLOW_WRITE)
+    page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString().includes('value_2 ')",
+                           timeout=WAIT_MS)
+    page.get_by_label("Prompt").press("Escape")
+    turn = page.locator(".turn").first
+    turn.locator(".badge.outcome", has_text="cancelled").wait_for(timeout=WAIT_MS)
+    turn.locator(".chip[data-state='rolled_back']").wait_for(timeout=WAIT_MS)
+    page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString() === 'seed = 1\\n'",
+                           timeout=WAIT_MS)
+    assert page.locator(".cm-live-ghost").count() == 0
+    assert page.get_by_role("button", name="Send").is_visible()  # idle again: Enter prompts
+
+
+def test_alt_enter_queues_a_prompt_behind_the_running_turn(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live queue")
+    _ask(page, SLOW_WRITE.replace("[rate:40]", "[rate:120]"))
+    page.locator(".turn.running").wait_for(timeout=WAIT_MS)
+    _ask(page, '[rate:300][say]Second.\n<write path="queued.py">\nqueued = True\n</write>\n[/say]', key="Alt+Enter")
+    page.locator(".toast", has_text="Queued").wait_for(timeout=WAIT_MS)
+    second = page.locator(".turn").nth(1)
+    second.locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+    first = page.locator(".turn").first
+    assert first.locator(".badge.outcome").inner_text() == "completed"  # not steered: it ran to the end
+    assert _document(page, "a.py") == LONG_BODY
+    assert _document(page, "queued.py") == "queued = True\n"
