@@ -48,10 +48,7 @@ class LineApplier:
         self._origin = origin
         self._old = old_lines
         self.first_line = first_line
-        self._before = snapshot.text[:offset]
-        self._after = snapshot.text[offset + sum(map(len, old_lines)) :]
-        self._lines_written: list[str] = []
-        position = utf8_length(self._before)
+        position = snapshot.byte_offset(offset)
         anchors: list[int] = []
         for line in old_lines:
             anchors.append(position)
@@ -119,17 +116,10 @@ class LineApplier:
         """Stop following the document (the block is over, or being rolled back)."""
         self._closed = True
 
-    def text_after(self) -> str | None:
-        """The file's text after `finish()`, when only this block changed it."""
-        if self._foreign_changes:
-            return None
-        return self._before + "".join(self._lines_written) + self._after
-
     def _commit(self, line: str) -> None:
         old = self._old
         current = self._next
         self._written += 1
-        self._lines_written.append(line)
         if current < len(old) and old[current] == line:
             self._next = current + 1
             return

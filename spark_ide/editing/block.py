@@ -44,7 +44,6 @@ class EditBlock:
         self.state = EditState.LOCATING if kind is BlockKind.EDIT else EditState.STREAMING
         self.changed = True  # progress not yet reported
         self.final: BlockStatus | None = None
-        self.snapshot_after: FileSnapshot | None = None
         self._ytext: Text | None = None
         self._snapshot: FileSnapshot | None = None
         self._tracker: CandidateTracker | None = None
@@ -54,8 +53,8 @@ class EditBlock:
 
     # -- lifecycle, driven by the TurnEditor; a BlockFailure ends the block --
 
-    def open(self, doc: Doc[Any], files: Map[Text], known: FileSnapshot | None) -> None:
-        """Find (or, for <write>, create) the file; `known` is its last snapshot, if any."""
+    def open(self, doc: Doc[Any], files: Map[Text]) -> None:
+        """Find (or, for <write>, create) the file and read it."""
         problem = path_problem(self.path or None)
         if problem is not None:
             raise BlockFailure(problem)
@@ -66,7 +65,7 @@ class EditBlock:
             if existing is None:
                 raise BlockFailure(FailureReason.FILE_NOT_FOUND)
             self._ytext = existing
-            self._snapshot = FileSnapshot.current(doc, existing, known)
+            self._snapshot = FileSnapshot.take(doc, existing)
             self._tracker = CandidateTracker(self._snapshot.text)
             return
         if existing is None:
@@ -77,7 +76,7 @@ class EditBlock:
             self.created_file = True
             existing = files[self.path]
         self._ytext = existing
-        snapshot = FileSnapshot.current(doc, existing, known)
+        snapshot = FileSnapshot.take(doc, existing)
         self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
 
     @property
@@ -98,7 +97,7 @@ class EditBlock:
     def resolve(self, doc: Doc[Any], line_hint: int | None) -> None:
         """`</old_text>`: decide where the block applies and get ready to stream."""
         assert self._ytext is not None and self._snapshot is not None
-        snapshot = FileSnapshot.current(doc, self._ytext, self._snapshot)
+        snapshot = self._snapshot.refreshed(doc, self._ytext)
         self._tracker = None
         found = locate(snapshot.text, "".join(self._old_parts), line_hint)
         self._old_parts = []
@@ -112,15 +111,9 @@ class EditBlock:
             self._applier.feed(text)
             self.changed = True
 
-    def complete(self, doc: Doc[Any]) -> BlockStatus:
-        assert self._applier is not None and self._ytext is not None
-        conflicts = self._applier.finish()
-        text = self._applier.text_after()
-        # Saves the next block on this file from reading it again.
-        self.snapshot_after = (
-            None if text is None else FileSnapshot.after_own_edit(doc, self._ytext, text)
-        )
-        return self.settle(EditState.APPLIED, conflicts=conflicts)
+    def complete(self) -> BlockStatus:
+        assert self._applier is not None
+        return self.settle(EditState.APPLIED, conflicts=self._applier.finish())
 
     def settle(
         self,
@@ -164,6 +157,21 @@ class EditBlock:
     ) -> BlockStatus:
         """The current status; the keyword arguments carry the details of a final one."""
         applier = self._applier
+        if applier is not None and self.state is EditState.STREAMING:
+            # Once per chunk while a block streams: the short way.
+            self.changed = False
+            return BlockStatus(
+                self.turn,
+                self.index,
+                self.path,
+                self.kind,
+                EditState.STREAMING,
+                applier.line_range,
+                (),
+                applier.ghost,
+                applier.ghost_line,
+                self._strategy,
+            )
         lines: tuple[int, int] | None = None
         if applier is not None:
             undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
@@ -172,7 +180,6 @@ class EditBlock:
             candidates = candidates or tuple(self._tracker.candidates())
             if self._tracker.count() == 1:
                 lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
-        streaming = applier is not None and self.state is EditState.STREAMING
         self.changed = False
         return BlockStatus(
             turn=self.turn,
@@ -182,8 +189,6 @@ class EditBlock:
             state=self.state,
             lines=lines,
             candidates=candidates,
-            ghost=applier.ghost if streaming and applier is not None else None,
-            ghost_line=applier.ghost_line if streaming and applier is not None else None,
             strategy=self._strategy,
             reason=reason,
             message=message,

@@ -57,11 +57,10 @@ def locate(text: str, old_text: str, line_hint: int | None = None) -> Region | L
     """Locate `old_text` (whole lines) in `text`."""
     if not old_text.strip():
         return LocateFailure(FailureReason.EMPTY_OLD_TEXT, ())
-    framed = search_text(text)
     needle = old_text if old_text.endswith("\n") else old_text + "\n"
-    exact = exact_line_starts(framed, needle)
+    exact = exact_line_starts(text, needle)
     if exact:
-        return _choose(text, framed, exact, needle, line_hint)
+        return _choose(text, exact, needle, line_hint)
     doc_lines = split_lines(text)
     old_lines = split_lines(old_text)
     doc_norm = [normalize(line) for line in doc_lines]
@@ -82,31 +81,51 @@ def locate(text: str, old_text: str, line_hint: int | None = None) -> Region | L
     return _choose_line(text, doc_lines, tied, len(old_lines), line_hint, MatchStrategy.FUZZY)
 
 
-def search_text(text: str) -> str:
-    """`text` framed by newlines, so every line (the last one too) is "\n" + line + "\n"."""
-    return "\n" + text if text.endswith("\n") else "\n" + text + "\n"
+# The helpers below search the text in place: copying a large file (to frame it with
+# newlines, say) costs more than the search itself.
 
 
-def exact_line_starts(framed: str, needle: str, limit: int = MAX_CANDIDATES) -> list[int]:
-    """Offsets in the original text where `needle` (whole lines, each ending with a
-    newline) starts a line; `framed` comes from `search_text()`."""
+def lines_at(text: str, needle: str, position: int) -> bool:
+    """Whether the whole lines `needle` (ending with a newline) sit at `position`; the
+    file's last line may lack its newline."""
+    if text.startswith(needle, position):
+        return True
+    return (
+        len(needle) > 1
+        and not text.endswith("\n")
+        and position + len(needle) - 1 == len(text)
+        and text.endswith(needle[:-1])
+    )
+
+
+def exact_line_starts(text: str, needle: str, limit: int = MAX_CANDIDATES) -> list[int]:
+    """Ascending offsets where `needle` (whole lines, ending with a newline) starts a line."""
+    starts = [0] if lines_at(text, needle, 0) else []
     probe = "\n" + needle
-    starts: list[int] = []
-    position = framed.find(probe)
+    position = text.find(probe)
     while position >= 0 and len(starts) < limit:
-        starts.append(position)
-        position = framed.find(probe, position + 1)
+        starts.append(position + 1)
+        position = text.find(probe, position + 1)
+    last = len(text) - len(needle) + 1  # where a match missing its final newline starts
+    if (
+        len(starts) < limit
+        and last > 0
+        and text[last - 1] == "\n"
+        and not text.endswith("\n")
+        and lines_at(text, needle, last)
+    ):
+        starts.append(last)
     return starts
 
 
-def line_numbers(framed: str, offsets: Sequence[int]) -> list[int]:
-    """0-based line index of each (ascending) text offset; `framed` from `search_text()`."""
+def line_numbers(text: str, offsets: Sequence[int]) -> list[int]:
+    """0-based line index of each (ascending) offset, counting newlines only once."""
     numbers: list[int] = []
     line = 0
-    previous = 1
+    previous = 0
     for offset in offsets:
-        line += framed.count("\n", previous, offset + 1)
-        previous = offset + 1
+        line += text.count("\n", previous, offset)
+        previous = offset
         numbers.append(line)
     return numbers
 
@@ -178,9 +197,9 @@ def _pick(starts: Sequence[int], line_hint: int | None) -> int | None:
 
 
 def _choose(
-    text: str, framed: str, offsets: list[int], needle: str, line_hint: int | None
+    text: str, offsets: list[int], needle: str, line_hint: int | None
 ) -> Region | LocateFailure:
-    starts = line_numbers(framed, offsets)
+    starts = line_numbers(text, offsets)
     chosen = _pick(starts, line_hint)
     if chosen is None:
         return LocateFailure(FailureReason.AMBIGUOUS_MATCH, _report(starts))

@@ -18,17 +18,13 @@ class FileSnapshot:
     def take(cls, doc: Doc[Any], ytext: Text) -> FileSnapshot:
         return cls(str(ytext), doc.get_state(), len(ytext))
 
-    @classmethod
-    def current(cls, doc: Doc[Any], ytext: Text, known: FileSnapshot | None) -> FileSnapshot:
-        """`known` if it still holds, else a fresh read (a large file costs ~1 µs/KB)."""
-        if known is not None and known.is_current(doc, ytext):
-            return known
-        return cls.take(doc, ytext)
+    def byte_offset(self, offset: int) -> int:
+        """The Y.Text position (UTF-8 bytes) of a code-point offset into the text."""
+        return offset if self.size == len(self.text) else len(self.text[:offset].encode())
 
-    @classmethod
-    def after_own_edit(cls, doc: Doc[Any], ytext: Text, text: str) -> FileSnapshot:
-        """The snapshot after an edit whose result we computed ourselves."""
-        return cls(text, doc.get_state(), len(ytext))
+    def refreshed(self, doc: Doc[Any], ytext: Text) -> FileSnapshot:
+        """This snapshot if it still holds, else a fresh read (about 1 µs per KB)."""
+        return self if self.is_current(doc, ytext) else FileSnapshot.take(doc, ytext)
 
     def is_current(self, doc: Doc[Any], ytext: Text) -> bool:
         """True when nobody changed the text since it was read.

@@ -15,7 +15,7 @@ from spark_ide.editing.locator import (
     REPORTED_CANDIDATES,
     exact_line_starts,
     line_numbers,
-    search_text,
+    lines_at,
     whitespace_starts,
 )
 
@@ -32,7 +32,7 @@ class _Mode(Enum):
 
 class CandidateTracker:
     def __init__(self, text: str) -> None:
-        self._framed = search_text(text)
+        self._text = text
         self._partial = ""
         self._seen: list[str] = []
         self._mode = _Mode.EXACT
@@ -73,7 +73,7 @@ class CandidateTracker:
         unknown = [start for start in starts if start not in self._numbers]
         if unknown:
             # Survivors keep their place, so each start is counted once per block.
-            self._numbers.update(zip(unknown, line_numbers(self._framed, unknown), strict=True))
+            self._numbers.update(zip(unknown, line_numbers(self._text, unknown), strict=True))
         return [self._numbers[start] + 1 for start in starts]
 
     def _narrow(self, line: str) -> None:
@@ -100,19 +100,19 @@ class CandidateTracker:
     def _narrow_exact(self, line: str) -> None:
         if self._exact is None:
             needle = "".join(seen + "\n" for seen in self._seen)
-            starts = exact_line_starts(self._framed, needle, COMMON_LINE_LIMIT + 1)
+            starts = exact_line_starts(self._text, needle, COMMON_LINE_LIMIT + 1)
             if len(starts) <= COMMON_LINE_LIMIT:
                 self._exact = [(start, start + len(needle)) for start in starts]
             return
         needle = line + "\n"
-        framed = self._framed
+        text = self._text
         self._exact = [
             (start, after + len(needle))
             for start, after in self._exact
-            if framed.startswith(needle, after + 1)
+            if lines_at(text, needle, after)
         ]
 
     def _normalized_doc(self) -> list[str]:
         if self._doc_norm is None:
-            self._doc_norm = [normalize(line) for line in split_lines(self._framed[1:])]
+            self._doc_norm = [normalize(line) for line in split_lines(self._text)]
         return self._doc_norm

@@ -22,7 +22,6 @@ from spark_ide.editing.parse_events import (
 )
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.reasons import EditorClosedError, RollbackReason
-from spark_ide.editing.snapshot import FileSnapshot
 from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 
 FILES_KEY = "files"
@@ -55,7 +54,6 @@ class TurnEditor:
         self._closed = False
         self._reverted = False
         self._watched: dict[str, tuple[Text, Subscription]] = {}
-        self._snapshots: dict[str, FileSnapshot] = {}
         self._created: dict[str, str] = {}  # path -> origin of the files this turn created
 
     @property
@@ -155,8 +153,7 @@ class TurnEditor:
         )
         self._block = block
         self._undo.include_origin(block.origin)
-        known = self._snapshots.get(block.path)
-        self._attempt(block, lambda: block.open(self._doc, self._files, known))
+        self._attempt(block, lambda: block.open(self._doc, self._files))
         if block.created_file:
             self._created[block.path] = block.file_origin
         if block.final is None:
@@ -193,9 +190,7 @@ class TurnEditor:
                 self._emit(block.status())
         elif isinstance(event, BlockClosed):
             # The parser closes a block only after </old_text>, so it is streaming now.
-            self._emit(block.complete(self._doc))
-            if block.snapshot_after is not None:
-                self._snapshots[block.path] = block.snapshot_after
+            self._emit(block.complete())
         else:
             self._roll_back(block)
             self._settle(block, EditState.FAILED, reason=event.reason, message=event.message)

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from spark_ide.editing import FailureReason, LocateFailure, MatchStrategy, Region, locate
+from spark_ide.editing.locator import exact_line_starts, lines_at
 
 FILE = "def a():\n    return 1\n\ndef b():\n    return 2\n\ndef c():\n    return 1\n"
 
@@ -98,3 +101,21 @@ def test_it_finds_a_long_slightly_wrong_old_text_fuzzily() -> None:
     assert found.strategy is MatchStrategy.FUZZY
     assert found.first_line == 1200
     assert len(found.lines) == 400
+
+
+@pytest.mark.parametrize(
+    ("text", "needle", "starts"),
+    [
+        ("a\nb\n", "b\n", [2]),
+        ("a\nb", "b\n", [2]),
+        ("b", "b\n", [0]),
+        ("a\nb\n", "b\n\n", []),
+        ("a\n", "\n", []),
+        ("a\n\nb", "\n", [2]),
+        ("xb\nb\n", "b\n", [3]),
+        ("a\na\na", "a\na\n", [0, 2]),
+    ],
+)
+def test_it_finds_whole_line_runs_in_place(text: str, needle: str, starts: list[int]) -> None:
+    assert exact_line_starts(text, needle) == starts
+    assert all(lines_at(text, needle, start) for start in starts)
