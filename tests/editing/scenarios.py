@@ -52,7 +52,10 @@ def scenarios(
             continue
         start = draw(st.integers(0, len(lines) - 1))
         count = draw(st.integers(1, min(4, len(lines) - start)))
-        old = "".join(line + "\n" for line in lines[start : start + count])
+        old_lines = lines[start : start + count]
+        if draw(st.integers(0, 4)) == 0:  # a model that got the indentation wrong
+            old_lines = [" " + line.strip() for line in old_lines]
+        old = "".join(line + "\n" for line in old_lines)
         new_lines = [
             draw(st.sampled_from(lines[start : start + count]))
             if draw(st.booleans())
