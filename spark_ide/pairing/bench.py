@@ -39,6 +39,9 @@ TOP_RATE = 200_000  # tokens/s: the rate the issue names for "the engine as fast
 # So high that the engine never waits: it sends its largest pieces back to back.
 UNPACED_RATE = 1e9
 PACED_RATE = 1_000
+PHASES = ("throughput", "capacity", "latency", "steer")
+CAPACITY_SALT = 50
+PACED_SALT = 99
 WRITE_PATH = "bench/out.py"
 FILES = {"app.py": "def add(a, b):\n    return a + b\n", "README.md": "# bench\n"}
 VOCAB = (
@@ -65,20 +68,26 @@ def prose(tokens: int, salt: int = 0) -> str:
     return "".join(pieces)
 
 
-def write_body(functions: int = 40) -> str:
-    return "".join(f"def step_{i}(value):\n    return value * {i} + {i % 7}\n\n" for i in range(functions))
+def write_body(salt: int, functions: int = 40) -> str:
+    """A file to write; each ``salt`` gives other text, so every run really edits the document."""
+    return "".join(
+        f"def step_{i}(value):\n    return value * {i} + {(i * 3 + salt) % 11}\n\n" for i in range(functions)
+    )
 
 
-def bulk(tokens: int) -> str:
-    """The throughput answer: prose, then a whole-file write for the edit engine."""
-    return f'{prose(tokens)}\n<write path="{WRITE_PATH}">\n{write_body()}</write>\nDone.\n'
+def bulk(tokens: int, salt: int, seed: int = 0) -> str:
+    """An answer of ``tokens`` tokens of prose, then a whole-file write for the edit engine."""
+    return f'{prose(tokens, seed)}\n<write path="{WRITE_PATH}">\n{write_body(salt)}</write>\nDone.\n'
 
 
 def scripts(args: argparse.Namespace) -> dict[str, str]:
-    return {
-        "bulk": bulk(args.tokens), "capacity": bulk(args.capacity_tokens),
-        "paced": prose(args.paced_tokens, salt=3), "long": prose(20_000, salt=5),
-    }
+    """Named answers for the engine; run ``k`` of a throughput load plays ``<load>-<k>``."""
+    texts = {"paced": bulk(args.paced_tokens, salt=PACED_SALT, seed=3), "long": prose(20_000, salt=5)}
+    for k in range(args.reps + 1):  # bulk-0 warms up
+        texts[f"bulk-{k}"] = bulk(args.tokens, salt=k)
+        if k:
+            texts[f"capacity-{k}"] = bulk(args.capacity_tokens, salt=CAPACITY_SALT + k)
+    return texts
 
 
 def summary(values: list[float]) -> dict[str, float | int]:
@@ -114,32 +123,34 @@ def _medians(runs: list[dict[str, Any]], key: str) -> float | None:
 
 @dataclass
 class Load:
-    """What a throughput measurement plays: a script, its text, the engine's pace."""
+    """What a throughput measurement plays: scripts ``<name>-<k>`` at the engine's pace."""
 
-    script: str
-    text: str
+    name: str
     rate: float
+    salt: int  # of run 0's write block
 
 
 async def measure_throughput(
-    ide: Browser, bare: Browser, load: Load, reps: int, stack: Stack, workspace_id: str
+    ide: Browser, bare: Browser, load: Load, texts: dict[str, str], reps: int, stack: Stack, workspace_id: str
 ) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {"ide": [], "bare": []}
     for rep in range(reps):
         for name, browser in (("ide", ide), ("bare", bare)):
-            runs[name].append(await throughput_run(browser, load.script, load.text, load.rate))
-            progress(f"{load.script} at rate {load.rate:g}, {name} #{rep + 1}: {runs[name][-1]['tokens_per_s']}")
-    written = await stack.file_text(workspace_id, WRITE_PATH, write_body())
+            script = f"{load.name}-{rep + 1}"
+            runs[name].append(await throughput_run(browser, script, texts[script], load.rate))
+            progress(f"{script} at rate {load.rate:g}, {name}: {runs[name][-1]['tokens_per_s']} tokens/s")
+    expected = write_body(load.salt + reps)
+    written = await stack.file_text(workspace_id, WRITE_PATH, expected)
     ide_median, bare_median = _medians(runs["ide"], "tokens_per_s"), _medians(runs["bare"], "tokens_per_s")
     return {
         "engine_rate": load.rate,
-        "tokens": len(split_tokens(load.text)),
+        "tokens": len(split_tokens(texts[f"{load.name}-1"])),
         "ide_tokens_per_s": ide_median,
         "bare_tokens_per_s": bare_median,
         "ratio": round(ide_median / bare_median, 3) if ide_median and bare_median else None,
         "ide_server_tokens_per_s": _medians(runs["ide"], "server_tokens_per_s"),
         "zero_loss": all(run["lossless"] for rs in runs.values() for run in rs),
-        "edit_applied": written == write_body(),
+        "edit_applied": written == expected,
         "ide_frames_per_turn": statistics.median(run["frames"] for run in runs["ide"]),
         "bare_frames_per_turn": statistics.median(run["frames"] for run in runs["bare"]),
         "runs": runs,
@@ -149,14 +160,17 @@ async def measure_throughput(
 # -- added latency ---------------------------------------------------------------------------
 
 
-def added_latency_ms(upstream: list[tuple[float, str]], received: list[tuple[float, str]]) -> list[float]:
-    """Per upstream delta: when the client had its last character, minus when the tap saw it."""
+def added_latency_ms(
+    upstream: list[tuple[float, str]], received: list[tuple[float, str]]
+) -> list[tuple[int, float]]:
+    """Per upstream delta: (its end offset in the turn's text, ms from the tap seeing it to the
+    client holding its last character)."""
     ends: list[int] = []
     offset = 0
     for _, text in received:
         offset += len(text)
         ends.append(offset)
-    latencies: list[float] = []
+    latencies: list[tuple[int, float]] = []
     offset, frame = 0, 0
     for sent_at, text in upstream:
         if not text:
@@ -164,7 +178,7 @@ def added_latency_ms(upstream: list[tuple[float, str]], received: list[tuple[flo
         offset += len(text)
         while ends[frame] < offset:
             frame += 1
-        latencies.append((received[frame][0] - sent_at) * 1000.0)
+        latencies.append((offset, (received[frame][0] - sent_at) * 1000.0))
     return latencies
 
 
@@ -180,7 +194,14 @@ async def measure_latency(browser: Browser, tap: FrameTap, expected: str) -> dic
     upstream = next((d for d in by_item.values() if "".join(t for _, t in d) == turn.text), None)
     lossless = turn.text == expected and upstream is not None
     latencies = added_latency_ms(upstream, turn.deltas) if upstream is not None and lossless else []
-    return {"added_ms": summary(latencies), "lossless": lossless, "client_frames": len(turn.deltas)}
+    block = expected.index("\n<write")  # deltas ending after this carry the edit block
+    return {
+        "added_ms": summary([ms for _, ms in latencies]),
+        "added_ms_prose": summary([ms for end, ms in latencies if end <= block]),
+        "added_ms_edit_block": summary([ms for end, ms in latencies if end > block]),
+        "lossless": lossless,
+        "client_frames": len(turn.deltas),
+    }
 
 
 # -- steering --------------------------------------------------------------------------------
@@ -258,20 +279,76 @@ def progress(message: str) -> None:
     print(f"[bench pairing] {message}", file=sys.stderr, flush=True)
 
 
-def verdicts(figures: dict[str, Any]) -> dict[str, bool]:
-    through, latency, steer = figures["throughput"], figures["latency_1000_tps"], figures["steer"]
-    added = latency["ide"]["added_ms"]
+def _within(figures: dict[str, Any], phase: str, path: tuple[str, ...], limit: float, *, floor: bool) -> bool | None:
+    """Whether the figure at ``path`` meets ``limit`` (None: the phase was not run)."""
+    if phase not in figures:
+        return None
+    value: Any = figures[phase]
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if value is None:
+        return False
+    return bool(value >= limit if floor else value <= limit)
+
+
+def verdicts(figures: dict[str, Any]) -> dict[str, bool | None]:
+    lossless = [figures[p]["zero_loss"] for p in ("throughput", "capacity") if p in figures]
+    if "latency_1000_tps" in figures:
+        lossless += [figures["latency_1000_tps"][relay]["lossless"] for relay in ("ide", "bare")]
+    if "steer" in figures:
+        lossless.append(figures["steer"]["lossless"])
     return {
-        "throughput_20k_tokens_per_s": (through["ide_tokens_per_s"] or 0) >= TARGETS["ide_tokens_per_s_min"],
-        "zero_loss": through["zero_loss"] and figures["capacity"]["zero_loss"] and latency["ide"]["lossless"]
-        and steer["lossless"] and figures["late_deltas"] == 0,
-        "ratio_to_bare_0_5": (through["ratio"] or 0) >= TARGETS["ratio_min"],
-        "latency_p50_10ms": added.get("p50", 1e9) <= TARGETS["latency_p50_ms_max"],
-        "latency_p99_30ms": added.get("p99", 1e9) <= TARGETS["latency_p99_ms_max"],
-        "steer_p50_5ms": steer["server_steer_ms"].get("p50", 1e9) <= TARGETS["steer_ms_p50_max"],
-        "steer_first_token_p50_15ms": steer["client_first_token_minus_ttft_ms"].get("p50", 1e9)
-        <= TARGETS["steer_first_token_p50_ms_max"],
+        "zero_loss": all(lossless) and figures["late_deltas"] == 0,
+        "throughput_20k_tokens_per_s": _within(
+            figures, "throughput", ("ide_tokens_per_s",), TARGETS["ide_tokens_per_s_min"], floor=True
+        ),
+        "ratio_to_bare_0_5": _within(figures, "throughput", ("ratio",), TARGETS["ratio_min"], floor=True),
+        "latency_p50_10ms": _within(
+            figures, "latency_1000_tps", ("ide", "added_ms", "p50"), TARGETS["latency_p50_ms_max"], floor=False
+        ),
+        "latency_p99_30ms": _within(
+            figures, "latency_1000_tps", ("ide", "added_ms", "p99"), TARGETS["latency_p99_ms_max"], floor=False
+        ),
+        "steer_p50_5ms": _within(
+            figures, "steer", ("server_steer_ms", "p50"), TARGETS["steer_ms_p50_max"], floor=False
+        ),
+        "steer_first_token_p50_15ms": _within(
+            figures, "steer", ("client_first_token_minus_ttft_ms", "p50"), TARGETS["steer_first_token_p50_ms_max"],
+            floor=False,
+        ),
     }
+
+
+async def measure(args: argparse.Namespace, texts: dict[str, str], stack: Stack) -> dict[str, Any]:
+    """The phases asked for, on one IDE session and one bare-relay socket."""
+    assert stack.tap is not None
+    workspace_id, ws_url = await stack.session(FILES)
+    ide = await Browser.open(ws_url, stack.token)
+    bare = await Browser.open(stack.relay_url)
+    figures: dict[str, Any] = {}
+    try:
+        for browser in (ide, bare):  # warm: first turns, imports, connections, the file
+            await play(browser, f"[say]warm up[/say][rate:{TOP_RATE}][ttft:0]")
+            await throughput_run(browser, "bulk-0", texts["bulk-0"], TOP_RATE)
+        if "throughput" in args.phases:
+            load = Load("bulk", TOP_RATE, salt=0)
+            figures["throughput"] = await measure_throughput(ide, bare, load, texts, args.reps, stack, workspace_id)
+        if "capacity" in args.phases:
+            load = Load("capacity", UNPACED_RATE, salt=CAPACITY_SALT)
+            figures["capacity"] = await measure_throughput(ide, bare, load, texts, args.reps, stack, workspace_id)
+        if "latency" in args.phases:
+            figures["latency_1000_tps"] = {
+                "ide": await measure_latency(ide, stack.tap, texts["paced"]),
+                "bare": await measure_latency(bare, stack.tap, texts["paced"]),
+            }
+        if "steer" in args.phases:
+            figures["steer"] = await measure_steers(ide, stack.tap, args.steers, args.steer_ttft_ms)
+        figures["late_deltas"] = late_events(ide.events)
+        figures["ide_binary_frames"] = ide.binary_frames
+    finally:
+        await ide.close()
+        await bare.close()
+    return figures
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,36 +356,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     load_before = [round(x, 2) for x in os.getloadavg()]  # other work on the machine skews figures
     async with Stack(texts) as stack:
-        assert stack.tap is not None
         progress(f"stack up in {time.monotonic() - started:.1f}s")
-        workspace_id, ws_url = await stack.session(FILES)
-        ide = await Browser.open(ws_url, stack.token)
-        bare = await Browser.open(stack.relay_url)
-        try:
-            for browser in (ide, bare):  # warm: first turns, imports, connections, the file
-                await play(browser, f"[say]warm up[/say][rate:{TOP_RATE}][ttft:0]")
-                await throughput_run(browser, "bulk", texts["bulk"], TOP_RATE)
-            paced, unpaced = Load("bulk", texts["bulk"], TOP_RATE), Load("capacity", texts["capacity"], UNPACED_RATE)
-            figures: dict[str, Any] = {
-                "throughput": await measure_throughput(ide, bare, paced, args.reps, stack, workspace_id),
-                "capacity": await measure_throughput(ide, bare, unpaced, args.reps, stack, workspace_id),
-                "latency_1000_tps": {
-                    "ide": await measure_latency(ide, stack.tap, texts["paced"]),
-                    "bare": await measure_latency(bare, stack.tap, texts["paced"]),
-                },
-                "steer": await measure_steers(ide, stack.tap, args.steers, args.steer_ttft_ms),
-            }
-            figures["late_deltas"] = late_events(ide.events)
-            figures["ide_binary_frames"] = ide.binary_frames
-        finally:
-            await ide.close()
-            await bare.close()
+        figures = await measure(args, texts, stack)
     figures["targets_met"] = verdicts(figures)
     figures["targets"] = TARGETS
     figures["setup"] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "cpus": os.cpu_count(),
         "python": sys.version.split()[0], "reps": args.reps, "paced_tokens": args.paced_tokens,
-        "tokens": args.tokens, "capacity_tokens": args.capacity_tokens,
+        "tokens": args.tokens, "capacity_tokens": args.capacity_tokens, "phases": sorted(args.phases),
         "steers": args.steers, "seconds": round(time.monotonic() - started, 1),
         "load_average_before_after": [load_before, [round(x, 2) for x in os.getloadavg()]],
     }
@@ -322,10 +377,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--capacity-tokens", type=int, default=200_000, help="prose tokens for the unpaced (capacity) runs"
     )
     parser.add_argument("--reps", type=int, default=3, help="throughput runs per relay (median)")
-    parser.add_argument("--paced-tokens", type=int, default=2_000, help="tokens streamed at 1,000 tokens/s")
+    parser.add_argument(
+        "--paced-tokens", type=int, default=2_000, help="prose tokens (then a write block) streamed at 1,000 tokens/s"
+    )
     parser.add_argument("--steers", type=int, default=12, help="steers to time")
     parser.add_argument("--steer-ttft-ms", type=float, default=20.0, help="engine TTFT the steers ask for")
+    parser.add_argument(
+        "--phases", default=",".join(PHASES), help=f"comma-separated, any of {', '.join(PHASES)} (default: all)"
+    )
     args = parser.parse_args(argv)
+    args.phases = set(filter(None, args.phases.split(",")))
+    if not args.phases or not args.phases <= set(PHASES):
+        parser.error(f"--phases takes a comma-separated subset of {', '.join(PHASES)}")
     if min(args.tokens, args.capacity_tokens, args.reps, args.paced_tokens, args.steers) < 1 or args.steer_ttft_ms < 0:
         parser.error("sizes must be >= 1 and --steer-ttft-ms >= 0")
     return args
