@@ -30,7 +30,7 @@ def test_it_relays_every_token_and_reports_well_formed_figures() -> None:
         assert through["zero_loss"] is True
         assert through["edit_applied"] is True
         assert through["ide_tokens_per_s"] > 0 and through["bare_tokens_per_s"] > 0
-        assert through["ratio"] == pytest.approx(through["ide_tokens_per_s"] / through["bare_tokens_per_s"], rel=1e-2)
+        assert through["ratio"] == pytest.approx(through["ide_tokens_per_s"] / through["bare_tokens_per_s"], abs=1e-3)
     latency: Any = figures["latency_1000_tps"]
     for relay in ("ide", "bare"):
         assert latency[relay]["lossless"] is True
