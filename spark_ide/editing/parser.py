@@ -36,6 +36,7 @@ PROSE_TAIL_LENGTH = 2000
 SEARCH_MARKER = "<<<<<<< SEARCH"
 DIVIDER_MARKER = "======="
 REPLACE_MARKER = ">>>>>>> REPLACE"
+FENCE_MARKER = "```"
 
 # Attributes are bounded so that whether a line is a tag never depends on chunking: by
 # the time a held line reaches MAX_TAG_LENGTH, any tag in it has been seen.
@@ -55,6 +56,7 @@ class _State(Enum):
     NEW_TEXT = auto()
     EDIT_CLOSE = auto()  # after </new_text>, an optional </edit>
     WRITE_BODY = auto()
+    FENCE_BODY = auto()  # a Markdown code fence taken as a whole-file write (see fence_path)
     SEARCH_HALF = auto()
     REPLACE_HALF = auto()
 
@@ -64,6 +66,7 @@ _CLOSERS: dict[_State, tuple[str, bool]] = {
     _State.OLD_TEXT: ("</old_text>", False),
     _State.NEW_TEXT: ("</new_text>", False),
     _State.WRITE_BODY: ("</write>", False),
+    _State.FENCE_BODY: (FENCE_MARKER, True),
     _State.SEARCH_HALF: (DIVIDER_MARKER, True),
     _State.REPLACE_HALF: (REPLACE_MARKER, True),
 }
@@ -105,9 +108,15 @@ def _path_from_prose(tail: str) -> str | None:
 
 
 class EditStreamParser:
-    """Feed chunks, get `ParseEvent`s; `finish()` closes the stream."""
+    """Feed chunks, get `ParseEvent`s; `finish()` closes the stream.
 
-    def __init__(self) -> None:
+    ``fence_path``: small models answer with a Markdown code fence however they are asked
+    for a `<write>` block. With a path set, the first fenced block of an answer that has no
+    edit block before it is taken as a whole-file write to that path.
+    """
+
+    def __init__(self, *, fence_path: str | None = None) -> None:
+        self._fence_path = fence_path
         self._buffer = ""
         self._state = _State.PROSE
         self._at_line_start = True
@@ -202,6 +211,14 @@ class EditStreamParser:
 
     def _open_from_line(self, line: str, *, complete: bool) -> bool | None:
         """Try to open a block at a line start: True opened, False prose, None wait."""
+        if self._fence_path is not None and self._blocks_opened == 0 and line.startswith("`"):
+            if not complete and (FENCE_MARKER.startswith(line) or line.startswith(FENCE_MARKER)):
+                return None  # wait for the whole line: ```python is one opening fence
+            if line.startswith(FENCE_MARKER) and complete:
+                self._buffer = self._buffer[len(line) :]
+                self._open_block(BlockKind.WRITE, self._fence_path)
+                self._state = _State.FENCE_BODY
+                return True
         if line.startswith("<<") or line == "<":
             if not complete and _could_become(line, SEARCH_MARKER):
                 return None
@@ -326,6 +343,8 @@ class EditStreamParser:
         self._out.append(BlockClosed(self._block))
         self._prose_tail = ""
         self._state = _State.EDIT_CLOSE if state is _State.NEW_TEXT else _State.PROSE
+        if state is _State.FENCE_BODY:
+            self._fence_path = None  # only the first fence is the file
 
     # -- output --
 

@@ -42,11 +42,13 @@ class TurnEditor:
     changes alone.
     """
 
-    def __init__(self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY) -> None:
+    def __init__(
+        self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY, fence_path: str | None = None
+    ) -> None:
         self.turn_id = turn_id
         self._doc = doc
         self._files = workspace_files(doc, files_key)
-        self._parser = EditStreamParser()
+        self._parser = EditStreamParser(fence_path=fence_path)
         self._undo = UndoManager(scopes=[self._files], capture_timeout_millis=0)
         self._ledger = Ledger(turn_id)
         self._block: EditBlock | None = None

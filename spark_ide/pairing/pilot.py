@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEEP_EDITORS = 50
+DEFAULT_FENCE_PATH = "main.py"
 
 
 @dataclass
@@ -206,11 +207,17 @@ class Pilot:
             command=command,
             origin=origin,
             request=build_request(turn_input, self.style),
-            editor=TurnEditor(self.hub.doc, turn_id),
+            editor=TurnEditor(self.hub.doc, turn_id, fence_path=self._fence_path(origin)),
             before=texts,
             steering=steering,
             steered_from=steered_from.id if steered_from is not None else None,
         )
+
+    def _fence_path(self, origin: Command) -> str | None:
+        """Where a small model's code fence goes: the file open in the editor, or main.py."""
+        if not self.style.whole_file_only:
+            return None
+        return origin.path or DEFAULT_FENCE_PATH
 
     def _announce(self, run: TurnRun) -> None:
         self._run = run
