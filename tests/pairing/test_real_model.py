@@ -34,7 +34,8 @@ async def test_the_bundled_model_writes_a_prime_check_into_the_editor(
     live: Live, smollm2: ModelServer, hubs: None
 ) -> None:
     client = await connect(live)
-    await client.send({"type": "prompt", "text": "write a function that checks if a number is prime", "path": "prime.py"})
+    prompt = "write a function that checks if a number is prime"
+    await client.send({"type": "prompt", "text": prompt, "path": "prime.py"})
     finished = await client.until(lambda e: e["type"] == "turn.finished", timeout=240)
     assert finished["status"] == "completed", finished
     await client.pump(0.5)
