@@ -131,3 +131,23 @@ async def test_it_stops_when_the_token_is_cancelled() -> None:
         pieces.append(piece)
         cancel.cancel()
     assert [p.text for p in pieces] == ["one"]
+
+
+@pytest.mark.parametrize(
+    ("text", "played"),
+    [
+        ("[say]first[/say] then [say]second[/say]", "second"),
+        ("[script:a] then [script:b]", "B"),
+        ("[script:a] then [say]steered[/say]", "steered"),
+        ("[say]original[/say] then [script:b]", "B"),
+        ("[say]mentions [script:a] inside[/say]", "mentions [script:a] inside"),
+    ],
+)
+def test_the_last_text_directive_wins(text: str, played: str) -> None:
+    engine = ScriptedEngine(scripts={"a": "A", "b": "B"})
+    assert engine.plan(job(text)).text == played
+
+
+def test_the_last_rate_and_ttft_win() -> None:
+    plan = ScriptedEngine().plan(job("[rate:10][ttft:5] steer: [rate:2000][ttft:0]"))
+    assert (plan.tokens_per_s, plan.ttft_s) == (2000.0, 0.0)

@@ -8,8 +8,9 @@ The last user message chooses the text:
 * ``[rate:N]`` (tokens/s) and ``[ttft:MS]`` (time to first token) override the engine's
   settings for that request.
 
-When a directive appears several times the **last** one counts: a re-prompt after a steer
-repeats the original request and adds the steering text, whose directives must win.
+When directives repeat, the **last** one counts (for the text: the last ``[say]`` block or
+``[script:NAME]``, whichever comes later): a re-prompt after a steer repeats the original
+request and adds the steering text, whose directives must win.
 
 Tokens are at most 4 characters, cut at whitespace where possible. Token *i* is due at
 ``ttft + i / rate``; whenever the generator wakes it hands over every token that is due in
@@ -109,19 +110,26 @@ class ScriptedEngine:
         ttft_ms = _number(_TTFT, outside, "ttft", self.ttft_s * 1000.0)
         if not (0 < rate < math.inf and 0 <= ttft_ms < math.inf):
             raise EngineError(INVALID_DIRECTIVE, "[rate:N] must be > 0 and [ttft:MS] >= 0.")
-        return Plan(self._text(request, outside), rate, ttft_ms / 1000.0)
+        return Plan(self._text(request), rate, ttft_ms / 1000.0)
 
-    def _text(self, request: str, outside: str) -> str:
-        said = _SAY.findall(request)
-        if said:
-            return str(said[-1])
-        named = _SCRIPT.findall(outside)
-        if named:
-            name = str(named[-1])
-            if name not in self.scripts:
-                raise EngineError(SCRIPT_NOT_FOUND, f"No script named {name!r} is loaded.")
-            return self.scripts[name]
-        return self.default_text
+    def _text(self, request: str) -> str:
+        """The text of the last ``[say]`` block or ``[script:NAME]``, whichever comes last."""
+        said = list(_SAY.finditer(request))
+        blocks = [match.span() for match in said]
+        named = [
+            match
+            for match in _SCRIPT.finditer(request)
+            if not any(start <= match.start() < end for start, end in blocks)
+        ]
+        if not said and not named:
+            return self.default_text
+        last = max(said + named, key=lambda match: match.start())
+        if last.re is _SAY:
+            return last.group(1)
+        name = last.group(1)
+        if name not in self.scripts:
+            raise EngineError(SCRIPT_NOT_FOUND, f"No script named {name!r} is loaded.")
+        return self.scripts[name]
 
     async def generate(
         self, job: Job, tally: Tally, cancel: CancelToken
