@@ -3,11 +3,9 @@
 // The store keeps the latest `edit.status` per path (background tabs too); the editor
 // extension draws the active file's entry, recomputed from line numbers on every change.
 import { StateEffect, StateField } from "@codemirror/state";
-import { Decoration, EditorView, WidgetType } from "@codemirror/view";
+import { Decoration, EditorView, ViewPlugin, WidgetType } from "@codemirror/view";
 
 const IN_FLIGHT = new Set(["locating", "streaming"]);
-// A whole-file rewrite of a huge file would otherwise mean one decoration per line per frame.
-const MAX_DECORATED_LINES = 2000;
 
 export const setLiveRegion = StateEffect.define();
 
@@ -40,45 +38,64 @@ class GhostWidget extends WidgetType {
 const regionLine = Decoration.line({ class: "cm-live-region" });
 const candidateLine = Decoration.line({ class: "cm-live-candidate" });
 
-function lineDecorations(doc, first, last, decoration, out) {
-  const from = Math.max(1, first);
-  const to = Math.min(doc.lines, last, from + MAX_DECORATED_LINES - 1);
-  for (let number = from; number <= to; number++) out.push(decoration.range(doc.line(number).from));
-}
-
-function build(info, doc) {
-  if (!info) return Decoration.none;
-  const ranges = [];
-  const detail = info.detail;
-  if (Array.isArray(detail.lines)) {
-    lineDecorations(doc, detail.lines[0], detail.lines[1], regionLine, ranges);
-  } else if (Array.isArray(detail.candidates)) {
-    for (const line of detail.candidates) lineDecorations(doc, line, line, candidateLine, ranges);
-  }
-  if (info.state === "streaming" && typeof detail.ghost === "string") {
-    const widget = new GhostWidget(detail.ghost);
-    const at = detail.ghost_line;
-    // The ghost sits where the line will land: above ghost_line, or after the last line.
-    ranges.push(at && at <= doc.lines
-      ? Decoration.widget({ widget, block: true, side: -1 }).range(doc.line(at).from)
-      : Decoration.widget({ widget, block: true, side: 1 }).range(doc.length));
-  }
-  return Decoration.set(ranges, true);
+// The ghost is a block widget, so it must come from the state (it changes line heights).
+function ghostDecorations(info, doc) {
+  if (!info || info.state !== "streaming" || typeof info.detail.ghost !== "string") return Decoration.none;
+  const widget = new GhostWidget(info.detail.ghost);
+  const at = info.detail.ghost_line;
+  // The ghost sits where the line will land: above ghost_line, or after the last line.
+  return Decoration.set(at && at <= doc.lines
+    ? Decoration.widget({ widget, block: true, side: -1 }).range(doc.line(at).from)
+    : Decoration.widget({ widget, block: true, side: 1 }).range(doc.length));
 }
 
 const liveField = StateField.define({
-  create: () => ({ info: null, decorations: Decoration.none }),
+  create: () => ({ info: null, ghost: Decoration.none }),
   update(value, transaction) {
     let info = value.info;
     for (const effect of transaction.effects) if (effect.is(setLiveRegion)) info = effect.value;
     if (info === value.info && !transaction.docChanged) return value;
-    return { info, decorations: build(info, transaction.state.doc) };
+    return { info, ghost: ghostDecorations(info, transaction.state.doc) };
   },
-  provide: (field) => EditorView.decorations.from(field, (value) => value.decorations),
+  provide: (field) => EditorView.decorations.from(field, (value) => value.ghost),
 });
 
+// The region's lines, only those in the viewport: a whole-file rewrite of a long file would
+// otherwise rebuild thousands of decorations on every frame of the stream.
+function regionDecorations(view) {
+  const { info } = view.state.field(liveField);
+  if (!info) return Decoration.none;
+  const doc = view.state.doc;
+  const top = doc.lineAt(view.viewport.from).number;
+  const bottom = doc.lineAt(view.viewport.to).number;
+  const ranges = [];
+  const { lines, candidates } = info.detail;
+  if (Array.isArray(lines)) {
+    const last = Math.min(bottom, lines[1]);
+    for (let number = Math.max(top, lines[0], 1); number <= last; number++) {
+      ranges.push(regionLine.range(doc.line(number).from));
+    }
+  } else if (Array.isArray(candidates)) {
+    for (const number of [...candidates].sort((a, b) => a - b)) {
+      if (number >= top && number <= bottom) ranges.push(candidateLine.range(doc.line(number).from));
+    }
+  }
+  return Decoration.set(ranges);
+}
+
+const regionLines = ViewPlugin.fromClass(class {
+  constructor(view) {
+    this.decorations = regionDecorations(view);
+  }
+
+  update(update) {
+    const moved = update.startState.field(liveField).info !== update.state.field(liveField).info;
+    if (moved || update.docChanged || update.viewportChanged) this.decorations = regionDecorations(update.view);
+  }
+}, { decorations: (plugin) => plugin.decorations });
+
 export function liveDecorations() {
-  return liveField;
+  return [liveField, regionLines];
 }
 
 // Where to scroll to follow the model: the ghost, else the end of the region.

@@ -1,6 +1,6 @@
 // One flush per animation frame for everything that arrives faster than the screen shows it:
 // Yjs updates, live decorations, transcript text, status figures. Flushers run in the order
-// they were added, so the document is updated before the decorations that point into it.
+// they were added.
 
 // Background tabs get no animation frames; this timer keeps them in sync at a slower pace.
 const HIDDEN_TAB_DELAY_MS = 200;

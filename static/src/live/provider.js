@@ -10,7 +10,7 @@ const MESSAGE_SYNC = 0;
 const MESSAGE_AWARENESS = 1;
 
 export class YjsProvider {
-  // send(Uint8Array) writes a binary frame; loop batches incoming updates per frame.
+  // send(Uint8Array) writes a binary frame; loop.request() asks for a flush() next frame.
   constructor(doc, send, loop) {
     this.doc = doc;
     this.send = send;
@@ -27,7 +27,6 @@ export class YjsProvider {
       if (origin === this) return; // came from the server: do not echo it back
       this.sendAwareness(added.concat(updated, removed));
     });
-    loop.add(() => this.flush());
   }
 
   // A (re)connected socket said hello: the server has sent or is sending its step 1 and 2.

@@ -51,10 +51,13 @@ class LiveSession {
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
       : null;
-    // The Yjs flush is already in the loop (added by the provider): it runs first.
-    this.loop.add(() => this.flushRegions());
+    // Order matters. The panels first: the transcript reads the layout to stay scrolled to
+    // the end, which is cheap before the editor changes and costly after. Then the document,
+    // then the decorations that point into it.
     this.loop.add(() => this.transcript.flush());
     this.loop.add(() => this.status.flush());
+    this.loop.add(() => this.provider.flush());
+    this.loop.add(() => this.flushRegions());
   }
 
   start() {

@@ -22,6 +22,11 @@ export class Transcript {
     this.onOpenPath = onOpenPath;
     this.turns = new Map(); // turn id -> entry (see entry())
     this.pending = new Set(); // turns with buffered text
+    this.repaint = new Set(); // chips whose state changed since the last frame
+    // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
+    // reading the layout after every append would force a layout of the page each time.
+    this.stick = true;
+    container.addEventListener("scroll", () => { this.stick = this.atBottom(); }, { passive: true });
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
@@ -64,7 +69,10 @@ export class Transcript {
     const entry = this.entry(turn);
     entry.states.set(block, { path, state, detail: detail || {} });
     const chip = entry.chips[block];
-    if (chip) this.paintChip(chip, entry.states.get(block));
+    if (chip) {
+      chip.status = entry.states.get(block);
+      this.repaint.add(chip);
+    }
   }
 
   finished({ turn, status, metrics, error }) {
@@ -82,15 +90,16 @@ export class Transcript {
     }
     if (error) footer.append(element("span", "error", typeof error === "string" ? error : error.message || ""));
     entry.article.append(footer);
-    this.scroll();
+    if (this.stick) this.scroll();
   }
 
   flush() {
+    for (const chip of this.repaint) this.paintChip(chip, chip.status);
+    this.repaint.clear();
     if (this.pending.size === 0) return;
-    const stick = this.atBottom();
     for (const turn of this.pending) this.drain(this.turns.get(turn));
     this.pending.clear();
-    if (stick) this.scroll();
+    if (this.stick) this.scroll();
   }
 
   drain(entry) {
@@ -101,6 +110,7 @@ export class Transcript {
   }
 
   apply(entry, operations) {
+    const grown = new Set();
     for (const op of operations) {
       if (op.prose !== undefined) {
         if (!entry.text) {
@@ -113,9 +123,10 @@ export class Transcript {
       } else if (op.line) {
         const chip = entry.chips[entry.chips.length - 1];
         chip.lines += 1;
-        chip.count.textContent = `+${chip.lines}`;
+        grown.add(chip);
       }
     }
+    for (const chip of grown) chip.count.textContent = `+${chip.lines}`;
   }
 
   openChip(entry, opened) {
@@ -133,14 +144,15 @@ export class Transcript {
       count: element("span", "chip-count", ""),
       state: element("span", "chip-state"),
       lines: 0,
+      status: null, // the latest {path, state, detail} from edit.status
     };
     chip.button.type = "button";
     chip.button.append(element("span", "chip-kind", opened.kind), chip.path, chip.count, chip.state);
     entry.chips.push(chip);
     entry.prose.append(chip.button);
     entry.text = null; // prose after the block starts a new text node
-    const known = entry.states.get(entry.chips.length - 1);
-    this.paintChip(chip, known || { path, state: "pending", detail: {} });
+    chip.status = entry.states.get(entry.chips.length - 1) || { path, state: "pending", detail: {} };
+    this.paintChip(chip, chip.status);
   }
 
   paintChip(chip, { path, state, detail }) {
@@ -168,9 +180,8 @@ export class Transcript {
   }
 
   append(node) {
-    const stick = this.atBottom();
     this.container.append(node);
-    if (stick) this.scroll();
+    if (this.stick) this.scroll();
   }
 
   atBottom() {
