@@ -41,3 +41,15 @@ def test_the_systemd_unit_passes_systemd_analyze(tmp_path: Path) -> None:
         [str(analyze), "verify", str(tmp_path / "spark-ide.service")], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_systemd_unit_passes_flags_daphne_accepts() -> None:
+    from daphne.cli import CommandLineInterface
+
+    unit = (ROOT / "deploy/systemd/spark-ide.service").read_text()
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    args = exec_start.removeprefix("ExecStart=").split()[1:]
+    parsed = CommandLineInterface().parser.parse_args(args)
+    assert parsed.application == "spark_ide.asgi:application"
+    assert parsed.websocket_max_message_size == 1048576
+    assert parsed.proxy_headers

@@ -49,17 +49,22 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         children: list[subprocess.Popen[bytes]] = []
         try:
-            if not options["no_modelserver"]:
+            env = dict(os.environ)
+            local = env.get("SPARK_PROVIDER", "local") == "local"
+            if local and not options["no_modelserver"]:
                 model_port = options["model_port"]
+                self.stdout.write(f"Starting the local model server (SmolLM2) on port {model_port}...")
                 children.append(
                     subprocess.Popen(  # noqa: S603 - our own interpreter and module
                         [sys.executable, "-m", "spark_ide.modelserver", "--port", str(model_port)]
                     )
                 )
                 _wait_for_port("127.0.0.1", model_port, children[-1], timeout=60)
+                env.setdefault("OPENAI_BASE_URL", f"http://127.0.0.1:{model_port}/v1")
             server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                 "--websocket_max_message_size", "1048576", "spark_ide.asgi:application"],
+                 "--websocket-max-message-size", "1048576", "spark_ide.asgi:application"],
+                env=env,
             )
             children.append(server)
             _wait_for_port(host, port, server, timeout=30)
