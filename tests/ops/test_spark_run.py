@@ -42,7 +42,7 @@ def test_spark_run_serves_the_ide_and_prints_a_working_sign_in_url(tmp_path: Pat
     port, model_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_BASE_URL"}}
     env["SPARK_DATA_DIR"] = str(tmp_path)
-    process = subprocess.Popen(  # noqa: S603
+    process = subprocess.Popen(
         [sys.executable, "manage.py", "spark_run", "--port", str(port), "--model-port", str(model_port)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
@@ -60,7 +60,7 @@ def test_spark_run_serves_the_ide_and_prints_a_working_sign_in_url(tmp_path: Pat
         assert url, "".join(seen)
         assert _port_open(model_port)  # the local model server runs beside Daphne
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
-        with opener.open(url, timeout=10) as page:  # noqa: S310 - our own loopback server
+        with opener.open(url, timeout=10) as page:
             assert page.status == 200
             assert "Workspaces" in page.read().decode()
     finally:
