@@ -119,6 +119,8 @@ class LiveSession {
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
+    // A block of a finished turn rolled back: someone reverted that turn.
+    if (event.state === "rolled_back" && event.turn !== this.running) this.historyChangedSoon();
     if (IN_FLIGHT.has(event.state) && event.path) {
       const follow = this.tabs.mayFollowTo(event.path);
       if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false });
@@ -190,12 +192,18 @@ class LiveSession {
     }
     button.disabled = true;
     button.textContent = "Reverting…";
-    // No event says a revert is recorded: the panel asks again a moment later.
-    setTimeout(() => this.historyChanged(), REVERT_REFRESH_MS);
+    this.historyChangedSoon();
   }
 
   historyChanged() {
     document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
+  }
+
+  // The server records a revert after announcing it, and no event says when it is recorded:
+  // the panel asks once a moment later.
+  historyChangedSoon() {
+    clearTimeout(this.historyTimer);
+    this.historyTimer = setTimeout(() => this.historyChanged(), REVERT_REFRESH_MS);
   }
 
   refreshTree() {

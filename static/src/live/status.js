@@ -10,6 +10,11 @@ export function estimateTokens(text) {
   return found ? found.length : 0;
 }
 
+// A server figure, or nothing when the turn never got that far (no token, no TTFT).
+function figure(value, before, after) {
+  return typeof value === "number" ? `${before}${Math.round(value)}${after}` : "";
+}
+
 export class StatusBar {
   constructor(root) {
     this.fields = {};
@@ -68,6 +73,7 @@ export class StatusBar {
   }
 
   finished({ turn, status, metrics }) {
+    if (this.turn && this.turn.id !== turn && !this.turn.final) return; // another turn runs
     if (!this.turn || this.turn.id !== turn) this.turn = { id: turn, tokens: 0 };
     this.turn.final = { status, metrics: metrics || {} };
     if (metrics && typeof metrics.steer_ms === "number") this.steerServer = metrics.steer_ms;
@@ -83,9 +89,9 @@ export class StatusBar {
     if (turn.final) {
       const { status, metrics } = turn.final;
       this.set("turn", `${turn.id} ${status}`, status);
-      this.set("rate", metrics.tokens_per_s !== undefined ? `${Math.round(metrics.tokens_per_s)} tok/s` : "");
-      this.set("ttft", metrics.ttft_ms !== undefined ? `TTFT ${Math.round(metrics.ttft_ms)} ms` : "");
-      this.set("tokens", metrics.tokens !== undefined ? `${metrics.tokens} tok` : "");
+      this.set("rate", figure(metrics.tokens_per_s, "", " tok/s"));
+      this.set("ttft", figure(metrics.ttft_ms, "TTFT ", " ms"));
+      this.set("tokens", figure(metrics.tokens, "", " tok"));
       return;
     }
     this.set("turn", `${turn.id} running`, "running");

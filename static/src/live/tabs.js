@@ -88,6 +88,10 @@ export class EditorTabs {
   activate(path, { focus = true } = {}) {
     const tab = this.tabs.get(path);
     if (!tab) return;
+    if (path === this.active && this.view) {
+      if (focus) this.view.focus();
+      return;
+    }
     this.stash();
     this.active = path;
     // An inactive state is not bound to Yjs (the view's sync plugin is), so it may be behind.

@@ -66,6 +66,9 @@ export class Transcript {
   }
 
   blockStatus({ turn, block, path, state, detail }) {
+    // A status of a turn we never saw start that is already over (a revert of an old turn)
+    // has nothing to show here; the history panel shows it.
+    if (!this.turns.has(turn) && (state !== "locating" && state !== "streaming")) return;
     const entry = this.entry(turn);
     entry.states.set(block, { path, state, detail: detail || {} });
     const chip = entry.chips[block];
@@ -76,8 +79,8 @@ export class Transcript {
   }
 
   finished({ turn, status, metrics, error }) {
-    const entry = this.entry(turn);
-    if (entry.done) return; // told twice (a replay after a reconnect)
+    const entry = this.turns.get(turn);
+    if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
     this.drain(entry);
     this.apply(entry, entry.splitter.finish());
