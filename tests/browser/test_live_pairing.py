@@ -273,3 +273,34 @@ def test_alt_enter_queues_a_prompt_behind_the_running_turn(scripted_ide: IdeServ
     assert first.locator(".badge.outcome").inner_text() == "completed"  # not steered: it ran to the end
     assert _document(page, "a.py") == LONG_BODY
     assert _document(page, "queued.py") == "queued = True\n"
+
+
+def test_a_collaborator_steers_the_owners_turn(scripted_ide: IdeServer, page: Any, chromium: Any) -> None:
+    _start_session(scripted_ide, page, "live collaborator")
+    page.locator(".invites summary").click()
+    invite = page.locator("#invite-collaborator").input_value()
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        mate = context.new_page()
+        errors: list[str] = []
+        mate.on("pageerror", lambda exc: errors.append(str(exc)))
+        mate.goto(scripted_ide.login_url("cole"))
+        mate.wait_for_url(f"{scripted_ide.url}/")
+        mate.goto(invite)
+        mate.wait_for_url("**/sessions/*/")
+        mate.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+
+        _ask(page, SLOW_WRITE)
+        mate.locator(".turn.running").wait_for(timeout=WAIT_MS)
+        mate.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)  # the tab opened and shows the stream
+        mate.get_by_role("button", name="Steer").wait_for()
+        _ask(mate, STEER)
+
+        for viewer in (page, mate):
+            viewer.locator(".turn").first.locator(".badge.outcome", has_text="steered").wait_for(timeout=WAIT_MS)
+            viewer.locator(".turn").nth(1).locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+            assert _document(viewer, "a.py") == 'print("steered")\n'
+        mate.screenshot(path=str(ARTIFACTS / "live_collaborator.png"))
+        assert errors == []
+    finally:
+        context.close()
