@@ -82,7 +82,7 @@ def bulk(tokens: int, salt: int, seed: int = 0) -> str:
 
 def scripts(args: argparse.Namespace) -> dict[str, str]:
     """Named answers for the engine; run ``k`` of a throughput load plays ``<load>-<k>``."""
-    texts = {"paced": bulk(args.paced_tokens, salt=PACED_SALT, seed=3), "long": prose(20_000, salt=5)}
+    texts = {"paced": bulk(args.paced_tokens, salt=PACED_SALT, seed=3), "long": prose(5_000, salt=5)}
     for k in range(args.reps + 1):  # bulk-0 warms up
         texts[f"bulk-{k}"] = bulk(args.tokens, salt=k)
         if k:
