@@ -1,20 +1,21 @@
-"""Pairing relay benchmark (``manage.py spark_bench pairing``, ``python -m spark_ide.pairing.bench``).
+"""Pairing relay benchmark (``python -m spark_ide.pairing.bench``, ``manage.py spark_bench pairing``).
 
 The real stack on loopback (``bench_stack``): the scripted model server, a frame tap in front
 of it, the IDE under Daphne, and a bare ``websockets`` relay (``bench_relay``) as the
 baseline. A ``websockets`` client plays the browser (PROTOCOL.md §2): it sends JSON, answers
-nothing for Yjs and only counts binary frames. Figures:
+nothing for Yjs and only counts binary frames. Phases (``--phases``, all by default):
 
-* throughput: a scripted answer of ``--tokens`` tokens of prose plus a ``<write>`` block at
-  the engine's top speed; tokens / (last delta received - first delta received), medians
-  over ``--reps`` alternating runs through the IDE and through the bare relay, their ratio,
-  and zero loss (the turn's deltas concatenate to exactly the scripted text, the written
-  file holds exactly the block's content);
-* added latency at 1,000 tokens/s: for each upstream delta, the time the client received
-  the character that completes it minus the time the tap saw its frame (p50/p99/max);
-* steering (IDE only): ``steer_ms`` as the server reports it (steer received -> re-prompt
-  sent) and, at the client, steer sent -> first delta of the new turn minus the TTFT the
-  steer asked the engine for.
+* ``throughput``: ``--tokens`` tokens of prose plus a ``<write>`` block (a different one per
+  run) at ``[rate:200000]``; tokens / (last delta received - first delta received), medians
+  over ``--reps`` alternating runs through the IDE and the bare relay, their ratio, and zero
+  loss (the deltas concatenate to exactly the scripted text; the written file, read over
+  HTTP, holds exactly the block's content);
+* ``capacity``: the same with ``--capacity-tokens`` and the engine unpaced, each relay's ceiling;
+* ``latency``: at 1,000 tokens/s, for each upstream delta, when the client held the character
+  that completes it minus when the tap saw its frame (p50/p99/max; overall, prose, edit block);
+* ``steer`` (IDE only): ``steer_ms`` as the server reports it (steer received -> re-prompt
+  sent), and steer sent -> first delta of the new turn at the client minus the TTFT the steer
+  asked the engine for, split at the tap into its client, model-server and relay parts.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ TARGETS = {
     "ide_tokens_per_s_min": 20_000.0, "ratio_min": 0.5, "latency_p50_ms_max": 10.0,
     "latency_p99_ms_max": 30.0, "steer_ms_p50_max": 5.0, "steer_first_token_p50_ms_max": 15.0,
 }
+
 
 def prose(tokens: int, salt: int = 0) -> str:
     """Deterministic prose of exactly ``tokens`` scripted-engine tokens; no line starts with '<'."""
@@ -127,7 +129,7 @@ class Load:
 
     name: str
     rate: float
-    salt: int  # of run 0's write block
+    salt: int  # run k writes ``write_body(salt + k)``
 
 
 async def measure_throughput(
@@ -182,16 +184,21 @@ def added_latency_ms(
     return latencies
 
 
+def upstream_answer(frames: list[Tapped], text: str) -> list[tuple[float, str]] | None:
+    """The tapped deltas ``(time, text)`` of the response whose whole text is ``text``."""
+    by_item: dict[str, list[tuple[float, str]]] = {}
+    for at, item, delta in tap_deltas(frames):
+        by_item.setdefault(item, []).append((at, delta))
+    return next((deltas for deltas in by_item.values() if "".join(t for _, t in deltas) == text), None)
+
+
 async def measure_latency(browser: Browser, tap: FrameTap, expected: str) -> dict[str, Any]:
     tap.recording = []
     try:
         turn = await play(browser, f"[script:paced][rate:{PACED_RATE}][ttft:0]")
     finally:
         frames, tap.recording = tap.recording, None
-    by_item: dict[str, list[tuple[float, str]]] = {}
-    for at, item, text in tap_deltas(frames):
-        by_item.setdefault(item, []).append((at, text))
-    upstream = next((d for d in by_item.values() if "".join(t for _, t in d) == turn.text), None)
+    upstream = upstream_answer(frames, turn.text)
     lossless = turn.text == expected and upstream is not None
     latencies = added_latency_ms(upstream, turn.deltas) if upstream is not None and lossless else []
     block = expected.index("\n<write")  # deltas ending after this carry the edit block
@@ -215,11 +222,8 @@ def upstream_steer_times(frames: list[Tapped], said: str) -> tuple[float | None,
          if not from_server and event.get("type") == "response.create" and f"[say]{said}[/say]" in json.dumps(event)),
         None,
     )
-    by_item: dict[str, list[tuple[float, str]]] = {}
-    for at, item, delta in tap_deltas(frames):
-        by_item.setdefault(item, []).append((at, delta))
-    answered = next((d[0][0] for d in by_item.values() if "".join(t for _, t in d) == said), None)
-    return asked, answered
+    answer = upstream_answer(frames, said)
+    return asked, answer[0][0] if answer else None
 
 
 async def steer_once(browser: Browser, tap: FrameTap, index: int, ttft_ms: float) -> dict[str, Any]:
@@ -298,7 +302,7 @@ def verdicts(figures: dict[str, Any]) -> dict[str, bool | None]:
     if "steer" in figures:
         lossless.append(figures["steer"]["lossless"])
     return {
-        "zero_loss": all(lossless) and figures["late_deltas"] == 0,
+        "zero_loss": all(lossless) and figures["late_events"] == 0,
         "throughput_20k_tokens_per_s": _within(
             figures, "throughput", ("ide_tokens_per_s",), TARGETS["ide_tokens_per_s_min"], floor=True
         ),
@@ -343,7 +347,7 @@ async def measure(args: argparse.Namespace, texts: dict[str, str], stack: Stack)
             }
         if "steer" in args.phases:
             figures["steer"] = await measure_steers(ide, stack.tap, args.steers, args.steer_ttft_ms)
-        figures["late_deltas"] = late_events(ide.events)
+        figures["late_events"] = late_events(ide.events)
         figures["ide_binary_frames"] = ide.binary_frames
     finally:
         await ide.close()

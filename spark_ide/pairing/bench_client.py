@@ -105,12 +105,16 @@ async def take_turn(browser: Browser, turn_id: str, began: int) -> Turn:
 
 
 def late_events(events: list[tuple[float, Event]]) -> int:
-    """Deltas or edit statuses of a turn after its ``turn.finished`` (the invariant: none)."""
+    """Events of a turn after its ``turn.finished`` that PROTOCOL.md §2 forbids: any delta, any
+    edit status but the turn's own rollback."""
     finished: set[str] = set()
     late = 0
     for _, event in events:
-        if event["type"] in ("turn.delta", "edit.status") and event.get("turn") in finished:
-            late += event["type"] == "turn.delta"  # a rollback status may follow; a delta never
-        elif event["type"] == "turn.finished":
+        kind = event["type"]
+        if kind == "turn.finished":
             finished.add(event["turn"])
+        elif event.get("turn") in finished and (
+            kind == "turn.delta" or (kind == "edit.status" and event.get("state") != "rolled_back")
+        ):
+            late += 1
     return late
