@@ -19,7 +19,6 @@ export class SessionConnection {
     this.socket = null;
     this.order = new EventOrder((events) => events.forEach((event) => this.handlers.onEvent(event)));
     this.attempt = 0;
-    this.stopped = false;
     this.retryTimer = 0;
     this.pingTimer = 0;
     this.pings = new Map(); // ping id -> performance.now() when sent
@@ -67,7 +66,6 @@ export class SessionConnection {
     this.order.disconnected();
     this.pings.clear();
     this.socket = null;
-    if (this.stopped) return;
     const base = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     const delay = Math.round(base * (0.75 + Math.random() * 0.5)); // spread a crowd's retries
     this.attempt += 1;
@@ -100,11 +98,5 @@ export class SessionConnection {
     if (sent === undefined) return;
     this.pings.delete(event.id);
     this.handlers.onRtt(performance.now() - sent);
-  }
-
-  stop() {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    if (this.socket) this.socket.close();
   }
 }

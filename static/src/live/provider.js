@@ -54,7 +54,12 @@ export class YjsProvider {
       this.queue.push(bytes);
       this.loop.request();
     } else if (kind === MESSAGE_AWARENESS) {
-      awarenessProtocol.applyAwarenessUpdate(this.awareness, decoding.readVarUint8Array(decoder), this);
+      try {
+        awarenessProtocol.applyAwarenessUpdate(this.awareness, decoding.readVarUint8Array(decoder), this);
+      } catch (error) {
+        // Relayed from another browser: a bad one must not break this page.
+        console.error("Spark: a malformed awareness message was ignored:", error.message);
+      }
     }
   }
 
