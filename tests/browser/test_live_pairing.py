@@ -304,3 +304,16 @@ def test_a_collaborator_steers_the_owners_turn(scripted_ide: IdeServer, page: An
         assert errors == []
     finally:
         context.close()
+
+
+def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live failed edit")
+    missing = (
+        '<edit path="a.py">\n<old_text>\nnot_in_the_file = 0\n</old_text>\n'
+        "<new_text>\nx = 1\n</new_text>\n</edit>\n"
+    )
+    _ask(page, f"[rate:300][say]Trying.\n{missing}[/say]")
+    page.locator(".turn .chip[data-state='failed']").wait_for(timeout=WAIT_MS)
+    page.locator(".toast", has_text="The edit to a.py failed").wait_for(timeout=WAIT_MS)
+    page.locator(".turn .badge.outcome").wait_for(timeout=WAIT_MS)
+    assert _document(page, "a.py") == SEED

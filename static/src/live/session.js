@@ -93,6 +93,9 @@ class LiveSession {
       case "error": return this.toasts.show(`${event.message || event.code}`, "error");
       case "resync": return this.resync();
       case "turn.steered": return this.status.steered(event);
+      case "guard.finding":
+        return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
+          event.severity === "high" ? "error" : "warn");
       case "turn.queued":
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
@@ -121,12 +124,23 @@ class LiveSession {
     this.transcript.blockStatus(event);
     // A block of a finished turn rolled back: someone reverted that turn.
     if (event.state === "rolled_back" && event.turn !== this.running) this.historyChangedSoon();
+    this.explain(event);
     if (IN_FLIGHT.has(event.state) && event.path) {
       const follow = this.tabs.mayFollowTo(event.path);
       if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false });
       else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
     }
     this.loop.request();
+  }
+
+  // What a person should know about a block without opening the transcript.
+  explain({ path, state, detail }) {
+    const conflicts = detail && detail.conflict && detail.conflict.lines;
+    if (state === "failed") {
+      this.toasts.show(`The edit to ${path} failed: ${detail.message || detail.reason || "no match"}`, "warn");
+    } else if (state === "applied" && Array.isArray(conflicts) && conflicts.length) {
+      this.toasts.show(`${path}: your changes on line ${conflicts.join(", ")} were kept`, "warn");
+    }
   }
 
   turnFinished(event) {
