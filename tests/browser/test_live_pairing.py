@@ -181,6 +181,7 @@ def test_a_viewer_watches_the_stream_read_only(scripted_ide: IdeServer, page: An
         viewer.locator(".tab.active", has_text="shown.py").wait_for(timeout=WAIT_MS)  # the tab opens itself
         viewer.locator(".cm-content", has_text="shown = True").wait_for(timeout=WAIT_MS)
         viewer.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+        page.locator(".tree a[data-open='shown.py']").wait_for(timeout=WAIT_MS)  # the owner's tree follows
         assert viewer.locator(".cm-content").get_attribute("contenteditable") == "false"
         viewer.locator(".cm-content").click()
         viewer.keyboard.type("nope")
