@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -359,6 +360,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = scripts(args)
     started = time.monotonic()
     load_before = [round(x, 2) for x in os.getloadavg()]  # other work on the machine skews figures
+    # The stack's processes live in their own process groups: a SIGTERM to us must still end
+    # them, so it cancels the run and the stack's exit ends every group.
+    this_run = asyncio.current_task()
+    assert this_run is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
     async with Stack(texts) as stack:
         progress(f"stack up in {time.monotonic() - started:.1f}s")
         figures = await measure(args, texts, stack)

@@ -151,10 +151,10 @@ class Stack:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.tap is not None:
+            await self.tap.stop()  # first: the model server then has no open socket to wait on
         for process in reversed(self.processes):
             _end(process)
-        if self.tap is not None:
-            await self.tap.stop()
         for log in self._logs:
             log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
