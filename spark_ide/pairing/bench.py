@@ -386,7 +386,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--capacity-tokens", type=int, default=200_000, help="prose tokens for the unpaced (capacity) runs"
     )
-    parser.add_argument("--reps", type=int, default=3, help="throughput runs per relay (median)")
+    parser.add_argument("--reps", type=int, default=5, help="throughput and capacity runs per relay (median)")
     parser.add_argument(
         "--paced-tokens", type=int, default=2_000, help="prose tokens (then a write block) streamed at 1,000 tokens/s"
     )
