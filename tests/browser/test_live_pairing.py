@@ -318,3 +318,17 @@ def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(scripted_ide:
     page.locator(".toast", has_text="The edit to a.py failed").wait_for(timeout=WAIT_MS)
     page.locator(".turn .badge.outcome").wait_for(timeout=WAIT_MS)
     assert _document(page, "a.py") == SEED
+
+
+def test_a_resync_mid_turn_marks_the_gap_and_the_turn_still_lands(scripted_ide: IdeServer, page: Any) -> None:
+    _start_session(scripted_ide, page, "live resync")
+    _ask(page, SLOW_WRITE.replace("[rate:40]", "[rate:80]"))
+    page.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)
+    # What the page does when the server says it cannot replay what this page missed.
+    page.evaluate("() => window.sparkLive.handle({type: 'resync', reason: 'test'})")
+    turn = page.locator(".turn").first
+    assert turn.locator(".gap").count() == 1
+    turn.locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+    assert _document(page, "a.py") == LONG_BODY
+    assert page.locator(".cm-live-ghost").count() == 0
+    assert page.get_by_role("button", name="Send").is_visible()

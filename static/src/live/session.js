@@ -152,11 +152,12 @@ class LiveSession {
     document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
   }
 
+  // Events were lost (the server could not replay them). The document re-syncs by itself;
+  // what ran meanwhile is in the history. The hello just before told which turn runs now.
   resync() {
     this.provider.requestSync();
     this.regions.clear();
-    this.transcript.abandonRunning();
-    this.setRunning(null);
+    this.transcript.lostEvents(this.running);
     this.loop.request();
     this.historyChanged();
   }

@@ -171,11 +171,18 @@ export class Transcript {
     button.title = why ? `${label}: ${why}` : label;
   }
 
-  // A resync: nothing in flight can be trusted to finish.
-  abandonRunning() {
-    for (const entry of this.turns.values()) {
+  // A resync: the turns that were running ended unseen, except `running`, which goes on
+  // after a visible gap in its text.
+  lostEvents(running) {
+    for (const [turn, entry] of this.turns) {
       entry.buffer = "";
-      if (entry.article.classList.contains("running")) {
+      if (entry.done) continue;
+      if (turn === running) {
+        entry.prose.append(element("span", "gap", " … "));
+        entry.text = null;
+        entry.splitter = new EditBlockSplitter(); // we may be anywhere in a block now
+      } else {
+        entry.done = true;
         entry.article.classList.replace("running", "status-unknown");
       }
     }
