@@ -35,7 +35,6 @@ export function renderPresence(list, participants) {
   list.replaceChildren(...items);
 }
 
-
 async function copy(text) {
   if (navigator.clipboard && window.isSecureContext) {
     await navigator.clipboard.writeText(text);
