@@ -187,22 +187,16 @@ class SessionHub:
             await self._deliver(items)
 
     async def _deliver(self, items: list[dict[str, Any] | bytes]) -> None:
-        i = 0
-        while i < len(items):
-            item = items[i]
-            if isinstance(item, bytes):
-                run = [item]
-                while i + 1 < len(items) and isinstance(items[i + 1], bytes):
-                    i += 1
-                    run.append(items[i])  # type: ignore[arg-type]
-                update = merge_updates(*run) if len(run) > 1 else run[0]
-                await self._persist(update)
-                for conn in list(self.connections.values()):
-                    conn.outbox.put_update(update)
-            else:
-                for conn in list(self.connections.values()):
+        """Persist the batch's document updates in one write, then send everything in order."""
+        updates = [item for item in items if isinstance(item, bytes)]
+        if updates:
+            await self._persist(merge_updates(*updates) if len(updates) > 1 else updates[0])
+        for item in items:
+            for conn in list(self.connections.values()):
+                if isinstance(item, bytes):
+                    conn.outbox.put_update(item)
+                else:
                     conn.outbox.put_event(item)
-            i += 1
 
     async def _persist(self, update: bytes) -> None:
         self._last_update_id = await database_sync_to_async(documents.document_append)(self.workspace_id, update)
@@ -249,7 +243,7 @@ class SessionHub:
             log.warning("bad Yjs message from %s", conn.username, exc_info=True)
             return "malformed_binary"
         if reply is not None:
-            conn.outbox.put_raw(bytes([YMessageType.SYNC]) + reply)
+            conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return None
 
     def _file_changed_elsewhere(self, path: str, text: str | None) -> None:

@@ -19,6 +19,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -386,18 +387,24 @@ class Pilot:
             self._stop_forwarding(self._run)
             self._finish(self._run, "cancelled")
         self._publish_statuses(editor.revert())
-        self._record(services.turn_mark_reverted, turn_id)
+        # Announced once recorded, so a history panel refreshed on it shows the revert.
+        self._record(
+            services.turn_mark_reverted, turn_id,
+            then=lambda: self.hub.publish({"type": "turn.reverted", "turn": turn_id}),
+        )
 
     # -- ordered database writes, off the event loop -----------------------------------------
 
-    def _record(self, fn: Any, *args: Any, **kwargs: Any) -> None:
-        self._db.put_nowait((fn, args, kwargs))
+    def _record(self, fn: Any, *args: Any, then: Callable[[], object] | None = None, **kwargs: Any) -> None:
+        self._db.put_nowait((fn, args, kwargs, then))
 
     async def _write_records(self) -> None:
         while True:
-            fn, args, kwargs = await self._db.get()
+            fn, args, kwargs, then = await self._db.get()
             try:
                 await database_sync_to_async(fn)(*args, **kwargs)
+                if then is not None:
+                    then()
             except Exception:
                 log.exception("could not record %s", getattr(fn, "__name__", fn))
             finally:

@@ -6,6 +6,7 @@ urlpatterns = [
     path("w/<str:workspace_id>/live", views.session_start, name="session-start"),
     path("sessions/<str:session_id>/", views.session_page, name="session"),
     path("sessions/<str:session_id>/history", views.session_history, name="session-history"),
+    path("sessions/<str:session_id>/tree", views.session_tree, name="session-tree"),
     path("sessions/<str:session_id>/join/<str:key>", views.session_join, name="session-join"),
 ]
 

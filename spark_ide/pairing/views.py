@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
@@ -18,6 +19,7 @@ from pygments.lexers import DiffLexer
 from spark_ide.accounts.services import signed_in_user
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
 from spark_ide.workspaces.tree import build_tree
+from spark_ide.workspaces.views import tree_partial
 
 from . import services
 from .api import session_links
@@ -62,6 +64,7 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
         "can_drive": can_edit,
         "ws_path": f"/ws/sessions/{session.id}/",
         "tree": build_tree(list(workspace.files.values_list("path", "language"))),
+        "tree_url": reverse("session-tree", args=[session.id]),
         "invites": session_links(request, session)["invite"] if role == Role.OWNER else None,
         "history_url": f"/sessions/{session.id}/history",
     }
@@ -86,6 +89,15 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     ]
     context = {"turns": turns, "can_drive": role in (Role.OWNER, Role.COLLABORATOR), "session": session}
     return render(request, "pairing/_history.html", context)
+
+
+@login_required
+def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The file tree for everyone in the session; only owner and collaborators change files."""
+    session, role = _session_and_role(request, session_id)
+    can_edit = role in (Role.OWNER, Role.COLLABORATOR)
+    tree_url = reverse("session-tree", args=[session.id])
+    return tree_partial(request, session.workspace, tree_url=tree_url, can_edit=can_edit)
 
 
 @login_required

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -85,7 +86,8 @@ def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
 @require_GET
 def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
     found = _owned(request, workspace_id)
-    context = {"workspace": found, "tree": _tree(found), "can_edit": True}
+    tree_url = reverse("workspace-tree", args=[found.id])
+    context = {"workspace": found, "tree": _tree(found), "can_edit": True, "tree_url": tree_url}
     return render(request, "workspaces/workspace.html", context)
 
 
@@ -93,38 +95,50 @@ def _tree(workspace: Workspace) -> list:  # type: ignore[type-arg]
     return build_tree(list(workspace.files.values_list("path", "language")))
 
 
-def _tree_response(request: HttpRequest, workspace: Workspace, error: str = "") -> HttpResponse:
-    context = {"workspace": workspace, "tree": _tree(workspace), "error": error, "can_edit": True}
+def _tree_response(
+    request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool, error: str = ""
+) -> HttpResponse:
+    context = {
+        "workspace": workspace, "tree": _tree(workspace), "error": error, "can_edit": can_edit, "tree_url": tree_url
+    }
     return render(request, "workspaces/_tree.html", context)
 
 
-@login_required
-def tree(request: HttpRequest, workspace_id: str) -> HttpResponse:
+def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool) -> HttpResponse:
     """GET: the tree partial. POST ``action`` = create | rename | delete: change, then the tree.
 
     Each change also tells the editor what happened (an ``HX-Trigger`` client event), so an
-    open tab follows a rename and closes on delete.
+    open tab follows a rename and closes on delete. Shared by the workspace page and live
+    sessions (whose participants may not own the workspace).
     """
-    found = _owned(request, workspace_id)
     if request.method == "GET":
-        return _tree_response(request, found)
+        return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
     if request.method != "POST":
         return HttpResponse(status=405)
+    if not can_edit:
+        return HttpResponse("a viewer cannot change files", status=403)
     action, path = request.POST.get("action", ""), request.POST.get("path", "")
     try:
         if action == "create":
-            created = services.file_create(workspace=found, path=path)
+            created = services.file_create(workspace=workspace, path=path)
             event, detail = "spark:open", {"path": created.path}
         elif action == "rename":
             # The htmx rename button asks with hx-prompt, which arrives as the HX-Prompt header.
             new_path = request.POST.get("new_path") or request.htmx.prompt or ""  # type: ignore[attr-defined]
-            renamed = services.file_rename(workspace=found, path=path, new_path=new_path)
+            renamed = services.file_rename(workspace=workspace, path=path, new_path=new_path)
             event, detail = "spark:renamed", {"path": path, "new_path": renamed.path}
         elif action == "delete":
-            services.file_delete(workspace=found, path=path)
+            services.file_delete(workspace=workspace, path=path)
             event, detail = "spark:deleted", {"path": path}
         else:
             raise WorkspaceError("bad_action", f"unknown action {action[:40]!r}")
     except WorkspaceError as exc:
-        return _tree_response(request, found, error=exc.message)
-    return trigger_client_event(_tree_response(request, found), event, detail)
+        return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
+    response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
+    return trigger_client_event(response, event, detail)
+
+
+@login_required
+def tree(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    found = _owned(request, workspace_id)
+    return tree_partial(request, found, tree_url=reverse("workspace-tree", args=[found.id]), can_edit=True)

@@ -4,6 +4,7 @@ import uuid
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
 from spark_ide.pairing.models import Participant, Session, Turn
@@ -103,3 +104,21 @@ def test_the_history_shows_highlighted_diffs(client: Client, ws: Any, user: Any)
     turn = response.context["turns"][0]
     assert turn["id"] == "t1"
     assert 'class="diff"' in turn["files"][0]["diff_html"]
+
+
+def test_participants_use_the_session_tree_by_role(client: Client, ws: Any, user: Any, other_user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    Participant.objects.create(session=session, user=other_user, role="viewer")
+    client.force_login(other_user)
+    url = f"/sessions/{session.id}/tree"
+    assert 'data-open="a.py"' in client.get(url).content.decode()
+    assert client.post(url, {"action": "delete", "path": "a.py"}).status_code == 403
+    assert ws.files.filter(path="a.py").exists()
+    Participant.objects.filter(user=other_user).update(role="collaborator")
+    response = client.post(url, {"action": "create", "path": "b.py"})
+    assert response.status_code == 200
+    assert f'hx-post="{url}"' in response.content.decode()
+    assert ws.files.filter(path="b.py").exists()
+    stranger = Client()
+    stranger.force_login(User.objects.create_user(username="zed", password="pw-zed-123"))
+    assert stranger.get(url).status_code == 404

@@ -108,6 +108,7 @@ async def test_revert_undoes_a_whole_turn(live: Live, model_server: object, hubs
     assert client.text("util.py") == "X = 2\n"
     await client.send({"type": "revert", "turn": turn})
     await client.until(lambda e: e["type"] == "edit.status" and e["state"] == "rolled_back")
+    await client.until(lambda e: e["type"] == "turn.reverted" and e["turn"] == turn)
     await client.pump(0.3)
     assert client.text("util.py") == "X = 1\n"
     assert client.text("steered.py") in (None, "")
