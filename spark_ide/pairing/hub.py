@@ -187,12 +187,22 @@ class SessionHub:
             await self._deliver(items)
 
     async def _deliver(self, items: list[dict[str, Any] | bytes]) -> None:
-        """Persist the batch's document updates in one write, then send everything in order."""
-        updates = [item for item in items if isinstance(item, bytes)]
+        """Send in order; document updates only once persisted, all of a batch in one write.
+
+        Events before the batch's first update go out at once; the updates are merged and
+        written once, then they and the events after them follow in order.
+        """
+        first = next((i for i, item in enumerate(items) if isinstance(item, bytes)), len(items))
+        self._fan_out(items[:first])
+        updates = [item for item in items[first:] if isinstance(item, bytes)]
         if updates:
             await self._persist(merge_updates(*updates) if len(updates) > 1 else updates[0])
+        self._fan_out(items[first:])
+
+    def _fan_out(self, items: list[dict[str, Any] | bytes]) -> None:
+        connections = list(self.connections.values())
         for item in items:
-            for conn in list(self.connections.values()):
+            for conn in connections:
                 if isinstance(item, bytes):
                     conn.outbox.put_update(item)
                 else:

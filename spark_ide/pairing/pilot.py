@@ -72,7 +72,8 @@ class TurnRun:
     request: TurnRequest
     editor: TurnEditor
     before: dict[str, str]
-    steering: list[str]
+    steering: list[str]  # the steering notes sent with this turn's request
+    redirects: list[str]  # the steering texts of the chain, in order
     steered_from: str | None = None
     stream: Any = None
     task: asyncio.Task[None] | None = None
@@ -85,6 +86,11 @@ class TurnRun:
 
 def _effort(value: str | None) -> Effort | None:
     return next((effort for effort in EFFORTS if effort == value), None)
+
+
+def _chain_prompt(run: TurnRun) -> str:
+    """What the user asked over a steering chain: the first prompt and each redirection."""
+    return run.origin.text + "".join(f"\n(Redirected: {text})" for text in run.redirects)
 
 
 def prompt_style() -> PromptStyle:
@@ -211,6 +217,7 @@ class Pilot:
             editor=TurnEditor(self.hub.doc, turn_id, fence_path=self._fence_path(origin)),
             before=texts,
             steering=steering,
+            redirects=[*steered_from.redirects, command.text] if steered_from is not None else [],
             steered_from=steered_from.id if steered_from is not None else None,
         )
 
@@ -356,7 +363,10 @@ class Pilot:
         if self._run is run:
             self._run = None
         output = run.stream.text if run.stream is not None else ""
-        self._history.append(PastTurn(prompt=run.command.text, output=output))
+        if status != "steered":
+            # A steered turn lives on in its successor's request (the steering note carries
+            # its partial answer), so it is not history of its own.
+            self._history.append(PastTurn(prompt=_chain_prompt(run), output=output))
         self._last_ledger = run.editor.ledger.as_prompt()
         self._record(
             services.turn_finish, turn_id=run.id, status=status, output=output,

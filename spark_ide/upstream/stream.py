@@ -198,6 +198,9 @@ class TurnStream:
             self._queue.put_nowait(event)
 
     async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
+        if not self._queue.empty():
+            # At high rates events are usually waiting: skip wait_for's timer (~14 µs each).
+            return self._queue.get_nowait()
         while True:
             waiting_first_byte = self.first_byte_at is None
             limit = self._first_byte_timeout_s if waiting_first_byte else self._idle_timeout_s

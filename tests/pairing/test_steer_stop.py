@@ -133,3 +133,22 @@ async def test_human_typing_during_a_turn_survives(live: Live, model_server: obj
     assert second.text("app.py") == client.text("app.py")
     await client.close()
     await second.close()
+
+
+async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server: object, hubs: None) -> None:
+    import uuid
+
+    from spark_ide.pairing.hub import SessionHub
+
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
+    await _wait_second_block_streaming(client)
+    await client.send({"type": "steer", "text": say(STEERED)})
+    await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
+    hub = SessionHub.running(uuid.UUID(live.session_id))
+    assert hub is not None
+    history = hub.pilot._history
+    assert len(history) == 1  # the steered turn is not history of its own
+    assert history[0].prompt == say(FIRST_BLOCK + SECOND_BLOCK, rate=400) + f"\n(Redirected: {say(STEERED)})"
+    assert history[0].output == STEERED
+    await client.close()

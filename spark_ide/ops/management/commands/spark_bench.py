@@ -22,5 +22,5 @@ class Command(BaseCommand):
             module = importlib.import_module(f"spark_ide.{options['benchmark']}.bench")
         except ModuleNotFoundError as exc:
             raise CommandError(f"benchmark {options['benchmark']} is unavailable: {exc}") from None
-        figures = module.main(list(options["args"]))
+        figures = module.main(list(args))  # Django hands positional arguments over as *args
         self.stdout.write(json.dumps(figures, indent=2, sort_keys=True))
