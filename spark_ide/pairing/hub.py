@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -38,6 +39,7 @@ REPLAY_LOG = 5000
 MATERIALIZE_AFTER_S = 0.2
 COMPACT_EVERY = 500
 IDLE_CLOSE_S = 30.0
+READ_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -67,6 +69,7 @@ class SessionHub:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Future[None]] = set()
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._materialize: asyncio.TimerHandle | None = None
         self._idle_close: asyncio.TimerHandle | None = None
         self._since_compact = 0
@@ -97,7 +100,7 @@ class SessionHub:
 
         self.doc = await database_sync_to_async(documents.document_load)(self.workspace_id)
         self.doc.observe(self._on_doc_change)
-        documents.LIVE.register(self.workspace_id, self._file_changed_elsewhere)
+        documents.LIVE.register(self.workspace_id, self)
         self.pilot = Pilot(self)
         self._tasks = [
             asyncio.create_task(self._run_pipeline(), name=f"hub-{self.session_id}"),
@@ -256,9 +259,21 @@ class SessionHub:
             conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return None
 
-    def _file_changed_elsewhere(self, path: str, text: str | None) -> None:
+    # -- documents.LiveHolder: other threads (HTTP views) reach the document through these --
+
+    def apply_file(self, path: str, text: str | None) -> None:
         """An HTTP write while we hold the document: apply it here, on our loop."""
         self._loop.call_soon_threadsafe(lambda: documents.set_file_text(self.doc, path, text, origin="http"))
+
+    def read_file(self, path: str) -> str | None:
+        """The live text for an HTTP read, taken on our loop (the document is not shared)."""
+
+        async def read() -> str | None:
+            return self.texts().get(path)
+
+        if threading.get_ident() == self._loop_thread:
+            return self.texts().get(path)
+        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
 
 
 def _var_bytes(data: bytes) -> bytes:

@@ -67,7 +67,7 @@ def file(request: HttpRequest, workspace_id: str, path: str) -> HttpResponse:
     try:
         found = services.workspace_for(user=signed_in_user(request), workspace_id=workspace_id)
         if request.method == "GET":
-            text = services.file_get(workspace=found, path=path).text
+            text = services.file_text(workspace=found, path=path)
             return HttpResponse(text, content_type="text/plain; charset=utf-8")
         if request.method == "DELETE":
             services.file_delete(workspace=found, path=path)

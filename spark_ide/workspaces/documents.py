@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from pycrdt import Doc, Map, Text
@@ -25,8 +24,15 @@ from spark_ide.editing import FILES_KEY
 from .languages import language_for
 from .models import DocumentUpdate, File, Workspace
 
-# A live holder applies (path, text or None to delete) on its own loop and returns at once.
-FileChange = Callable[[str, "str | None"], None]
+
+class LiveHolder(Protocol):
+    """What a process holding a document live offers to other threads."""
+
+    def apply_file(self, path: str, text: str | None) -> None:
+        """Apply (path, text or None to delete) on the holder's loop; returns at once."""
+
+    def read_file(self, path: str) -> str | None:
+        """The file's current text (None: no such file), read on the holder's loop."""
 
 
 class LiveDocuments:
@@ -34,17 +40,17 @@ class LiveDocuments:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._holders: dict[uuid.UUID, FileChange] = {}
+        self._holders: dict[uuid.UUID, LiveHolder] = {}
 
-    def register(self, workspace_id: uuid.UUID, apply: FileChange) -> None:
+    def register(self, workspace_id: uuid.UUID, holder: LiveHolder) -> None:
         with self._lock:
-            self._holders[workspace_id] = apply
+            self._holders[workspace_id] = holder
 
     def unregister(self, workspace_id: uuid.UUID) -> None:
         with self._lock:
             self._holders.pop(workspace_id, None)
 
-    def holder(self, workspace_id: uuid.UUID) -> FileChange | None:
+    def holder(self, workspace_id: uuid.UUID) -> LiveHolder | None:
         with self._lock:
             return self._holders.get(workspace_id)
 
@@ -142,7 +148,7 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     """Carry a change made to the ``File`` rows (HTTP, tree) into the document."""
     holder = LIVE.holder(workspace.id)
     if holder is not None:
-        holder(path, text)
+        holder.apply_file(path, text)
         return
     if workspace.ydoc is None and not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
         return  # never opened live: the document will be built from the files
@@ -150,3 +156,11 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     before = doc.get_state()
     set_file_text(doc, path, text, origin="http")
     document_append(workspace.id, doc.get_update(before))
+
+
+def live_text(workspace_id: uuid.UUID, path: str) -> tuple[bool, str | None]:
+    """(True, text) when a live holder answered for the file, else (False, None)."""
+    holder = LIVE.holder(workspace_id)
+    if holder is None:
+        return False, None
+    return True, holder.read_file(path)

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from .documents import document_file_changed
+from .documents import document_file_changed, live_text
 from .languages import language_for
 from .models import File, Workspace
 from .paths import BadPath, clean_path
@@ -68,6 +68,17 @@ def file_get(*, workspace: Workspace, path: str) -> File:
         return workspace.files.get(path=checked_path(path))
     except File.DoesNotExist:
         raise WorkspaceError("not_found", f"no file {path} in this workspace") from None
+
+
+def file_text(*, workspace: Workspace, path: str) -> str:
+    """The file's current text: from the live document when one is held, else stored."""
+    clean = checked_path(path)
+    live, text = live_text(workspace.id, clean)
+    if live:
+        if text is None:
+            raise WorkspaceError("not_found", f"no file {clean} in this workspace")
+        return text
+    return file_get(workspace=workspace, path=clean).text
 
 
 def _file_limit_check(workspace: Workspace, adding: int) -> None:

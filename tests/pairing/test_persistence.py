@@ -81,10 +81,13 @@ async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_s
     await client.until(lambda e: e["type"] == "turn.finished")
     http = Client()
     http.defaults["HTTP_AUTHORIZATION"] = f"Token {live.owner_token}"
-
-    async def served() -> bool:
-        response = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/steered.py")
-        return bool(response.status_code == 200 and response.content == b"steered = True\n")
-
-    await _eventually(served)
+    # Read at once, not eventually: a live document answers for itself.
+    response = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/steered.py")
+    assert (response.status_code, response.content) == (200, b"steered = True\n")
+    await client.type_text("util.py", 0, "# now\n")
+    await client.pump(0.05)
+    response = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/util.py")
+    assert response.content == b"# now\nX = 1\n"
+    missing = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/nope.py")
+    assert missing.status_code == 404
     await client.close()
