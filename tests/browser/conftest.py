@@ -43,36 +43,54 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
-    require((ROOT / "static/dist/main.js").exists(), "the esbuild bundle is missing: run `make bundle`")
-    data = tmp_path_factory.mktemp("ide")
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings")
-    port = _free_port()
-    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
-    server.manage("migrate", "--verbosity", "0")
-    log = (data / "daphne.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
+            return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"daphne did not start: {(data / 'daphne.log').read_text()}") from None
+                raise RuntimeError(f"{what} did not start: {log.read_text()}") from None
             time.sleep(0.1)
-    yield server
-    process.terminate()
-    process.wait(timeout=10)
-    log.close()
 
 
 @pytest.fixture(scope="session")
+def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    """Daphne on its own SQLite, with our model server's scripted engine as the model."""
+    require((ROOT / "static/dist/main.js").exists(), "the esbuild bundle is missing: run `make bundle`")
+    data = tmp_path_factory.mktemp("ide")
+    model_port, port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SPARK_MODEL"}}
+    env.update(
+        SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings", SPARK_PROVIDER="local",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_EDIT_STYLE="edits",
+    )
+    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
+    server.manage("migrate", "--verbosity", "0")
+    model_log, web_log = data / "model.log", data / "daphne.log"
+    with model_log.open("w") as model_out, web_log.open("w") as web_out:
+        model = subprocess.Popen(
+            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port)],
+            cwd=ROOT, env=env, stdout=model_out, stderr=subprocess.STDOUT,
+        )
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
+            cwd=ROOT, env=env, stdout=web_out, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(model_port, model, "the scripted model server", model_log)
+            wait_for_port(port, web, "daphne", web_log)
+            yield server
+        finally:
+            for process in (web, model):
+                process.terminate()
+                process.wait(timeout=10)
+
+
+# Module scope, not session: Playwright's sync API keeps an event loop running in the main
+# thread while it is open, and the asyncio tests that run after these modules need it gone.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None, "Debian chromium is not installed")
     from playwright.sync_api import sync_playwright

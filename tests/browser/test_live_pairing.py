@@ -6,17 +6,12 @@ tokens/s, so each test knows exactly what the model writes and how fast.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, ROOT, IdeServer, _free_port
+from tests.browser.conftest import ARTIFACTS, IdeServer
 
 pytestmark = pytest.mark.browser
 
@@ -25,48 +20,6 @@ LONG_BODY = "".join(f"value_{i} = {i} * {i}\n" for i in range(80))
 SLOW_WRITE = f'[rate:40][say]Writing the table now.\n<write path="a.py">\n{LONG_BODY}</write>\nDone.\n[/say]'
 STEER = '[rate:400][say]Steered: a shorter file.\n<write path="a.py">\nprint("steered")\n</write>\n[/say]'
 WAIT_MS = 20_000
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{what} did not start: {log.read_text()}") from None
-            time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def scripted_ide(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
-    """The IDE with a scripted model behind it: the shared server if it has one, else our own."""
-    if ide_server.env.get("OPENAI_BASE_URL"):
-        yield ide_server
-        return
-    data = tmp_path_factory.mktemp("live")
-    model_port, web_port = _free_port(), _free_port()
-    model_log, web_log = data / "model.log", data / "daphne.log"
-    env = dict(ide_server.env, OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_PROVIDER="local")
-    server = IdeServer(url=f"http://127.0.0.1:{web_port}", env=env)
-    with model_log.open("w") as model_out, web_log.open("w") as web_out:
-        model = subprocess.Popen(
-            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port)],
-            cwd=ROOT, env=env, stdout=model_out, stderr=subprocess.STDOUT,
-        )
-        web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port), "spark_ide.asgi:application"],
-            cwd=ROOT, env=env, stdout=web_out, stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_for_port(model_port, model, "the scripted model server", model_log)
-            _wait_for_port(web_port, web, "daphne", web_log)
-            yield server
-        finally:
-            for process in (web, model):
-                process.terminate()
-                process.wait(timeout=10)
 
 
 def _shot(page: Any, name: str) -> None:
@@ -106,8 +59,8 @@ def _ask(page: Any, text: str, key: str = "Enter") -> None:
     box.press(key)
 
 
-def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(scripted_ide: IdeServer, page: Any) -> None:
-    session_url = _start_session(scripted_ide, page, "live pairing")
+def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_server: IdeServer, page: Any) -> None:
+    session_url = _start_session(ide_server, page, "live pairing")
 
     _ask(page, SLOW_WRITE)
     page.locator(".turn.running").wait_for(timeout=WAIT_MS)
@@ -158,8 +111,8 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(script
     _shot(page, "reloaded")
 
 
-def test_a_viewer_watches_the_stream_read_only(scripted_ide: IdeServer, page: Any, chromium: Any) -> None:
-    _start_session(scripted_ide, page, "live viewer")
+def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any, chromium: Any) -> None:
+    _start_session(ide_server, page, "live viewer")
     page.locator(".invites summary").click()
     invite = page.locator("#invite-viewer").input_value()
 
@@ -168,8 +121,8 @@ def test_a_viewer_watches_the_stream_read_only(scripted_ide: IdeServer, page: An
         viewer = context.new_page()
         errors: list[str] = []
         viewer.on("pageerror", lambda exc: errors.append(str(exc)))
-        viewer.goto(scripted_ide.login_url("vera"))
-        viewer.wait_for_url(f"{scripted_ide.url}/")
+        viewer.goto(ide_server.login_url("vera"))
+        viewer.wait_for_url(f"{ide_server.url}/")
         viewer.goto(invite)
         viewer.wait_for_url("**/sessions/*/")
         viewer.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
@@ -193,8 +146,8 @@ def test_a_viewer_watches_the_stream_read_only(scripted_ide: IdeServer, page: An
         context.close()
 
 
-def test_typing_in_one_file_while_the_model_writes_another_is_kept(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live typing")
+def test_typing_in_one_file_while_the_model_writes_another_is_kept(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live typing")
     body = "".join(f"row_{i} = {i}\n" for i in range(60))
     _ask(page, f'[rate:20][say]A new module.\n<write path="other.py">\n{body}</write>\n[/say]')
     page.locator(".tab.busy", has_text="other.py").wait_for(timeout=WAIT_MS)  # its tab opens itself
@@ -220,9 +173,9 @@ def test_typing_in_one_file_while_the_model_writes_another_is_kept(scripted_ide:
 
 
 def test_a_dropped_socket_reconnects_and_the_transcript_has_no_gap_or_repeat(
-    scripted_ide: IdeServer, page: Any
+    ide_server: IdeServer, page: Any
 ) -> None:
-    _start_session(scripted_ide, page, "live reconnect")
+    _start_session(ide_server, page, "live reconnect")
     body = "".join(f"item_{i} = {i}\n" for i in range(40))
     _ask(page, f'[rate:40][say]Before the drop.\n<write path="a.py">\n{body}</write>\nAfter the drop.\n[/say]')
     page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString().includes('item_3 ')",
@@ -240,15 +193,15 @@ def test_a_dropped_socket_reconnects_and_the_transcript_has_no_gap_or_repeat(
     assert turn.locator(".chip[data-state='applied'] .chip-count").inner_text() == "+40"
 
 
-def test_a_refused_message_shows_an_error_notice(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live errors")
+def test_a_refused_message_shows_an_error_notice(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live errors")
     _ask(page, "x" * 20_001)  # the server caps a prompt at 20,000 characters
     page.locator(".toast.error", has_text="longer than").wait_for(timeout=WAIT_MS)
     assert page.locator(".turn").count() == 0
 
 
-def test_escape_stops_the_model_and_rolls_back_its_block(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live stop")
+def test_escape_stops_the_model_and_rolls_back_its_block(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live stop")
     _ask(page, SLOW_WRITE)
     page.wait_for_function("() => window.sparkLive.doc.getMap('files').get('a.py').toString().includes('value_2 ')",
                            timeout=WAIT_MS)
@@ -262,8 +215,8 @@ def test_escape_stops_the_model_and_rolls_back_its_block(scripted_ide: IdeServer
     assert page.get_by_role("button", name="Send").is_visible()  # idle again: Enter prompts
 
 
-def test_alt_enter_queues_a_prompt_behind_the_running_turn(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live queue")
+def test_alt_enter_queues_a_prompt_behind_the_running_turn(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live queue")
     _ask(page, SLOW_WRITE.replace("[rate:40]", "[rate:120]"))
     page.locator(".turn.running").wait_for(timeout=WAIT_MS)
     _ask(page, '[rate:300][say]Second.\n<write path="queued.py">\nqueued = True\n</write>\n[/say]', key="Alt+Enter")
@@ -276,8 +229,8 @@ def test_alt_enter_queues_a_prompt_behind_the_running_turn(scripted_ide: IdeServ
     assert _document(page, "queued.py") == "queued = True\n"
 
 
-def test_a_collaborator_steers_the_owners_turn(scripted_ide: IdeServer, page: Any, chromium: Any) -> None:
-    _start_session(scripted_ide, page, "live collaborator")
+def test_a_collaborator_steers_the_owners_turn(ide_server: IdeServer, page: Any, chromium: Any) -> None:
+    _start_session(ide_server, page, "live collaborator")
     page.locator(".invites summary").click()
     invite = page.locator("#invite-collaborator").input_value()
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
@@ -285,8 +238,8 @@ def test_a_collaborator_steers_the_owners_turn(scripted_ide: IdeServer, page: An
         mate = context.new_page()
         errors: list[str] = []
         mate.on("pageerror", lambda exc: errors.append(str(exc)))
-        mate.goto(scripted_ide.login_url("cole"))
-        mate.wait_for_url(f"{scripted_ide.url}/")
+        mate.goto(ide_server.login_url("cole"))
+        mate.wait_for_url(f"{ide_server.url}/")
         mate.goto(invite)
         mate.wait_for_url("**/sessions/*/")
         mate.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
@@ -307,8 +260,8 @@ def test_a_collaborator_steers_the_owners_turn(scripted_ide: IdeServer, page: An
         context.close()
 
 
-def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live failed edit")
+def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live failed edit")
     missing = (
         '<edit path="a.py">\n<old_text>\nnot_in_the_file = 0\n</old_text>\n'
         "<new_text>\nx = 1\n</new_text>\n</edit>\n"
@@ -320,8 +273,8 @@ def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(scripted_ide:
     assert _document(page, "a.py") == SEED
 
 
-def test_a_resync_mid_turn_marks_the_gap_and_the_turn_still_lands(scripted_ide: IdeServer, page: Any) -> None:
-    _start_session(scripted_ide, page, "live resync")
+def test_a_resync_mid_turn_marks_the_gap_and_the_turn_still_lands(ide_server: IdeServer, page: Any) -> None:
+    _start_session(ide_server, page, "live resync")
     _ask(page, SLOW_WRITE.replace("[rate:40]", "[rate:80]"))
     page.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)
     # What the page does when the server says it cannot replay what this page missed.
