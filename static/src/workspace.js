@@ -3,6 +3,7 @@ import { EditorView, basicSetup } from "codemirror";
 import { EditorState } from "@codemirror/state";
 import { keymap } from "@codemirror/view";
 import { languageFor } from "./languages.js";
+import { renderTabBar } from "./tabbar.js";
 
 const SAVE_DELAY_MS = 600;
 
@@ -83,24 +84,10 @@ class Workspace {
   }
 
   renderTabs() {
-    const buttons = [...this.tabs.entries()].map(([path, tab]) => {
-      const button = document.createElement("button");
-      button.className = "tab" + (path === this.active ? " active" : "") + (tab.dirty ? " dirty" : "");
-      button.setAttribute("role", "tab");
-      button.setAttribute("aria-selected", String(path === this.active));
-      button.dataset.path = path;
-      button.title = path;
-      button.textContent = path.split("/").pop();
-      const close = document.createElement("span");
-      close.className = "close";
-      close.textContent = "×";
-      close.title = "Close";
-      close.addEventListener("click", (event) => { event.stopPropagation(); this.close(path); });
-      button.append(close);
-      button.addEventListener("click", () => this.activate(path));
-      return button;
-    });
-    this.tabBar.replaceChildren(...buttons);
+    const tabs = [...this.tabs.entries()].map(([path, tab]) => ({
+      path, active: path === this.active, extraClass: tab.dirty ? "dirty" : "",
+    }));
+    renderTabBar(this.tabBar, tabs, { onPick: (path) => this.activate(path), onClose: (path) => this.close(path) });
   }
 
   changed(path) {

@@ -7,6 +7,7 @@ import * as Y from "yjs";
 import { yCollab, yUndoManagerKeymap } from "y-codemirror.next";
 import { languageFor } from "../languages.js";
 import { liveDecorations, setLiveRegion } from "./decorations.js";
+import { renderTabBar } from "../tabbar.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
 // after a person picks a tab, the model's other files do not take it away for this long.
@@ -192,23 +193,9 @@ export class EditorTabs {
   }
 
   render() {
-    const buttons = [...this.tabs.keys()].map((path) => {
-      const button = document.createElement("button");
-      button.className = "tab" + (path === this.active ? " active" : "") + (this.regions.get(path) ? " busy" : "");
-      button.setAttribute("role", "tab");
-      button.setAttribute("aria-selected", String(path === this.active));
-      button.dataset.path = path;
-      button.title = path;
-      button.textContent = path.split("/").pop();
-      const close = document.createElement("span");
-      close.className = "close";
-      close.textContent = "×";
-      close.title = "Close";
-      close.addEventListener("click", (event) => { event.stopPropagation(); this.close(path); });
-      button.append(close);
-      button.addEventListener("click", () => this.activate(path));
-      return button;
-    });
-    this.tabBar.replaceChildren(...buttons);
+    const tabs = [...this.tabs.keys()].map((path) => ({
+      path, active: path === this.active, extraClass: this.regions.get(path) ? "busy" : "",
+    }));
+    renderTabBar(this.tabBar, tabs, { onPick: (path) => this.activate(path), onClose: (path) => this.close(path) });
   }
 }
