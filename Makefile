@@ -64,7 +64,7 @@ pytest: install
 # The model and API tests again, on PostgreSQL (the server on this machine).
 test-postgres: install
 	@if $(PY) -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" 2>/dev/null; then \
-	  DATABASE_URL=$(PG_URL) $(PYTEST) -q tests/workspaces tests/accounts; \
+	  DATABASE_URL=$(PG_URL) $(PYTEST) -q -m "not model" tests/workspaces tests/accounts tests/pairing --deselect tests/pairing/test_bench.py; \
 	elif [ "$$CI" = "true" ]; then echo "FAILED: PostgreSQL is unreachable on 127.0.0.1:5432 under CI"; exit 1; \
 	else echo "SKIPPED: PostgreSQL tests (nothing listens on 127.0.0.1:5432)"; fi
 

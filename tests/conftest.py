@@ -29,6 +29,19 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Under CI nothing may be skipped: a missing model, browser or service is a failure.
+
+    (``require`` already fails instead of skipping; this catches ``skipif`` marks too.)
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, which must run everything: {report.longrepr}"
+
+
 @pytest.fixture
 def user(django_user_model: Any) -> Any:
     return django_user_model.objects.create_user(username="ada", password="correct horse 42")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connections
 from channels.testing import WebsocketCommunicator
 from pycrdt import Doc, Map, Text, YMessageType, create_update_message, handle_sync_message
 
@@ -139,6 +140,8 @@ async def hubs() -> AsyncIterator[None]:
     for hub in list(SessionHub._hubs.values()):
         await hub.close()
     SessionHub._lock = None
+    # The hub's database thread keeps its connection; close it so the test database can go.
+    await database_sync_to_async(connections.close_all)()
 
 
 async def token_for(user: Any) -> str:

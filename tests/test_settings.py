@@ -1,0 +1,106 @@
+"""Settings come from the environment through one typed helper; REDIS_URL switches backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_ide.env import ConfigError, envbool, envint, envlist, secret_key
+from tests.conftest import port_open, require
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_envbool_reads_the_usual_spellings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for raw, value in [("1", True), ("yes", True), ("TRUE", True), ("0", False), ("off", False), ("", False)]:
+        monkeypatch.setenv("SPARK_X", raw)
+        assert envbool("SPARK_X", not value) is value
+    monkeypatch.delenv("SPARK_X")
+    assert envbool("SPARK_X", True) is True
+
+
+def test_bad_values_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_X", "maybe")
+    with pytest.raises(ConfigError, match="SPARK_X must be a boolean"):
+        envbool("SPARK_X", False)
+    monkeypatch.setenv("SPARK_N", "ten")
+    with pytest.raises(ConfigError, match="SPARK_N must be an integer"):
+        envint("SPARK_N", 1)
+    monkeypatch.setenv("SPARK_L", " a, b ,,")
+    assert envlist("SPARK_L", []) == ["a", "b"]
+
+
+def test_the_secret_key_is_generated_once_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_SECRET_KEY", raising=False)
+    first = secret_key(tmp_path, production=False)
+    assert len(first) > 40
+    assert secret_key(tmp_path, production=False) == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_production_requires_the_secret_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_SECRET_KEY", raising=False)
+    with pytest.raises(ConfigError, match="SPARK_SECRET_KEY is required"):
+        secret_key(tmp_path, production=True)
+    monkeypatch.setenv("SPARK_SECRET_KEY", "from-the-env")
+    assert secret_key(tmp_path, production=True) == "from-the-env"
+
+
+REDIS_CHECK = """
+import asyncio, json, django
+django.setup()
+from django.conf import settings
+from channels.layers import get_channel_layer
+from spark_ide.celery import app
+
+async def roundtrip():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("spark-test", channel)
+    await layer.group_send("spark-test", {"type": "hello", "n": 7})
+    message = await asyncio.wait_for(layer.receive(channel), 5)
+    await layer.group_discard("spark-test", channel)
+    return message
+
+message = asyncio.run(roundtrip())
+with app.connection_for_write() as connection:
+    connection.ensure_connection(max_retries=1)
+    transport = connection.transport_cls
+print(json.dumps({
+    "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "message": message,
+    "broker": settings.CELERY_BROKER_URL,
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "transport": transport,
+}))
+"""
+
+
+def test_redis_url_selects_the_redis_channel_layer_and_broker(tmp_path: Path) -> None:
+    require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
+    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/5", "SPARK_DATA_DIR": str(tmp_path)}
+    env["DJANGO_SETTINGS_MODULE"] = "spark_ide.settings"
+    done = subprocess.run(
+        [sys.executable, "-c", REDIS_CHECK], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
+    assert result["message"] == {"type": "hello", "n": 7}
+    assert result["broker"] == "redis://127.0.0.1:6379/5"
+    assert result["eager"] is False
+    assert result["transport"] == "redis"
+
+
+def test_without_redis_the_embedded_default_is_in_process(settings: object) -> None:
+    from django.conf import settings as live
+
+    if os.environ.get("REDIS_URL"):
+        pytest.skip("REDIS_URL is set for this run")
+    assert live.CHANNEL_LAYERS["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
+    assert live.CELERY_TASK_ALWAYS_EAGER is True
