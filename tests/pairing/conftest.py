@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import connections
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from pycrdt import Doc, Map, Text, YMessageType, create_update_message, handle_sync_message
 
 from spark_ide.accounts.services import api_token_create
