@@ -152,3 +152,30 @@ async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server:
     assert history[0].prompt == say(FIRST_BLOCK + SECOND_BLOCK, rate=400) + f"\n(Redirected: {say(STEERED)})"
     assert history[0].output == STEERED
     await client.close()
+
+
+async def test_a_human_and_the_model_editing_the_same_file_both_survive(
+    live: Live, model_server: object, hubs: None
+) -> None:
+    slow_edit = (
+        '<edit path="app.py">\n<old_text>\ndef sub(a, b):\n    return a - b\n</old_text>\n<new_text>\n'
+        + "".join(f"# step {i}\n" for i in range(150))
+        + "def minus(a, b):\n    return a - b\n</new_text>\n</edit>\n"
+    )
+    client = await connect(live)
+    await client.pump(0.2)
+    await client.send({"type": "prompt", "text": say(slow_edit, rate=300)})
+    await client.until(lambda e: e["type"] == "edit.status" and e["state"] == "streaming")
+    await client.type_text("app.py", 0, "import math\n")  # above the region the model rewrites
+    finished = await client.until(lambda e: e["type"] == "turn.finished", timeout=30)
+    assert finished["status"] == "completed"
+    await client.pump(0.5)
+    text = client.text("app.py") or ""
+    assert text.startswith("import math\ndef add(a, b):\n")
+    assert text.endswith("# step 149\ndef minus(a, b):\n    return a - b\n")
+    assert "def sub" not in text
+    fresh = await connect(live)
+    await fresh.pump(0.5)
+    assert fresh.text("app.py") == text  # the server's document agrees
+    await client.close()
+    await fresh.close()
