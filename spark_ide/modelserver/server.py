@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
+from spark_ide.logsafe import redacting_logger
 from spark_ide.modelserver.config import RESPONSES_PATH, ServerConfig
 from spark_ide.modelserver.connection import Connection
 from spark_ide.modelserver.engine import Engine
@@ -19,6 +20,8 @@ from spark_ide.modelserver.engine import Engine
 __all__ = ["ModelServer", "ServerConfig"]
 
 log = logging.getLogger(__name__)
+# websockets logs the handshake headers at DEBUG: the client's key must not reach a log.
+_WIRE_LOG = redacting_logger("spark_ide.modelserver.wire")
 
 # Frames above max_frame_bytes get an ``error`` event and the socket stays open; this
 # multiple is where websockets itself refuses the frame (close 1009), bounding memory.
@@ -55,6 +58,7 @@ class ModelServer:
             self.config.port,
             process_request=self._check_upgrade,
             max_size=self.config.max_frame_bytes * HARD_FRAME_LIMIT_FACTOR,
+            logger=_WIRE_LOG,
         )
         log.info("model server listening on %s", self.url)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -21,6 +20,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from spark_ide.logsafe import redacting_logger
 from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
 from spark_ide.upstream.errors import (
@@ -54,22 +54,9 @@ CONNECTION_LIMIT_REACHED = "websocket_connection_limit_reached"
 # Only a cancel message can cause these; they are answers to it, never to a request.
 CANCEL_REFUSALS = frozenset({"response_cancel_not_active", "response_not_found"})
 MAX_INCOMING_BYTES = 16 * 1024 * 1024
-_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
 
 
-class _RedactBearer(logging.Filter):
-    """websockets logs handshake headers at DEBUG; the key must never reach a log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        cleaned = _BEARER.sub(r"\1***", message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, ()
-        return True
-
-
-_WIRE_LOG = logging.getLogger("spark_ide.upstream.wire")
-_WIRE_LOG.addFilter(_RedactBearer())
+_WIRE_LOG = redacting_logger("spark_ide.upstream.wire")
 
 
 @dataclass(eq=False)
