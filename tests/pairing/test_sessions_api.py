@@ -122,3 +122,11 @@ def test_participants_use_the_session_tree_by_role(client: Client, ws: Any, user
     stranger = Client()
     stranger.force_login(User.objects.create_user(username="zed", password="pw-zed-123"))
     assert stranger.get(url).status_code == 404
+
+
+def test_the_workspace_page_links_back_to_the_latest_session(client: Client, ws: Any, user: Any) -> None:
+    client.force_login(user)
+    assert 'id="resume-live"' not in client.get(f"/w/{ws.id}/").content.decode()
+    session = session_create(workspace=ws, by=user)
+    page = client.get(f"/w/{ws.id}/").content.decode()
+    assert f'href="/sessions/{session.id}/"' in page
