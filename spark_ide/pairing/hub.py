@@ -265,14 +265,14 @@ class SessionHub:
         """An HTTP write while we hold the document: apply it here, on our loop."""
         self._loop.call_soon_threadsafe(lambda: documents.set_file_text(self.doc, path, text, origin="http"))
 
-    def read_file(self, path: str) -> str | None:
-        """The live text for an HTTP read, taken on our loop (the document is not shared)."""
+    def read_files(self) -> dict[str, str]:
+        """The live texts for an HTTP read, taken on our loop (the document is not shared)."""
 
-        async def read() -> str | None:
-            return self.texts().get(path)
+        async def read() -> dict[str, str]:
+            return self.texts()
 
         if threading.get_ident() == self._loop_thread:
-            return self.texts().get(path)
+            return self.texts()
         return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
 
 

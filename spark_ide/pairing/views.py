@@ -18,8 +18,7 @@ from pygments.lexers import DiffLexer
 
 from spark_ide.accounts.services import signed_in_user
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
-from spark_ide.workspaces.tree import build_tree
-from spark_ide.workspaces.views import tree_partial
+from spark_ide.workspaces.views import tree_nodes, tree_partial
 
 from . import services
 from .api import session_links
@@ -63,7 +62,7 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
         "can_edit": can_edit,
         "can_drive": can_edit,
         "ws_path": f"/ws/sessions/{session.id}/",
-        "tree": build_tree(list(workspace.files.values_list("path", "language"))),
+        "tree": tree_nodes(workspace),
         "tree_url": reverse("session-tree", args=[session.id]),
         "invites": session_links(request, session)["invite"] if role == Role.OWNER else None,
         "history_url": f"/sessions/{session.id}/history",

@@ -31,8 +31,8 @@ class LiveHolder(Protocol):
     def apply_file(self, path: str, text: str | None) -> None:
         """Apply (path, text or None to delete) on the holder's loop; returns at once."""
 
-    def read_file(self, path: str) -> str | None:
-        """The file's current text (None: no such file), read on the holder's loop."""
+    def read_files(self) -> dict[str, str]:
+        """Every file's current text, read on the holder's loop."""
 
 
 class LiveDocuments:
@@ -158,9 +158,7 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     document_append(workspace.id, doc.get_update(before))
 
 
-def live_text(workspace_id: uuid.UUID, path: str) -> tuple[bool, str | None]:
-    """(True, text) when a live holder answered for the file, else (False, None)."""
+def live_texts(workspace_id: uuid.UUID) -> dict[str, str] | None:
+    """The files of the live document when this process holds it, else None (read the rows)."""
     holder = LIVE.holder(workspace_id)
-    if holder is None:
-        return False, None
-    return True, holder.read_file(path)
+    return None if holder is None else holder.read_files()

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from .documents import document_file_changed, live_text
+from .documents import document_file_changed, live_texts
 from .languages import language_for
 from .models import File, Workspace
 from .paths import BadPath, clean_path
@@ -73,12 +73,24 @@ def file_get(*, workspace: Workspace, path: str) -> File:
 def file_text(*, workspace: Workspace, path: str) -> str:
     """The file's current text: from the live document when one is held, else stored."""
     clean = checked_path(path)
-    live, text = live_text(workspace.id, clean)
-    if live:
-        if text is None:
-            raise WorkspaceError("not_found", f"no file {clean} in this workspace")
-        return text
-    return file_get(workspace=workspace, path=clean).text
+    live = live_texts(workspace.id)
+    if live is None:
+        return file_get(workspace=workspace, path=clean).text
+    if clean not in live:
+        raise WorkspaceError("not_found", f"no file {clean} in this workspace")
+    return live[clean]
+
+
+def file_listing(workspace: Workspace) -> list[dict[str, object]]:
+    """Path, size and language of every file, as the live document has them when held."""
+    live = live_texts(workspace.id)
+    if live is None:
+        rows = workspace.files.values_list("path", "size", "language")
+        return [{"path": path, "size": size, "language": language} for path, size, language in rows]
+    return [
+        {"path": path, "size": len(text.encode()), "language": language_for(path)}
+        for path, text in sorted(live.items())
+    ]
 
 
 def _file_limit_check(workspace: Workspace, adding: int) -> None:
@@ -239,8 +251,5 @@ def workspace_summary(workspace: Workspace) -> dict[str, object]:
     return {
         "id": str(workspace.id),
         "name": workspace.name,
-        "files": [
-            {"path": f.path, "size": f.size, "language": f.language}
-            for f in workspace.files.only("path", "size", "language")
-        ],
+        "files": file_listing(workspace),
     }

@@ -15,7 +15,7 @@ from spark_ide.accounts.services import signed_in_user
 from . import services
 from .models import Workspace
 from .services import WorkspaceError
-from .tree import build_tree
+from .tree import Node, build_tree
 
 
 def _owned(request: HttpRequest, workspace_id: str) -> Workspace:
@@ -87,19 +87,21 @@ def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
 def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
     found = _owned(request, workspace_id)
     tree_url = reverse("workspace-tree", args=[found.id])
-    context = {"workspace": found, "tree": _tree(found), "can_edit": True, "tree_url": tree_url}
+    context = {"workspace": found, "tree": tree_nodes(found), "can_edit": True, "tree_url": tree_url}
     return render(request, "workspaces/workspace.html", context)
 
 
-def _tree(workspace: Workspace) -> list:  # type: ignore[type-arg]
-    return build_tree(list(workspace.files.values_list("path", "language")))
+def tree_nodes(workspace: Workspace) -> list[Node]:
+    """The sidebar tree, from the live document when a session holds it."""
+    return build_tree([(str(f["path"]), str(f["language"])) for f in services.file_listing(workspace)])
 
 
 def _tree_response(
     request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool, error: str = ""
 ) -> HttpResponse:
     context = {
-        "workspace": workspace, "tree": _tree(workspace), "error": error, "can_edit": can_edit, "tree_url": tree_url
+        "workspace": workspace, "tree": tree_nodes(workspace), "error": error, "can_edit": can_edit,
+        "tree_url": tree_url,
     }
     return render(request, "workspaces/_tree.html", context)
 

@@ -91,3 +91,19 @@ async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_s
     missing = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}/files/nope.py")
     assert missing.status_code == 404
     await client.close()
+
+
+async def test_the_tree_and_the_listing_show_a_file_the_model_just_made(
+    live: Live, model_server: object, hubs: None
+) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(STEERED)})
+    await client.until(lambda e: e["type"] == "turn.finished")
+    http = Client()
+    http.defaults["HTTP_AUTHORIZATION"] = f"Token {live.owner_token}"
+    listing = await database_sync_to_async(http.get)(f"/api/workspaces/{live.workspace_id}")
+    assert {"path": "steered.py", "size": 15, "language": "Python"} in listing.json()["files"]
+    await database_sync_to_async(http.force_login)(live.owner)
+    tree = await database_sync_to_async(http.get)(f"/sessions/{live.session_id}/tree")
+    assert 'data-open="steered.py"' in tree.content.decode()
+    await client.close()
