@@ -63,8 +63,10 @@ def test_spark_run_serves_the_ide_and_prints_a_working_sign_in_url(tmp_path: Pat
         with opener.open(url, timeout=10) as page:
             assert page.status == 200
             assert "Workspaces" in page.read().decode()
+        process.send_signal(signal.SIGTERM)  # to the command alone: it stops its children
+        assert process.wait(timeout=30) == 0
     finally:
-        os.killpg(process.pid, signal.SIGINT)
-        process.wait(timeout=30)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
     assert not _port_open(port)
     assert not _port_open(model_port)

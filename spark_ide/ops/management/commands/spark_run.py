@@ -27,6 +27,10 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeo
     raise CommandError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = (
         "Start the IDE on the embedded default: the local model server and Daphne, "
@@ -46,6 +50,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = options["host"], options["port"]
+        # Ctrl+C, and SIGTERM from a service manager, stop both servers cleanly (a shell that
+        # starts us in the background may have left SIGINT ignored).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
         call_command("migrate", interactive=False, verbosity=0)
         children: list[subprocess.Popen[bytes]] = []
         try:
