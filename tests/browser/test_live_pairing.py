@@ -7,6 +7,8 @@ tokens/s, so each test knows exactly what the model writes and how fast.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -111,21 +113,30 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_se
     _shot(page, "reloaded")
 
 
-def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any, chromium: Any) -> None:
-    _start_session(ide_server, page, "live viewer")
-    page.locator(".invites summary").click()
-    invite = page.locator("#invite-viewer").input_value()
-
+@contextmanager
+def _invited(ide_server: IdeServer, owner: Any, chromium: Any, *, role: str, username: str) -> Iterator[Any]:
+    """A second person who joins the owner's session through its invite link for ``role``."""
+    owner.locator(".invites summary").click()
+    invite = owner.locator(f"#invite-{role}").input_value()
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
     try:
-        viewer = context.new_page()
+        guest = context.new_page()
         errors: list[str] = []
-        viewer.on("pageerror", lambda exc: errors.append(str(exc)))
-        viewer.goto(ide_server.login_url("vera"))
-        viewer.wait_for_url(f"{ide_server.url}/")
-        viewer.goto(invite)
-        viewer.wait_for_url("**/sessions/*/")
-        viewer.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+        guest.on("pageerror", lambda exc: errors.append(str(exc)))
+        guest.goto(ide_server.login_url(username))
+        guest.wait_for_url(f"{ide_server.url}/")
+        guest.goto(invite)
+        guest.wait_for_url("**/sessions/*/")
+        guest.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+        yield guest
+        assert errors == []
+    finally:
+        context.close()
+
+
+def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any, chromium: Any) -> None:
+    _start_session(ide_server, page, "live viewer")
+    with _invited(ide_server, page, chromium, role="viewer", username="vera") as viewer:
         assert viewer.locator("#prompt").count() == 0  # viewers watch, they do not drive
         assert viewer.locator(".prompt.watching").count() == 1
         page.locator(".presence .person", has_text="vera").wait_for(timeout=WAIT_MS)
@@ -141,9 +152,6 @@ def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any,
         assert "nope" not in _document(viewer, "shown.py")
         ARTIFACTS.mkdir(exist_ok=True)
         viewer.screenshot(path=str(ARTIFACTS / "live_viewer.png"))
-        assert errors == []
-    finally:
-        context.close()
 
 
 def test_typing_in_one_file_while_the_model_writes_another_is_kept(ide_server: IdeServer, page: Any) -> None:
@@ -231,19 +239,7 @@ def test_alt_enter_queues_a_prompt_behind_the_running_turn(ide_server: IdeServer
 
 def test_a_collaborator_steers_the_owners_turn(ide_server: IdeServer, page: Any, chromium: Any) -> None:
     _start_session(ide_server, page, "live collaborator")
-    page.locator(".invites summary").click()
-    invite = page.locator("#invite-collaborator").input_value()
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        mate = context.new_page()
-        errors: list[str] = []
-        mate.on("pageerror", lambda exc: errors.append(str(exc)))
-        mate.goto(ide_server.login_url("cole"))
-        mate.wait_for_url(f"{ide_server.url}/")
-        mate.goto(invite)
-        mate.wait_for_url("**/sessions/*/")
-        mate.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
-
+    with _invited(ide_server, page, chromium, role="collaborator", username="cole") as mate:
         _ask(page, SLOW_WRITE)
         mate.locator(".turn.running").wait_for(timeout=WAIT_MS)
         mate.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)  # the tab opened and shows the stream
@@ -255,9 +251,6 @@ def test_a_collaborator_steers_the_owners_turn(ide_server: IdeServer, page: Any,
             viewer.locator(".turn").nth(1).locator(".badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
             assert _document(viewer, "a.py") == 'print("steered")\n'
         mate.screenshot(path=str(ARTIFACTS / "live_collaborator.png"))
-        assert errors == []
-    finally:
-        context.close()
 
 
 def test_an_edit_that_finds_nothing_is_marked_failed_and_explained(ide_server: IdeServer, page: Any) -> None:
