@@ -14,8 +14,8 @@ import logging
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -51,7 +51,6 @@ class Connection:
     outbox: Outbox
     # The user's edits: may this connection change the document?
     can_edit: bool = False
-    sender: Callable[[str, dict[str, Any]], None] | None = field(default=None, repr=False)
 
 
 class SessionHub:

@@ -70,11 +70,6 @@ class Outbox:
         self._pending: list[Item] = []
         self._wake = asyncio.Event()
         self._last_flush = 0.0
-        self.frames_sent = 0
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
 
     def put_event(self, event: dict[str, Any]) -> None:
         event = dict(event)
@@ -150,4 +145,3 @@ class Outbox:
                     await self._send_bytes(create_update_message(item.data))
                 else:
                     await self._send_bytes(item.data)
-            self.frames_sent += 1

@@ -68,11 +68,6 @@ def session_join(*, session: Session, user: User, key: str) -> str:
     return granted.value
 
 
-def participants(session: Session) -> list[dict[str, str]]:
-    rows = Participant.objects.filter(session=session).select_related("user").order_by("joined_at")
-    return [{"user": p.user.get_username(), "role": p.role} for p in rows]
-
-
 def turn_create(
     *, turn_id: str, session_id: uuid.UUID, author_id: int | None, prompt: str, effort: str,
     active_path: str, steered_from: str | None,
