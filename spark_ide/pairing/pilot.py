@@ -80,7 +80,6 @@ class TurnRun:
     live: bool = True
     tokens: int = 0
     first_token_at: float | None = None
-    sent_at: float | None = None
     steer_ms: float | None = None
 
 
@@ -112,6 +111,7 @@ class Pilot:
         self._connecting: asyncio.Task[ModelClient] | None = None
         self._db: asyncio.Queue[Any] = asyncio.Queue()
         self._db_task: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def busy(self) -> bool:
@@ -184,10 +184,17 @@ class Pilot:
         if self._client is not None:
             return self._client
         if self._connecting is None or self._connecting.done():
-            if self._connecting is not None and self._connecting.exception() is None:
-                return self._connecting.result()
             self._connecting = asyncio.create_task(self._open_client())
         return await self._connecting
+
+    def _drop_client(self) -> None:
+        """Give up on the client after a failure it cannot recover from: the next turn opens
+        a new one. The old one is closed in the background, so none of its sockets linger."""
+        client, self._client, self._connecting = self._client, None, None
+        if client is not None:
+            task = asyncio.create_task(client.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -251,17 +258,15 @@ class Pilot:
             run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
             self._finish(run, "failed", error=f"the model is unavailable: {exc}")
-            self._client = None
+            self._drop_client()
             await self._next()
             return
-        run.sent_at = time.monotonic()
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command) -> None:
         received = command.received_at
         self._stop_forwarding(old)  # (a) nothing of the old turn reaches anyone from here on
-        self._publish_statuses(old.editor.cancel())  # (b) roll back its block in flight
-        self._finish(old, "steered")
+        self._roll_back_and_finish(old, "steered")  # (b) its block in flight goes, then its end
         run = self._new_run(command, steered_from=old)
         self._announce(run)
         try:
@@ -270,10 +275,9 @@ class Pilot:
             run.stream = await client.steer(old.stream, run.request) if old.stream else await client.start(run.request)
         except (UpstreamError, OSError) as exc:
             self._finish(run, "failed", error=f"the model is unavailable: {exc}")
-            self._client = None
+            self._drop_client()
             return
-        run.sent_at = time.monotonic()
-        run.steer_ms = (run.sent_at - received) * 1000
+        run.steer_ms = (time.monotonic() - received) * 1000
         self.hub.publish({"type": "turn.steered", "turn": run.id, "steered_from": old.id, "steer_ms": run.steer_ms})
         run.task = asyncio.create_task(self._consume(run))
 
@@ -282,10 +286,14 @@ class Pilot:
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
 
+    def _roll_back_and_finish(self, run: TurnRun, status: str, *, error: str = "") -> None:
+        """Roll back the block in flight (completed blocks stay), then announce the end."""
+        self._publish_statuses(run.editor.cancel())
+        self._finish(run, status, error=error)
+
     async def _end_early(self, run: TurnRun, status: str, *, cancel_upstream: bool) -> None:
         self._stop_forwarding(run)
-        self._publish_statuses(run.editor.cancel())
-        self._finish(run, status)
+        self._roll_back_and_finish(run, status)
         if cancel_upstream and run.stream is not None:
             with contextlib.suppress(UpstreamError, OSError):
                 await run.stream.cancel()
@@ -306,22 +314,19 @@ class Pilot:
                     self._finish(run, "completed", error=note)
                 else:
                     assert isinstance(event, Failed | ErrorEvent)
-                    self._publish_statuses(run.editor.cancel())
-                    self._finish(run, "failed", error=f"{event.code}: {event.message}")
-                    if isinstance(event, ErrorEvent):
-                        self._client = None if not event.retryable else self._client
+                    self._roll_back_and_finish(run, "failed", error=f"{event.code}: {event.message}")
+                    if isinstance(event, ErrorEvent) and not event.retryable:
+                        self._drop_client()
                 break
             else:
                 if run.live:
-                    self._publish_statuses(run.editor.cancel())
-                    self._finish(run, "failed", error="the model connection ended without an answer")
+                    self._roll_back_and_finish(run, "failed", error="the model connection ended without an answer")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("turn %s failed", run.id)
             if run.live:
-                self._publish_statuses(run.editor.cancel())
-                self._finish(run, "failed", error=f"internal error: {exc}")
+                self._roll_back_and_finish(run, "failed", error=f"internal error: {exc}")
         self.submit(Command(kind="next"))
 
     def _on_text(self, run: TurnRun, text: str) -> None:
