@@ -7,6 +7,7 @@ import uuid
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -46,7 +47,7 @@ def decoded_text(data: bytes | str, *, path: str) -> str:
     raw = data.encode() if isinstance(data, str) else data
     limit = settings.SPARK_MAX_FILE_BYTES
     if len(raw) > limit:
-        raise WorkspaceError("file_too_large", f"{path} is {len(raw)} bytes; the limit is {limit}")
+        raise WorkspaceError("file_too_large", f"{path} is larger than the limit of {limit} bytes")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -222,13 +223,19 @@ def zip_entries(data: bytes) -> list[tuple[str, bytes]]:
         raise WorkspaceError("import_too_large", f"the archive unpacks to {total} bytes")
     entries = []
     for info in members:
-        if info.file_size > settings.SPARK_MAX_FILE_BYTES:
-            # Reported by file_write as file_too_large without reading the whole member.
-            entries.append((info.filename, b"\0" * (settings.SPARK_MAX_FILE_BYTES + 1)))
-            continue
         with archive.open(info) as member:
-            entries.append((info.filename, member.read(settings.SPARK_MAX_FILE_BYTES + 1)))
+            entries.append((info.filename, bounded_read(member)))
     return strip_common_folder(entries)
+
+
+class Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+def bounded_read(upload: Readable) -> bytes:
+    """At most one byte over the file size cap: enough for file_write to refuse it as too large,
+    never a whole oversized upload in memory."""
+    return upload.read(settings.SPARK_MAX_FILE_BYTES + 1)
 
 
 def strip_common_folder(entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

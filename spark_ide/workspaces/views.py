@@ -59,7 +59,7 @@ def workspace_import(request: HttpRequest) -> HttpResponse:
             if not uploads or len(paths) != len(uploads):
                 raise WorkspaceError("bad_upload", "choose a folder or a zip archive to import")
             entries = services.strip_common_folder(
-                [(p, f.read()) for p, f in zip(paths, uploads, strict=True)]
+                [(p, services.bounded_read(f)) for p, f in zip(paths, uploads, strict=True)]
             )
             name = name or paths[0].split("/", 1)[0]
         report = services.workspace_import(owner=signed_in_user(request), name=name, entries=entries)

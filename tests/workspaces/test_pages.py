@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.test import Client, override_settings
 
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import workspace_create
@@ -159,3 +159,18 @@ def test_it_exports_a_zip(browser: Client, user: Any) -> None:
     assert 'filename="my_ws.zip"' in response["Content-Disposition"]
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     assert {n: archive.read(n).decode() for n in archive.namelist()} == {"a.py": "1", "d/b.txt": "é"}
+
+
+@override_settings(SPARK_MAX_FILE_BYTES=100)
+def test_oversized_files_in_a_zip_or_a_folder_are_skipped_and_reported(browser: Client) -> None:
+    data = _zip({"big.txt": b"x" * 5000, "ok.py": b"y = 1\n"})
+    response = browser.post("/workspaces/import", {"archive": SimpleUploadedFile("a.zip", data)}, follow=True)
+    assert "Skipped big.txt: big.txt is larger than the limit of 100 bytes" in response.content.decode()
+    response = browser.post(
+        "/workspaces/import",
+        {"files": [SimpleUploadedFile("big.txt", b"x" * 5000)], "paths": ["proj/big.txt"], "name": "f"},
+        follow=True,
+    )
+    assert "Skipped big.txt" in response.content.decode()
+    assert sorted(Workspace.objects.values_list("name", flat=True)) == ["a", "f"]
+    assert list(Workspace.objects.get(name="a").files.values_list("path", flat=True)) == ["ok.py"]
