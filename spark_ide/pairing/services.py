@@ -36,7 +36,7 @@ def session_create(*, workspace: Workspace, by: User) -> Session:
 
 def session_get(session_id: str | uuid.UUID) -> Session:
     try:
-        return Session.objects.select_related("workspace").get(pk=uuid.UUID(str(session_id)))
+        return Session.objects.select_related("workspace").defer("workspace__ydoc").get(pk=uuid.UUID(str(session_id)))
     except (ValueError, Session.DoesNotExist):
         raise SessionError("not_found", f"no session {session_id}") from None
 

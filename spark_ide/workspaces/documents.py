@@ -94,7 +94,7 @@ def set_file_text(doc: Doc[Any], path: str, text: str | None, *, origin: str) ->
 def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
     """The workspace's document: stored state plus updates, or built from its files."""
     with transaction.atomic():
-        workspace = Workspace.objects.select_for_update().get(pk=workspace_id)
+        workspace = Workspace.objects.select_for_update().defer(None).get(pk=workspace_id)
         doc: Doc[Any] = Doc()
         if workspace.ydoc is None:
             files = files_map(doc)
@@ -150,7 +150,7 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     if holder is not None:
         holder.apply_file(path, text)
         return
-    if workspace.ydoc is None and not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
+    if not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
         return  # never opened live: the document will be built from the files
     doc = document_load(workspace.id)
     before = doc.get_state()

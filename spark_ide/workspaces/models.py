@@ -8,6 +8,14 @@ from django.conf import settings
 from django.db import models
 
 
+class WorkspaceManager(models.Manager["Workspace"]):
+    """Leaves the document blob out of every query unless asked (``defer(None)``): listings and
+    permission checks must not carry a whole document's state."""
+
+    def get_queryset(self) -> models.QuerySet[Workspace]:
+        return super().get_queryset().defer("ydoc")
+
+
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspaces")
@@ -17,6 +25,8 @@ class Workspace(models.Model):
     # The live document (pycrdt/Yjs) as a compacted update; later changes are DocumentUpdate
     # rows. Null until the workspace is first opened live: then it is built from the files.
     ydoc = models.BinaryField(null=True, blank=True)
+
+    objects = WorkspaceManager()
 
     class Meta:
         ordering = ["-updated_at"]
