@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from spark_ide.upstream.profiles import profile_for
 from spark_ide.upstream.request import Message, TurnRequest, responses_create
 
-from .prompting import EDIT_FORMAT
+from spark_ide.live.prompting import EDIT_FORMAT
 
 MODEL = "smollm2"
 TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}

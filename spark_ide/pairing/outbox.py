@@ -39,7 +39,7 @@ Item = dict[str, Any] | _Update | _Raw
 
 def _merge_into(target: dict[str, Any], event: dict[str, Any]) -> bool:
     """Fold ``event`` into ``target`` when one can stand for both."""
-    if target["type"] == event["type"] == "turn.delta" and target["turn"] == event["turn"]:
+    if target["type"] == event["type"] and target["type"] in ("turn.delta", "turn.prose") and target["turn"] == event["turn"]:
         target["text"] += event["text"]
         target["seq"] = event["seq"]
         return True

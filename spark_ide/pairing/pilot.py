@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from spark_ide.editing import BlockStatus, TurnEditor
+from spark_ide.editing import BlockStatus, ProseEvent, TurnEditor
 from spark_ide.upstream import (
     Completed,
     ErrorEvent,
@@ -42,7 +42,7 @@ from spark_ide.upstream import (
 from spark_ide.upstream.profiles import EFFORTS, Effort
 
 from . import services
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request, instructions_for, steering_note
+from spark_ide.live.prompting import PastTurn, PromptStyle, TurnInput, build_request, instructions_for, steering_note
 
 if TYPE_CHECKING:
     from .hub import SessionHub
@@ -341,6 +341,8 @@ class Pilot:
         for event in events:
             if isinstance(event, BlockStatus):
                 self.hub.publish(event.as_message())
+            elif isinstance(event, ProseEvent):
+                self.hub.publish({"type": "turn.prose", "turn": event.turn, "text": event.text})
 
     def _metrics(self, run: TurnRun, ended: float) -> dict[str, Any]:
         received = run.command.received_at
