@@ -7,13 +7,13 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from spark_ide.live.events import Role, TurnStatus
 from spark_ide.workspaces.models import Workspace
 
+__all__ = ["Participant", "Role", "Room", "RoomEvent", "Session", "Turn", "TurnStatus"]
 
-class Role(models.TextChoices):
-    OWNER = "owner"
-    COLLABORATOR = "collaborator"
-    VIEWER = "viewer"
+ROLE_CHOICES = [(role.value, role.value) for role in Role]
+STATUS_CHOICES = [(status.value, status.value) for status in TurnStatus]
 
 
 class Session(models.Model):
@@ -32,20 +32,11 @@ class Session(models.Model):
 class Participant(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="participants")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    role = models.CharField(max_length=16, choices=Role.choices)
+    role = models.CharField(max_length=16, choices=ROLE_CHOICES)
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "user"], name="one_role_per_session")]
-
-
-class TurnStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-    STEERED = "steered"
-    FAILED = "failed"
 
 
 class Turn(models.Model):
@@ -57,7 +48,8 @@ class Turn(models.Model):
     prompt = models.TextField()
     effort = models.CharField(max_length=8, default="medium")
     active_path = models.CharField(max_length=1024, blank=True)
-    status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.QUEUED)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=TurnStatus.RUNNING)
+    reason = models.CharField(max_length=32, blank=True)  # live.events.FinishReason
     steered_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     output = models.TextField(blank=True)
     ledger = models.JSONField(default=list)
@@ -70,3 +62,27 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+
+
+class Room(models.Model):
+    """The live room of a workspace: how many times it has been opened (its epoch)."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, primary_key=True, related_name="room")
+    epoch = models.PositiveIntegerField(default=0)
+
+
+class RoomEvent(models.Model):
+    """The room's turn-event log (live.events turn events): replay on reconnect, the
+    transcript after a reload. A merged run of deltas is one row from ``first_seq`` to ``seq``."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="room_events")
+    seq = models.BigIntegerField()
+    first_seq = models.BigIntegerField()
+    turn = models.CharField(max_length=32)
+    kind = models.CharField(max_length=32)
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "seq"], name="one_event_per_seq")]
+        indexes = [models.Index(fields=["workspace", "turn"])]

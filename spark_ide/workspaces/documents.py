@@ -17,9 +17,10 @@ import uuid
 from typing import Any, Protocol
 
 from django.db import transaction
-from pycrdt import Doc, Map, Text
+from pycrdt import Doc, Text
 
-from spark_ide.editing import FILES_KEY
+from spark_ide.editing import workspace_files
+from spark_ide.editing.document import set_file_text
 
 from .languages import language_for
 from .models import DocumentUpdate, File, Workspace
@@ -46,9 +47,11 @@ class LiveDocuments:
         with self._lock:
             self._holders[workspace_id] = holder
 
-    def unregister(self, workspace_id: uuid.UUID) -> None:
+    def unregister(self, workspace_id: uuid.UUID, holder: LiveHolder | None) -> None:
+        """Forget ``holder`` (only that one: a newer holder may have taken its place)."""
         with self._lock:
-            self._holders.pop(workspace_id, None)
+            if self._holders.get(workspace_id) is holder:
+                del self._holders[workspace_id]
 
     def holder(self, workspace_id: uuid.UUID) -> LiveHolder | None:
         with self._lock:
@@ -58,46 +61,13 @@ class LiveDocuments:
 LIVE = LiveDocuments()
 
 
-def files_map(doc: Doc[Any]) -> Map[Text]:
-    files: Map[Text] = doc.get(FILES_KEY, type=Map)
-    return files
-
-
-def set_file_text(doc: Doc[Any], path: str, text: str | None, *, origin: str) -> None:
-    """Replace (or create, or with None delete) one file in the document, as one change."""
-    files = files_map(doc)
-    with doc.transaction(origin=origin):
-        if text is None:
-            if path in files:
-                del files[path]
-        elif path not in files:
-            files[path] = Text(text)
-        else:
-            current = files[path]
-            old = str(current)
-            if old != text:
-                # Only the differing middle is replaced, so concurrent cursors elsewhere survive.
-                start = 0
-                limit = min(len(old), len(text))
-                while start < limit and old[start] == text[start]:
-                    start += 1
-                end_old, end_new = len(old), len(text)
-                while end_old > start and end_new > start and old[end_old - 1] == text[end_new - 1]:
-                    end_old -= 1
-                    end_new -= 1
-                if end_old > start:
-                    del current[start:end_old]
-                if end_new > start:
-                    current.insert(start, text[start:end_new])
-
-
 def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
     """The workspace's document: stored state plus updates, or built from its files."""
     with transaction.atomic():
         workspace = Workspace.objects.select_for_update().defer(None).get(pk=workspace_id)
         doc: Doc[Any] = Doc()
         if workspace.ydoc is None:
-            files = files_map(doc)
+            files = workspace_files(doc)
             with doc.transaction(origin="load"):
                 for path, text in workspace.files.values_list("path", "text"):
                     files[path] = Text(text)
@@ -120,10 +90,6 @@ def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int) 
     with transaction.atomic():
         Workspace.objects.filter(pk=workspace_id).update(ydoc=state)
         DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).delete()
-
-
-def document_texts(doc: Doc[Any]) -> dict[str, str]:
-    return {path: str(text) for path, text in files_map(doc).items()}
 
 
 def files_materialize(workspace_id: uuid.UUID, texts: dict[str, str]) -> None:
@@ -154,7 +120,7 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
         return  # never opened live: the document will be built from the files
     doc = document_load(workspace.id)
     before = doc.get_state()
-    set_file_text(doc, path, text, origin="http")
+    set_file_text(doc, path, text, "http")
     document_append(workspace.id, doc.get_update(before))
 
 

@@ -18,7 +18,7 @@ from spark_ide.accounts.services import api_token_create
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.pairing.hub import SessionHub
+from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.services import session_create
 from spark_ide.workspaces.services import workspace_create
 
@@ -134,13 +134,11 @@ async def connect(live: Live, token: str | None = None, path: str | None = None)
 
 
 @pytest.fixture
-async def hubs() -> AsyncIterator[None]:
-    """Close every hub a test started, so its Pilot and tasks end with the test."""
+async def rooms() -> AsyncIterator[None]:
+    """Close every room a test opened, so its Pilot and tasks end with the test."""
     yield
-    for hub in list(SessionHub._hubs.values()):
-        await hub.close()
-    SessionHub._lock = None
-    # The hub's database thread keeps its connection; close it so the test database can go.
+    await ROOMS.close_all()
+    # The rooms' database thread keeps its connection; close it so the test database can go.
     await database_sync_to_async(connections.close_all)()
 
 

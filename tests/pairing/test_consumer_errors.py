@@ -49,7 +49,7 @@ async def still_open(client: LiveClient) -> None:
     ],
 )
 async def test_bad_messages_get_an_error_and_the_socket_stays_open(
-    live: Live, hubs: None, frame: str, code: str
+    live: Live, rooms: None, frame: str, code: str
 ) -> None:
     client = await connect(live)
     error = await error_after(client, frame)
@@ -60,7 +60,7 @@ async def test_bad_messages_get_an_error_and_the_socket_stays_open(
 
 
 @override_settings(SPARK_WS_MAX_MESSAGE_BYTES=1000)
-async def test_an_oversized_message_is_refused(live: Live, hubs: None) -> None:
+async def test_an_oversized_message_is_refused(live: Live, rooms: None) -> None:
     client = await connect(live)
     error = await error_after(client, json.dumps({"type": "prompt", "text": "x" * 2000}))
     assert error["code"] == "too_large"
@@ -70,7 +70,7 @@ async def test_an_oversized_message_is_refused(live: Live, hubs: None) -> None:
     await client.close()
 
 
-async def test_a_malformed_binary_frame_is_refused(live: Live, hubs: None) -> None:
+async def test_a_malformed_binary_frame_is_refused(live: Live, rooms: None) -> None:
     client = await connect(live)
     assert (await error_after(client, b"\x07garbage"))["code"] == "malformed_binary"
     assert (await error_after(client, b"\x00\x02\x05\xff\xff\xff"))["code"] == "malformed_binary"
@@ -78,7 +78,7 @@ async def test_a_malformed_binary_frame_is_refused(live: Live, hubs: None) -> No
     await client.close()
 
 
-async def test_flooding_is_rate_limited(live: Live, hubs: None) -> None:
+async def test_flooding_is_rate_limited(live: Live, rooms: None) -> None:
     client = await connect(live)
     for i in range(60):
         await client.send({"type": "ping", "id": i})
@@ -102,7 +102,7 @@ async def _viewer(live: Live, django_user_model: Any) -> LiveClient:
         {"type": "run"},
     ],
 )
-async def test_a_viewer_may_not_drive(live: Live, hubs: None, django_user_model: Any, message: dict[str, Any]) -> None:
+async def test_a_viewer_may_not_drive(live: Live, rooms: None, django_user_model: Any, message: dict[str, Any]) -> None:
     client = await _viewer(live, django_user_model)
     hello = client.of("hello")[0]
     assert hello["role"] == "viewer"
@@ -113,7 +113,7 @@ async def test_a_viewer_may_not_drive(live: Live, hubs: None, django_user_model:
     await client.close()
 
 
-async def test_a_viewer_may_not_edit_the_document(live: Live, hubs: None, django_user_model: Any) -> None:
+async def test_a_viewer_may_not_edit_the_document(live: Live, rooms: None, django_user_model: Any) -> None:
     client = await _viewer(live, django_user_model)
     await client.pump(0.2)
     before = client.text("util.py")
@@ -128,7 +128,7 @@ async def test_a_viewer_may_not_edit_the_document(live: Live, hubs: None, django
 
 
 async def test_strangers_and_bad_tokens_are_refused_at_the_upgrade(
-    live: Live, hubs: None, django_user_model: Any
+    live: Live, rooms: None, django_user_model: Any
 ) -> None:
     from spark_ide.asgi import application
 
@@ -146,7 +146,7 @@ async def test_strangers_and_bad_tokens_are_refused_at_the_upgrade(
     assert not connected
 
 
-async def test_a_cookie_from_another_origin_is_refused(live: Live, hubs: None, client: Any) -> None:
+async def test_a_cookie_from_another_origin_is_refused(live: Live, rooms: None, client: Any) -> None:
     from spark_ide.asgi import application
 
     await database_sync_to_async(client.force_login)(live.owner)
@@ -163,7 +163,7 @@ async def test_a_cookie_from_another_origin_is_refused(live: Live, hubs: None, c
     await good.disconnect()
 
 
-async def test_resume_replays_missed_events_or_asks_for_resync(live: Live, hubs: None) -> None:
+async def test_resume_replays_missed_events_or_asks_for_resync(live: Live, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "ping", "id": 1})
     await client.until(lambda e: e["type"] == "pong")

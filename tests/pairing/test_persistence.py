@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 from django.test import Client
 
-from spark_ide.pairing.hub import SessionHub
+from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import File, Workspace
 from spark_ide.workspaces.services import file_write
@@ -32,7 +31,7 @@ async def _eventually(check: Any, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model_server: object, hubs: None) -> None:
+async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED)})
     await client.until(lambda e: e["type"] == "turn.finished")
@@ -40,9 +39,9 @@ async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model
     await client.type_text("util.py", 0, "# typed\n")
     await client.pump(0.3)
     await client.close()
-    hub = SessionHub.running(uuid.UUID(live.session_id))
-    assert hub is not None
-    await hub.close()  # what a server shutdown does
+    room = ROOMS.held(live.workspace_id)
+    assert room is not None
+    await room.close()  # what a server shutdown does
 
     async def rows_done() -> bool:
         return await _file_text(live.workspace_id, "util.py") == "# typed\nX = 2\n"
@@ -60,7 +59,7 @@ async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model
     await reopened.close()
 
 
-async def test_an_http_write_reaches_the_live_document(live: Live, hubs: None) -> None:
+async def test_an_http_write_reaches_the_live_document(live: Live, rooms: None) -> None:
     client = await connect(live)
     await client.pump(0.2)
     workspace = await database_sync_to_async(Workspace.objects.get)(pk=live.workspace_id)
@@ -75,7 +74,7 @@ async def test_an_http_write_reaches_the_live_document(live: Live, hubs: None) -
     await client.close()
 
 
-async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_server: object, hubs: None) -> None:
+async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(STEERED)})
     await client.until(lambda e: e["type"] == "turn.finished")
@@ -94,7 +93,7 @@ async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_s
 
 
 async def test_the_tree_and_the_listing_show_a_file_the_model_just_made(
-    live: Live, model_server: object, hubs: None
+    live: Live, model_server: object, rooms: None
 ) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(STEERED)})

@@ -31,7 +31,7 @@ async def smollm2(monkeypatch: pytest.MonkeyPatch, settings: Any) -> AsyncIterat
 
 @pytest.mark.timeout(300)
 async def test_the_bundled_model_writes_a_prime_check_into_the_editor(
-    live: Live, smollm2: ModelServer, hubs: None
+    live: Live, smollm2: ModelServer, rooms: None
 ) -> None:
     client = await connect(live)
     prompt = "write a function that checks if a number is prime"

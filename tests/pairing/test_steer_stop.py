@@ -41,7 +41,7 @@ async def _wait_second_block_streaming(client: LiveClient) -> dict[str, Any]:
 
 
 async def test_steer_mid_block_keeps_the_first_block_and_rolls_back_the_second(
-    live: Live, model_server: object, hubs: None
+    live: Live, model_server: object, rooms: None
 ) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
@@ -66,7 +66,7 @@ async def test_steer_mid_block_keeps_the_first_block_and_rolls_back_the_second(
     await client.close()
 
 
-async def test_stop_rolls_back_the_block_in_flight(live: Live, model_server: object, hubs: None) -> None:
+async def test_stop_rolls_back_the_block_in_flight(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
     turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
@@ -82,7 +82,7 @@ async def test_stop_rolls_back_the_block_in_flight(live: Live, model_server: obj
     await client.close()
 
 
-async def test_a_prompt_during_a_turn_is_queued(live: Live, model_server: object, hubs: None) -> None:
+async def test_a_prompt_during_a_turn_is_queued(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK, rate=200)})
     first = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
@@ -100,7 +100,7 @@ async def test_a_prompt_during_a_turn_is_queued(live: Live, model_server: object
     await client.close()
 
 
-async def test_revert_undoes_a_whole_turn(live: Live, model_server: object, hubs: None) -> None:
+async def test_revert_undoes_a_whole_turn(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED)})
     turn = (await client.until(lambda e: e["type"] == "turn.finished"))["turn"]
@@ -118,7 +118,7 @@ async def test_revert_undoes_a_whole_turn(live: Live, model_server: object, hubs
     await client.close()
 
 
-async def test_human_typing_during_a_turn_survives(live: Live, model_server: object, hubs: None) -> None:
+async def test_human_typing_during_a_turn_survives(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.pump(0.2)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
@@ -135,19 +135,17 @@ async def test_human_typing_during_a_turn_survives(live: Live, model_server: obj
     await second.close()
 
 
-async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server: object, hubs: None) -> None:
-    import uuid
-
-    from spark_ide.pairing.hub import SessionHub
+async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server: object, rooms: None) -> None:
+    from spark_ide.pairing.adapter import ROOMS
 
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
     await _wait_second_block_streaming(client)
     await client.send({"type": "steer", "text": say(STEERED)})
     await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
-    hub = SessionHub.running(uuid.UUID(live.session_id))
-    assert hub is not None
-    history = hub.pilot._history
+    room = ROOMS.held(live.workspace_id)
+    assert room is not None
+    history = room.pilot._history
     assert len(history) == 1  # the steered turn is not history of its own
     assert history[0].prompt == say(FIRST_BLOCK + SECOND_BLOCK, rate=400) + f"\n(Redirected: {say(STEERED)})"
     assert history[0].output == STEERED
@@ -155,7 +153,7 @@ async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server:
 
 
 async def test_a_human_and_the_model_editing_the_same_file_both_survive(
-    live: Live, model_server: object, hubs: None
+    live: Live, model_server: object, rooms: None
 ) -> None:
     slow_edit = (
         '<edit path="app.py">\n<old_text>\ndef sub(a, b):\n    return a - b\n</old_text>\n<new_text>\n'

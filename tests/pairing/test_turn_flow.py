@@ -26,7 +26,7 @@ VALUE = 42
 """
 
 
-async def test_a_prompt_streams_edits_into_two_files(live: Live, model_server: object, hubs: None) -> None:
+async def test_a_prompt_streams_edits_into_two_files(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(EDIT_APP + WRITE_NEW), "path": "app.py"})
     started = await client.until(lambda e: e["type"] == "turn.started")

@@ -9,7 +9,7 @@ import pytest
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.upstream.loopproxy import LoopProxy
+from benchmarks.loopproxy import LoopProxy
 from tests.pairing.conftest import FILES, Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, SECOND_BLOCK, STEERED, assert_nothing_after_finish
 
@@ -42,7 +42,7 @@ async def proxied(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[LoopProxy]:
         await proxy.stop()
 
 
-async def test_steer_works_through_the_hot_spare(live: Live, openai_like: ModelServer, hubs: None) -> None:
+async def test_steer_works_through_the_hot_spare(live: Live, openai_like: ModelServer, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
     old = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
@@ -61,7 +61,7 @@ async def test_steer_works_through_the_hot_spare(live: Live, openai_like: ModelS
 
 
 async def test_a_dropped_upstream_fails_the_turn_cleanly_and_the_next_prompt_works(
-    live: Live, proxied: LoopProxy, hubs: None
+    live: Live, proxied: LoopProxy, rooms: None
 ) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})

@@ -12,7 +12,7 @@ from tests.pairing.conftest import FILES, Live, connect
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-async def test_a_clients_step1_gets_a_well_formed_step2(live: Live, hubs: None) -> None:
+async def test_a_clients_step1_gets_a_well_formed_step2(live: Live, rooms: None) -> None:
     client = await connect(live)
     await client.pump(0.2)
     fresh: Doc[Any] = Doc()

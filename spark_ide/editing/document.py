@@ -1,0 +1,67 @@
+"""Whole-file changes to a workspace document and the y-protocols framing of its state.
+
+Used by the room (HTTP writes reach the live document through it) and by the workspace
+storage (a document nobody holds live is changed in place).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycrdt import Doc, Text, YMessageType, YSyncMessageType
+
+from spark_ide.editing.turn import workspace_files
+
+
+def set_file_text(doc: Doc[Any], path: str, text: str | None, origin: str) -> None:
+    """Replace (or create, or with None delete) one file of ``doc`` as one transaction.
+
+    Only the differing middle is replaced, so cursors and anchors elsewhere in the file
+    survive, and a person typing at the other end of it loses nothing.
+    """
+    files = workspace_files(doc)
+    with doc.transaction(origin=origin):
+        if text is None:
+            if path in files:
+                del files[path]
+            return
+        if path not in files:
+            files[path] = Text(text)
+            return
+        current = files[path]
+        old = str(current)
+        if old == text:
+            return
+        start, limit = 0, min(len(old), len(text))
+        while start < limit and old[start] == text[start]:
+            start += 1
+        end_old, end_new = len(old), len(text)
+        while end_old > start and end_new > start and old[end_old - 1] == text[end_new - 1]:
+            end_old -= 1
+            end_new -= 1
+        if end_old > start:
+            del current[start:end_old]
+        if end_new > start:
+            current.insert(start, text[start:end_new])
+
+
+def sync_step2(update: bytes) -> bytes:
+    """A y-protocols sync step 2 message carrying ``update`` (the whole state, to a newcomer)."""
+    return bytes([YMessageType.SYNC, YSyncMessageType.SYNC_STEP2]) + _var_uint(len(update)) + update
+
+
+def _var_uint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def document_texts(doc: Doc[Any]) -> dict[str, str]:
+    """Every file's text: path -> content."""
+    return {path: str(text) for path, text in workspace_files(doc).items()}

@@ -1,0 +1,299 @@
+"""Every session event, typed, in one place (docs/protocol.md §2 lists them).
+
+A room gives each *turn event* the next ``seq`` and keeps it in its event log (replay on
+reconnect, the transcript after a reload). *Ephemeral* events (``hello``, ``pong``,
+``presence``, ``error``, ``resync``) carry the room's current ``seq`` without taking a new
+one and are never replayed.
+
+The lists a client or the database must agree on are defined here once: roles, turn
+statuses, the reasons a turn ended, the error codes, the effort levels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from spark_ide.upstream.profiles import EFFORTS, Effort
+
+__all__ = [
+    "DEFAULT_EFFORT",
+    "DRIVER_ROLES",
+    "EFFORTS",
+    "EditStatus",
+    "Effort",
+    "ErrorCode",
+    "ErrorEvent",
+    "Event",
+    "FinishReason",
+    "Hello",
+    "Participant",
+    "Pong",
+    "Presence",
+    "Resync",
+    "Role",
+    "TurnDelta",
+    "TurnEvent",
+    "TurnFinished",
+    "TurnProse",
+    "TurnQueued",
+    "TurnReverted",
+    "TurnStarted",
+    "TurnStatus",
+    "TurnSteered",
+    "encode",
+    "turn_event_from",
+]
+
+DEFAULT_EFFORT: Effort = "medium"
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    COLLABORATOR = "collaborator"
+    VIEWER = "viewer"
+
+
+DRIVER_ROLES = frozenset({Role.OWNER, Role.COLLABORATOR})
+"""Who may prompt, steer, stop, revert, run and edit the document."""
+
+
+class TurnStatus(StrEnum):
+    """A turn's state: ``running`` while the model writes, then how it ended."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    STEERED = "steered"
+    FAILED = "failed"
+
+
+class FinishReason(StrEnum):
+    """Why a turn ended the way it did (``turn.finished`` ``reason``)."""
+
+    ANSWERED = "answered"  # completed: the model finished its answer and something changed
+    NO_CHANGES = "no_changes"  # completed, but no edit block was applied
+    INCOMPLETE = "incomplete"  # the provider cut the answer short (length, content filter)
+    STOPPED = "stopped"  # a person pressed stop
+    STEERED = "steered"  # a person redirected the model; the next turn carries on
+    REVERTED = "reverted"  # a person reverted the turn while it ran
+    REPETITION = "repetition"  # the model looped on the same text
+    MODEL_UNAVAILABLE = "model_unavailable"  # no connection to the model could be had
+    MODEL_ERROR = "model_error"  # the provider answered with an error
+    NO_ANSWER = "no_answer"  # the model connection ended without an answer
+    INTERNAL_ERROR = "internal_error"  # a bug of ours; logged
+    STORAGE_FAILED = "storage_failed"  # the document could not be saved; the model was stopped
+    OWNER_LOST = "owner_lost"  # the process running the turn went away
+    SHUTDOWN = "shutdown"  # the room closed while the turn ran
+    GUARD_HALT = "guard_halt"  # the security watchdog stopped the turn
+
+
+class ErrorCode(StrEnum):
+    """The ``code`` of an ``error`` event: what was wrong with a client message, or what failed."""
+
+    MALFORMED_JSON = "malformed_json"
+    BAD_MESSAGE = "bad_message"
+    UNKNOWN_TYPE = "unknown_type"
+    MISSING_FIELD = "missing_field"
+    BAD_FIELD = "bad_field"
+    TOO_LONG = "too_long"
+    TOO_LARGE = "too_large"
+    RATE_LIMITED = "rate_limited"
+    FORBIDDEN = "forbidden"
+    MALFORMED_BINARY = "malformed_binary"
+    NOT_AVAILABLE = "not_available"
+    REVERT_UNAVAILABLE = "revert_unavailable"
+    BAD_PATH = "bad_path"
+    TOO_MANY_FILES = "too_many_files"
+    STORAGE_FAILED = "storage_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    user: str
+    role: Role
+
+
+class Event:
+    """A session event; ``payload()`` is its JSON object without ``seq``."""
+
+    type: ClassVar[str]
+    ephemeral: ClassVar[bool] = False
+
+    def payload(self) -> dict[str, Any]:
+        fields = asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+        return {"type": self.type, **fields}
+
+
+def encode(event: Event, seq: int) -> str:
+    """The event as the text frame every client receives (encoded once per room)."""
+    return json.dumps({**event.payload(), "seq": seq}, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- ephemeral: answers to one connection, presence ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hello(Event):
+    type: ClassVar[str] = "hello"
+    ephemeral: ClassVar[bool] = True
+    session: str
+    workspace: str
+    role: Role
+    user: str
+    turn: str | None
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pong(Event):
+    type: ClassVar[str] = "pong"
+    ephemeral: ClassVar[bool] = True
+    id: Any
+    t: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    ephemeral: ClassVar[bool] = True
+    code: ErrorCode
+    message: str
+    ref: Any = None
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "code": self.code.value, "message": self.message}
+        if self.ref is not None:
+            out["ref"] = self.ref
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Resync(Event):
+    """What the client holds cannot be brought up to date event by event: it drops its
+    transcript, re-syncs the document, and the recent turns follow as a replay."""
+
+    type: ClassVar[str] = "resync"
+    ephemeral: ClassVar[bool] = True
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Presence(Event):
+    type: ClassVar[str] = "presence"
+    ephemeral: ClassVar[bool] = True
+    participants: tuple[Participant, ...]
+
+
+# -- turn events: numbered, logged, replayed ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEvent(Event):
+    """An event of one turn (or of the room's turn queue)."""
+
+    turn: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(TurnEvent):
+    type: ClassVar[str] = "turn.started"
+    prompt: str
+    steered_from: str | None
+    effort: Effort
+    author: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnQueued(TurnEvent):
+    """A prompt waits behind the running turn; ``turn`` is the running one."""
+
+    type: ClassVar[str] = "turn.queued"
+    prompt: str
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDelta(TurnEvent):
+    """Raw model output: a turn's deltas concatenate to exactly what the model wrote."""
+
+    type: ClassVar[str] = "turn.delta"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnProse(TurnEvent):
+    """The model's text outside edit blocks (the server parses; browsers only render)."""
+
+    type: ClassVar[str] = "turn.prose"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EditStatus(TurnEvent):
+    """A block opened (its first status), progressed, or ended (a final state)."""
+
+    type: ClassVar[str] = "edit.status"
+    block: int
+    path: str
+    state: str
+    detail: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        return self.state not in ("locating", "streaming")
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "type": self.type, "turn": self.turn, "block": self.block, "path": self.path,
+            "state": self.state, "detail": dict(self.detail),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSteered(TurnEvent):
+    type: ClassVar[str] = "turn.steered"
+    steered_from: str
+    steer_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished(TurnEvent):
+    type: ClassVar[str] = "turn.finished"
+    status: TurnStatus
+    reason: FinishReason
+    metrics: Mapping[str, float | int | None]
+    error: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type, "turn": self.turn, "status": self.status.value, "reason": self.reason.value,
+            "metrics": dict(self.metrics),
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReverted(TurnEvent):
+    type: ClassVar[str] = "turn.reverted"
+
+
+_TURN_EVENTS: dict[str, type[TurnEvent]] = {
+    cls.type: cls
+    for cls in (TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted)
+}
+
+
+def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
+    """A stored turn event back from its payload (the room's event log)."""
+    fields = {key: value for key, value in data.items() if key not in ("type", "seq")}
+    cls = _TURN_EVENTS[str(data["type"])]
+    if cls is TurnFinished:
+        fields["status"] = TurnStatus(fields["status"])
+        fields["reason"] = FinishReason(fields["reason"])
+    return cls(**fields)

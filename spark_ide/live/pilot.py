@@ -1,0 +1,377 @@
+"""The Pilot: the one task per room that runs the model's turns.
+
+Consumers never await it: they ``submit`` a command and return; the Pilot handles commands
+one at a time, in order. Each turn's answer is read by a task of its own.
+
+Every turn ends the same way (``_finish``): stop forwarding it, roll back its block in
+flight (or settle its last block when the answer is complete), announce ``turn.finished``
+with a status and a reason, record it. Where the model may still be generating, the
+generation is then stopped upstream by the provider's strategy (``_stop_upstream``) before
+the next queued prompt starts, so it never waits behind an abandoned answer.
+
+Steer, in the order DESIGN.md §2 fixes: stop forwarding the old turn, roll back its block in
+flight, announce its end, then re-prompt on a warm connection (the upstream client stops
+the old generation by the provider's strategy, re-prompt first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pycrdt import Doc
+
+from spark_ide.editing import BlockStatus, EditEvent, Outcome, ProseEvent, TurnEditor
+from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
+
+from .events import (
+    DEFAULT_EFFORT,
+    EditStatus,
+    ErrorCode,
+    FinishReason,
+    TurnDelta,
+    TurnEvent,
+    TurnFinished,
+    TurnProse,
+    TurnQueued,
+    TurnReverted,
+    TurnStarted,
+    TurnStatus,
+    TurnSteered,
+)
+from .events import ErrorEvent as SessionError
+from .model_link import ModelLink
+from .prompting import PastTurn, PromptStyle, TurnInput, build_request, instructions_for, steering_note
+from .records import Records
+from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
+from .turns import Command, CommandKind, Revertible, TurnRun, turn_diff, turn_metrics
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FENCE_PATH = "main.py"
+
+
+class Stage(Protocol):
+    """What the Pilot needs of its room."""
+
+    doc: Doc[Any]
+    store: RoomStore
+
+    def publish(self, event: TurnEvent) -> None: ...
+
+    def texts(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Why the room stops the running turn from outside (storage failed, the watchdog)."""
+
+    reason: FinishReason
+    error: str
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Pilot:
+    def __init__(self, stage: Stage, *, settings: LiveSettings) -> None:
+        self.stage = stage
+        self.settings = settings
+        self.style = PromptStyle(whole_file_only=settings.whole_file_only, context_tokens=settings.context_tokens)
+        self._commands: asyncio.Queue[Command | Halt] = asyncio.Queue()
+        self._queue: deque[Command] = deque()
+        self._run: TurnRun | None = None
+        self._revertible = Revertible()
+        self._history: list[PastTurn] = []
+        self._last_ledger = ""
+        instructions = instructions_for(self.style)
+        self._link = ModelLink(lambda: settings.connect_model(instructions))
+        self._records = Records(settings.persist_retries)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._run is not None or bool(self._queue)
+
+    @property
+    def running_turn(self) -> str | None:
+        return self._run.id if self._run is not None else None
+
+    def submit(self, command: Command) -> None:
+        if command.kind is CommandKind.PROMPT and not command.turn:
+            command.turn = new_turn_id()
+        self._commands.put_nowait(command)
+
+    def halt(self, reason: FinishReason, error: str) -> None:
+        """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""
+        self._commands.put_nowait(Halt(reason, error))
+
+    def resume(self) -> None:
+        """Start what is queued, if nothing runs (after a halt)."""
+        self._commands.put_nowait(Command(kind=CommandKind.NEXT))
+
+    def announce_lost(self, turn: str) -> None:
+        """A turn an earlier owner of the room was running when it went away."""
+        self.stage.publish(TurnFinished(
+            turn=turn, status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, metrics={},
+            error="the server running this turn stopped",
+        ))
+
+    # -- the task ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._records.start()
+        self._link.warm()
+        self._task = asyncio.create_task(self._loop())
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        run = self._run
+        if run is not None:
+            self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
+            await self._stop_upstream(run)
+        await self._link.close()
+        await self._records.close()
+
+    async def _loop(self) -> None:
+        while True:
+            command = await self._commands.get()
+            try:
+                await self._handle(command)
+            except Exception:
+                log.exception("the Pilot failed on %s", command)
+
+    async def _handle(self, command: Command | Halt) -> None:
+        run = self._run
+        if isinstance(command, Halt):
+            if run is not None:
+                await self._end(run, TurnStatus.FAILED, command.reason, error=command.error, then_next=False)
+            return
+        kind = command.kind
+        if kind is CommandKind.PROMPT:
+            if run is not None:
+                self._queue.append(command)
+                self.stage.publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
+            else:
+                await self._start(command)
+        elif kind is CommandKind.STEER:
+            if run is None:
+                await self._start(command)
+            else:
+                await self._steer(run, command)
+        elif kind is CommandKind.STOP:
+            if run is not None:
+                await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED)
+        elif kind is CommandKind.REVERT:
+            await self._revert(command)
+        elif kind is CommandKind.NEXT and run is None:
+            await self._next()
+
+    async def _next(self) -> None:
+        if self._run is None and self._queue:
+            await self._start(self._queue.popleft())
+
+    # -- starting turns ----------------------------------------------------------------------
+
+    def _new_run(self, command: Command, *, steered_from: TurnRun | None) -> TurnRun:
+        """A turn for ``command``; a steer keeps the original request and adds its direction."""
+        texts = self.stage.texts()
+        origin = steered_from.origin if steered_from is not None else command
+        steering = list(steered_from.steering) if steered_from is not None else []
+        if steered_from is not None:
+            steering.append(steering_note(
+                partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
+            ))
+        turn_input = TurnInput(
+            text=origin.text, files=texts, active_path=origin.path, effort=origin.effort,
+            history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
+        )
+        turn_id = command.turn if command.kind is CommandKind.PROMPT else new_turn_id()
+        fence_path = (origin.path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
+        return TurnRun(
+            id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
+            editor=TurnEditor(self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits),
+            before=texts, steering=steering,
+            redirects=[*steered_from.redirects, command.text] if steered_from is not None else [],
+            steered_from=steered_from.id if steered_from is not None else None,
+        )
+
+    def _announce(self, run: TurnRun) -> None:
+        self._run = run
+        self._revertible.add(run.id, run.editor)
+        command = run.command
+        effort = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
+        self.stage.publish(TurnStarted(
+            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort or DEFAULT_EFFORT,
+            author=command.author,
+        ))
+        record = TurnRecord(
+            turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
+            effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
+        )
+        self._records.put("turn started", lambda: self.stage.store.turn_started(record))
+
+    async def _start(self, command: Command) -> None:
+        run = self._new_run(command, steered_from=None)
+        self._announce(run)
+        try:
+            client = await self._link.client()
+            run.stream = await client.start(run.request)
+        except (UpstreamError, OSError) as exc:
+            self._unavailable(run, exc)
+            await self._next()
+            return
+        run.task = asyncio.create_task(self._consume(run))
+
+    async def _steer(self, old: TurnRun, command: Command) -> None:
+        self._finish(old, TurnStatus.STEERED, FinishReason.STEERED)  # (a) and (b), then its end
+        run = self._new_run(command, steered_from=old)
+        self._announce(run)
+        try:
+            client = await self._link.client()
+            # (c)+(d): the client re-prompts on a warm connection, then stops the old answer.
+            if old.stream is not None:
+                run.stream = await client.steer(old.stream, run.request)
+            else:
+                run.stream = await client.start(run.request)
+        except (UpstreamError, OSError) as exc:
+            self._unavailable(run, exc)
+            return
+        run.steer_ms = (time.monotonic() - command.received_at) * 1000
+        self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=run.steer_ms))
+        run.task = asyncio.create_task(self._consume(run))
+
+    def _unavailable(self, run: TurnRun, exc: Exception) -> None:
+        self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, error=f"the model is unavailable: {exc}")
+        self._link.drop()
+
+    # -- the answer --------------------------------------------------------------------------
+
+    async def _consume(self, run: TurnRun) -> None:
+        assert run.stream is not None
+        try:
+            async for event in run.stream:
+                if not run.live:
+                    return
+                if isinstance(event, TextDelta):
+                    run.deltas += 1
+                    self.stage.publish(TurnDelta(turn=run.id, text=event.text))
+                    self._publish_edits(run.editor.feed(event.text))
+                    continue
+                if isinstance(event, Completed | Incomplete):
+                    if isinstance(event, Completed) and event.usage is not None:
+                        run.output_tokens = event.usage.output_tokens
+                    if isinstance(event, Incomplete):
+                        self._finish(run, TurnStatus.COMPLETED, FinishReason.INCOMPLETE,
+                                     error=f"the answer was cut short: {event.reason}")
+                    else:
+                        self._finish(run, TurnStatus.COMPLETED, FinishReason.ANSWERED)
+                else:
+                    assert isinstance(event, Failed | ErrorEvent)
+                    error = f"{event.code}: {event.message}"
+                    self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_ERROR, error=error)
+                    if isinstance(event, ErrorEvent) and not event.retryable:
+                        self._link.drop()
+                break
+            else:
+                if run.live:
+                    self._finish(run, TurnStatus.FAILED, FinishReason.NO_ANSWER,
+                                 error="the model connection ended without an answer")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("turn %s failed", run.id)
+            if run.live:
+                self._finish(run, TurnStatus.FAILED, FinishReason.INTERNAL_ERROR, error=f"internal error: {exc}")
+        self.submit(Command(kind=CommandKind.NEXT))
+
+    def _publish_edits(self, events: list[EditEvent]) -> None:
+        for event in events:
+            if isinstance(event, BlockStatus):
+                self.stage.publish(EditStatus(
+                    turn=event.turn, block=event.block, path=event.path, state=event.state.value,
+                    detail=event.detail(),
+                ))
+            elif isinstance(event, ProseEvent) and event.text:
+                self.stage.publish(TurnProse(turn=event.turn, text=event.text))
+
+    # -- the one way a turn ends -------------------------------------------------------------
+
+    async def _end(
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", then_next: bool = True
+    ) -> None:
+        """End ``run`` while the model may still be writing it: finish it, stop the generation
+        upstream, then start what is queued."""
+        self._finish(run, status, reason, error=error)
+        await self._stop_upstream(run)
+        if then_next:
+            await self._next()
+
+    def _finish(self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "") -> None:
+        """Announce the end of ``run``; after this nothing of it is sent but its rollback."""
+        if not run.live:
+            return
+        run.live = False
+        if run.task is not None and run.task is not asyncio.current_task():
+            run.task.cancel()
+        if status is TurnStatus.COMPLETED:
+            self._publish_edits(run.editor.finish())
+            changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
+            if reason is FinishReason.ANSWERED and not changed:
+                reason = FinishReason.NO_CHANGES
+        else:
+            self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
+        metrics = turn_metrics(run, time.monotonic())
+        self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error))
+        if self._run is run:
+            self._run = None
+        if status is not TurnStatus.STEERED:
+            # A steered turn lives on in its successor's request (the steering note carries
+            # its partial answer), so it is not history of its own.
+            self._history.append(run.as_past())
+        self._last_ledger = run.editor.ledger.as_prompt()
+        outcome = TurnOutcome(
+            turn=run.id, status=status.value, reason=reason.value, output=run.output,
+            ledger=run.editor.ledger.as_dicts(), diff=turn_diff(run, self.stage.texts()), metrics=metrics,
+            error=error,
+        )
+        self._records.put("turn finished", lambda: self.stage.store.turn_finished(outcome))
+
+    async def _stop_upstream(self, run: TurnRun) -> None:
+        if run.stream is not None:
+            with contextlib.suppress(UpstreamError, OSError):
+                await run.stream.cancel()
+
+    # -- revert ------------------------------------------------------------------------------
+
+    async def _revert(self, command: Command) -> None:
+        turn = command.turn
+        editor = self._revertible.get(turn)
+        if editor is None:
+            if command.reply is not None:
+                command.reply(SessionError(
+                    ErrorCode.REVERT_UNAVAILABLE, f"turn {turn} cannot be reverted (unknown or too old)", ref=turn,
+                ))
+            return
+        running = self._run if self._run is not None and self._run.id == turn else None
+        if running is not None:
+            self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED)
+        self._publish_edits(editor.revert())
+        # Announced once recorded, so a history panel refreshed on it shows the revert.
+        self._records.put(
+            "turn reverted", lambda: self.stage.store.turn_reverted(turn),
+            then=lambda: self.stage.publish(TurnReverted(turn=turn)),
+        )
+        if running is not None:
+            await self._stop_upstream(running)
+            await self._next()

@@ -1,0 +1,239 @@
+"""A room's ordered way out: events and document updates leave in the order they happened,
+and a document update is persisted before anyone is sent it.
+
+Events that come before a batch's first update go out at once; the batch's updates are
+merged and written once (retried on failure), then they and the events after them follow.
+Turn events are written to the stored event log after they were sent, in batches, runs of
+deltas merged.
+
+When a write keeps failing the update stays pending (it is never dropped), the room is told
+(it reports the error and stops the model) and a timer tries again; when a write succeeds
+after a failure the room is told again (it resyncs everyone from the stored state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from pycrdt import merge_updates
+
+from .events import TurnDelta, TurnEvent, TurnProse
+from .outbox import Frame
+from .store import LiveSettings, RoomStore, StoredEvent
+from .transport import Transport
+
+log = logging.getLogger(__name__)
+
+RETRY_LATER_S = (1.0, 2.0, 5.0, 10.0)  # after a batch failed for good: when to try again
+
+
+class _Retry:
+    """A pipeline item that only makes the pipeline try its pending writes again."""
+
+
+Item = Frame | bytes | _Retry
+
+
+def merge_for_log(entries: list[StoredEvent], frame: Frame) -> None:
+    """Append ``frame`` to ``entries``, folding a delta (or prose) into the one just before."""
+    event = frame.event
+    assert isinstance(event, TurnEvent)  # only turn events are logged
+    if entries and isinstance(event, TurnDelta | TurnProse):
+        last = entries[-1].event
+        if isinstance(last, TurnDelta | TurnProse) and type(last) is type(event) and last.turn == event.turn:
+            merged = replace(last, text=last.text + event.text)
+            entries[-1] = StoredEvent(seq=frame.seq, first_seq=entries[-1].first_seq, event=merged)
+            return
+    entries.append(StoredEvent(seq=frame.seq, first_seq=frame.seq, event=event))
+
+
+class Pipeline:
+    def __init__(
+        self,
+        *,
+        store: RoomStore,
+        transport: Transport,
+        settings: LiveSettings,
+        document_state: Callable[[], bytes],
+        texts: Callable[[], Mapping[str, str]],
+        on_failed: Callable[[Exception], None],
+        on_recovered: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._transport = transport
+        self._settings = settings
+        self._document_state = document_state
+        self._texts = texts
+        self._on_failed = on_failed
+        self._on_recovered = on_recovered
+        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._pending_update: bytes | None = None  # written and not yet sent: failed so far
+        self._held: list[Frame] = []  # events waiting behind the pending update
+        self._failures = 0
+        self._since_compact = 0
+        self._unstored: list[StoredEvent] = []
+        self._log_wake = asyncio.Event()
+        self._materialize: asyncio.TimerHandle | None = None
+        self._retry: asyncio.TimerHandle | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._write_log())]
+
+    def put_frame(self, frame: Frame) -> None:
+        self._queue.put_nowait(frame)
+
+    def put_update(self, update: bytes) -> None:
+        self._queue.put_nowait(update)
+
+    async def close(self) -> None:
+        """Deliver and write what waits, then stop."""
+        await self.flush()
+        for handle in (self._materialize, self._retry):
+            if handle is not None:
+                handle.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._store_events()
+        with contextlib.suppress(Exception):
+            await self._store.write_files(self._texts())
+
+    async def flush(self) -> None:
+        items: list[Item] = []
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        if items or self._pending_update is not None:
+            await self._deliver(items)
+
+    # -- delivery ----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            items = [await self._queue.get()]
+            while not self._queue.empty():
+                items.append(self._queue.get_nowait())
+            try:
+                await self._deliver(items)
+            except Exception:  # a bug must not end the room's only way out
+                log.exception("the room's pipeline failed on a batch")
+
+    async def _deliver(self, items: list[Item]) -> None:
+        if self._pending_update is None:
+            first = next((i for i, item in enumerate(items) if isinstance(item, bytes)), len(items))
+            self._send(items[:first])
+            items = items[first:]
+        updates = [item for item in items if isinstance(item, bytes)]
+        if self._pending_update is not None:
+            updates.insert(0, self._pending_update)
+        self._held += [item for item in items if isinstance(item, Frame)]
+        if updates:
+            update = merge_updates(*updates) if len(updates) > 1 else updates[0]
+            if not await self._persist(update):
+                self._pending_update = update
+                # The turn events behind it still go out: they tell what happened to the turn;
+                # the document changes follow once they are saved.
+                self._send(self._held)
+                self._held = []
+                return
+            recovered = self._pending_update is not None
+            self._pending_update = None
+            self._transport.update(update)
+            if recovered:
+                self._on_recovered()
+        self._send(self._held)
+        self._held = []
+
+    def _send(self, items: list[Item] | list[Frame]) -> None:
+        for item in items:
+            if isinstance(item, Frame):
+                self._transport.frame(item)
+                if not item.event.ephemeral:
+                    merge_for_log(self._unstored, item)
+                    self._log_wake.set()
+
+    async def _persist(self, update: bytes) -> bool:
+        """Write ``update`` (retrying); False when every try failed."""
+        waits = self._settings.persist_retries
+        for attempt in range(len(waits) + 1):
+            try:
+                last_id = await self._store.append_update(update)
+            except Exception as exc:
+                if attempt < len(waits):
+                    await asyncio.sleep(waits[attempt])
+                    continue
+                log.warning("could not save a document update (%d tries): %s", attempt + 1, exc)
+                self._failures += 1
+                if self._failures == 1:
+                    self._on_failed(exc)
+                self._retry_later()
+                return False
+            break
+        self._failures = 0
+        await self._after_persist(last_id)
+        return True
+
+    def _retry_later(self) -> None:
+        if self._retry is None:
+            wait = RETRY_LATER_S[min(self._failures - 1, len(RETRY_LATER_S) - 1)]
+            self._retry = asyncio.get_running_loop().call_later(wait, self._wake_retry)
+
+    def _wake_retry(self) -> None:
+        self._retry = None
+        self._queue.put_nowait(_Retry())
+
+    async def _after_persist(self, last_id: int) -> None:
+        self._since_compact += 1
+        if self._since_compact >= self._settings.compact_every:
+            self._since_compact = 0
+            try:
+                await self._store.compact(self._document_state(), through_id=last_id)
+            except Exception:
+                log.warning("could not compact the document (it stays as updates)", exc_info=True)
+        if self._materialize is None:
+            self._materialize = asyncio.get_running_loop().call_later(
+                self._settings.materialize_after_s, self._spawn_materialize
+            )
+
+    def _spawn_materialize(self) -> None:
+        self._materialize = None
+        task = asyncio.create_task(self._write_files())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _write_files(self) -> None:
+        try:
+            await self._store.write_files(self._texts())
+        except Exception:
+            log.warning("could not refresh the file rows (the document is saved)", exc_info=True)
+
+    # -- the event log -----------------------------------------------------------------------
+
+    async def _write_log(self) -> None:
+        while True:
+            await self._log_wake.wait()
+            self._log_wake.clear()
+            await self._store_events()
+
+    async def _store_events(self) -> None:
+        batch, self._unstored = self._unstored, []
+        if not batch:
+            return
+        waits = self._settings.persist_retries
+        for attempt in range(len(waits) + 1):
+            try:
+                await self._store.append_events(batch)
+                return
+            except Exception as exc:
+                if attempt == len(waits):
+                    log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
+                    self._unstored[:0] = batch
+                    return
+                await asyncio.sleep(waits[attempt])

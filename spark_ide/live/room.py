@@ -1,0 +1,368 @@
+"""The room: one per workspace, shared by every session and participant of it.
+
+It holds the workspace's live document (the server's Yjs peer), numbers the turn events
+(one ``seq`` per room; an owner's epoch sits in the high bits, so a later owner's numbers
+are always greater), keeps the recent ones for replay, and sends everything through its
+pipeline (document updates persisted first) and transport. Its Pilot runs the model.
+
+A joining connection gets, in one step with nothing in between: ``hello``, the document
+(sync step 1 and 2), what it missed (or a ``resync`` and the recent transcript), and only
+then the live stream. So a reconnect can neither miss nor repeat an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from pycrdt import (
+    Doc,
+    Map,
+    Text,
+    TransactionEvent,
+    YMessageType,
+    YSyncMessageType,
+    create_sync_message,
+    handle_sync_message,
+)
+
+from spark_ide.editing import workspace_files
+from spark_ide.editing.document import document_texts, set_file_text, sync_step2
+from spark_ide.editing.paths import BadPath, clean_path
+
+from .events import (
+    DRIVER_ROLES,
+    ErrorCode,
+    ErrorEvent,
+    Event,
+    FinishReason,
+    Hello,
+    Participant,
+    Presence,
+    Resync,
+    TurnDelta,
+    TurnEvent,
+    TurnStarted,
+)
+from .outbox import Frame
+from .pilot import Pilot
+from .pipeline import Pipeline
+from .store import LiveSettings, RoomStore, StoredEvent
+from .transport import Connection, LocalTransport, Transport
+
+log = logging.getLogger(__name__)
+
+EPOCH_BITS = 32
+LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
+READ_TIMEOUT_S = 5.0
+
+
+class Room:
+    def __init__(
+        self,
+        workspace: str,
+        *,
+        store: RoomStore,
+        settings: LiveSettings,
+        transport: Transport | None = None,
+        on_closed: Callable[[Room], None] = lambda room: None,
+    ) -> None:
+        self.workspace = workspace
+        self.store = store
+        self.settings = settings
+        self.transport = transport or LocalTransport()
+        self.doc: Doc[Any] = Doc()
+        self.epoch = 0
+        self.seq = 0
+        self._on_closed = on_closed
+        self._log: deque[Frame] = deque()
+        self._log_floor = 0  # replay from memory covers every event after this seq
+        self._recent_turns: deque[str] = deque(maxlen=settings.transcript_turns)
+        self._loop = asyncio.get_running_loop()  # rooms are made on the loop that serves them
+        self._loop_thread = threading.get_ident()
+        self._idle_close: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._background: set[asyncio.Future[None]] = set()
+        self.pipeline = Pipeline(
+            store=store, transport=self.transport, settings=settings,
+            document_state=lambda: self.doc.get_update(), texts=self.texts,
+            on_failed=self._storage_failed, on_recovered=self._storage_recovered,
+        )
+        self.pilot = Pilot(self, settings=settings)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        state = await self.store.open()
+        self.doc = Doc()
+        self.doc.apply_update(state.document)
+        workspace_files(self.doc)
+        self.epoch = state.epoch
+        self.seq = self._log_floor = state.epoch << EPOCH_BITS
+        self.doc.observe(self._on_doc_change)
+        self.pipeline.start()
+        for turn in state.unfinished:
+            self.pilot.announce_lost(turn)
+        self.pilot.start()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._idle_close is not None:
+            self._idle_close.cancel()
+        await self.pilot.shutdown()
+        await self.pipeline.close()
+        await self.store.close()
+        self._on_closed(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- events ------------------------------------------------------------------------------
+
+    def publish(self, event: TurnEvent) -> None:
+        """Number ``event``, keep it for replay and send it to everyone, in order."""
+        self.seq += 1
+        frame = Frame.of(event, self.seq)
+        self._log.append(frame)
+        if len(self._log) > LOG_KEPT:
+            self._log_floor = self._log.popleft().seq
+        if isinstance(event, TurnStarted):
+            self._recent_turns.append(event.turn)
+        self.pipeline.put_frame(frame)
+
+    def announce(self, event: Event) -> None:
+        """An ephemeral event for everyone (presence, a storage error): current seq, not kept."""
+        self.pipeline.put_frame(Frame.of(event, self.seq))
+
+    def tell(self, conn: Connection, event: Event) -> None:
+        """An ephemeral answer to one connection."""
+        conn.outbox.put_frame(Frame.of(event, self.seq))
+
+    def _on_doc_change(self, event: TransactionEvent) -> None:
+        self.pipeline.put_update(bytes(event.update))
+
+    # -- participants ------------------------------------------------------------------------
+
+    async def join(self, conn: Connection, *, after: int | None) -> None:
+        """Bring ``conn`` up to date, then into the live stream (see the module docstring)."""
+        stored = await self._stored_for(after)
+        resync = after is not None and self._catch_up(after, stored) is None
+        if resync:
+            stored = await self.store.recent_events(turns=self.settings.transcript_turns)
+        if self._closed:
+            raise RoomClosed(self.workspace)
+        if self._idle_close is not None:
+            self._idle_close.cancel()
+            self._idle_close = None
+        # From here to the end nothing awaits: no event can slip between replay and live.
+        self.tell(conn, Hello(
+            session=conn.session, workspace=self.workspace, role=conn.role, user=conn.username,
+            turn=self.pilot.running_turn, epoch=self.epoch,
+        ))
+        conn.outbox.put_raw(create_sync_message(self.doc))
+        conn.outbox.put_raw(sync_step2(self.doc.get_update()))
+        frames = None if resync else self._catch_up(after, stored)
+        if frames is None:
+            self._resync(conn, stored if resync else None, "the events since you left are no longer kept")
+        else:
+            for frame in frames:
+                conn.outbox.put_frame(frame)
+        conn.joined_at = self.seq
+        self.transport.add(conn)
+        self._presence()
+
+    async def resume(self, conn: Connection, after: int) -> None:
+        """A client that joined without ``?after`` asks for what it missed before joining:
+        the events up to the moment it joined (it has the live ones after that)."""
+        stored = await self._stored_for(after)
+        frames = self._catch_up(after, stored)
+        if frames is None:
+            recent = await self.store.recent_events(turns=self.settings.transcript_turns)
+            self._resync(conn, recent, "the events since you left are no longer kept")
+            return
+        for frame in frames:
+            if frame.seq <= conn.joined_at:
+                conn.outbox.put_frame(frame)
+
+    def _resync(self, conn: Connection, stored: list[StoredEvent] | None, reason: str) -> None:
+        """``conn`` starts over: it drops its transcript and gets the recent one again."""
+        self.tell(conn, Resync(reason=reason))
+        for frame in self._transcript(stored):
+            conn.outbox.put_frame(frame)
+
+    def leave(self, conn: Connection) -> None:
+        self.transport.remove(conn)
+        if self._closed:
+            return
+        self._presence()
+        if not self.transport.members():
+            self._idle_close = self._loop.call_later(self.settings.idle_close_s, self._close_if_idle)
+
+    def _close_if_idle(self) -> None:
+        self._idle_close = None
+        if not self.transport.members() and not self.pilot.busy:
+            task = asyncio.ensure_future(self.close())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    def _presence(self) -> None:
+        people = tuple(Participant(c.username, c.role) for c in self.transport.members())
+        self.announce(Presence(participants=people))
+
+    # -- replay ------------------------------------------------------------------------------
+
+    async def _stored_for(self, after: int | None) -> list[StoredEvent]:
+        """What must come from storage to bring a client from ``after`` up to the memory log."""
+        if after is None:
+            return await self.store.recent_events(turns=self.settings.transcript_turns)
+        if after >= self._log_floor:
+            return []
+        return await self.store.events_after(after, limit=self.settings.replay_limit + 1)
+
+    def _catch_up(self, after: int | None, stored: list[StoredEvent]) -> list[Frame] | None:
+        """The frames a client that holds everything up to ``after`` lacks; None: resync."""
+        if after is None:
+            return self._transcript(stored)
+        if after > self.seq:
+            return None  # numbers we never gave out: another server's, or a bad client
+        older = [entry for entry in stored if entry.seq <= self._log_floor]
+        if any(entry.first_seq <= after for entry in older):
+            return None  # it holds part of a merged run: it cannot be cut where it stopped
+        frames = [Frame.of(entry.event, entry.seq) for entry in older]
+        frames += [frame for frame in self._log if frame.seq > after]
+        if len(frames) > self.settings.replay_limit:
+            return None
+        return frames
+
+    def _transcript(self, stored: list[StoredEvent] | None) -> list[Frame]:
+        """A new page's transcript: the recent turns' events, without the raw deltas of
+        finished turns (the prose and block statuses tell the story; the running turn's
+        deltas are kept so its text has no gap)."""
+        frames = [Frame.of(entry.event, entry.seq) for entry in stored or () if entry.seq <= self._log_floor]
+        turns = {frame.event.turn for frame in frames if isinstance(frame.event, TurnStarted)}
+        turns.update(self._recent_turns)
+        frames += [frame for frame in self._log if isinstance(frame.event, TurnEvent) and frame.event.turn in turns]
+        running = self.pilot.running_turn
+        return [
+            frame for frame in frames
+            if not isinstance(frame.event, TurnDelta) or frame.event.turn == running
+        ]
+
+    # -- the document ------------------------------------------------------------------------
+
+    def texts(self) -> dict[str, str]:
+        return document_texts(self.doc)
+
+    def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
+        """A binary frame from ``conn``; returns the error to answer when it is refused."""
+        if not message:
+            return _bad_binary()
+        kind = message[0]
+        if kind == YMessageType.AWARENESS:
+            self.transport.raw(message, skip=conn)
+            return None
+        if kind != YMessageType.SYNC or len(message) < 2:
+            return _bad_binary()
+        writes = message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE)
+        if writes and conn.role not in DRIVER_ROLES:
+            if message[2:] in (b"\x02\x00\x00", b"\x00"):
+                return None  # a viewer's step 2 with nothing new: nothing to refuse
+            return ErrorEvent(ErrorCode.FORBIDDEN, f"a {conn.role} cannot edit the document")
+        files = workspace_files(self.doc)
+        before = set(files.keys()) if writes else set()
+        try:
+            reply = handle_sync_message(message[1:], self.doc)
+        except Exception:  # a malformed update must not take the room down
+            log.warning("bad Yjs message from %s", conn.username, exc_info=True)
+            return _bad_binary()
+        if reply is not None:
+            conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
+        return self._enforce_file_rules(files, before) if writes else None
+
+    def _enforce_file_rules(self, files: Map[Text], before: set[str]) -> ErrorEvent | None:
+        """A collaborator's files obey the rules HTTP and the model obey: a new file with a bad
+        path, or past the file limit, is removed again (every peer converges on that)."""
+        added = set(files.keys()) - before
+        if not added:
+            return None
+        refused: list[tuple[str, ErrorEvent]] = []
+        limit = self.settings.limits.max_files
+        room_for = None if limit is None else max(limit - len(before), 0)
+        for path in sorted(added):
+            try:
+                ok = clean_path(path, max_length=self.settings.limits.max_path_length) == path
+            except BadPath as exc:
+                refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"bad path {path[:80]!r}: {exc}", ref=path)))
+                continue
+            if not ok:
+                refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"{path[:80]!r} is not in normal form (NFC)")))
+            elif room_for is not None and room_for <= 0:
+                message = f"a workspace holds at most {limit} files; {path[:80]!r} was not kept"
+                refused.append((path, ErrorEvent(ErrorCode.TOO_MANY_FILES, message, ref=path)))
+            elif room_for is not None:
+                room_for -= 1
+        if not refused:
+            return None
+        with self.doc.transaction(origin="rules"):
+            for path, _ in refused:
+                del files[path]
+        return refused[0][1]
+
+    # -- storage failures --------------------------------------------------------------------
+
+    def _storage_failed(self, exc: Exception) -> None:
+        self.announce(ErrorEvent(
+            ErrorCode.STORAGE_FAILED,
+            "Changes cannot be saved right now; the model was stopped. Your edits are kept "
+            "and saved as soon as storage answers again.",
+        ))
+        self.pilot.halt(FinishReason.STORAGE_FAILED, f"the document could not be saved: {exc}")
+
+    def _storage_recovered(self) -> None:
+        self.pilot.resume()
+        task = asyncio.ensure_future(self._resync_everyone("storage answered again; the document was saved"))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _resync_everyone(self, reason: str) -> None:
+        """Every participant starts over from the stored state: the transcript from the
+        event log, the document by a new sync (each side sends what the other lacks)."""
+        try:
+            stored = await self.store.recent_events(turns=self.settings.transcript_turns)
+        except Exception:
+            log.warning("could not read the stored transcript for a resync", exc_info=True)
+            stored = None
+        for conn in self.transport.members():
+            self._resync(conn, stored, reason)
+            conn.outbox.put_raw(create_sync_message(self.doc))
+
+    # -- HTTP requests of other threads reach the document through these ---------------------
+
+    def apply_file(self, path: str, text: str | None) -> None:
+        """Apply (path, text, or None to delete) on the room's loop; returns at once."""
+        self._loop.call_soon_threadsafe(set_file_text, self.doc, path, text, "http")
+
+    def read_files(self) -> dict[str, str]:
+        """Every file's current text, read on the room's loop (the document is not shared)."""
+        if threading.get_ident() == self._loop_thread:
+            return self.texts()
+
+        async def read() -> dict[str, str]:
+            return self.texts()
+
+        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
+
+
+class RoomClosed(Exception):
+    """The room closed while a connection was joining it: join the next one."""
+
+
+def _bad_binary() -> ErrorEvent:
+    return ErrorEvent(ErrorCode.MALFORMED_BINARY, "the binary message is not a valid Yjs sync or awareness message")

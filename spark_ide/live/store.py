@@ -1,0 +1,114 @@
+"""What a room needs from storage and settings, as small protocols the Django side implements.
+
+The live engine never imports Django: ``spark_ide.pairing.adapter`` gives it a ``RoomStore``
+(the workspace's document, its turn-event log and turn records, in the database) and
+``LiveSettings`` (from Django settings and the environment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from spark_ide.editing.limits import FileLimits
+from spark_ide.upstream import ModelClient
+
+from .events import TurnEvent
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One entry of the room's turn-event log. Runs of deltas (or prose) of a turn may be
+    stored merged: ``first_seq`` is the seq of the first event the entry stands for."""
+
+    seq: int
+    first_seq: int
+    event: TurnEvent
+
+
+@dataclass(frozen=True, slots=True)
+class RoomState:
+    """What a room starts from."""
+
+    document: bytes  # the document's state as one Yjs update
+    epoch: int  # this opening's number: 1 the first time, one more each time after
+    unfinished: tuple[str, ...] = ()  # turns recorded as running by an earlier owner
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """A turn as started: who asked what, in which session."""
+
+    turn: str
+    session: str
+    author_id: int | None
+    prompt: str
+    effort: str
+    active_path: str
+    steered_from: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """A turn as it ended."""
+
+    turn: str
+    status: str
+    reason: str
+    output: str
+    ledger: list[dict[str, Any]]
+    diff: dict[str, str]
+    metrics: Mapping[str, float | int | None]
+    error: str = ""
+
+
+class RoomStore(Protocol):
+    """Storage of one workspace's room. Every method may raise; the room retries or reports."""
+
+    async def open(self) -> RoomState:
+        """Load (or build from the files) the document; start a new epoch."""
+
+    async def append_update(self, update: bytes) -> int:
+        """Persist one document update; returns its id (compaction deletes up to an id)."""
+
+    async def compact(self, state: bytes, *, through_id: int) -> None:
+        """Replace the stored state by ``state``, which holds every update up to ``through_id``."""
+
+    async def write_files(self, texts: Mapping[str, str]) -> None:
+        """Bring the materialised file rows (listings, export) in line with the document."""
+
+    async def append_events(self, events: Sequence[StoredEvent]) -> None: ...
+
+    async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
+        """Stored events with ``seq`` greater than ``seq``, oldest first, at most ``limit``."""
+
+    async def recent_events(self, *, turns: int) -> list[StoredEvent]:
+        """The stored events of the last ``turns`` turns, oldest first (a new page's transcript)."""
+
+    async def turn_started(self, record: TurnRecord) -> None: ...
+
+    async def turn_finished(self, outcome: TurnOutcome) -> None: ...
+
+    async def turn_reverted(self, turn: str) -> None: ...
+
+    async def close(self) -> None:
+        """The room closed: let go of what this store holds (registrations, connections)."""
+
+
+ModelConnector = Callable[[str], Awaitable[ModelClient]]
+"""Opens a warm model client; its argument is the instructions to warm the connection with."""
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    connect_model: ModelConnector
+    whole_file_only: bool = False  # small models manage only whole-file writes (and code fences)
+    context_tokens: int = 128_000
+    limits: FileLimits = field(default_factory=FileLimits)
+    replay_limit: int = 5000  # events a reconnecting client may be sent; past it: resync
+    transcript_turns: int = 20  # turns a new page's transcript shows
+    idle_close_s: float = 30.0  # a room with nobody in it and no turn closes after this
+    persist_retries: tuple[float, ...] = (0.05, 0.2, 0.8)  # waits between tries of a failed write
+    compact_every: int = 500  # document updates between compactions
+    materialize_after_s: float = 0.2  # file rows follow the document this long after a change

@@ -1,0 +1,128 @@
+"""A turn while it runs, and what is kept of it after: metrics, diff, history, revert."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from spark_ide.editing import TurnEditor
+from spark_ide.upstream import TurnRequest, TurnStream
+
+from .events import DEFAULT_EFFORT, Effort, ErrorEvent
+from .prompting import PastTurn
+
+KEEP_REVERTIBLE = 50
+
+
+class CommandKind(StrEnum):
+    PROMPT = "prompt"
+    STEER = "steer"
+    STOP = "stop"
+    REVERT = "revert"
+    NEXT = "next"  # internal: a turn ended on its own, start what is queued
+
+
+@dataclass
+class Command:
+    """What a participant asked of the Pilot (the consumer has checked role and fields)."""
+
+    kind: CommandKind
+    session: str = ""
+    user_id: int | None = None
+    author: str = ""
+    text: str = ""
+    effort: Effort = DEFAULT_EFFORT
+    path: str = ""
+    turn: str = ""  # revert: which turn; prompt: the id the turn will have (given when queued)
+    received_at: float = field(default_factory=time.monotonic)
+    reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
+
+
+@dataclass
+class TurnRun:
+    """One turn while the model writes it."""
+
+    id: str
+    command: Command
+    origin: Command  # the prompt that began the steering chain
+    request: TurnRequest
+    editor: TurnEditor
+    before: dict[str, str]  # the files when the turn began (for its diff)
+    steering: list[str]  # the steering notes sent with this turn's request
+    redirects: list[str]  # the steering texts of the chain, in order
+    steered_from: str | None = None
+    stream: TurnStream | None = None
+    task: asyncio.Task[None] | None = None
+    live: bool = True  # False from the moment it ends: nothing of it is forwarded after
+    deltas: int = 0
+    output_tokens: int | None = None  # as the provider counted them, when it says
+    steer_ms: float | None = None
+
+    @property
+    def output(self) -> str:
+        return self.stream.text if self.stream is not None else ""
+
+    def chain_prompt(self) -> str:
+        """What the user asked over a steering chain: the first prompt and each redirection."""
+        return self.origin.text + "".join(f"\n(Redirected: {text})" for text in self.redirects)
+
+    def as_past(self) -> PastTurn:
+        return PastTurn(prompt=self.chain_prompt(), output=self.output)
+
+
+def turn_metrics(run: TurnRun, ended: float) -> dict[str, float | int | None]:
+    """``turn.finished`` metrics, counted in one place.
+
+    ``tokens`` is the provider's count of output tokens when it gave one, else the number of
+    text deltas (most providers send about one token per delta); ``ttft_ms`` runs from the
+    moment the prompt (or steer) reached the server to the first text of the answer.
+    """
+    received = run.command.received_at
+    first = run.stream.first_token_at if run.stream is not None else None
+    tokens = run.output_tokens if run.output_tokens is not None else run.deltas
+    generating = ended - first if first is not None else 0.0
+    metrics: dict[str, float | int | None] = {
+        "ttft_ms": None if first is None else round((first - received) * 1000, 2),
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / generating, 1) if generating > 0 else None,
+        "duration_ms": round((ended - received) * 1000, 2),
+    }
+    if run.steer_ms is not None:
+        metrics["steer_ms"] = round(run.steer_ms, 3)
+    return metrics
+
+
+def turn_diff(run: TurnRun, now: Mapping[str, str]) -> dict[str, str]:
+    """Unified diffs of the files the turn touched, as they are now against the turn's start."""
+    touched = {entry.path for entry in run.editor.ledger.entries}
+    diffs = {}
+    for path in sorted(touched):
+        before, after = run.before.get(path, ""), now.get(path, "")
+        if before != after:
+            lines = difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True),
+                fromfile=f"a/{path}", tofile=f"b/{path}",
+            )
+            diffs[path] = "".join(lines)
+    return diffs
+
+
+class Revertible:
+    """The edit engines of the recent turns, which can take a whole turn back."""
+
+    def __init__(self, keep: int = KEEP_REVERTIBLE) -> None:
+        self._keep = keep
+        self._editors: OrderedDict[str, TurnEditor] = OrderedDict()
+
+    def add(self, turn: str, editor: TurnEditor) -> None:
+        self._editors[turn] = editor
+        while len(self._editors) > self._keep:
+            self._editors.popitem(last=False)
+
+    def get(self, turn: str) -> TurnEditor | None:
+        return self._editors.get(turn)

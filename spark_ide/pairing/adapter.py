@@ -1,0 +1,128 @@
+"""The Django side of the live engine: a room's storage in the database, its settings from
+Django settings and the environment, and this process's rooms."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+
+from spark_ide.editing.limits import FileLimits
+from spark_ide.live.events import FinishReason, TurnStatus, turn_event_from
+from spark_ide.live.room import Room
+from spark_ide.live.rooms import Rooms
+from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.upstream import ModelClient, ProviderConfig, open_client
+from spark_ide.workspaces import documents
+
+from . import services
+from .models import Room as RoomRow
+from .models import RoomEvent, Turn
+
+
+class DatabaseRoomStore:
+    """``live.store.RoomStore`` over the database: every call runs off the event loop."""
+
+    def __init__(self, workspace: uuid.UUID) -> None:
+        self.workspace = workspace
+        self.room: Room | None = None  # the room to hand HTTP requests to, once open
+
+    async def open(self) -> RoomState:
+        state: RoomState = await database_sync_to_async(self._open)()
+        if self.room is not None:
+            documents.LIVE.register(self.workspace, self.room)
+        return state
+
+    def _open(self) -> RoomState:
+        with transaction.atomic():
+            row, _ = RoomRow.objects.select_for_update().get_or_create(workspace_id=self.workspace)
+            row.epoch += 1
+            row.save(update_fields=["epoch"])
+            doc = documents.document_load(self.workspace)
+            lost = Turn.objects.filter(session__workspace_id=self.workspace, status=TurnStatus.RUNNING)
+            unfinished = tuple(lost.values_list("id", flat=True))
+            lost.update(status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, error="the server running it stopped")
+        return RoomState(document=doc.get_update(), epoch=row.epoch, unfinished=unfinished)
+
+    async def append_update(self, update: bytes) -> int:
+        return int(await database_sync_to_async(documents.document_append)(self.workspace, update))
+
+    async def compact(self, state: bytes, *, through_id: int) -> None:
+        await database_sync_to_async(documents.document_compact)(self.workspace, state, through_id=through_id)
+
+    async def write_files(self, texts: Mapping[str, str]) -> None:
+        await database_sync_to_async(documents.files_materialize)(self.workspace, dict(texts))
+
+    async def append_events(self, events: Sequence[StoredEvent]) -> None:
+        rows = [
+            RoomEvent(
+                workspace_id=self.workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
+                kind=entry.event.type, data=entry.event.payload(),
+            )
+            for entry in events
+        ]
+        await database_sync_to_async(RoomEvent.objects.bulk_create)(rows)
+
+    async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
+        def read() -> list[StoredEvent]:
+            rows = RoomEvent.objects.filter(workspace_id=self.workspace, seq__gt=seq).order_by("seq")[:limit]
+            return [_stored(row) for row in rows]
+
+        events: list[StoredEvent] = await database_sync_to_async(read)()
+        return events
+
+    async def recent_events(self, *, turns: int) -> list[StoredEvent]:
+        def read() -> list[StoredEvent]:
+            mine = RoomEvent.objects.filter(workspace_id=self.workspace)
+            recent = list(mine.filter(kind="turn.started").order_by("-seq").values_list("turn", flat=True)[:turns])
+            return [_stored(row) for row in mine.filter(turn__in=recent).order_by("seq")]
+
+        events: list[StoredEvent] = await database_sync_to_async(read)()
+        return events
+
+    async def turn_started(self, record: TurnRecord) -> None:
+        await database_sync_to_async(services.turn_create)(record)
+
+    async def turn_finished(self, outcome: TurnOutcome) -> None:
+        await database_sync_to_async(services.turn_finish)(outcome)
+
+    async def turn_reverted(self, turn: str) -> None:
+        await database_sync_to_async(services.turn_mark_reverted)(turn)
+
+    async def close(self) -> None:
+        documents.LIVE.unregister(self.workspace, self.room)
+
+
+def _stored(row: RoomEvent) -> StoredEvent:
+    return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data))
+
+
+async def connect_model(instructions: str) -> ModelClient:
+    """A warm client for the configured provider (read now: tests and operators change it)."""
+    return await open_client(ProviderConfig.from_env(os.environ), warmup_instructions=instructions)
+
+
+def live_settings() -> LiveSettings:
+    return LiveSettings(
+        connect_model=connect_model,
+        whole_file_only=settings.SPARK_EDIT_STYLE == "whole-file",
+        context_tokens=settings.SPARK_CONTEXT_TOKENS,
+        limits=FileLimits(
+            max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
+            max_path_length=settings.SPARK_MAX_PATH_LENGTH,
+        ),
+    )
+
+
+def make_room(workspace: str, on_closed: Callable[[Room], None]) -> Room:
+    store = DatabaseRoomStore(uuid.UUID(workspace))
+    room = Room(workspace, store=store, settings=live_settings(), on_closed=on_closed)
+    store.room = room
+    return room
+
+
+ROOMS = Rooms(make_room)
