@@ -71,6 +71,14 @@ class LiveClient:
                 raise AssertionError(f"no matching event within {timeout}s; got {[e['type'] for e in self.events]}")
             await self.pump(0.05)
 
+    async def until_true(self, check: Any, timeout: float = 5.0) -> None:
+        """Take in what the server sends until ``check()`` holds (about the replica, say)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not check():
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"not reached within {timeout}s; events: {[e['type'] for e in self.events]}")
+            await self.pump(0.02)
+
     def of(self, kind: str, turn: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind and (turn is None or e.get("turn") == turn)]
 
@@ -96,11 +104,26 @@ async def model_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelSe
     """Our model server with the scripted engine; the IDE's upstream client points at it."""
     server = ModelServer(ScriptedEngine(tokens_per_s=2000.0, ttft_s=0.005), ServerConfig(port=0))
     async with server:
-        base = server.url.removesuffix("/responses").replace("ws://", "http://")
-        monkeypatch.setenv("SPARK_PROVIDER", "local")
-        monkeypatch.setenv("OPENAI_BASE_URL", base)
-        monkeypatch.delenv("SPARK_MODEL", raising=False)
+        point_the_ide_at(server, monkeypatch)
         yield server
+
+
+@pytest.fixture
+async def recording_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelServer]:
+    """Like ``model_server``, with an engine that keeps its own record of each generation."""
+    from tests.support.recording_engine import RecordingEngine
+
+    server = ModelServer(RecordingEngine(tokens_per_s=2000.0, ttft_s=0.005), ServerConfig(port=0))
+    async with server:
+        point_the_ide_at(server, monkeypatch)
+        yield server
+
+
+def point_the_ide_at(server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = server.url.removesuffix("/responses").replace("ws://", "http://")
+    monkeypatch.setenv("SPARK_PROVIDER", "local")
+    monkeypatch.setenv("OPENAI_BASE_URL", base)
+    monkeypatch.delenv("SPARK_MODEL", raising=False)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
 from spark_ide.pairing.models import Participant, Role
-from tests.pairing.conftest import Live, LiveClient, connect, token_for
+from tests.pairing.conftest import Live, LiveClient, connect, say, token_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -163,22 +163,21 @@ async def test_a_cookie_from_another_origin_is_refused(live: Live, rooms: None, 
     await good.disconnect()
 
 
-async def test_resume_replays_missed_events_or_asks_for_resync(live: Live, rooms: None) -> None:
+async def test_resume_replays_what_came_before_the_join_or_asks_for_resync(
+    live: Live, model_server: object, rooms: None
+) -> None:
     client = await connect(live)
-    await client.send({"type": "ping", "id": 1})
-    await client.until(lambda e: e["type"] == "pong")
-    last = max(e["seq"] for e in client.events)
+    last = client.events[0]["seq"]
     await client.close()
-    watcher = await connect(live)  # its presence event is one the first client missed
-    again = await connect(live)
+    writer = await connect(live)
+    await writer.send({"type": "prompt", "text": say("hello there\n")})
+    turn = (await writer.until(lambda e: e["type"] == "turn.finished"))["turn"]
+    again = await connect(live)  # a script that resumes by message, not with ?after=
     await again.send({"type": "resume", "after": last})
-    await again.pump(0.3)
-    replayed = [e for e in again.events if e["type"] == "presence" and e["seq"] > last]
-    assert replayed
-    await again.send({"type": "resume", "after": 10**9})
-    await again.pump(0.2)
-    await again.send({"type": "resume", "after": 0})
-    await again.pump(0.2)
-    assert not again.of("resync")  # the whole history is still kept
-    await watcher.close()
+    await again.until(lambda e: e["type"] == "turn.delta" and e["turn"] == turn)
+    assert "".join(e["text"] for e in again.of("turn.delta", turn)) == "hello there\n"
+    await again.send({"type": "resume", "after": 10**15})  # a seq never given out
+    resync = await again.until(lambda e: e["type"] == "resync")
+    assert resync["reason"]
+    await writer.close()
     await again.close()

@@ -1,0 +1,280 @@
+"""The workspace is the room: every session of it shares one document, one turn history,
+one ordered event stream; reconnects replay before live; failures are loud and recoverable."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import OperationalError
+from pycrdt import Map, Text, create_update_message
+
+from spark_ide.live.store import LiveSettings
+from spark_ide.pairing import adapter
+from spark_ide.pairing.adapter import ROOMS
+from spark_ide.pairing.models import Session, Turn
+from spark_ide.pairing.services import session_create
+from spark_ide.workspaces import documents
+from tests.pairing.conftest import FILES, Live, LiveClient, connect, say
+from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+LONG_WRITE = '<write path="long.py">\n' + "".join(f"x{i} = {i}\n" for i in range(1500)) + "</write>\n"
+
+
+async def second_session(live: Live) -> str:
+    """Another session of the same workspace (an older link, a second "start")."""
+    session: Session = await database_sync_to_async(session_create)(
+        workspace=await database_sync_to_async(lambda: Session.objects.get(pk=live.session_id).workspace)(),
+        by=live.owner,
+    )
+    return str(session.id)
+
+
+def turn_text(client: LiveClient, turn: str) -> str:
+    return "".join(e["text"] for e in client.of("turn.delta", turn))
+
+
+async def test_two_sessions_of_a_workspace_share_one_document_and_one_stream(live: Live, rooms: None) -> None:
+    other = await second_session(live)
+    a = await connect(live)
+    b = await connect(live, path=f"/ws/sessions/{other}/")
+    await a.pump(0.2)
+    await b.pump(0.2)
+    await a.type_text("util.py", 0, "# typed in A\n")
+    await b.until_true(lambda: b.text("util.py") == "# typed in A\nX = 1\n")
+    await b.type_text("app.py", 0, "# typed in B\n")
+    await a.until_true(lambda: a.text("app.py") == "# typed in B\n" + FILES["app.py"])
+    assert ROOMS.held(live.workspace_id) is not None
+    await a.close()
+    await b.close()
+
+
+async def test_a_turn_driven_in_one_session_streams_to_the_other(
+    live: Live, model_server: object, rooms: None
+) -> None:
+    other = await second_session(live)
+    a = await connect(live)
+    b = await connect(live, path=f"/ws/sessions/{other}/")
+    await b.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED)})
+    started = await a.until(lambda e: e["type"] == "turn.started")
+    assert started["author"] == "ada"
+    finished = await a.until(lambda e: e["type"] == "turn.finished")
+    await b.until(lambda e: e["type"] == "turn.finished")
+    assert finished["status"] == "completed"
+    assert finished["reason"] == "answered"
+    await a.pump(0.3)
+    await b.pump(0.3)
+    assert a.text("util.py") == b.text("util.py") == "X = 2\n"
+    assert turn_text(a, started["turn"]) == turn_text(b, started["turn"]) == FIRST_BLOCK + STEERED
+    # The turn is the room's: both sessions' histories list it.
+    for session in (live.session_id, other):
+        response = await database_sync_to_async(_turns_api)(live, session)
+        assert [t["id"] for t in response] == [started["turn"]]
+    await a.close()
+    await b.close()
+
+
+def _turns_api(live: Live, session: str) -> list[dict[str, Any]]:
+    from django.test import Client
+
+    http = Client()
+    http.defaults["HTTP_AUTHORIZATION"] = f"Token {live.owner_token}"
+    body: list[dict[str, Any]] = http.get(f"/api/sessions/{session}/turns").json()
+    return body
+
+
+async def test_a_reconnect_with_after_gets_what_it_missed_before_the_live_stream(
+    live: Live, model_server: object, rooms: None
+) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED, rate=300)})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until(lambda e: e["type"] == "turn.delta")
+    held = max(e["seq"] for e in client.events if e["type"] != "hello")
+    await client.close()  # dropped mid-turn
+    back = await connect(live, path=f"/ws/sessions/{live.session_id}/?after={held}")
+    await back.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn, timeout=15)
+    seqs = [e["seq"] for e in back.events if e["type"] not in {"hello", "presence", "pong", "error", "resync"}]
+    assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))  # in order, nothing twice
+    assert min(seqs) > held
+    # What it had plus what it got is exactly what the model wrote: no gap, no repeat.
+    assert turn_text(client, turn) + turn_text(back, turn) == FIRST_BLOCK + STEERED
+    assert not back.of("resync")
+    await back.close()
+
+
+async def test_a_client_too_far_behind_is_resynced_and_converges(
+    live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = adapter.live_settings
+
+    def small_replay() -> LiveSettings:
+        return dataclasses.replace(settings(), replay_limit=5)
+
+    monkeypatch.setattr(adapter, "live_settings", small_replay)
+    client = await connect(live)
+    await client.pump(0.2)
+    held = client.events[0]["seq"]
+    await client.close()
+    writer = await connect(live)
+    await writer.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED, rate=1000)})
+    turn = (await writer.until(lambda e: e["type"] == "turn.finished"))["turn"]
+    back = await connect(live, path=f"/ws/sessions/{live.session_id}/?after={held}")
+    resync = await back.until(lambda e: e["type"] == "resync")
+    assert resync["reason"]
+    await back.pump(0.3)
+    assert back.text("util.py") == "X = 2\n"  # the document came whole with the join
+    # The transcript came again: the finished turn's prose and statuses, not its raw deltas.
+    assert back.of("turn.started", turn) and back.of("turn.finished", turn)
+    assert [e["state"] for e in back.of("edit.status", turn) if e["state"] == "applied"] == ["applied", "applied"]
+    assert not back.of("turn.delta", turn)
+    await writer.close()
+    await back.close()
+
+
+async def test_a_new_page_gets_the_recent_transcript(live: Live, model_server: object, rooms: None) -> None:
+    first = await connect(live)
+    await first.send({"type": "prompt", "text": say("Here you go.\n" + STEERED)})
+    turn = (await first.until(lambda e: e["type"] == "turn.finished"))["turn"]
+    await first.close()
+    room = ROOMS.held(live.workspace_id)
+    assert room is not None
+    await room.close()  # a restart: the transcript now comes from the stored event log
+    page = await connect(live)
+    await page.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    assert "".join(e["text"] for e in page.of("turn.prose", turn)) == "Here you go.\n"
+    assert page.of("turn.started", turn)[0]["prompt"] == say("Here you go.\n" + STEERED)
+    hello = page.of("hello")[0]
+    assert hello["epoch"] == 2
+    assert hello["seq"] > max(e["seq"] for e in page.of("turn.finished"))
+    await page.close()
+
+
+async def test_revert_of_the_running_turn_stops_upstream_and_the_next_prompt_starts_at_once(
+    live: Live, recording_server: Any, rooms: None
+) -> None:
+    from tests.support.recording_engine import recording_engine
+
+    engine = recording_engine(recording_server)
+    long_answer = say(LONG_WRITE, rate=200)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": long_answer})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until(lambda e: e["type"] == "edit.status" and e["state"] == "streaming")
+    await client.send({"type": "prompt", "text": say(STEERED)})  # queued behind it
+    await client.until(lambda e: e["type"] == "turn.queued")
+    await client.send({"type": "revert", "turn": turn})
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    assert (finished["status"], finished["reason"]) == ("cancelled", "reverted")
+    nxt = await client.until(lambda e: e["type"] == "turn.started" and e["turn"] != turn)
+    done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == nxt["turn"], timeout=5)
+    assert done["status"] == "completed"
+    assert done["metrics"]["ttft_ms"] < 1000  # not behind the 1,500-line abandoned answer
+    # Upstream's own record: the abandoned generation was stopped, well short of its end.
+    (abandoned,) = [g for g in engine.generations if "x1499 = 1499" in g.prompt]
+    assert abandoned.end == "stopped"
+    assert abandoned.tokens < 1500
+    await client.pump(0.3)
+    assert client.text("long.py") is None  # the revert took the half-written file away
+    assert client.text("steered.py") == "steered = True\n"
+    await client.close()
+
+
+def failing(times: int, real: Any) -> Any:
+    """``real``, except that its first ``times`` calls raise what a locked SQLite raises."""
+    calls = {"n": 0}
+
+    def append(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] <= times:
+            raise OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    return append
+
+
+async def test_a_write_that_fails_once_is_retried_and_nobody_notices(
+    live: Live, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = await connect(live)
+    b = await connect(live)
+    await a.pump(0.2)
+    monkeypatch.setattr(documents, "document_append", failing(1, documents.document_append))
+    await a.type_text("util.py", 0, "# kept\n")
+    await b.until_true(lambda: b.text("util.py") == "# kept\nX = 1\n")
+    assert not a.of("error") and not b.of("error")
+    await a.close()
+    await b.close()
+
+
+async def test_a_write_that_keeps_failing_is_reported_the_model_stopped_and_nothing_lost(
+    live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = await connect(live)
+    b = await connect(live)
+    await a.send({"type": "prompt", "text": say(FIRST_BLOCK + LONG_WRITE, rate=300)})
+    turn = (await a.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await a.until(lambda e: e["type"] == "edit.status" and e["state"] == "applied")
+    # Every try of the next write fails (1 + 3 retries); the one after that works.
+    monkeypatch.setattr(documents, "document_append", failing(4, documents.document_append))
+    await a.type_text("app.py", 0, "# mine\n")
+    error = await b.until(lambda e: e["type"] == "error", timeout=10)
+    assert error["code"] == "storage_failed"
+    assert "saved" in error["message"]
+    finished = await b.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    assert (finished["status"], finished["reason"]) == ("failed", "storage_failed")
+    await b.until(lambda e: e["type"] == "resync", timeout=10)  # storage is back: start over
+    await b.until_true(lambda: (b.text("app.py") or "").startswith("# mine\n"))
+    assert b.text("app.py") == "# mine\n" + FILES["app.py"]
+    stored = await database_sync_to_async(documents.document_load)(live.workspace_id)
+    assert str(stored.get("files", type=Map)["app.py"]).startswith("# mine\n")  # saved, not just shown
+    await a.close()
+    await b.close()
+
+
+async def test_a_collaborators_new_file_past_the_limit_or_with_a_bad_path_is_refused(
+    live: Live, rooms: None, settings: Any
+) -> None:
+    settings.SPARK_MAX_WORKSPACE_FILES = 3  # app.py and util.py exist: room for one more
+    client = await connect(live)
+    await client.pump(0.2)
+    files = client.doc.get("files", type=Map)
+    for path, expected in (("one.py", None), ("two.py", "too_many_files"), ("a/../b.py", "bad_path")):
+        before = client.doc.get_state()
+        with client.doc.transaction():
+            files[path] = Text("x = 1\n")
+        await client.comm.send_to(bytes_data=create_update_message(client.doc.get_update(before)))
+        await client.pump(0.3)
+        errors = [e for e in client.of("error") if e.get("ref") == path or path in e.get("message", "")]
+        if expected is None:
+            assert not errors
+        else:
+            assert errors and errors[0]["code"] == expected
+            await client.until_true(lambda: client.text(path) is None)  # removed again, for everyone
+    fresh = await connect(live)
+    await fresh.pump(0.3)
+    assert sorted(fresh.doc.get("files", type=Map).keys()) == ["app.py", "one.py", "util.py"]
+    await client.close()
+    await fresh.close()
+
+
+async def test_a_turn_running_when_the_server_stopped_is_closed_for_every_transcript(
+    live: Live, rooms: None
+) -> None:
+    from spark_ide.live.store import TurnRecord
+    from spark_ide.pairing.services import turn_create
+
+    record = TurnRecord(turn="lost0000turn", session=live.session_id, author_id=None, prompt="p",
+                        effort="medium", active_path="", steered_from=None)
+    await database_sync_to_async(turn_create)(record)
+    client = await connect(live)
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == "lost0000turn")
+    assert (finished["status"], finished["reason"]) == ("failed", "owner_lost")
+    row = await database_sync_to_async(Turn.objects.get)(pk="lost0000turn")
+    assert (row.status, row.reason) == ("failed", "owner_lost")
+    await client.close()
+

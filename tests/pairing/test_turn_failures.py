@@ -1,0 +1,158 @@
+"""Every way a turn can fail ends it the same way: a clear ``turn.finished`` with a reason,
+its block in flight rolled back, the next queued prompt started. The model is the fake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from spark_ide.pairing import adapter
+from spark_ide.upstream import TurnStream, UpstreamError
+from tests.pairing.conftest import FILES, Live, LiveClient, connect
+from tests.support.fake_model import FakeModel
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+HALF_BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\n'
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModel]:
+    model = FakeModel()
+    monkeypatch.setattr(adapter, "connect_model", model.connect)
+    yield model
+
+
+async def started(client: LiveClient, prompt: str) -> str:
+    await client.send({"type": "prompt", "text": prompt})
+    event = await client.until(lambda e: e["type"] == "turn.started" and e["prompt"] == prompt)
+    return str(event["turn"])
+
+
+async def finished(client: LiveClient, turn: str) -> dict[str, object]:
+    return await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+
+
+async def in_flight(client: LiveClient, stream: TurnStream, turn: str) -> None:
+    """The model is half-way through an edit block that would change util.py."""
+    stream.delta("Changing X.\n")
+    stream.delta(HALF_BLOCK)
+    await client.until(lambda e: e["type"] == "edit.status" and e["turn"] == turn and e["state"] == "streaming")
+
+
+async def test_no_connection_at_start_fails_the_turn_and_the_next_prompt_tries_again(
+    live: Live, fake_model: FakeModel, rooms: None
+) -> None:
+    fake_model.refuse.append(UpstreamError("provider_unavailable", "connection refused"))
+    client = await connect(live)
+    turn = await started(client, "first")
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == ("failed", "model_unavailable")
+    assert "connection refused" in str(end["error"])
+    second = await started(client, "second")
+    stream = await fake_model.next_stream()
+    stream.delta("ok\n")
+    stream.complete(None)
+    end = await finished(client, second)
+    assert (end["status"], end["reason"]) == ("completed", "no_changes")
+    assert fake_model.connects == 2  # the failed client was dropped, a new one made
+    await client.close()
+
+
+async def test_no_connection_while_steering_fails_the_new_turn_and_keeps_the_document(
+    live: Live, fake_model: FakeModel, rooms: None
+) -> None:
+    client = await connect(live)
+    turn = await started(client, "change X")
+    stream = await fake_model.next_stream()
+    await in_flight(client, stream, turn)
+    fake_model.refuse.append(UpstreamError("provider_unavailable", "gone"))
+    await client.send({"type": "steer", "text": "no, Y"})
+    old = await finished(client, turn)
+    assert (old["status"], old["reason"]) == ("steered", "steered")
+    new = await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == turn)
+    end = await finished(client, str(new["turn"]))
+    assert (end["status"], end["reason"]) == ("failed", "model_unavailable")
+    await client.until_true(lambda: client.text("util.py") == FILES["util.py"])  # the half block went
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "reason", "error"),
+    [
+        (lambda s: s.incomplete("max_output_tokens"), "completed", "incomplete", "max_output_tokens"),
+        (lambda s: s.fail("server_error", "the model crashed"), "failed", "model_error", "the model crashed"),
+        (lambda s: s.error("rate_limited", "slow down", retryable=True), "failed", "model_error", "slow down"),
+        (lambda s: s.detach(), "failed", "no_answer", "ended without an answer"),
+    ],
+    ids=["incomplete", "failed", "error", "no-answer"],
+)
+async def test_a_turn_that_ends_badly_says_why_and_rolls_back_its_open_block(
+    live: Live, fake_model: FakeModel, rooms: None, ending: object, status: str, reason: str, error: str
+) -> None:
+    client = await connect(live)
+    turn = await started(client, "change X")
+    stream = await fake_model.next_stream()
+    await in_flight(client, stream, turn)
+    ending(stream)  # type: ignore[operator]
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == (status, reason)
+    assert error in str(end["error"])
+    states = [e["state"] for e in client.of("edit.status", turn)]
+    assert states[-1] in ("rolled_back", "failed")  # the unfinished block is not kept
+    await client.until_true(lambda: client.text("util.py") == FILES["util.py"])
+    await client.close()
+
+
+async def test_a_non_retryable_error_drops_the_connection_for_a_new_one(
+    live: Live, fake_model: FakeModel, rooms: None
+) -> None:
+    client = await connect(live)
+    turn = await started(client, "one")
+    (await fake_model.next_stream()).error("invalid_api_key", "bad key", retryable=False)
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == ("failed", "model_error")
+    await started(client, "two")
+    await fake_model.next_stream()
+    assert fake_model.connects == 2
+    assert fake_model.closed == 1
+    await client.close()
+
+
+class Exploding(TurnStream):
+    async def __anext__(self) -> object:  # type: ignore[override]
+        raise RuntimeError("a bug of ours")
+
+
+async def test_an_internal_error_fails_the_turn_loudly_and_the_queue_goes_on(
+    live: Live, fake_model: FakeModel, rooms: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await connect(live)
+    turn = await started(client, "one")
+    stream = await fake_model.next_stream()
+    stream.__class__ = Exploding  # its next event, after the one it waits for now, raises
+    await client.send({"type": "prompt", "text": "two"})  # queued: it must still run
+    await client.until(lambda e: e["type"] == "turn.queued")
+    stream.delta("x")
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == ("failed", "internal_error")
+    assert "a bug of ours" in str(end["error"])
+    assert "turn" in caplog.text and "failed" in caplog.text
+    nxt = await client.until(lambda e: e["type"] == "turn.started" and e["prompt"] == "two")
+    second = await fake_model.next_stream()
+    second.complete(None)
+    assert (await finished(client, str(nxt["turn"])))["status"] == "completed"
+    await client.close()
+
+
+async def test_stop_stops_the_generation_upstream(live: Live, fake_model: FakeModel, rooms: None) -> None:
+    client = await connect(live)
+    turn = await started(client, "one")
+    stream = await fake_model.next_stream()
+    await in_flight(client, stream, turn)
+    await client.send({"type": "stop"})
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == ("cancelled", "stopped")
+    assert fake_model.stopped == [stream]
+    await client.close()

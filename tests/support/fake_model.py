@@ -1,0 +1,72 @@
+"""A model client whose every answer the test writes by hand, through the real ``TurnStream``.
+
+The upstream model is the one part tests may replace: this fake stands where the provider's
+socket would be. Each ``start``/``steer`` hands the test a ``TurnStream`` to push deltas and
+endings into (``stream.delta``, ``complete``, ``incomplete``, ``fail``, ``error``), or raises
+what a refused connection raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from spark_ide.upstream import ModelClient, ProviderProfile, TurnRequest, TurnStream, UpstreamError, profile_for
+from spark_ide.upstream.profiles import Transport
+
+
+@dataclass
+class FakeModel:
+    """What the IDE asked, and the streams the test answers through."""
+
+    streams: asyncio.Queue[TurnStream] = field(default_factory=asyncio.Queue)
+    requests: list[TurnRequest] = field(default_factory=list)
+    stopped: list[TurnStream] = field(default_factory=list)  # streams the IDE stopped upstream
+    refuse: list[UpstreamError] = field(default_factory=list)  # raised by the next start/steer calls
+    connects: int = 0
+    closed: int = 0
+
+    async def connect(self, instructions: str) -> ModelClient:
+        self.connects += 1
+        return FakeClient(self)
+
+    async def next_stream(self, timeout: float = 5.0) -> TurnStream:
+        return await asyncio.wait_for(self.streams.get(), timeout)
+
+
+class FakeClient(ModelClient):
+    def __init__(self, model: FakeModel) -> None:
+        self.model = model
+
+    @property
+    def transport(self) -> Transport:
+        return Transport.RESPONSES_WS
+
+    @property
+    def profile(self) -> ProviderProfile:
+        return profile_for("local", "smollm2")
+
+    def _stream(self, request: TurnRequest) -> TurnStream:
+        if self.model.refuse:
+            raise self.model.refuse.pop(0)
+        self.model.requests.append(request)
+        stream = TurnStream(request, stopper=self._stop, resender=None, first_byte_timeout_s=30, idle_timeout_s=30)
+        stream.mark_sent()
+        self.model.streams.put_nowait(stream)
+        return stream
+
+    async def _stop(self, stream: TurnStream, finished: bool) -> None:
+        if not finished:
+            self.model.stopped.append(stream)
+
+    async def start(self, request: TurnRequest) -> TurnStream:
+        return self._stream(request)
+
+    async def steer(self, stream: TurnStream, request: TurnRequest) -> TurnStream:
+        new = self._stream(request)
+        stream.detach()
+        self.model.stopped.append(stream)
+        return new
+
+    async def close(self) -> None:
+        self.model.closed += 1
