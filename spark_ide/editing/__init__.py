@@ -4,6 +4,7 @@ Pure Python + pycrdt + rapidfuzz (no Django). See docs/editing.md.
 """
 
 from spark_ide.editing.ledger import Ledger, LedgerEntry, Outcome
+from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
 from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
@@ -13,6 +14,7 @@ from spark_ide.editing.turn import FILES_KEY, TurnEditor, workspace_files
 
 __all__ = [
     "FILES_KEY",
+    "NO_LIMITS",
     "BlockKind",
     "BlockStatus",
     "EditEvent",
@@ -20,6 +22,7 @@ __all__ = [
     "EditStreamParser",
     "EditorClosedError",
     "FailureReason",
+    "FileLimits",
     "Ledger",
     "LedgerEntry",
     "LocateFailure",

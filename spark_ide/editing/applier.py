@@ -90,6 +90,11 @@ class LineApplier:
         return self.first_line + 1, self.first_line + max(len(self._old), 1)
 
     @property
+    def pending_bytes(self) -> int:
+        """Current size of the old lines not reached yet (the most the block may still delete)."""
+        return self._anchors[-1] - self._anchors[self._next]
+
+    @property
     def conflicts(self) -> tuple[int, ...]:
         """1-based (located) numbers of old lines kept because a person changed them."""
         return tuple(self._conflicts)

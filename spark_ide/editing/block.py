@@ -7,10 +7,11 @@ from typing import Any
 from pycrdt import Doc, Map, Text, TextEvent
 
 from spark_ide.editing.applier import LineApplier
+from spark_ide.editing.limits import FileLimits
 from spark_ide.editing.lines import split_lines_keeping_ends
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, locate
-from spark_ide.editing.parse_events import BlockKind
-from spark_ide.editing.paths import path_problem
+from spark_ide.editing.parse_events import BlockKind, BlockOpened
+from spark_ide.editing.paths import block_path
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
 from spark_ide.editing.status import BlockStatus, EditState
@@ -25,21 +26,27 @@ def block_origin(turn: str, index: int) -> str:
 class BlockFailure(Exception):
     """Internal: ends a block as `failed` (never leaves the engine)."""
 
-    def __init__(self, reason: FailureReason, candidates: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, reason: FailureReason, candidates: tuple[int, ...] = (), message: str | None = None
+    ) -> None:
         super().__init__(reason.value)
         self.reason = reason
         self.candidates = candidates
+        self.message = message or reason.explanation
 
 
 class EditBlock:
     """Locates and applies one block; the `TurnEditor` routes parser events to it."""
 
-    def __init__(self, *, turn: str, index: int, kind: BlockKind, path: str | None) -> None:
+    def __init__(self, *, turn: str, opened: BlockOpened, limits: FileLimits) -> None:
         self.turn = turn
-        self.index = index
-        self.kind = kind
-        self.path = path or ""
-        self.origin = block_origin(turn, index)
+        self.index = opened.index
+        self.kind = kind = opened.kind
+        self.path = opened.path or ""
+        self.fenced = opened.fenced
+        self.language = opened.language
+        self.origin = block_origin(turn, self.index)
+        self._limits = limits
         self.created_file = False
         self.state = EditState.LOCATING if kind is BlockKind.EDIT else EditState.STREAMING
         self.changed = True  # progress not yet reported
@@ -55,9 +62,10 @@ class EditBlock:
 
     def open(self, doc: Doc[Any], files: Map[Text]) -> None:
         """Find (or, for <write>, create) the file and read it."""
-        problem = path_problem(self.path or None)
-        if problem is not None:
-            raise BlockFailure(problem)
+        path = block_path(self.path or None, max_length=self._limits.max_path_length)
+        if isinstance(path, FailureReason):
+            raise BlockFailure(path)
+        self.path = path
         existing = files.get(self.path)
         if existing is not None and not isinstance(existing, Text):
             raise BlockFailure(FailureReason.BAD_PATH)
@@ -69,6 +77,10 @@ class EditBlock:
             self._tracker = CandidateTracker(self._snapshot.text)
             return
         if existing is None:
+            max_files = self._limits.max_files
+            if max_files is not None and len(files) >= max_files:
+                message = f"the workspace already holds {len(files)} files (at most {max_files})"
+                raise BlockFailure(FailureReason.TOO_MANY_FILES, message=message)
             # Not under the block's origin, so undo never deletes the file with whatever
             # people typed into it; the TurnEditor removes it only if it ends up empty.
             with doc.transaction(origin=self.file_origin):
@@ -111,9 +123,25 @@ class EditBlock:
             self._applier.feed(text)
             self.changed = True
 
+    def check_size(self) -> None:
+        """Fail the block once its file must end up over the size limit.
+
+        While the block streams, the old lines it has not reached yet may still be
+        deleted, so only what is certain to stay counts.
+        """
+        limit = self._limits.max_file_bytes
+        if limit is None or self._applier is None or self._ytext is None:
+            return
+        if len(self._ytext) - self._applier.pending_bytes > limit:
+            message = f"{self.path} would be larger than {limit} bytes"
+            raise BlockFailure(FailureReason.FILE_TOO_LARGE, message=message)
+
     def complete(self) -> BlockStatus:
+        """The block's text is all there: write its last line, then check the limits."""
         assert self._applier is not None
-        return self.settle(EditState.APPLIED, conflicts=self._applier.finish())
+        conflicts = self._applier.finish()
+        self.check_size()
+        return self.settle(EditState.APPLIED, conflicts=conflicts)
 
     def settle(
         self,
@@ -171,6 +199,8 @@ class EditBlock:
                 applier.ghost,
                 applier.ghost_line,
                 self._strategy,
+                fenced=self.fenced,
+                language=self.language,
             )
         lines: tuple[int, int] | None = None
         if applier is not None:
@@ -193,6 +223,8 @@ class EditBlock:
             reason=reason,
             message=message,
             conflicts=conflicts,
+            fenced=self.fenced,
+            language=self.language,
         )
 
     def _start_applier(

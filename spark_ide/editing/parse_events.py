@@ -20,9 +20,14 @@ class ProseText:
 
 @dataclass(frozen=True, slots=True)
 class BlockOpened:
+    """A block starts. ``fenced``: a small model's Markdown code fence taken as a write,
+    with the language its opening line names (```python), if any."""
+
     index: int
     kind: BlockKind
     path: str | None
+    fenced: bool = False
+    language: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,23 @@ closing marker's line, so a section is either empty or ends with a newline.
 
 from __future__ import annotations
 
-import re
 from enum import Enum, auto
 
+from spark_ide.editing.grammar import (
+    DIVIDER_MARKER,
+    FENCE_MARKER,
+    HORIZONTAL_SPACE,
+    LINE_ATTR,
+    MAX_TAG_LENGTH,
+    OPENING_TAG,
+    OPENING_TAG_START,
+    REPLACE_MARKER,
+    SEARCH_MARKER,
+    SECTION_TAG,
+    attribute_path,
+    could_become,
+    is_marker_line,
+)
 from spark_ide.editing.parse_events import (
     BlockBroken,
     BlockClosed,
@@ -27,25 +41,15 @@ from spark_ide.editing.parse_events import (
     ProseText,
     WriteChunk,
 )
+from spark_ide.editing.preamble import (
+    LineKind,
+    Preamble,
+    classify,
+    fence_language,
+    is_blank,
+    may_hold,
+)
 from spark_ide.editing.reasons import FailureReason
-
-# A line that starts like a tag but runs this long without closing is prose.
-MAX_TAG_LENGTH = 500
-PROSE_TAIL_LENGTH = 2000
-
-SEARCH_MARKER = "<<<<<<< SEARCH"
-DIVIDER_MARKER = "======="
-REPLACE_MARKER = ">>>>>>> REPLACE"
-FENCE_MARKER = "```"
-
-# Attributes are bounded so that whether a line is a tag never depends on chunking: by
-# the time a held line reaches MAX_TAG_LENGTH, any tag in it has been seen.
-_ATTRIBUTES = rf"(?=[\s>/])([^>\n]{{0,{MAX_TAG_LENGTH - 20}}})>"
-_OPENING_TAG = re.compile(r"<(edit|write)" + _ATTRIBUTES)
-_SECTION_TAG = re.compile(r"<(old_text|new_text)" + _ATTRIBUTES)
-_PATH_ATTR = re.compile(r"""\bpath\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""")
-_LINE_ATTR = re.compile(r"""\bline\s*=\s*["']?(\d{1,9})""")
-_HORIZONTAL_SPACE = " \t\r"
 
 
 class _State(Enum):
@@ -72,47 +76,16 @@ _CLOSERS: dict[_State, tuple[str, bool]] = {
 }
 
 
-def _could_become(partial: str, marker: str) -> bool:
-    """True when the partial line may still turn into `marker` plus trailing blanks."""
-    if len(partial) > MAX_TAG_LENGTH:
-        return False
-    if marker.startswith(partial):
-        return True
-    return partial.startswith(marker) and not partial[len(marker) :].strip(_HORIZONTAL_SPACE)
-
-
-def _is_marker_line(line: str, marker: str) -> bool:
-    """A whole-line marker; overlong lines never are, so holding back stays bounded."""
-    return len(line) <= MAX_TAG_LENGTH and line.rstrip(_HORIZONTAL_SPACE) == marker
-
-
-def _attribute_path(attributes: str) -> str | None:
-    found = _PATH_ATTR.search(attributes)
-    if found is None:
-        return None
-    return next(group for group in found.groups() if group is not None)
-
-
-def _path_from_prose(tail: str) -> str | None:
-    """The path written on the line before a SEARCH marker (a code fence may sit between)."""
-    lines = [line.strip() for line in tail.split("\n")[:-1]]
-    lines = [line for line in lines if line]
-    if lines and lines[-1].startswith("```"):
-        lines.pop()
-    if not lines:
-        return None
-    candidate = lines[-1].strip("`*").rstrip(":").strip("`*")
-    if not candidate or any(ch.isspace() for ch in candidate):
-        return None
-    return candidate
-
-
 class EditStreamParser:
     """Feed chunks, get `ParseEvent`s; `finish()` closes the stream.
 
     ``fence_path``: small models answer with a Markdown code fence however they are asked
     for a `<write>` block. With a path set, the first fenced block of an answer that has no
-    edit block before it is taken as a whole-file write to that path.
+    edit block before it is taken as a whole-file write to that path (unless the fence
+    only wraps an edit block).
+
+    Prose is what a reader should see: a path line naming a SEARCH/REPLACE block's file
+    and a code fence wrapping a block belong to the block (see `Preamble`).
     """
 
     def __init__(self, *, fence_path: str | None = None) -> None:
@@ -124,7 +97,9 @@ class EditStreamParser:
         self._block = -1
         self._blocks_opened = 0
         self._line_hint: int | None = None
-        self._prose_tail = ""
+        self._preamble = Preamble()
+        self._wrapped = False  # the block in flight sits inside a code fence
+        self._closing_fence_due = False  # ...which closes on the line after the block
         self._out: list[ParseEvent] = []
         self._final = False
 
@@ -151,8 +126,7 @@ class EditStreamParser:
         while self._step():
             pass
         if self._state is _State.PROSE:
-            if self._buffer:
-                self._emit_prose(self._buffer)
+            self._emit_prose(self._preamble.release() + self._buffer)
         elif self._state is not _State.EDIT_CLOSE:
             self._break(FailureReason.UNTERMINATED_BLOCK, "stream ended inside the block")
         elif self._buffer.strip():
@@ -179,7 +153,7 @@ class EditStreamParser:
 
     def _skip_rest_of_tag_line(self) -> bool:
         """After a tag, drop blanks up to the newline; other text on the line is content."""
-        rest = self._buffer.lstrip(_HORIZONTAL_SPACE)
+        rest = self._buffer.lstrip(HORIZONTAL_SPACE)
         self._buffer = rest  # blanks are dropped as they come, so none pile up
         if not rest:
             return False
@@ -194,11 +168,12 @@ class EditStreamParser:
         newline = buffer.find("\n")
         if self._at_line_start:
             line = buffer if newline < 0 else buffer[:newline]
-            verdict = self._open_from_line(line, complete=newline >= 0 or self._final)
+            verdict = self._line_start(line, complete=newline >= 0 or self._final)
             if verdict is None:
                 return False
             if verdict:
                 return True
+            self._emit_prose(self._preamble.release())
         if newline < 0:
             self._emit_prose(buffer)
             self._buffer = ""
@@ -209,51 +184,93 @@ class EditStreamParser:
             self._at_line_start = True
         return True
 
-    def _open_from_line(self, line: str, *, complete: bool) -> bool | None:
-        """Try to open a block at a line start: True opened, False prose, None wait."""
-        if self._fence_path is not None and self._blocks_opened == 0 and line.startswith("`"):
-            if not complete and (FENCE_MARKER.startswith(line) or line.startswith(FENCE_MARKER)):
-                return None  # wait for the whole line: ```python is one opening fence
-            if line.startswith(FENCE_MARKER) and complete:
-                self._buffer = self._buffer[len(line) :]
-                self._open_block(BlockKind.WRITE, self._fence_path)
-                self._state = _State.FENCE_BODY
-                return True
-        if line.startswith("<<") or line == "<":
-            if not complete and _could_become(line, SEARCH_MARKER):
+    def _line_start(self, line: str, *, complete: bool) -> bool | None:
+        """A line start in prose: True taken (a block opened, a line held or dropped),
+        False plain prose, None wait for more of the line."""
+        opened = self._open_from_line(line, complete=complete)
+        if opened is not False:
+            return opened
+        if self._closing_fence_due:
+            if not complete and could_become(line, FENCE_MARKER):
                 return None
-            if _is_marker_line(line, SEARCH_MARKER):
+            self._closing_fence_due = False
+            if complete and is_marker_line(line, FENCE_MARKER):
+                self._buffer = self._buffer[len(line) + 1 :]
+                return True
+        # A fence opens a file at its first line that is neither blank nor a block's start.
+        fence_path = self._fence_path
+        if fence_path is not None and self._preamble.ends_with_fence and not is_blank(line):
+            self._open_fence_write(fence_path)
+            return True
+        if not complete:
+            return None if may_hold(line) else False
+        kind = classify(line)
+        if kind is LineKind.OTHER:
+            return False
+        held = self._buffer[: len(line) + 1]
+        self._buffer = self._buffer[len(held) :]
+        self._emit_prose(self._preamble.hold(held, kind))
+        return True
+
+    def _open_from_line(self, line: str, *, complete: bool) -> bool | None:
+        """Try to open a block at a line start: True opened, False not a block, None wait."""
+        if line.startswith("<<") or line == "<":
+            if not complete and could_become(line, SEARCH_MARKER):
+                return None
+            if is_marker_line(line, SEARCH_MARKER):
                 self._open_search_replace(len(line))
                 return True
         if not line.startswith("<"):
             return False
         if not complete and ("<edit".startswith(line) or "<write".startswith(line)):
             return None
-        tag = _OPENING_TAG.match(line)
+        tag = OPENING_TAG.match(line)
         if tag is not None:
-            kind = BlockKind(tag.group(1))
+            prose, wrapped = self._preamble.take_for_tag()
+            self._emit_prose(prose)
             self._buffer = self._buffer[tag.end() :]
-            self._open_block(kind, _attribute_path(tag.group(2)))
+            self._open_block(BlockKind(tag.group(1)), attribute_path(tag.group(2)), wrapped=wrapped)
             return True
-        waiting = re.match(r"<(edit|write)[\s/]", line) is not None
+        waiting = OPENING_TAG_START.match(line) is not None
         if waiting and not complete and len(line) < MAX_TAG_LENGTH:
             return None
         return False
 
-    def _open_block(self, kind: BlockKind, path: str | None) -> None:
+    def _open_block(
+        self,
+        kind: BlockKind,
+        path: str | None,
+        *,
+        wrapped: bool = False,
+        fenced: bool = False,
+        language: str | None = None,
+    ) -> None:
         self._block = self._blocks_opened
         self._blocks_opened += 1
-        self._out.append(BlockOpened(self._block, kind, path))
+        self._fence_path = None  # a fence is a file only before any block
+        self._wrapped = wrapped
+        self._closing_fence_due = False
+        self._out.append(BlockOpened(self._block, kind, path, fenced, language))
         self._state = _State.EDIT_OPEN if kind is BlockKind.EDIT else _State.WRITE_BODY
         self._skip_line_end = True
 
     def _open_search_replace(self, line_length: int) -> None:
-        path = _path_from_prose(self._prose_tail)
+        path, wrapped = self._preamble.take_for_search()
         self._buffer = self._buffer[line_length + 1 :]
-        self._open_block(BlockKind.EDIT, path)
+        self._open_block(BlockKind.EDIT, path, wrapped=wrapped)
         self._state = _State.SEARCH_HALF
         self._skip_line_end = False
         self._at_line_start = True
+
+    def _open_fence_write(self, path: str) -> None:
+        """The held fence opens the file; the current line is its first line."""
+        prose, fence, first_lines = self._preamble.take_for_fence_write()
+        self._emit_prose(prose)
+        self._open_block(BlockKind.WRITE, path, fenced=True, language=fence_language(fence.text))
+        self._state = _State.FENCE_BODY
+        self._skip_line_end = False
+        if first_lines:
+            self._emit_content(first_lines)
 
     def _step_expect_section(self) -> bool:
         expected = "old_text" if self._state is _State.EDIT_OPEN else "new_text"
@@ -261,11 +278,11 @@ class EditStreamParser:
         self._buffer = buffer
         if not buffer:
             return False
-        tag = _SECTION_TAG.match(buffer)
+        tag = SECTION_TAG.match(buffer)
         if tag is not None and tag.group(1) == expected:
             self._buffer = buffer[tag.end() :]
             if expected == "old_text":
-                hint = _LINE_ATTR.search(tag.group(2))
+                hint = LINE_ATTR.search(tag.group(2))
                 self._line_hint = int(hint.group(1)) if hint else None
                 self._state = _State.OLD_TEXT
             else:
@@ -309,11 +326,11 @@ class EditStreamParser:
             if whole_line:
                 line = buffer if newline < 0 else buffer[:newline]
                 complete = newline >= 0 or self._final
-                if complete and _is_marker_line(line, marker):
+                if complete and is_marker_line(line, marker):
                     self._buffer = buffer[len(line) + 1 :]
                     self._close_section()
                     return True
-                if not complete and _could_become(line, marker):
+                if not complete and could_become(line, marker):
                     return False
             elif buffer.startswith(marker):
                 self._buffer = buffer[len(marker) :]
@@ -341,20 +358,18 @@ class EditStreamParser:
             self._state = _State.EDIT_MIDDLE if state is _State.OLD_TEXT else _State.REPLACE_HALF
             return
         self._out.append(BlockClosed(self._block))
-        self._prose_tail = ""
+        self._closing_fence_due = self._wrapped
         self._state = _State.EDIT_CLOSE if state is _State.NEW_TEXT else _State.PROSE
-        if state is _State.FENCE_BODY:
-            self._fence_path = None  # only the first fence is the file
 
     # -- output --
 
     def _break(self, reason: FailureReason, message: str) -> None:
         self._out.append(BlockBroken(self._block, reason, message))
-        self._prose_tail = ""
         self._line_hint = None
 
     def _emit_prose(self, text: str) -> None:
-        self._prose_tail = (self._prose_tail + text)[-PROSE_TAIL_LENGTH:]
+        if not text:
+            return
         out = self._out
         if out and isinstance(out[-1], ProseText):
             out[-1] = ProseText(out[-1].text + text)

@@ -21,6 +21,8 @@ class FailureReason(StrEnum):
     EMPTY_OLD_TEXT = "empty_old_text"
     NO_MATCH = "no_match"
     AMBIGUOUS_MATCH = "ambiguous_match"
+    TOO_MANY_FILES = "too_many_files"
+    FILE_TOO_LARGE = "file_too_large"
 
     @property
     def explanation(self) -> str:
@@ -36,6 +38,8 @@ _EXPLANATIONS: dict[FailureReason, str] = {
     FailureReason.EMPTY_OLD_TEXT: "old_text is empty, so there is nothing to locate",
     FailureReason.NO_MATCH: "old_text does not match the current file",
     FailureReason.AMBIGUOUS_MATCH: "old_text matches several places equally well",
+    FailureReason.TOO_MANY_FILES: "the workspace already holds as many files as it may",
+    FailureReason.FILE_TOO_LARGE: "the file would grow past the size a workspace file may have",
 }
 
 

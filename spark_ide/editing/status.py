@@ -32,7 +32,8 @@ class BlockStatus:
     `lines` is the 1-based inclusive region: while locating, the surviving candidate's
     place (None when zero or several remain, see `candidates`); while streaming and
     after, the region being rewritten. `reason` is a `FailureReason` value for `failed`
-    and a `RollbackReason` value for `rolled_back`.
+    and a `RollbackReason` value for `rolled_back`. `fenced`: the block is a small model's
+    Markdown code fence (taken as a write), in `language` if the fence names one.
     """
 
     turn: str
@@ -48,10 +49,16 @@ class BlockStatus:
     reason: str | None = None
     message: str | None = None
     conflicts: tuple[int, ...] = ()
+    fenced: bool = False
+    language: str | None = None
 
     def detail(self) -> dict[str, object]:
         """The JSON-able `detail` of the `edit.status` message (only what is known)."""
         detail: dict[str, object] = {"kind": self.kind.value}
+        if self.fenced:
+            detail["fenced"] = True
+            if self.language is not None:
+                detail["language"] = self.language
         if self.lines is not None:
             detail["lines"] = list(self.lines)
         if self.candidates:

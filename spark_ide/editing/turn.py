@@ -7,8 +7,9 @@ from typing import Any
 
 from pycrdt import Doc, Map, Subscription, Text, TextEvent, UndoManager
 
-from spark_ide.editing.block import BlockFailure, EditBlock, block_origin
+from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.ledger import Ledger, Outcome
+from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.parse_events import (
     BlockBroken,
     BlockClosed,
@@ -40,12 +41,22 @@ class TurnEditor:
     undo manager per turn (capturing each transaction separately) can take back the block
     in flight on `cancel()` and the whole turn on `revert()`, leaving other people's
     changes alone.
+
+    `limits` are the workspace's (paths, file count, file size): a block that would break
+    one fails with a named reason and leaves nothing behind.
     """
 
     def __init__(
-        self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY, fence_path: str | None = None
+        self,
+        doc: Doc[Any],
+        turn_id: str,
+        *,
+        files_key: str = FILES_KEY,
+        fence_path: str | None = None,
+        limits: FileLimits = NO_LIMITS,
     ) -> None:
         self.turn_id = turn_id
+        self._limits = limits
         self._doc = doc
         self._files = workspace_files(doc, files_key)
         self._parser = EditStreamParser(fence_path=fence_path)
@@ -62,21 +73,15 @@ class TurnEditor:
     def ledger(self) -> Ledger:
         return self._ledger
 
-    @property
-    def closed(self) -> bool:
-        """True once `finish()` or `cancel()` ended the stream."""
-        return self._closed
-
-    def origin(self, block: int) -> str:
-        """The transaction origin of this turn's block `block`."""
-        return block_origin(self.turn_id, block)
-
     def feed(self, chunk: str) -> list[EditEvent]:
         """Parse, locate and apply a chunk of model output; returns what changed."""
         self._ensure_open()
         self._out = []
         for event in self._parser.feed(chunk):
             self._route(event)
+        block = self._block
+        if block is not None and block.final is None:
+            self._attempt(block, block.check_size)
         self._report_progress()
         return self._out
 
@@ -147,12 +152,7 @@ class TurnEditor:
 
     def _open(self, event: BlockOpened) -> None:
         self._report_progress()
-        block = EditBlock(
-            turn=self.turn_id,
-            index=event.index,
-            kind=event.kind,
-            path=event.path,
-        )
+        block = EditBlock(turn=self.turn_id, opened=event, limits=self._limits)
         self._block = block
         self._undo.include_origin(block.origin)
         self._attempt(block, lambda: block.open(self._doc, self._files))
@@ -192,7 +192,7 @@ class TurnEditor:
                 self._emit(block.status())
         elif isinstance(event, BlockClosed):
             # The parser closes a block only after </old_text>, so it is streaming now.
-            self._emit(block.complete())
+            self._attempt(block, lambda: self._emit(block.complete()))
         else:
             self._roll_back(block)
             self._settle(block, EditState.FAILED, reason=event.reason, message=event.message)
@@ -206,7 +206,7 @@ class TurnEditor:
                 block,
                 EditState.FAILED,
                 reason=failure.reason,
-                message=failure.reason.explanation,
+                message=failure.message,
                 candidates=failure.candidates,
             )
 

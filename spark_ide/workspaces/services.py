@@ -13,10 +13,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from spark_ide.editing.paths import BadPath, clean_path
+
 from .documents import document_file_changed, live_texts
 from .languages import language_for
 from .models import File, Workspace
-from .paths import BadPath, clean_path
 
 
 class WorkspaceError(Exception):

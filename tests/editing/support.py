@@ -1,4 +1,4 @@
-"""Shared helpers for the edit-engine tests: documents, stream builders, a plain oracle."""
+"""Shared helpers for the edit-engine tests: documents and stream builders."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from pycrdt import Doc, Text
 
-from spark_ide.editing import Region, locate, workspace_files
+from spark_ide.editing import workspace_files
 from spark_ide.editing.parse_events import (
     BlockClosed,
     NewTextChunk,
@@ -83,23 +83,6 @@ def build_stream(blocks: Sequence[Block], prose: str = "Some words.\n") -> tuple
         length += len(rendered)
     parts.append("Done.\n")
     return "".join(parts), ends
-
-
-def apply_plain(files: dict[str, str], blocks: Iterable[Block]) -> dict[str, str]:
-    """The oracle: what the blocks do, applied with plain string splicing."""
-    result = dict(files)
-    for block in blocks:
-        if block.kind == "write":
-            result[block.path] = block.new
-            continue
-        if block.path not in result:
-            continue
-        text = result[block.path]
-        found = locate(text, block.old, block.hint)
-        if isinstance(found, Region):
-            end = found.offset + sum(len(line) for line in found.lines)
-            result[block.path] = text[: found.offset] + block.new + text[end:]
-    return result
 
 
 def chunk(text: str, cuts: Iterable[int]) -> list[str]:

@@ -4,7 +4,7 @@ from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing import Region, locate, workspace_files
+from spark_ide.editing import workspace_files
 from spark_ide.editing.applier import LineApplier
 from spark_ide.editing.snapshot import FileSnapshot
 
@@ -14,18 +14,20 @@ FILE = "one\ntwo\nthree\nfour\nfive\n"
 
 
 def applier_for(doc: Doc[Any], old: str, path: str = "f.txt") -> LineApplier:
+    """An applier for the lines `old`, found by plain string search (each test's are unique)."""
     ytext = workspace_files(doc)[path]
     snapshot = FileSnapshot.take(doc, ytext)
-    found = locate(snapshot.text, old)
-    assert isinstance(found, Region)
+    text = snapshot.text
+    offset = text.index(old) if old in text else text.index(old.rstrip("\n"))  # a last line
+    region = text[offset : offset + len(old)]
     applier = LineApplier(
         doc=doc,
         ytext=ytext,
         origin="ai:t:0",
         snapshot=snapshot,
-        first_line=found.first_line,
-        old_lines=found.lines,
-        offset=found.offset,
+        first_line=text.count("\n", 0, offset),
+        old_lines=tuple(region.splitlines(keepends=True)),
+        offset=offset,
     )
     ytext.observe(applier.on_change)
     return applier

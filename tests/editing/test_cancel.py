@@ -17,7 +17,7 @@ from spark_ide.editing import (
 )
 
 from .scenarios import Scenario, scenarios
-from .support import Block, apply_plain, build_stream, chunk, make_doc, read, read_files, sync
+from .support import Block, build_stream, chunk, make_doc, read, read_files, sync
 
 APP = "def a():\n    return 1\n\ndef b():\n    return 2\n"
 TWO_BLOCKS = build_stream(
@@ -86,11 +86,6 @@ cut_fractions = st.floats(min_value=0.0, max_value=1.0)
 cuts = st.lists(st.integers(min_value=0, max_value=5000), max_size=20)
 
 
-def expected_after_cancel(scenario: Scenario, cut: int) -> dict[str, str]:
-    done = [b for b, end in zip(scenario.blocks, scenario.ends, strict=True) if end <= cut]
-    return apply_plain(scenario.files, done)
-
-
 @pytest.mark.timeout(300)
 @settings(max_examples=200, deadline=None)
 @given(scenario=scenarios(), fraction=cut_fractions, cut_points=cuts)
@@ -103,7 +98,7 @@ def test_cancel_at_any_byte_leaves_exactly_the_completed_blocks(
     for piece in chunk(scenario.stream[:cut], cut_points):
         editor.feed(piece)
     editor.cancel()
-    assert read_files(doc) == expected_after_cancel(scenario, cut)
+    assert read_files(doc) == scenario.after(cut)
     assert not editor.ledger.with_outcome(Outcome.IN_FLIGHT)
 
 
@@ -152,7 +147,7 @@ def test_cancel_keeps_concurrent_human_edits_on_another_peer(
     editor.cancel()
     sync(server, person)
     assert read_files(server) == read_files(person)
-    expected = expected_after_cancel(scenario, cut)
+    expected = scenario.after(cut)
     appended = "".join(marker + "\n" for marker in typed)
     assert read(server, "a.py") == expected["a.py"] + appended
     notes = read(server, "notes.md")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from spark_ide.editing import TurnEditor
 
 from .scenarios import Scenario, scenarios
-from .support import apply_plain, chunk, make_doc, read_files
+from .support import chunk, make_doc, read_files
 
 cuts = st.lists(st.integers(min_value=0, max_value=5000), max_size=30)
 
@@ -38,8 +38,8 @@ def test_any_chunking_gives_the_same_document_and_ledger(
 @pytest.mark.timeout(300)
 @settings(max_examples=150, deadline=None)
 @given(scenario=scenarios())
-def test_streaming_one_character_at_a_time_matches_plain_string_splicing(
+def test_streaming_one_character_at_a_time_gives_the_files_the_blocks_describe(
     scenario: Scenario,
 ) -> None:
     files, _ = run_chunks(scenario, list(scenario.stream))
-    assert files == apply_plain(scenario.files, scenario.blocks)
+    assert files == scenario.expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_ide.editing import EditState, TurnEditor
+from spark_ide.editing import BlockStatus, EditState, ProseEvent, TurnEditor
 from spark_ide.editing.parse_events import BlockOpened, WriteChunk
 from spark_ide.editing.parser import EditStreamParser
 
@@ -67,3 +67,23 @@ def test_an_unclosed_fence_is_undone() -> None:
     text, states = run(["```python\ndef half(", "):\n"])
     assert text == ""
     assert states[-1] is EditState.FAILED
+
+
+def test_the_fenced_write_is_flagged_with_its_language_and_the_rest_is_prose() -> None:
+    editor = TurnEditor(make_doc({"main.py": ""}), "t1", fence_path="main.py")
+    events = editor.feed(ANSWER) + editor.finish()
+    details = [e.detail() for e in events if isinstance(e, BlockStatus)]
+    opened = {"kind": "write", "fenced": True, "language": "python", "lines": [1, 1], "ghost": "", "ghost_line": 1}
+    assert details[0] == opened
+    assert details[-1] == {"kind": "write", "fenced": True, "language": "python", "lines": [1, 2]}
+    prose = [e.text for e in events if isinstance(e, ProseEvent)]
+    assert prose[0] == "Here's a Python function that checks if a number is prime:\n"
+    assert "".join(prose[1:]) == "You can use it like this:\n```python\nprint(is_prime(7))\n```\n"
+
+
+def test_a_tag_block_is_not_flagged_fenced() -> None:
+    editor = TurnEditor(make_doc({}), "t1", fence_path="main.py")
+    events = editor.feed('```xml\n<write path="a.py">\nx\n</write>\n```\n') + editor.finish()
+    details = [e.detail() for e in events if isinstance(e, BlockStatus)]
+    assert details[-1] == {"kind": "write", "lines": [1, 1]}
+    assert not any(isinstance(e, ProseEvent) for e in events)

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_ide.editing import EditStreamParser
-from spark_ide.editing.parse_events import BlockBroken, BlockClosed, BlockOpened, ParseEvent
+from spark_ide.editing.parse_events import BlockBroken, BlockClosed, BlockOpened, ParseEvent, ProseText
 
 from .support import chunk, merged
 
@@ -26,7 +26,9 @@ FRAGMENTS = [
     "=======",
     ">>>>>>> REPLACE",
     "a.py",
+    "`src/b.py`:",
     "```",
+    "```python",
     "\n",
     "\n",
     "\r\n",
@@ -51,8 +53,8 @@ random_text = st.one_of(
 cuts = st.lists(st.integers(min_value=0, max_value=10_000), max_size=40)
 
 
-def run(chunks: list[str]) -> list[ParseEvent]:
-    parser = EditStreamParser()
+def run(chunks: list[str], fence_path: str | None = None) -> list[ParseEvent]:
+    parser = EditStreamParser(fence_path=fence_path)
     events: list[ParseEvent] = []
     for piece in chunks:
         events += parser.feed(piece)
@@ -61,21 +63,32 @@ def run(chunks: list[str]) -> list[ParseEvent]:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("fence_path", [None, "main.py"])
 @settings(max_examples=400, deadline=None)
 @given(text=random_text, cut_points=cuts)
 def test_it_never_raises_and_ignores_how_the_text_is_chunked(
-    text: str, cut_points: list[int]
+    fence_path: str | None, text: str, cut_points: list[int]
 ) -> None:
-    whole = run([text])
-    assert run(chunk(text, cut_points)) == whole
+    whole = run([text], fence_path)
+    assert run(chunk(text, cut_points), fence_path) == whole
 
 
 @pytest.mark.timeout(120)
 @settings(max_examples=300, deadline=None)
+@pytest.mark.parametrize("fence_path", [None, "main.py"])
 @given(text=random_text)
-def test_it_ends_every_opened_block_exactly_once(text: str) -> None:
-    events = run(list(text))
+def test_it_ends_every_opened_block_exactly_once(fence_path: str | None, text: str) -> None:
+    events = run(list(text), fence_path)
     opened = [e.index for e in events if isinstance(e, BlockOpened)]
     ended = [e.index for e in events if isinstance(e, (BlockClosed, BlockBroken))]
     assert opened == ended
     assert opened == list(range(len(opened)))
+
+
+@pytest.mark.timeout(120)
+@settings(max_examples=300, deadline=None)
+@given(text=random_text, cut_points=cuts)
+def test_text_that_opens_no_block_is_all_prose_unchanged(text: str, cut_points: list[int]) -> None:
+    events = run(chunk(text, cut_points))
+    if not any(isinstance(e, BlockOpened) for e in events):
+        assert "".join(e.text for e in events if isinstance(e, ProseText)) == text

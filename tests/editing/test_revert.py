@@ -5,6 +5,7 @@ from hypothesis import given, settings
 
 from spark_ide.editing import (
     BlockStatus,
+    EditorClosedError,
     EditState,
     Outcome,
     RollbackReason,
@@ -45,7 +46,8 @@ def test_it_cancels_a_running_turn_before_reverting_it() -> None:
     stream = build_stream(BLOCKS)[0]
     editor.feed(stream[: stream.index("NEW = ")])
     events = editor.revert()
-    assert editor.closed
+    with pytest.raises(EditorClosedError):
+        editor.feed("NEW = 2\n")
     assert read_files(doc) == {"app.py": APP}
     assert [(e.block, e.reason) for e in events if isinstance(e, BlockStatus)] == [
         (1, RollbackReason.CANCELLED),
