@@ -1,5 +1,6 @@
-// The session WebSocket (PROTOCOL.md §2): JSON events in order, binary Yjs frames, reconnect
-// with backoff, then `resume` from the last event seen so nothing is missed or shown twice.
+// The session WebSocket (docs/protocol.md §2): JSON events in order, binary Yjs frames,
+// reconnect with backoff. A reconnect names the last seq held (`?after=`): the server sends
+// what was missed before the live stream, so nothing is missed or shown twice.
 
 import { EventOrder } from "./event_order.js";
 
@@ -17,7 +18,7 @@ export class SessionConnection {
     this.url = socketUrl(path);
     this.handlers = handlers;
     this.socket = null;
-    this.order = new EventOrder((events) => events.forEach((event) => this.handlers.onEvent(event)));
+    this.order = new EventOrder();
     this.attempt = 0;
     this.retryTimer = 0;
     this.pingTimer = 0;
@@ -27,13 +28,12 @@ export class SessionConnection {
 
   connect() {
     clearTimeout(this.retryTimer);
-    const after = this.order.lastSeq;
-    const socket = new WebSocket(this.url);
+    const after = this.order.resumeAfter;
+    const socket = new WebSocket(after === null ? this.url : `${this.url}?after=${after}`);
     socket.binaryType = "arraybuffer";
     this.socket = socket;
     this.handlers.onState(after === null ? "connecting" : "reconnecting");
     socket.addEventListener("open", () => {
-      if (after !== null) this.send({ type: "resume", after });
       this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
     });
     socket.addEventListener("message", (message) => this.receive(message.data, socket));
@@ -57,13 +57,12 @@ export class SessionConnection {
       this.attempt = 0;
       this.handlers.onState("live");
     }
-    for (const ready of this.order.accept(event)) this.handlers.onEvent(ready);
+    if (this.order.accept(event)) this.handlers.onEvent(event);
   }
 
   closed(socket) {
     if (socket !== this.socket) return;
     clearInterval(this.pingTimer);
-    this.order.disconnected();
     this.pings.clear();
     this.socket = null;
     const base = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
