@@ -10,13 +10,14 @@ NPM_STAMP := node_modules/.deps-installed
 BUNDLE := static/dist/main.js
 JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install lint typecheck pytest test-postgres browser-deps bundle clean
+.PHONY: run test install lint typecheck pytest test-services browser-deps bundle clean
 
 run: install
 	$(PY) manage.py spark_run
 
-test: install browser-deps lint typecheck pytest test-postgres
+test: install browser-deps lint typecheck pytest test-services
 
 install: $(DEPS_STAMP) $(BUNDLE)
 
@@ -61,12 +62,16 @@ typecheck: $(DEPS_STAMP)
 pytest: install
 	$(PYTEST)
 
-# The model and API tests again, on PostgreSQL (the server on this machine).
-test-postgres: install
-	@if $(PY) -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" 2>/dev/null; then \
-	  DATABASE_URL=$(PG_URL) $(PYTEST) -q -m "not model" tests/workspaces tests/accounts tests/pairing --deselect tests/pairing/test_bench.py; \
-	elif [ "$$CI" = "true" ]; then echo "FAILED: PostgreSQL is unreachable on 127.0.0.1:5432 under CI"; exit 1; \
-	else echo "SKIPPED: PostgreSQL tests (nothing listens on 127.0.0.1:5432)"; fi
+# The model, API and room tests again on the real services of a production set-up:
+# PostgreSQL (DATABASE_URL) and the Redis channel layer and broker (REDIS_URL).
+test-services: install
+	@for port in 5432 6379; do \
+	  if ! $(PY) -c "import socket; socket.create_connection(('127.0.0.1', $$port), 1)" 2>/dev/null; then \
+	    if [ "$$CI" = "true" ]; then echo "FAILED: nothing listens on 127.0.0.1:$$port under CI"; exit 1; fi; \
+	    echo "SKIPPED: the PostgreSQL/Redis pass (nothing listens on 127.0.0.1:$$port)"; exit 0; \
+	  fi; \
+	done; \
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model" tests/workspaces tests/accounts tests/pairing
 
 clean:
 	rm -rf $(VENV) node_modules static/dist

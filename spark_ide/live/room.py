@@ -106,6 +106,7 @@ class Room:
         self.doc.observe(self._on_doc_change)
         self.pipeline.start()
         for turn in state.unfinished:
+            self._recent_turns.append(turn)
             self.pilot.announce_lost(turn)
         self.pilot.start()
 
