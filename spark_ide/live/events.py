@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from spark_ide.editing.status import EditState
 from spark_ide.upstream.profiles import EFFORTS, Effort
 
 __all__ = [
@@ -244,7 +245,7 @@ class EditStatus(TurnEvent):
 
     @property
     def final(self) -> bool:
-        return self.state not in ("locating", "streaming")
+        return EditState(self.state).is_final
 
     def payload(self) -> dict[str, Any]:
         return {
