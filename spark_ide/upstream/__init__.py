@@ -31,13 +31,12 @@ from spark_ide.upstream.profiles import (
 from spark_ide.upstream.request import Message, TurnRequest
 from spark_ide.upstream.sse import ChatCompletionsClient
 from spark_ide.upstream.stream import TurnStream
-from spark_ide.upstream.ws_client import ClientState, ResponsesClient
+from spark_ide.upstream.ws_client import ResponsesClient
 
 __all__ = [
     "RETRYABLE_CLOSE_CODES",
     "CancelStrategy",
     "ChatCompletionsClient",
-    "ClientState",
     "Completed",
     "ConfigError",
     "Effort",

@@ -350,11 +350,9 @@ class ResponsesConnection:
                     UpstreamError(CONNECTION_LOST, f"socket closed ({code})", retryable=True)
                 )
             stream = attempt.stream
-            if stream is None:
-                continue
-            if stream.state == "cancelled":
-                stream.closed_under()
-            elif retryable and not stream.has_output:
+            if stream is None or stream.state == "cancelled":
+                continue  # a cancelled turn yields nothing more: nobody to tell
+            if retryable and not stream.has_output:
                 stream.resend(same_connection=False, reason=f"socket closed ({code})")
             else:
                 self._report_closed(stream, code)

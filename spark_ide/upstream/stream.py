@@ -61,10 +61,6 @@ class TurnStream:
         self.request = request
         self.chain_allowed = True
         self.chained = False  # the last send went out as previous_response_id + new input
-        # How the response ended on the wire, recorded even after a cancel (when nothing
-        # more is yielded): "completed", "incomplete:<reason>", "failed:<code>",
-        # "error:<code>" or "closed" (its socket was closed under it).
-        self.upstream_end: str | None = None
         self.resends = 0
         self.response_id: str | None = None
         # The transport's record of where this turn is running (set by the client).
@@ -166,24 +162,16 @@ class TurnStream:
         self._queue.put_nowait(TextDelta(text, self.response_id, self._marks()))
 
     def complete(self, usage: Usage | None) -> None:
-        self.upstream_end = "completed"
         self._terminal(Completed(self.response_id, usage, self._marks()))
 
     def incomplete(self, reason: str) -> None:
-        self.upstream_end = f"incomplete:{reason}"
         self._terminal(Incomplete(self.response_id, reason, self._marks()))
 
     def fail(self, code: str, message: str) -> None:
-        self.upstream_end = f"failed:{code}"
         self._terminal(Failed(self.response_id, code, message, self._marks()))
 
     def error(self, code: str, message: str, *, retryable: bool) -> None:
-        self.upstream_end = f"error:{code}"
         self._terminal(ErrorEvent(code, message, retryable, self._marks()))
-
-    def closed_under(self) -> None:
-        """Its socket closed while it ran and it was already cancelled: record only."""
-        self.upstream_end = "closed"
 
     def resend(self, *, same_connection: bool, reason: str) -> None:
         if self.accepting and not self.has_output:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -35,17 +34,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class ClientState:
-    """A snapshot for diagnostics, tests and benchmarks."""
-
-    transport: Transport
-    primary_open: bool
-    primary_response_id: str | None  # what the primary socket caches (chainable there)
-    spare_ready: bool
-    connections_opened: int
-
-
 class ResponsesClient(ModelClient):
     def __init__(
         self,
@@ -55,7 +43,6 @@ class ResponsesClient(ModelClient):
         http_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
-        self.connections_opened = 0  # observable for tests and the benchmark
         self._profile = config.profile
         self._warmup_instructions = warmup_instructions
         self._http_transport = http_transport
@@ -76,26 +63,10 @@ class ResponsesClient(ModelClient):
 
     @property
     def spare_ready(self) -> bool:
+        """A warm spare socket is open and can take a re-prompt (the hot-spare strategy)."""
         task = self._spare_task
         return bool(task and task.done() and not task.cancelled() and not task.exception()
                     and task.result().usable)
-
-    def state(self) -> ClientState:
-        primary = self._primary
-        return ClientState(
-            transport=self.transport,
-            primary_open=primary is not None and primary.alive,
-            primary_response_id=primary.last_response_id if primary else None,
-            spare_ready=self.spare_ready,
-            connections_opened=self.connections_opened,
-        )
-
-    async def wait_spare(self, timeout_s: float) -> bool:
-        """Wait until the hot spare is open and warm (tests and benchmarks)."""
-        task = self._spare_task
-        if task is not None:
-            await asyncio.wait({task}, timeout=timeout_s)
-        return self.spare_ready
 
     async def connect(self) -> None:
         """Open and warm the primary socket (and start warming the spare)."""
@@ -328,7 +299,6 @@ class ResponsesClient(ModelClient):
 
     async def _open_once(self, *, warm: bool) -> ResponsesConnection:
         connection = await ResponsesConnection.open(self.config, self._on_lost)
-        self.connections_opened += 1
         if warm:
             body = responses_warmup(
                 model=self.config.model, instructions=self._warmup_instructions,

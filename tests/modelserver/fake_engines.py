@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator
 
 from spark_ide.modelserver.engine import CancelToken, Job, Piece, Tally
-from spark_ide.modelserver.engines.scripted import ScriptedEngine
 
 
 class EchoEngine:
@@ -32,29 +30,6 @@ class EchoEngine:
         for message in job.messages:
             tally.output_tokens += 1
             yield Piece(f"{message.role}: {message.content}\n")
-
-
-class ProbeEngine(ScriptedEngine):
-    """A scripted engine that records how each generation ended."""
-
-    def __init__(self, tokens_per_s: float) -> None:
-        super().__init__(tokens_per_s=tokens_per_s, ttft_s=0.0)
-        self.started = asyncio.Event()
-        self.ended = asyncio.Event()
-        self.ran_to_the_end = False
-        self.pieces = 0
-
-    async def generate(
-        self, job: Job, tally: Tally, cancel: CancelToken
-    ) -> AsyncGenerator[Piece, None]:
-        self.started.set()
-        try:
-            async for piece in super().generate(job, tally, cancel):
-                self.pieces += 1
-                yield piece
-            self.ran_to_the_end = True
-        finally:
-            self.ended.set()
 
 
 class BrokenEngine(EchoEngine):

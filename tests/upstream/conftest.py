@@ -1,15 +1,15 @@
-"""Fixtures: our model server (scripted engine) in its local and OpenAI-like modes, and the
-loopback proxy in front of it."""
+"""Fixtures: our model server (a recording scripted engine) in its local and OpenAI-like
+modes, and the loopback proxy in front of it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
+from benchmarks.loopproxy import LoopProxy
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import model_server
+from tests.upstream.helpers import ProxyFactory, model_server
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ async def openai_like_server() -> AsyncIterator[ModelServer]:
 
 
 @pytest.fixture
-async def proxy_factory() -> AsyncIterator[Callable[[ModelServer], Awaitable[LoopProxy]]]:
+async def proxy_factory() -> AsyncIterator[ProxyFactory]:
     proxies: list[LoopProxy] = []
 
     async def make(server: ModelServer) -> LoopProxy:

@@ -1,15 +1,16 @@
-"""Shared helpers: our model server (scripted engine) in its local and OpenAI-like modes,
+"""Shared helpers: our model server (a recording scripted engine: see
+``tests.support.recording_engine``) in its local and OpenAI-like modes,
 configs pointing the client at it, and bounded ways to read streams."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from spark_ide.modelserver.engines.scripted import ScriptedEngine
+from benchmarks.loopproxy import LoopProxy
 from spark_ide.modelserver.server import ModelServer, ServerConfig
 from spark_ide.upstream import (
     CancelStrategy,
@@ -20,12 +21,25 @@ from spark_ide.upstream import (
     TurnStream,
     UpstreamEvent,
 )
+from spark_ide.upstream.ws_client import ResponsesClient
+from tests.support.recording_engine import RecordingEngine
 
 API_KEY = "sk-test-0123456789abcdef"
 MODEL = "smollm2"
 FAST_RETRY = RetryPolicy(initial_s=0.01, max_s=0.05, max_tries=5)
 LONG_TEXT = " ".join(f"w{i:03d}" for i in range(400))  # 800 tokens of at most 4 chars
 SCRIPTS = {"long": LONG_TEXT, "short": "alpha beta gamma"}
+# Puts a loopback proxy in front of a server (the ``proxy_factory`` fixture): it counts sockets.
+ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
+
+
+@dataclass
+class Session:
+    """A client, and what the other side saw of it."""
+
+    client: ResponsesClient
+    engine: RecordingEngine  # the model server's record of each generation and warm-up
+    proxy: LoopProxy  # between the two: counts the sockets the client opens
 
 
 def server_config(*, openai_like: bool, steer: bool = False, lifetime_s: float = 3600.0
@@ -39,7 +53,7 @@ def server_config(*, openai_like: bool, steer: bool = False, lifetime_s: float =
 
 @asynccontextmanager
 async def model_server(**kwargs: Any) -> AsyncIterator[ModelServer]:
-    engine = ScriptedEngine(scripts=SCRIPTS, tokens_per_s=1000.0, ttft_s=0.02)
+    engine = RecordingEngine(SCRIPTS, tokens_per_s=1000.0, ttft_s=0.02)
     async with ModelServer(engine, server_config(**kwargs)) as server:
         yield server
 
@@ -83,12 +97,6 @@ async def collect(stream: TurnStream, *, limit: int | None = None) -> list[Upstr
 
     await asyncio.wait_for(run(), 20)
     return events
-
-
-async def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not check():
-            await asyncio.sleep(0.01)
 
 
 ALL_SOCKET_STRATEGIES = (

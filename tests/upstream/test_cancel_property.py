@@ -16,7 +16,8 @@ NEW_TEXT = "the new answer, whole and alone"
 
 
 async def cut_and_follow(strategy: CancelStrategy, cut_at: int, stop_first: bool) -> None:
-    async with session(strategy) as client:
+    async with session(strategy) as live:
+        client = live.client
         old = await client.start(turn("[script:long][rate:400]"))
         before = await collect(old, limit=cut_at) if cut_at else []
         new: TurnStream

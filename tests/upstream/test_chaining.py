@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.upstream import Completed, Message, ResponsesClient, TurnRequest, open_client
-from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import base_url_of, client_config, collect, eventually, say, turn
+from spark_ide.upstream import Completed, Message, TurnRequest, open_client
+from tests.support.recording_engine import recording_engine
+from tests.support.waits import eventually
+from tests.upstream.helpers import ProxyFactory, base_url_of, client_config, collect, say, turn
 
 
 def follow_up(previous: str | None, first: str, answer: str, text: str) -> TurnRequest:
@@ -40,7 +40,7 @@ async def test_it_chains_on_the_socket_that_holds_the_previous_response(
 
 
 async def test_it_sends_full_context_after_a_reconnect(
-    local_server: ModelServer, proxy_factory: Callable[[ModelServer], Awaitable[LoopProxy]],
+    local_server: ModelServer, proxy_factory: ProxyFactory,
 ) -> None:
     proxy = await proxy_factory(local_server)
     client = await open_client(client_config(proxy.base_url(), openai_like=False))
@@ -48,9 +48,9 @@ async def test_it_sends_full_context_after_a_reconnect(
         done = (await collect(await client.start(turn(say("one")))))[-1]
         assert isinstance(done, Completed)
         proxy.cut_all()
-        assert isinstance(client, ResponsesClient)
-        await eventually(lambda: client.state().connections_opened == 2
-                         and client.state().primary_open)
+        # The client reopens and warms a socket: the server answers a second warm-up.
+        await eventually(lambda: len(recording_engine(local_server).warmups) == 2)
+        assert proxy.connections == 2
         second = await client.start(follow_up(done.response_id, say("one"), "one", say("two")))
         events = await collect(second)
         assert isinstance(events[-1], Completed)

@@ -5,26 +5,39 @@ from __future__ import annotations
 
 import asyncio
 
+from benchmarks.loopproxy import LoopProxy
+from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ResponsesClient, open_client
-from tests.upstream.helpers import base_url_of, client_config, collect, eventually, model_server, say, turn
+from tests.support.waits import eventually
+from tests.upstream.helpers import (
+    ProxyFactory,
+    base_url_of,
+    client_config,
+    collect,
+    model_server,
+    say,
+    turn,
+)
 
 
 async def test_it_continues_on_a_new_socket_after_the_server_ends_an_idle_one() -> None:
     async with model_server(openai_like=True, lifetime_s=0.5) as server:
-        client = await open_client(client_config(base_url_of(server), openai_like=True))
+        proxy = await LoopProxy("127.0.0.1", server.port).start()
+        client = await open_client(client_config(proxy.base_url(), openai_like=True))
         assert isinstance(client, ResponsesClient)
         try:
+            await eventually(lambda: client.spare_ready)
             first = await client.start(turn(say("before the limit")))
             assert isinstance((await collect(first))[-1], Completed)
-            opened = client.state().connections_opened
-            await eventually(lambda: client.state().connections_opened > opened
-                             and client.state().primary_open)
+            # The server ends both sockets (primary and spare); the client opens two new ones.
+            await eventually(lambda: proxy.connections >= 4)
             second = await client.start(turn(say("after the limit")))
             events = await collect(second)
             assert isinstance(events[-1], Completed)
             assert second.text == "after the limit"
         finally:
             await client.close()
+            await proxy.stop()
 
 
 async def test_it_resends_a_turn_cut_by_the_lifetime_limit_before_any_output() -> None:
@@ -42,18 +55,19 @@ async def test_it_resends_a_turn_cut_by_the_lifetime_limit_before_any_output() -
             await client.close()
 
 
-async def test_it_rolls_over_before_the_limit_when_it_knows_the_lifetime() -> None:
-    async with model_server(openai_like=False) as server:
-        config = client_config(base_url_of(server), openai_like=False,
-                               connection_lifetime_s=1.0, rollover_margin_s=0.5)
-        client = await open_client(config)
-        assert isinstance(client, ResponsesClient)
-        try:
-            await asyncio.sleep(0.6)
-            stream = await client.start(turn(say("fresh socket")))
-            events = await collect(stream)
-            assert isinstance(events[-1], Completed)
-            assert stream.resends == 0
-            assert client.state().connections_opened == 2
-        finally:
-            await client.close()
+async def test_it_rolls_over_before_the_limit_when_it_knows_the_lifetime(
+    local_server: ModelServer, proxy_factory: ProxyFactory
+) -> None:
+    proxy = await proxy_factory(local_server)
+    config = client_config(proxy.base_url(), openai_like=False,
+                           connection_lifetime_s=1.0, rollover_margin_s=0.5)
+    client = await open_client(config)
+    try:
+        await asyncio.sleep(0.6)
+        stream = await client.start(turn(say("fresh socket")))
+        events = await collect(stream)
+        assert isinstance(events[-1], Completed)
+        assert stream.resends == 0
+        assert proxy.connections == 2  # the turn went out on a new socket
+    finally:
+        await client.close()

@@ -26,7 +26,8 @@ from spark_ide.upstream import (
     UpstreamError,
     open_client,
 )
-from tests.upstream.helpers import collect, eventually, turn
+from tests.support.waits import eventually
+from tests.upstream.helpers import collect, turn
 
 pytestmark = pytest.mark.model
 DISCONNECTED = "Disconnected from client"

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 
 import pytest
 
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
-from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import client_config, collect, say, turn
-
-ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
+from tests.upstream.helpers import ProxyFactory, client_config, collect, say, turn
 
 
 @pytest.mark.parametrize(
@@ -37,7 +33,7 @@ async def test_a_malformed_event_ends_the_turn_and_the_next_turn_is_clean(
         final = (await collect(after))[-1]
         assert isinstance(final, Completed)
         assert after.text == "recovered"
-        assert client.state().connections_opened == 2  # the suspect socket was replaced
+        assert proxy.connections == 2  # the suspect socket was replaced
     finally:
         await client.close()
 

@@ -10,12 +10,12 @@ import pytest
 
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import ErrorEvent, UpstreamError, open_client
+from tests.support.waits import eventually
 from tests.upstream.helpers import (
     API_KEY,
     base_url_of,
     client_config,
     collect,
-    eventually,
     model_server,
     say,
     turn,

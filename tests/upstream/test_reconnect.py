@@ -8,9 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from benchmarks.loopproxy import LoopProxy
 from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
-from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import client_config, collect, eventually, model_server, say, turn
+from tests.support.recording_engine import recording_engine
+from tests.support.waits import eventually
+from tests.upstream.helpers import Session, client_config, collect, model_server, say, turn
 
 # 1005 travels as an empty close frame and 1006 as a cut connection; 1015 may not be sent
 # on the wire, so websockets fails the socket on it, which is an abnormal closure too.
@@ -18,17 +20,16 @@ RETRIED = [1001, 1005, 1006, 1011, 1012, 1013, 1015]
 
 
 @pytest.fixture(params=["local", "openai-like"])
-async def session(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LoopProxy,
-                                                                        ResponsesClient]]:
+async def session(request: pytest.FixtureRequest) -> AsyncIterator[Session]:
     openai_like = request.param == "openai-like"
     async with model_server(openai_like=openai_like) as server:
         proxy = await LoopProxy("127.0.0.1", server.port).start()
         client = await open_client(client_config(proxy.base_url(), openai_like=openai_like))
         assert isinstance(client, ResponsesClient)
         if client.profile.keeps_spare:
-            assert await client.wait_spare(10)
+            await eventually(lambda: client.spare_ready)
         try:
-            yield proxy, client
+            yield Session(client, recording_engine(server), proxy)
         finally:
             await client.close()
             await proxy.stop()
@@ -42,13 +43,14 @@ def end_sockets(proxy: LoopProxy, code: int) -> None:
 
 
 @pytest.mark.parametrize("code", RETRIED)
-async def test_it_reopens_idle_sockets_closed_with(
-    session: tuple[LoopProxy, ResponsesClient], code: int
-) -> None:
-    proxy, client = session
-    before = proxy.connections
+async def test_it_reopens_idle_sockets_closed_with(session: Session, code: int) -> None:
+    proxy, client = session.proxy, session.client
+    warmups = session.engine.warmups
+    before, sockets = len(warmups), proxy.connections
     end_sockets(proxy, code)
-    await eventually(lambda: proxy.connections > before and client.state().primary_open)
+    # Every socket the client keeps (primary, and spare where it keeps one) is reopened and
+    # warmed: the server answered a new warm-up for each.
+    await eventually(lambda: len(warmups) >= before + sockets)
     stream = await client.start(turn(say("after the close")))
     events = await collect(stream)
     assert isinstance(events[-1], Completed)
@@ -57,10 +59,8 @@ async def test_it_reopens_idle_sockets_closed_with(
 
 
 @pytest.mark.parametrize("code", RETRIED)
-async def test_it_resends_a_turn_that_had_no_output_yet_when_closed_with(
-    session: tuple[LoopProxy, ResponsesClient], code: int
-) -> None:
-    proxy, client = session
+async def test_it_resends_a_turn_that_had_no_output_yet_when_closed_with(session: Session, code: int) -> None:
+    proxy, client = session.proxy, session.client
     stream = await client.start(turn(say("survives the close", ttft_ms=300)))
     await eventually(lambda: stream.first_byte_at is not None)  # response.created seen
     end_sockets(proxy, code)
@@ -70,10 +70,8 @@ async def test_it_resends_a_turn_that_had_no_output_yet_when_closed_with(
     assert stream.resends >= 1
 
 
-async def test_it_reports_a_socket_lost_mid_answer_and_serves_the_next_turn(
-    session: tuple[LoopProxy, ResponsesClient],
-) -> None:
-    proxy, client = session
+async def test_it_reports_a_socket_lost_mid_answer_and_serves_the_next_turn(session: Session) -> None:
+    proxy, client = session.proxy, session.client
     stream = await client.start(turn("[script:long][rate:200]"))
     head = await collect(stream, limit=3)
     proxy.close_all(1011)
@@ -88,10 +86,8 @@ async def test_it_reports_a_socket_lost_mid_answer_and_serves_the_next_turn(
 
 
 @pytest.mark.parametrize("code", [1008, 4000])
-async def test_it_does_not_resend_after_an_undocumented_close_code(
-    session: tuple[LoopProxy, ResponsesClient], code: int
-) -> None:
-    proxy, client = session
+async def test_it_does_not_resend_after_an_undocumented_close_code(session: Session, code: int) -> None:
+    proxy, client = session.proxy, session.client
     stream = await client.start(turn(say("lost", ttft_ms=300)))
     await eventually(lambda: stream.first_byte_at is not None)
     proxy.close_all(code)

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ErrorEvent, open_client
-from spark_ide.upstream.loopproxy import LoopProxy
-from tests.upstream.helpers import client_config, collect, say, turn
-
-ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
+from tests.upstream.helpers import ProxyFactory, client_config, collect, say, turn
 
 
 async def test_it_waits_for_a_slow_first_byte_and_marks_it(

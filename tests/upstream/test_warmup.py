@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from spark_ide.modelserver.engine import Message
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import (
     Completed,
@@ -16,29 +17,33 @@ from spark_ide.upstream import (
     UpstreamError,
     open_client,
 )
-from tests.upstream.helpers import base_url_of, client_config, collect, say, turn
+from tests.support.recording_engine import recording_engine
+from tests.support.waits import eventually
+from tests.upstream.helpers import ProxyFactory, base_url_of, client_config, collect, say, turn
 
 
 async def test_it_opens_and_warms_the_socket_before_the_first_prompt(
-    local_server: ModelServer,
+    local_server: ModelServer, proxy_factory: ProxyFactory,
 ) -> None:
-    client = await open_client(client_config(base_url_of(local_server), openai_like=False),
+    proxy = await proxy_factory(local_server)
+    client = await open_client(client_config(proxy.base_url(), openai_like=False),
                                warmup_instructions="edit format here")
     try:
-        assert isinstance(client, ResponsesClient)
-        state = client.state()
-        assert state.transport is Transport.RESPONSES_WS
-        assert state.primary_open
-        assert state.primary_response_id is not None  # the generate:false answer
-        assert state.connections_opened == 1
+        assert client.transport is Transport.RESPONSES_WS
+        assert proxy.connections == 1
+        # Before any prompt, the server was asked to get the instructions ready, and only that.
+        (warmup,) = recording_engine(local_server).warmups
+        assert warmup.messages == (Message("system", "edit format here"),)
+        assert recording_engine(local_server).generations == []
     finally:
         await client.close()
 
 
 async def test_it_streams_a_turn_on_the_warm_socket_with_timing_marks(
-    local_server: ModelServer,
+    local_server: ModelServer, proxy_factory: ProxyFactory,
 ) -> None:
-    client = await open_client(client_config(base_url_of(local_server), openai_like=False))
+    proxy = await proxy_factory(local_server)
+    client = await open_client(client_config(proxy.base_url(), openai_like=False))
     try:
         events = await collect(await client.start(turn(say("hello there world"))))
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello there world"
@@ -52,20 +57,21 @@ async def test_it_streams_a_turn_on_the_warm_socket_with_timing_marks(
         assert all(e.marks.sent_at == marks.sent_at for e in events)
         second = await collect(await client.start(turn(say("again"))))
         assert isinstance(second[-1], Completed)
-        assert isinstance(client, ResponsesClient)
-        assert client.state().connections_opened == 1  # one socket for the whole session
+        assert proxy.connections == 1  # one socket for the whole session
     finally:
         await client.close()
 
 
 async def test_it_keeps_a_warm_hot_spare_for_the_openai_profile(
-    openai_like_server: ModelServer,
+    openai_like_server: ModelServer, proxy_factory: ProxyFactory,
 ) -> None:
-    client = await open_client(client_config(base_url_of(openai_like_server), openai_like=True))
+    proxy = await proxy_factory(openai_like_server)
+    client = await open_client(client_config(proxy.base_url(), openai_like=True))
     try:
         assert isinstance(client, ResponsesClient)
-        assert await client.wait_spare(10)
-        assert client.state().connections_opened == 2
+        await eventually(lambda: client.spare_ready)
+        assert proxy.connections == 2
+        assert len(recording_engine(openai_like_server).warmups) == 2  # both sockets warmed
     finally:
         await client.close()
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-# Each benchmark lives beside the code it measures, as ``spark_ide.<name>.bench.main``.
+# Each benchmark is ``benchmarks.<name>.main`` (the top-level ``benchmarks`` package, run from
+# the repository root; it is not part of the installed product).
 BENCHMARKS = ("editing", "modelserver", "pairing", "upstream")
 
 
@@ -15,11 +17,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("benchmark", choices=BENCHMARKS)
-        parser.add_argument("args", nargs="*", help="passed to the benchmark (see its --help)")
+        # Everything after the name goes to the benchmark, its flags and --help included.
+        parser.add_argument("args", nargs=argparse.REMAINDER, help="passed to the benchmark (see its --help)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            module = importlib.import_module(f"spark_ide.{options['benchmark']}.bench")
+            module = importlib.import_module(f"benchmarks.{options['benchmark']}")
         except ModuleNotFoundError as exc:
             raise CommandError(f"benchmark {options['benchmark']} is unavailable: {exc}") from None
         figures = module.main(list(args))  # Django hands positional arguments over as *args

@@ -2,7 +2,7 @@
 
 ``Stack`` starts, in a temp dir, the model server (scripted engine), a ``FrameTap`` in this
 process in front of it, the IDE under Daphne (its own SQLite, migrated, one API user) whose
-model base URL is the tap, and the bare relay (``bench_relay``) whose upstream is the tap
+model base URL is the tap, and the bare relay (``relay``) whose upstream is the tap
 too, so both relays pay the same extra hop. Every subprocess runs in its own process group
 and is ended with it, however the benchmark ends.
 """
@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import httpx
 
-from spark_ide.upstream.loopproxy import _frame_length
+from benchmarks.loopproxy import frame_length
 
 ROOT = Path(__file__).resolve().parents[2]
 _HEADER_END = b"\r\n\r\n"
@@ -107,7 +107,7 @@ class FrameTap:
             if not upgraded and (end := buffer.find(_HEADER_END)) >= 0:
                 del buffer[: end + len(_HEADER_END)]
                 upgraded = True
-            while upgraded and (size := _frame_length(buffer)) is not None:
+            while upgraded and (size := frame_length(buffer)) is not None:
                 if self.recording is not None and buffer[0] & 0x0F == _TEXT_OPCODE:
                     self.recording.append((at, from_server, bytes(buffer[:size])))
                 del buffer[:size]  # cheap: a bytearray drops its head without moving the rest
@@ -183,7 +183,7 @@ class Stack:
             "-m", "daphne", "-b", "127.0.0.1", "-p", str(ide_port), "spark_ide.asgi:application",
         ], env)
         relay = self._spawn("relay", [
-            "-m", "spark_ide.pairing.bench_relay", "--port", str(relay_port),
+            "-m", "benchmarks.pairing.relay", "--port", str(relay_port),
             "--upstream", f"ws://127.0.0.1:{tap_port}/v1/responses",
         ], self._env())
         await self._wait_port("daphne", daphne, ide_port)

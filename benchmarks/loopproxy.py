@@ -34,7 +34,7 @@ def close_frame(code: int | None) -> bytes:
     return server_frame(0x8, b"" if code is None else struct.pack("!H", code))
 
 
-def _frame_length(buffer: bytes | bytearray) -> int | None:
+def frame_length(buffer: bytes | bytearray) -> int | None:
     """Bytes in the first complete frame of ``buffer`` (None: not complete yet)."""
     if len(buffer) < 2:
         return None
@@ -160,7 +160,7 @@ class LoopProxy:
                 link.to_client.put_nowait((self._due(), bytes(buffer[: end + 4])))
                 del buffer[: end + 4]
                 handshake_done = True
-            while (size := _frame_length(buffer)) is not None:
+            while (size := frame_length(buffer)) is not None:
                 link.to_client.put_nowait((self._due(), bytes(buffer[:size])))
                 del buffer[:size]
 

@@ -2,13 +2,12 @@
 
 Reports apply throughput (tokens/s) and per-token `feed()` latency, medians over several
 repetitions, next to the plain-string baseline (the same edits applied with `str.replace`
-in one shot) measured in the same run. `python -m spark_ide.editing.bench --help`.
+in one shot) measured in the same run. `manage.py spark_bench editing -- --help`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -175,8 +174,3 @@ def main(argv: list[str]) -> dict[str, object]:
         "meets_targets": {clock: _meets_targets(engine[clock]) for clock in ("wall", "cpu")},
     }
 
-
-if __name__ == "__main__":
-    import sys
-
-    print(json.dumps(main(sys.argv[1:]), indent=2))

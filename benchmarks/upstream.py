@@ -1,4 +1,4 @@
-"""Upstream benchmark (``manage.py spark_bench upstream``, ``python -m spark_ide.upstream.bench``).
+"""Upstream benchmark (``manage.py spark_bench upstream``).
 
 Against our model server in its OpenAI-like mode on loopback with 50 ms added round-trip
 time, it measures:
@@ -17,24 +17,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from benchmarks.loopproxy import LoopProxy
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer, ServerConfig
 from spark_ide.upstream.backoff import RetryPolicy
 from spark_ide.upstream.config import ProviderConfig
 from spark_ide.upstream.connection import ResponsesConnection
 from spark_ide.upstream.events import TextDelta
-from spark_ide.upstream.loopproxy import LoopProxy
 from spark_ide.upstream.profiles import CancelStrategy
 from spark_ide.upstream.request import Message, TurnRequest, responses_create
 from spark_ide.upstream.stream import TurnStream
@@ -125,6 +123,13 @@ async def _no_stop(stream: TurnStream, abandon: bool) -> None:
     """The baseline never cancels."""
 
 
+async def _spare_ready(client: ResponsesClient) -> None:
+    """Wait until the client holds a warm spare, so a steer measures the hot-spare path."""
+    async with asyncio.timeout(10):
+        while not client.spare_ready:
+            await asyncio.sleep(0.005)
+
+
 async def _steer_latency(config: ProviderConfig, reps: int) -> tuple[list[float], list[float]]:
     """(cancel-to-new-request-sent, steer-to-new-first-token) for the config's strategy."""
     client = ResponsesClient(config)
@@ -133,7 +138,7 @@ async def _steer_latency(config: ProviderConfig, reps: int) -> tuple[list[float]
     try:
         for _ in range(reps):
             if client.profile.keeps_spare:
-                await client.wait_spare(10)
+                await _spare_ready(client)
             old = await client.start(_turn(LONG_TURN))
             await _drain(old, until_first_token=True)
             began = time.monotonic()
@@ -188,7 +193,7 @@ async def run(reps: int, delay_ms: float, *, probe: bool = True) -> dict[str, ob
     spare_ms, reconnect_ms = sent["hot_spare"]["median"], sent["reconnect"]["median"]
     return {
         "network": {
-            "method": "in-process asyncio TCP delay proxy (spark_ide.upstream.loopproxy)",
+            "method": "in-process asyncio TCP delay proxy (benchmarks.loopproxy)",
             "one_way_delay_ms": delay_ms, "added_rtt_ms": rtt_ms,
             "tcp_handshake_rtt_emulated": True, "tls": False,
             "netns_netem": probe_netem() if probe else "not probed",
@@ -226,6 +231,3 @@ def main(argv: list[str]) -> dict[str, object]:
         parser.error("--reps must be >= 1 and --delay-ms >= 0")
     return asyncio.run(run(args.reps, args.delay_ms, probe=not args.no_netem_probe))
 
-
-if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:]), indent=2))

@@ -1,4 +1,6 @@
-"""The pairing benchmark: its figures are well formed and the relay loses nothing (tiny sizes)."""
+"""The pairing benchmark on the real stack at tiny sizes: the relay loses nothing, and each
+figure obeys what the stack physically allows (the engine's pace, its TTFT, causality at the
+tap), so a mis-measured figure fails here."""
 
 from __future__ import annotations
 
@@ -8,11 +10,15 @@ from typing import Any
 
 import pytest
 
+from benchmarks.pairing.client import late_events
+from benchmarks.pairing.run import PACED_RATE, added_latency_ms, main, prose
 from spark_ide.modelserver.engines.scripted import split_tokens
-from spark_ide.pairing.bench import added_latency_ms, main, prose
-from spark_ide.pairing.bench_client import late_events
 
-TINY = ["--tokens", "400", "--capacity-tokens", "400", "--reps", "1", "--paced-tokens", "150", "--steers", "2"]
+STEER_TTFT_MS = 20.0
+TINY = [
+    "--tokens", "400", "--capacity-tokens", "400", "--reps", "1", "--paced-tokens", "150", "--steers", "2",
+    "--steer-ttft-ms", str(STEER_TTFT_MS),
+]
 
 
 def _is_summary(figure: dict[str, Any]) -> bool:
@@ -21,7 +27,7 @@ def _is_summary(figure: dict[str, Any]) -> bool:
 
 
 @pytest.mark.timeout(240)
-def test_it_relays_every_token_and_reports_well_formed_figures() -> None:
+def test_it_relays_every_token_and_its_figures_obey_the_stack() -> None:
     figures = main(TINY)
 
     json.dumps(figures)  # the management command prints it as JSON
@@ -29,16 +35,23 @@ def test_it_relays_every_token_and_reports_well_formed_figures() -> None:
         through: Any = figures[name]
         assert through["zero_loss"] is True
         assert through["edit_applied"] is True
-        assert through["ide_tokens_per_s"] > 0 and through["bare_tokens_per_s"] > 0
-        assert through["ratio"] == pytest.approx(through["ide_tokens_per_s"] / through["bare_tokens_per_s"], abs=1e-3)
     latency: Any = figures["latency_1000_tps"]
     for relay in ("ide", "bare"):
         assert latency[relay]["lossless"] is True
-        assert all(_is_summary(latency[relay][part]) for part in ("added_ms", "added_ms_prose", "added_ms_edit_block"))
+        # Held at 1,000 tokens/s upstream, the turn reaches the client at that pace.
+        assert 0.8 * PACED_RATE <= latency[relay]["client_tokens_per_s"] <= 1.25 * PACED_RATE
+        for part in ("added_ms", "added_ms_prose", "added_ms_edit_block"):
+            assert _is_summary(latency[relay][part])
+            assert latency[relay][part]["p50"] >= 0  # the client holds a delta after the tap saw it
     steer: Any = figures["steer"]
     assert steer["lossless"] is True
+    assert steer["engine_ttft_ms"] == STEER_TTFT_MS
     assert _is_summary(steer["server_steer_ms"]) and steer["server_steer_ms"]["n"] == 2
-    assert _is_summary(steer["client_first_token_minus_ttft_ms"])
+    # The engine waits its TTFT before the new turn's first token: the client cannot see it sooner.
+    first_token = steer["client_first_token_minus_ttft_ms"]
+    assert _is_summary(first_token) and first_token["p50"] >= 0
+    for part in ("client_to_reprompt_ms", "relay_ms"):
+        assert steer["parts_of_first_token_ms"][part]["p50"] >= 0
     assert figures["late_events"] == 0
     verdicts: Any = figures["targets_met"]
     assert set(verdicts) >= {"zero_loss", "ratio_to_bare_0_5", "latency_p99_30ms", "steer_p50_5ms"}

@@ -1,6 +1,6 @@
 """The pairing benchmark's baseline: the thinnest relay a browser could be served by.
 
-``python -m spark_ide.pairing.bench_relay --port P --upstream ws://HOST:PORT/v1/responses``
+``python -m benchmarks.pairing.relay --port P --upstream ws://HOST:PORT/v1/responses``
 
 Each client socket gets its own model socket, opened before the client may prompt (as warm
 as the Pilot's). A ``{"type": "prompt", "text": ...}`` sends one ``response.create`` with the
@@ -23,10 +23,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from spark_ide.live.prompting import EDIT_FORMAT
 from spark_ide.upstream.profiles import profile_for
 from spark_ide.upstream.request import Message, TurnRequest, responses_create
-
-from spark_ide.live.prompting import EDIT_FORMAT
 
 MODEL = "smollm2"
 TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}
@@ -80,7 +79,7 @@ async def serve_relay(port: int, upstream_url: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="bench_relay", description=__doc__)
+    parser = argparse.ArgumentParser(prog="benchmarks.pairing.relay", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="ws://HOST:PORT/v1/responses")
     args = parser.parse_args(argv)

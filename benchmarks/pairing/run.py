@@ -1,7 +1,7 @@
-"""Pairing relay benchmark (``python -m spark_ide.pairing.bench``, ``manage.py spark_bench pairing``).
+"""Pairing relay benchmark (``manage.py spark_bench pairing``).
 
-The real stack on loopback (``bench_stack``): the scripted model server, a frame tap in front
-of it, the IDE under Daphne, and a bare ``websockets`` relay (``bench_relay``) as the
+The real stack on loopback (``stack``): the scripted model server, a frame tap in front
+of it, the IDE under Daphne, and a bare ``websockets`` relay (``relay``) as the
 baseline. A ``websockets`` client plays the browser (PROTOCOL.md §2): it sends JSON, answers
 nothing for Yjs and only counts binary frames. Phases (``--phases``, all by default):
 
@@ -12,7 +12,8 @@ nothing for Yjs and only counts binary frames. Phases (``--phases``, all by defa
   HTTP, holds exactly the block's content);
 * ``capacity``: the same with ``--capacity-tokens`` and the engine unpaced, each relay's ceiling;
 * ``latency``: at 1,000 tokens/s, for each upstream delta, when the client held the character
-  that completes it minus when the tap saw its frame (p50/p99/max; overall, prose, edit block);
+  that completes it minus when the tap saw its frame (p50/p99/max; overall, prose, edit block),
+  and the rate the client received the turn at;
 * ``steer`` (IDE only): ``steer_ms`` as the server reports it (steer received -> re-prompt
   sent), and steer sent -> first delta of the new turn at the client minus the TTFT the steer
   asked the engine for, split at the tap into its client, model-server and relay parts.
@@ -32,10 +33,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from benchmarks.pairing.client import Browser, Turn, late_events, play, take_turn
+from benchmarks.pairing.stack import FrameTap, Stack, Tapped, tap_deltas, tapped_events
 from spark_ide.modelserver.engines.scripted import split_tokens
-
-from .bench_client import Browser, late_events, play, take_turn
-from .bench_stack import FrameTap, Stack, Tapped, tap_deltas, tapped_events
 
 TOP_RATE = 200_000  # tokens/s: the rate the issue names for "the engine as fast as it can"
 # So high that the engine never waits: it sends its largest pieces back to back.
@@ -107,12 +107,16 @@ def summary(values: list[float]) -> dict[str, float | int]:
 # -- throughput ------------------------------------------------------------------------------
 
 
+def client_rate(turn: Turn) -> float | None:
+    """Tokens / (last delta received - first delta received), at the client."""
+    span = turn.deltas[-1][0] - turn.deltas[0][0] if len(turn.deltas) > 1 else 0.0
+    return round(len(split_tokens(turn.text)) / span, 1) if span > 0 else None
+
+
 async def throughput_run(browser: Browser, script: str, expected: str, rate: float) -> dict[str, Any]:
     turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
-    span = turn.deltas[-1][0] - turn.deltas[0][0] if len(turn.deltas) > 1 else 0.0
-    tokens = len(split_tokens(turn.text))
     return {
-        "tokens_per_s": round(tokens / span, 1) if span > 0 else None,
+        "tokens_per_s": client_rate(turn),
         "lossless": turn.text == expected and turn.finished["status"] == "completed",
         "frames": len(turn.deltas),
         "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
@@ -209,6 +213,7 @@ async def measure_latency(browser: Browser, tap: FrameTap, expected: str) -> dic
         "added_ms_edit_block": summary([ms for end, ms in latencies if end > block]),
         "lossless": lossless,
         "client_frames": len(turn.deltas),
+        "client_tokens_per_s": client_rate(turn),  # the engine is held at PACED_RATE
     }
 
 
@@ -407,6 +412,3 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> dict[str, object]:
     return asyncio.run(run(parse(argv)))
 
-
-if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:]), indent=2, sort_keys=True))

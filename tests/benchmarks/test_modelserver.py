@@ -1,0 +1,49 @@
+"""The model-server benchmark: its timing arithmetic, and the scripted engine it measures
+really holding the rate it is set to."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.modelserver import Run, main, percentile
+from spark_ide.modelserver.engines.scripted import MAX_PIECE_TOKENS
+
+
+def test_it_measures_ttft_decode_rate_and_gaps() -> None:
+    run = Run(started=10.0, arrivals=[10.5, 10.6, 10.7, 10.9])
+    assert abs(run.ttft_s - 0.5) < 1e-9
+    assert abs(run.decode_tps - 3 / 0.4) < 1e-9
+    assert [round(gap, 6) for gap in run.gaps_s] == [0.1, 0.1, 0.2]
+
+
+def test_percentile_picks_from_the_sorted_values() -> None:
+    assert percentile([5.0, 1.0, 3.0], 0.5) == 3.0
+    assert percentile([5.0, 1.0, 3.0], 0.99) == 5.0
+
+
+def test_the_scripted_engine_delivers_the_rate_it_is_held_at() -> None:
+    # 0.4 s at a rate a busy machine still keeps up with (at 50,000 tokens/s the client timing
+    # every delta shares the CPU with the server and, under load, falls behind).
+    tokens, rate = 2_000, 5_000.0
+    results = main(["--no-llama", "--scripted-tokens", str(tokens), "--scripted-rate", str(rate)])
+
+    json.dumps(results)
+    scripted = results["scripted"]
+    assert isinstance(scripted, dict)
+    paced, unpaced = scripted["paced"], scripted["max"]
+    assert paced["tokens"] == unpaced["tokens"] == tokens  # every token, as the server counted
+    assert paced["target"] == rate
+    # Paced by its own clock, the engine cannot be early; on a busy machine it may run late.
+    assert 0.8 * rate <= paced["tokens_per_s"] <= 1.02 * rate
+    assert unpaced["tokens_per_s"] > paced["tokens_per_s"]
+    assert 1 <= paced["tokens_per_delta"] <= MAX_PIECE_TOKENS
+    assert 0 < scripted["server_ttft_ms_median"] <= scripted["server_ttft_ms_p99"] < 1_000
+    assert results["llama"] == {"skipped": "--no-llama"}
+
+
+@pytest.mark.parametrize("argv", [["--scripted-rate", "0"], ["--scripted-tokens", "0"], ["--bogus"]])
+def test_it_rejects_bad_arguments(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--no-llama", *argv])
