@@ -2,7 +2,7 @@
 
 Reports apply throughput (tokens/s) and per-token `feed()` latency, medians over several
 repetitions, next to the plain-string baseline (the same edits applied with `str.replace`
-in one shot) measured in the same run. `manage.py spark_bench editing -- --help`.
+in one shot) measured in the same run. `manage.py spark_bench editing --help`.
 """
 
 from __future__ import annotations

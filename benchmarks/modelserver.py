@@ -9,7 +9,7 @@
   exactly it holds a paced rate (50,000 tokens/s unless ``--scripted-rate``), and the server's own time to first token
   (``response.create`` -> first delta with ``ttft_s=0``).
 
-``manage.py spark_bench modelserver -- [--tokens N] [--rounds R] [--no-llama]`` prints JSON.
+``manage.py spark_bench modelserver [--tokens N] [--rounds R] [--no-llama]`` prints JSON.
 """
 
 from __future__ import annotations
