@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from benchmarks.loopproxy import LoopProxy
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer
-from benchmarks.loopproxy import LoopProxy
 from tests.pairing.conftest import FILES, Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, SECOND_BLOCK, STEERED, assert_nothing_after_finish
 
