@@ -115,6 +115,7 @@ def live_settings() -> LiveSettings:
             max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
             max_path_length=settings.SPARK_MAX_PATH_LENGTH,
         ),
+        replay_limit=settings.SPARK_REPLAY_LIMIT,
     )
 
 
