@@ -35,8 +35,8 @@ def sessions(request: HttpRequest, workspace_id: str) -> HttpResponse:
         workspace = workspace_for(user=user, workspace_id=workspace_id)
     except WorkspaceError as exc:
         raise as_api_error(exc) from None
-    session = services.session_create(workspace=workspace, by=user)
-    return JsonResponse(session_links(request, session), status=201)
+    session, created = services.session_for_workspace(workspace=workspace, by=user)
+    return JsonResponse(session_links(request, session), status=201 if created else 200)
 
 
 @api_view({"GET"})

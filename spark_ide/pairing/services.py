@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from spark_ide.live.store import TurnOutcome, TurnRecord
 from spark_ide.workspaces.models import Workspace
 
 from .models import Participant, Role, Session, Turn, TurnStatus
@@ -32,6 +33,28 @@ def session_create(*, workspace: Workspace, by: User) -> Session:
         )
         Participant.objects.create(session=session, user=by, role=Role.OWNER)
     return session
+
+
+def session_for_workspace(*, workspace: Workspace, by: User) -> tuple[Session, bool]:
+    """The workspace's live session (the earliest, the one invites point at), made on first use.
+
+    Returns ``(session, created)``. Making one locks the workspace row and looks again, so two
+    first visits at once make one session (SQLite's immediate transactions serialise them too).
+    """
+    existing = _first_session(workspace)
+    if existing is not None:
+        return existing, False
+    with transaction.atomic():
+        Workspace.objects.select_for_update().only("id").get(pk=workspace.pk)
+        existing = _first_session(workspace)
+        if existing is not None:
+            return existing, False
+        return session_create(workspace=workspace, by=by), True
+
+
+def _first_session(workspace: Workspace) -> Session | None:
+    sessions = Session.objects.select_related("workspace").defer("workspace__ydoc")
+    return sessions.filter(workspace=workspace).order_by("created_at", "id").first()
 
 
 def session_get(session_id: str | uuid.UUID) -> Session:
@@ -68,28 +91,33 @@ def session_join(*, session: Session, user: User, key: str) -> str:
     return granted.value
 
 
-def turn_create(
-    *, turn_id: str, session_id: uuid.UUID, author_id: int | None, prompt: str, effort: str,
-    active_path: str, steered_from: str | None,
-) -> None:
+def turn_create(record: TurnRecord) -> None:
     Turn.objects.create(
-        id=turn_id, session_id=session_id, author_id=author_id, prompt=prompt, effort=effort,
-        active_path=active_path, steered_from_id=steered_from, status=TurnStatus.RUNNING,
+        id=record.turn, session_id=uuid.UUID(record.session), author_id=record.author_id, prompt=record.prompt,
+        effort=record.effort, active_path=record.active_path, steered_from_id=record.steered_from,
+        status=TurnStatus.RUNNING,
     )
 
 
-def turn_finish(
-    *, turn_id: str, status: str, output: str, ledger: list[dict[str, Any]], diff: dict[str, str],
-    metrics: dict[str, Any], error: str = "",
-) -> None:
-    Turn.objects.filter(pk=turn_id).update(
-        status=status, output=output, ledger=ledger, diff=diff, metrics=metrics, error=error,
-        finished_at=timezone.now(),
+def turn_finish(outcome: TurnOutcome) -> None:
+    Turn.objects.filter(pk=outcome.turn).update(
+        status=outcome.status, reason=outcome.reason, output=outcome.output, ledger=outcome.ledger,
+        diff=outcome.diff, metrics=dict(outcome.metrics), error=outcome.error, finished_at=timezone.now(),
     )
 
 
 def turn_mark_reverted(turn_id: str) -> None:
     Turn.objects.filter(pk=turn_id).update(reverted=True)
+
+
+# The turn history lists at most this many turns: the room's latest.
+HISTORY_LIMIT = 100
+
+
+def room_turns(session: Session) -> list[Turn]:
+    """The latest turns of every session of the session's workspace, oldest first."""
+    latest = Turn.objects.filter(session__workspace_id=session.workspace_id).order_by("-created_at", "-id")
+    return list(reversed(latest[:HISTORY_LIMIT]))
 
 
 def turns_for(session: Session) -> list[dict[str, Any]]:
@@ -99,5 +127,5 @@ def turns_for(session: Session) -> list[dict[str, Any]]:
             "effort": t.effort, "metrics": t.metrics, "reverted": t.reverted,
             "created_at": t.created_at.isoformat(),
         }
-        for t in Turn.objects.filter(session=session)
+        for t in room_turns(session)
     ]

@@ -3,7 +3,7 @@ from django.urls import path
 from . import api, views
 
 urlpatterns = [
-    path("w/<str:workspace_id>/live", views.session_start, name="session-start"),
+    path("w/<str:workspace_id>/", views.workspace_page, name="workspace"),
     path("sessions/<str:session_id>/", views.session_page, name="session"),
     path("sessions/<str:session_id>/history", views.session_history, name="session-history"),
     path("sessions/<str:session_id>/tree", views.session_tree, name="session-tree"),

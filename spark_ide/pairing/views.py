@@ -1,4 +1,4 @@
-"""Pages of a live session: the IDE itself, its turn history, invite links."""
+"""Pages of a live session: the IDE itself (a workspace opens here), its turn history, invite links."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
@@ -22,7 +22,7 @@ from spark_ide.workspaces.views import tree_nodes, tree_partial
 
 from . import services
 from .api import session_links
-from .models import Role, Session, Turn
+from .models import Role, Session
 
 DIFF_FORMATTER = HtmlFormatter(nowrap=False, cssclass="diff")
 
@@ -38,21 +38,8 @@ def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, s
     return session, role
 
 
-@login_required
-@require_POST
-def session_start(request: HttpRequest, workspace_id: str) -> HttpResponse:
-    try:
-        workspace = workspace_for(user=signed_in_user(request), workspace_id=workspace_id)
-    except WorkspaceError:
-        raise Http404("no such workspace") from None
-    session = services.session_create(workspace=workspace, by=signed_in_user(request))
-    return redirect("session", session_id=session.id)
-
-
-@login_required
-@require_GET
-def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
-    session, role = _session_and_role(request, session_id)
+def _live_page(request: HttpRequest, session: Session, role: str) -> HttpResponse:
+    """The IDE: the workspace's live (Yjs) editor, tree, prompt box, transcript and history."""
     workspace = session.workspace
     can_edit = role in (Role.OWNER, Role.COLLABORATOR)
     context: dict[str, Any] = {
@@ -65,9 +52,29 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
         "tree": tree_nodes(workspace),
         "tree_url": reverse("session-tree", args=[session.id]),
         "invites": session_links(request, session)["invite"] if role == Role.OWNER else None,
-        "history_url": f"/sessions/{session.id}/history",
+        "history_url": reverse("session-history", args=[session.id]),
     }
     return render(request, "pairing/session.html", context)
+
+
+@login_required
+@require_GET
+def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    """Opening a workspace opens its live session (made on first use), at the workspace's URL."""
+    user = signed_in_user(request)
+    try:
+        workspace = workspace_for(user=user, workspace_id=workspace_id)
+    except WorkspaceError:
+        raise Http404("no such workspace") from None
+    session, _ = services.session_for_workspace(workspace=workspace, by=user)
+    return _live_page(request, session, Role.OWNER)
+
+
+@login_required
+@require_GET
+def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
+    session, role = _session_and_role(request, session_id)
+    return _live_page(request, session, role)
 
 
 def diff_html(diff: str) -> str:
@@ -84,7 +91,7 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
             "metrics": turn.metrics, "reverted": turn.reverted, "created_at": turn.created_at, "error": turn.error,
             "files": [{"path": path, "diff_html": mark_safe(diff_html(diff))} for path, diff in turn.diff.items()],  # noqa: S308 - Pygments escapes
         }
-        for turn in Turn.objects.filter(session=session).order_by("-created_at")[:100]
+        for turn in reversed(services.room_turns(session))
     ]
     context = {"turns": turns, "can_drive": role in (Role.OWNER, Role.COLLABORATOR), "session": session}
     return render(request, "pairing/_history.html", context)

@@ -6,8 +6,6 @@ urlpatterns = [
     path("", views.workspace_list, name="workspace-list"),
     path("workspaces/new", views.workspace_new, name="workspace-new"),
     path("workspaces/import", views.workspace_import, name="workspace-import"),
-    path("w/<str:workspace_id>/", views.workspace_page, name="workspace"),
-    path("w/<str:workspace_id>/tree", views.tree, name="workspace-tree"),
     path("w/<str:workspace_id>/export.zip", views.workspace_export, name="workspace-export"),
 ]
 

@@ -1,4 +1,7 @@
-"""Pages: the workspace list, the workspace (tree, tabs, editor), htmx tree partials."""
+"""Pages: the workspace list, import and export, the htmx tree partial.
+
+Opening a workspace opens its live session: ``spark_ide.pairing.views.workspace_page``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -82,15 +84,6 @@ def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
     return response
 
 
-@login_required
-@require_GET
-def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
-    found = _owned(request, workspace_id)
-    tree_url = reverse("workspace-tree", args=[found.id])
-    context = {"workspace": found, "tree": tree_nodes(found), "can_edit": True, "tree_url": tree_url}
-    return render(request, "workspaces/workspace.html", context)
-
-
 def tree_nodes(workspace: Workspace) -> list[Node]:
     """The sidebar tree, from the live document when a session holds it."""
     return build_tree([(str(f["path"]), str(f["language"])) for f in services.file_listing(workspace)])
@@ -110,8 +103,8 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
     """GET: the tree partial. POST ``action`` = create | rename | delete: change, then the tree.
 
     Each change also tells the editor what happened (an ``HX-Trigger`` client event), so an
-    open tab follows a rename and closes on delete. Shared by the workspace page and live
-    sessions (whose participants may not own the workspace).
+    open tab follows a rename and closes on delete. Served per live session, whose
+    participants may not own the workspace; ``can_edit`` comes from their role.
     """
     if request.method == "GET":
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
@@ -138,9 +131,3 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
     response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
     return trigger_client_event(response, event, detail)
-
-
-@login_required
-def tree(request: HttpRequest, workspace_id: str) -> HttpResponse:
-    found = _owned(request, workspace_id)
-    return tree_partial(request, found, tree_url=reverse("workspace-tree", args=[found.id]), can_edit=True)

@@ -1,4 +1,4 @@
-// The row of file tabs, shared by the workspace editor and the live session.
+// The row of file tabs of the live editor.
 
 // tabs: [{path, active, extraClass}]; onPick(path) and onClose(path) are called on clicks.
 export function renderTabBar(bar, tabs, { onPick, onClose }) {

@@ -116,3 +116,51 @@ def page(chromium: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
     context.close()
     assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+# Helpers for tests that drive the IDE as a person would.
+
+LIVE_WAIT_MS = 20_000
+
+
+def sign_in(server: IdeServer, page: Any, username: str = "local") -> None:
+    page.goto(server.login_url(username))
+    page.wait_for_url(f"{server.url}/")  # signed in, the token gone from the address
+
+
+def open_new_workspace(server: IdeServer, page: Any, name: str) -> str:
+    """Sign in, create a workspace from the list and wait for its live editor; returns its URL."""
+    sign_in(server, page)
+    page.get_by_label("New workspace name").fill(name)
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_url("**/w/*/")
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+    return str(page.url).split("#")[0]
+
+
+def create_file(page: Any, path: str) -> None:
+    """Create a file from the tree; its tab opens."""
+    page.get_by_label("New file path").fill(path)
+    page.get_by_title("Create file").click()
+    page.locator(".tab.active", has_text=path.rsplit("/", 1)[-1]).wait_for(timeout=LIVE_WAIT_MS)
+
+
+def server_text(page: Any, path: str) -> str | None:
+    """The file's text as the server has it (the HTTP API reads the live document), or None."""
+    return page.evaluate(  # type: ignore[no-any-return]
+        """async (path) => {
+            const workspace = document.getElementById("live").dataset.workspace;
+            const url = `/api/workspaces/${workspace}/files/${path.split("/").map(encodeURIComponent).join("/")}`;
+            const response = await fetch(url, { headers: { Accept: "text/plain" } });
+            return response.ok ? await response.text() : null;
+        }""",
+        path,
+    )
+
+
+def wait_for_server_text(page: Any, path: str, text: str, timeout_ms: int = LIVE_WAIT_MS) -> None:
+    """Wait until the server holds ``text`` as the file's content (typing reached it)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while (current := server_text(page, path)) != text:
+        assert time.monotonic() < deadline, f"the server has {current!r} for {path}, not {text!r}"
+        page.wait_for_timeout(100)

@@ -1,54 +1,91 @@
+"""The workspace page is the live editor: open from the list, type, reload; the tree; export."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import IdeServer
+from tests.browser.conftest import (
+    LIVE_WAIT_MS,
+    IdeServer,
+    create_file,
+    open_new_workspace,
+    server_text,
+    wait_for_server_text,
+)
 
 pytestmark = pytest.mark.browser
 
+TYPED = "greeting = 'hello'\nprint(greeting)\n"  # no indentation: Python mode indents by itself
 
-def test_a_typed_edit_is_saved_and_survives_a_reload(ide_server: IdeServer, page: Any) -> None:
-    page.goto(ide_server.login_url())
-    page.wait_for_url(f"{ide_server.url}/")  # signed in, the token gone from the address
-    page.get_by_label("New workspace name").fill("browser test")
-    page.get_by_role("button", name="Create").click()
-    page.wait_for_url("**/w/*/")
 
-    page.get_by_label("New file path").fill("src/hello.py")
-    page.get_by_title("Create file").click()
-    page.locator(".tab.active", has_text="hello.py").wait_for()
-    editor = page.locator(".cm-content")
-    editor.click()
-    page.keyboard.type("def greet(name):\n    return f'hello {name}'\n")
-    page.locator("#status-save", has_text="All changes saved").wait_for(timeout=10_000)
-    page.locator(".cm-line .tok-keyword, .cm-line span").first.wait_for()  # Python is highlighted
+def test_a_workspace_opened_from_the_list_is_live_and_typing_survives_a_reload(
+    ide_server: IdeServer, page: Any
+) -> None:
+    workspace_url = open_new_workspace(ide_server, page, "browser test")
+    page.get_by_role("link", name="Workspaces").click()  # the crumbs lead back to the list
+    page.wait_for_url(f"{ide_server.url}/")
+    page.get_by_role("link", name="browser test").click()
+    page.wait_for_url(workspace_url)
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+    assert page.get_by_label("Prompt").is_visible()  # no extra step before the model
+    assert page.locator("#start-live, #status-save").count() == 0
+
+    create_file(page, "src/hello.py")
+    page.locator(".cm-content").click()
+    page.keyboard.type(TYPED)
+    page.locator(".cm-content[data-language='python']").wait_for()  # Python mode
+    wait_for_server_text(page, "src/hello.py", TYPED)
 
     page.reload()
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
     page.locator(".tree a[data-open='src/hello.py']").click()
-    page.locator(".cm-content", has_text="return f'hello {name}'").wait_for()
-    text = page.locator(".cm-content").inner_text()
-    assert "def greet(name):" in text
-    assert "return f'hello {name}'" in text
+    page.locator(".cm-content", has_text="print(greeting)").wait_for(timeout=LIVE_WAIT_MS)
+    assert page.locator(".cm-content .cm-line").all_inner_texts()[:2] == ["greeting = 'hello'", "print(greeting)"]
 
 
-def test_rename_and_delete_from_the_tree_follow_into_the_tabs(ide_server: IdeServer, page: Any) -> None:
-    page.goto(ide_server.login_url())
-    page.get_by_label("New workspace name").fill("tree test")
-    page.get_by_role("button", name="Create").click()
-    page.get_by_label("New file path").fill("a.py")
-    page.get_by_title("Create file").click()
-    page.locator(".tab.active", has_text="a.py").wait_for()
+def test_create_rename_and_delete_from_the_tree_follow_into_the_tabs(ide_server: IdeServer, page: Any) -> None:
+    open_new_workspace(ide_server, page, "tree test")
+    create_file(page, "a.py")
+    page.locator(".cm-content").click()
+    page.keyboard.type("kept = 1\n")
+    wait_for_server_text(page, "a.py", "kept = 1\n")
 
     page.once("dialog", lambda dialog: dialog.accept("pkg/b.py"))
     page.locator("li.file[data-path='a.py']").hover()
     page.locator("li.file[data-path='a.py'] button[title='Rename']").click()
-    page.locator(".tab.active", has_text="b.py").wait_for()
+    page.locator(".tab.active", has_text="b.py").wait_for(timeout=LIVE_WAIT_MS)
+    page.locator(".cm-content", has_text="kept = 1").wait_for(timeout=LIVE_WAIT_MS)
     assert page.locator(".tree a[data-open='pkg/b.py']").count() == 1
+    assert page.locator(".tree a[data-open='a.py']").count() == 0
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("li.file[data-path='pkg/b.py']").hover()
     page.locator("li.file[data-path='pkg/b.py'] button[title='Delete']").click()
     page.locator(".tree a[data-open='pkg/b.py']").wait_for(state="detached")
-    assert page.locator(".tab").count() == 0
+    page.locator(".tab").first.wait_for(state="detached", timeout=LIVE_WAIT_MS)
+    assert server_text(page, "pkg/b.py") is None
+
+
+def test_the_owner_exports_the_workspace_from_the_live_page(ide_server: IdeServer, page: Any) -> None:
+    open_new_workspace(ide_server, page, "export me")
+    create_file(page, "a.py")
+    page.locator(".cm-content").click()
+    page.keyboard.type("x = 1\n")
+    wait_for_server_text(page, "a.py", "x = 1\n")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="export .zip").click()
+    assert download.value.suggested_filename == "export_me.zip"
+
+
+def test_a_file_opens_from_the_address_fragment(ide_server: IdeServer, page: Any) -> None:
+    workspace_url = open_new_workspace(ide_server, page, "deep link")
+    create_file(page, "docs/notes.md")
+    page.locator(".cm-content").click()
+    page.keyboard.type("# Notes\n")
+    wait_for_server_text(page, "docs/notes.md", "# Notes\n")
+    page.goto(f"{ide_server.url}/")  # away, then back by the file's address
+    page.goto(f"{workspace_url}#docs/notes.md")
+    page.locator(".tab.active", has_text="notes.md").wait_for(timeout=LIVE_WAIT_MS)
+    page.locator(".cm-content[data-language='markdown']", has_text="# Notes").wait_for(timeout=LIVE_WAIT_MS)

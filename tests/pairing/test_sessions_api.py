@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
 
+from spark_ide.pairing import services
 from spark_ide.pairing.models import Participant, Session, Turn
-from spark_ide.pairing.services import session_create
+from spark_ide.pairing.services import session_create, session_for_workspace
 from spark_ide.workspaces.services import workspace_create
 
 pytestmark = pytest.mark.django_db
@@ -27,6 +30,39 @@ def test_the_owner_creates_a_session_with_invites(api: Any, ws: Any) -> None:
     assert body["ws_url"] == f"ws://testserver/ws/sessions/{session.id}/"
     assert body["invite"]["viewer"].endswith(f"/sessions/{session.id}/join/{session.viewer_key}")
     assert body["invite"]["collaborator"].endswith(f"/sessions/{session.id}/join/{session.collaborator_key}")
+
+
+def test_asking_again_answers_the_workspaces_live_session(api: Any, ws: Any) -> None:
+    first = api.post(f"/api/workspaces/{ws.id}/sessions")
+    again = api.post(f"/api/workspaces/{ws.id}/sessions")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == first.json()
+    assert Session.objects.count() == 1
+
+
+def test_the_earliest_session_is_the_workspaces_one(api: Any, ws: Any, user: Any) -> None:
+    earliest = session_create(workspace=ws, by=user)
+    later = session_create(workspace=ws, by=user)
+    Session.objects.filter(pk=later.pk).update(created_at=earliest.created_at + timedelta(seconds=1))
+    assert session_for_workspace(workspace=ws, by=user) == (earliest, False)
+    response = api.post(f"/api/workspaces/{ws.id}/sessions")
+    assert (response.status_code, response.json()["id"]) == (200, str(earliest.id))
+
+
+def test_a_session_made_while_looking_is_found_not_doubled(ws: Any, user: Any) -> None:
+    """Another request makes the session between this one's first look and its lock."""
+    theirs: list[Session] = []
+
+    def the_other_request_wins(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if not theirs and sql.startswith('SELECT "workspaces_workspace"."id" FROM "workspaces_workspace"'):
+            theirs.append(session_create(workspace=ws, by=user))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(the_other_request_wins):
+        session, created = session_for_workspace(workspace=ws, by=user)
+    assert theirs, "the workspace row was never locked"
+    assert (session, created) == (theirs[0], False)
+    assert Session.objects.filter(workspace=ws).count() == 1
 
 
 def test_nobody_else_creates_a_session_on_my_workspace(client: Client, ws: Any, other_user: Any) -> None:
@@ -82,14 +118,46 @@ def test_a_wrong_invite_key_is_refused(client: Client, ws: Any, user: Any, other
     assert not Participant.objects.filter(user=other_user).exists()
 
 
-def test_the_workspace_page_starts_a_live_session(client: Client, ws: Any, user: Any) -> None:
+def test_opening_the_workspace_opens_its_live_session_as_owner(client: Client, ws: Any, user: Any) -> None:
     client.force_login(user)
-    response = client.post(f"/w/{ws.id}/live")
+    page = client.get(f"/w/{ws.id}/")
     session = Session.objects.get()
-    assert response["Location"] == f"/sessions/{session.id}/"
-    page = client.get(response["Location"])
+    assert page.context["session"] == session
     assert page.context["role"] == "owner"
     assert page.context["invites"]["viewer"].endswith(session.viewer_key)
+    assert page.context["tree_url"] == f"/sessions/{session.id}/tree"
+    assert client.get(f"/w/{ws.id}/").context["session"] == session  # the same one, every time
+
+
+def test_the_owner_sees_the_same_page_at_the_session_url(client: Client, ws: Any, user: Any) -> None:
+    client.force_login(user)
+    at_workspace = client.get(f"/w/{ws.id}/")
+    session = at_workspace.context["session"]
+    at_session = client.get(f"/sessions/{session.id}/")
+    keys = ("session", "role", "can_edit", "ws_path", "tree_url", "history_url", "invites")
+    assert [at_session.context[k] for k in keys] == [at_workspace.context[k] for k in keys]
+
+
+def test_every_session_of_the_workspace_shows_every_turn(api: Any, client: Client, ws: Any, user: Any) -> None:
+    one, two = session_create(workspace=ws, by=user), session_create(workspace=ws, by=user)
+    elsewhere = session_create(workspace=workspace_create(owner=user, name="other"), by=user)
+    Turn.objects.create(id="in-one", session=one, prompt="first", status="completed")
+    Turn.objects.create(id="in-two", session=two, prompt="second", status="completed")
+    Turn.objects.create(id="not-here", session=elsewhere, prompt="other room", status="completed")
+    client.force_login(user)
+    for session in (one, two):
+        assert [r["id"] for r in api.get(f"/api/sessions/{session.id}/turns").json()] == ["in-one", "in-two"]
+        history = client.get(f"/sessions/{session.id}/history")
+        assert [t["id"] for t in history.context["turns"]] == ["in-two", "in-one"]  # newest first
+
+
+def test_the_history_lists_the_latest_turns_only(api: Any, ws: Any, user: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(services, "HISTORY_LIMIT", 3)
+    session = session_create(workspace=ws, by=user)
+    for i in range(5):
+        Turn.objects.create(id=f"t{i}", session=session, prompt=str(i), status="completed")
+    rows = api.get(f"/api/sessions/{session.id}/turns").json()
+    assert [r["id"] for r in rows] == ["t2", "t3", "t4"]
 
 
 def test_the_history_shows_highlighted_diffs(client: Client, ws: Any, user: Any) -> None:
@@ -122,11 +190,3 @@ def test_participants_use_the_session_tree_by_role(client: Client, ws: Any, user
     stranger = Client()
     stranger.force_login(User.objects.create_user(username="zed", password="pw-zed-123"))
     assert stranger.get(url).status_code == 404
-
-
-def test_the_workspace_page_links_back_to_the_latest_session(client: Client, ws: Any, user: Any) -> None:
-    client.force_login(user)
-    assert 'id="resume-live"' not in client.get(f"/w/{ws.id}/").content.decode()
-    session = session_create(workspace=ws, by=user)
-    page = client.get(f"/w/{ws.id}/").content.decode()
-    assert f'href="/sessions/{session.id}/"' in page

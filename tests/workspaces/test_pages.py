@@ -9,6 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
+from spark_ide.pairing.models import Participant, Session
+from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import workspace_create
 
@@ -49,15 +51,53 @@ def test_the_workspace_page_shows_the_tree(browser: Client, user: Any) -> None:
     assert "<summary>src</summary>" in page
 
 
+def test_the_workspace_page_is_the_live_editor(browser: Client, user: Any) -> None:
+    ws = workspace_create(owner=user, name="w", files={"a.py": "x = 1\n"})
+    page = browser.get(f"/w/{ws.id}/").content.decode()
+    session = Session.objects.get(workspace=ws)
+    assert f'data-ws-path="/ws/sessions/{session.id}/"' in page  # the Yjs editor's socket
+    assert 'aria-label="Prompt"' in page
+    assert 'id="transcript"' in page
+    assert f'hx-get="/sessions/{session.id}/history"' in page
+    assert "Start live session" not in page
+    assert 'id="ide"' not in page  # the old whole-file editor is gone
+
+
+def test_the_owners_crumbs_lead_to_the_list_and_the_export(browser: Client, user: Any) -> None:
+    ws = workspace_create(owner=user, name="w")
+    page = browser.get(f"/w/{ws.id}/").content.decode()
+    assert '<a href="/">Workspaces</a> / w' in page
+    assert f'href="/w/{ws.id}/export.zip"' in page
+
+
+def test_a_participant_sees_no_export_and_no_invites(client: Client, user: Any, other_user: Any) -> None:
+    ws = workspace_create(owner=user, name="w")
+    session, _ = session_for_workspace(workspace=ws, by=user)
+    Participant.objects.create(session=session, user=other_user, role="collaborator")
+    client.force_login(other_user)
+    page = client.get(f"/sessions/{session.id}/").content.decode()
+    assert 'aria-label="Prompt"' in page
+    assert "export.zip" not in page
+    assert 'class="invites"' not in page
+    assert client.get(f"/w/{ws.id}/").status_code == 404  # the workspace URL is the owner's
+
+
 def test_another_users_workspace_page_is_404(browser: Client, other_user: Any) -> None:
     theirs = workspace_create(owner=other_user, name="t")
     assert browser.get(f"/w/{theirs.id}/").status_code == 404
-    assert browser.post(f"/w/{theirs.id}/tree", {"action": "create", "path": "x.py"}).status_code == 404
+    assert browser.get(f"/w/{theirs.id}/export.zip").status_code == 404
+    assert not Session.objects.exists()
+
+
+def _tree(ws: Workspace) -> str:
+    """The tree partial's address, as the workspace page renders it."""
+    session, _ = session_for_workspace(workspace=ws, by=ws.owner)
+    return f"/sessions/{session.id}/tree"
 
 
 def test_the_tree_creates_a_file_and_asks_the_editor_to_open_it(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w")
-    response = browser.post(f"/w/{ws.id}/tree", {"action": "create", "path": "pkg/mod.py"}, HTTP_HX_REQUEST="true")
+    response = browser.post(_tree(ws), {"action": "create", "path": "pkg/mod.py"}, HTTP_HX_REQUEST="true")
     assert 'data-open="pkg/mod.py"' in response.content.decode()
     assert json.loads(response["HX-Trigger"]) == {"spark:open": {"path": "pkg/mod.py"}}
     assert ws.files.get().path == "pkg/mod.py"
@@ -65,14 +105,14 @@ def test_the_tree_creates_a_file_and_asks_the_editor_to_open_it(browser: Client,
 
 def test_the_tree_refuses_to_overwrite_on_create(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": "keep me"})
-    response = browser.post(f"/w/{ws.id}/tree", {"action": "create", "path": "a.py"}, HTTP_HX_REQUEST="true")
+    response = browser.post(_tree(ws), {"action": "create", "path": "a.py"}, HTTP_HX_REQUEST="true")
     assert "a.py already exists" in response.content.decode()
     assert ws.files.get().text == "keep me"
 
 
 def test_the_tree_reports_a_bad_path(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w")
-    response = browser.post(f"/w/{ws.id}/tree", {"action": "create", "path": "../x"}, HTTP_HX_REQUEST="true")
+    response = browser.post(_tree(ws), {"action": "create", "path": "../x"}, HTTP_HX_REQUEST="true")
     assert "is not allowed in a workspace path" in response.content.decode()
     assert not ws.files.exists()
 
@@ -80,7 +120,7 @@ def test_the_tree_reports_a_bad_path(browser: Client, user: Any) -> None:
 def test_the_tree_renames_with_the_htmx_prompt(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": "x = 1"})
     response = browser.post(
-        f"/w/{ws.id}/tree", {"action": "rename", "path": "a.py"}, HTTP_HX_REQUEST="true", HTTP_HX_PROMPT="lib/b.py"
+        _tree(ws), {"action": "rename", "path": "a.py"}, HTTP_HX_REQUEST="true", HTTP_HX_PROMPT="lib/b.py"
     )
     assert json.loads(response["HX-Trigger"]) == {"spark:renamed": {"path": "a.py", "new_path": "lib/b.py"}}
     renamed = ws.files.get()
@@ -89,21 +129,21 @@ def test_the_tree_renames_with_the_htmx_prompt(browser: Client, user: Any) -> No
 
 def test_the_tree_refuses_a_rename_onto_an_existing_file(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": "1", "b.py": "2"})
-    response = browser.post(f"/w/{ws.id}/tree", {"action": "rename", "path": "a.py", "new_path": "b.py"})
+    response = browser.post(_tree(ws), {"action": "rename", "path": "a.py", "new_path": "b.py"})
     assert "b.py already exists" in response.content.decode()
     assert sorted(ws.files.values_list("path", "text")) == [("a.py", "1"), ("b.py", "2")]
 
 
 def test_the_tree_deletes_a_file(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": ""})
-    response = browser.post(f"/w/{ws.id}/tree", {"action": "delete", "path": "a.py"})
+    response = browser.post(_tree(ws), {"action": "delete", "path": "a.py"})
     assert json.loads(response["HX-Trigger"]) == {"spark:deleted": {"path": "a.py"}}
     assert not ws.files.exists()
 
 
 def test_the_tree_rejects_an_unknown_action(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w")
-    assert "unknown action" in browser.post(f"/w/{ws.id}/tree", {"action": "chmod"}).content.decode()
+    assert "unknown action" in browser.post(_tree(ws), {"action": "chmod"}).content.decode()
 
 
 def _zip(files: dict[str, bytes]) -> bytes:
