@@ -20,6 +20,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver import errors
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engine import Engine, Job, Message
@@ -31,7 +32,7 @@ from spark_ide.modelserver.request import (
     parse_create,
     parse_steer,
 )
-from spark_ide.modelserver.responder import CANCELLED, STEERED, Responder
+from spark_ide.modelserver.responder import Responder
 from spark_ide.modelserver.wire import ResponseRecord, new_id
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class Connection:
 
     async def _end_lifetime(self) -> None:
         limit = ProtocolError(
-            errors.CONNECTION_LIMIT_REACHED,
+            protocol.CONNECTION_LIMIT_REACHED,
             f"This connection reached its {self._config.lifetime_s:g} s lifetime limit;"
             " open a new connection to continue.",
         )
@@ -103,17 +104,17 @@ class Connection:
             size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
             if size > self._config.max_frame_bytes:
                 raise ProtocolError(
-                    errors.MESSAGE_TOO_LARGE,
+                    protocol.MESSAGE_TOO_LARGE,
                     f"The frame has {size} bytes; the limit is {self._config.max_frame_bytes}.",
                     status=413,
                 )
             data = decode_frame(frame)
             kind = data["type"]
-            if kind == "response.create":
+            if kind == protocol.CREATE:
                 self._enqueue(parse_create(data))
-            elif kind == "response.cancel" and self._config.cancel_extension:
+            elif kind == protocol.CANCEL and self._config.cancel_extension:
                 self._cancel(parse_cancel(data))
-            elif kind == "response.steer" and self._config.steer_extension:
+            elif kind == protocol.STEER and self._config.steer_extension:
                 await self._steer(data)
             else:
                 raise errors.bad_value("type", f"unknown client event {kind!r}.")
@@ -130,7 +131,7 @@ class Connection:
     def _cancel(self, target: str | None) -> None:
         current = self._current
         if current is not None and target in (None, current.id):
-            if current.request_stop(CANCELLED):
+            if current.request_stop(protocol.CANCELLED):
                 return  # the responder answers with response.incomplete
             self._enqueue(_not_active(current.id), first=True)
         elif target is None:
@@ -140,7 +141,7 @@ class Connection:
         else:
             self._enqueue(
                 ProtocolError(
-                    errors.RESPONSE_NOT_FOUND,
+                    protocol.RESPONSE_NOT_FOUND,
                     f"No response with id {target!r} on this connection.",
                     param="response_id",
                     status=404,
@@ -154,20 +155,20 @@ class Connection:
             # Stops the response if it is still streaming; either way the worker starts
             # the successor from ``steer_input`` once the response has ended.
             current.steer_input.extend(steer.input)
-            current.request_stop(STEERED)
+            current.request_stop(protocol.STEERED)
             target = current
         elif current is None and last is not None and last.id == steer.previous_response_id:
             target = last.responder
             self._enqueue(target.record.request.continued(target.id, steer.input), first=True)
         else:
             refusal = ProtocolError(
-                errors.PREVIOUS_RESPONSE_NOT_FOUND,
+                protocol.PREVIOUS_RESPONSE_NOT_FOUND,
                 f"Response {steer.previous_response_id!r} is not running on this connection.",
                 param="previous_response_id",
             )
             await self._send(
                 {
-                    "type": "response.steer.failed",
+                    "type": protocol.STEER_FAILED,
                     "steer": {
                         "previous_response_id": steer.previous_response_id,
                         "input": steer.raw_input,
@@ -179,7 +180,7 @@ class Connection:
             return
         await self._send(
             {
-                "type": "response.steer.accepted",
+                "type": protocol.STEER_ACCEPTED,
                 "steer": {
                     "id": new_id("steer"),
                     "previous_response_id": steer.previous_response_id,
@@ -213,7 +214,7 @@ class Connection:
     def _resolve(self, request: CreateRequest) -> tuple[Job, tuple[Message, ...]]:
         if request.model not in self._config.accepted_models:
             raise ProtocolError(
-                errors.MODEL_NOT_FOUND,
+                protocol.MODEL_NOT_FOUND,
                 f"The model {request.model!r} does not exist on this server; available:"
                 f" {', '.join(self._config.accepted_models)}.",
                 param="model",
@@ -224,7 +225,7 @@ class Connection:
             last = self._last
             if last is None or last.id != request.previous_response_id:
                 raise ProtocolError(
-                    errors.PREVIOUS_RESPONSE_NOT_FOUND,
+                    protocol.PREVIOUS_RESPONSE_NOT_FOUND,
                     f"Previous response with id {request.previous_response_id!r} not found.",
                     param="previous_response_id",
                 )
@@ -260,7 +261,7 @@ class Connection:
 def _not_active(response_id: str | None) -> ProtocolError:
     what = f"Response {response_id!r} is not" if response_id else "No response is"
     return ProtocolError(
-        errors.CANCEL_NOT_ACTIVE,
+        protocol.CANCEL_NOT_ACTIVE,
         f"{what} in progress; nothing to cancel.",
         param="response_id",
     )

@@ -1,4 +1,5 @@
-"""Errors a client can cause, and the ``error`` event they become.
+"""Errors a client can cause, and the ``error`` event they become (the codes are the
+protocol's, in :mod:`spark_ide.responses_protocol`).
 
 We send OpenAI's nested WebSocket shape everywhere, so a client needs to parse one form::
 
@@ -10,16 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-INVALID_JSON = "invalid_json"
-INVALID_VALUE = "invalid_value"
-INVALID_TYPE = "invalid_type"
-MISSING_PARAMETER = "missing_required_parameter"
-MESSAGE_TOO_LARGE = "message_too_large"
-MODEL_NOT_FOUND = "model_not_found"
-PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
-RESPONSE_NOT_FOUND = "response_not_found"
-CANCEL_NOT_ACTIVE = "response_cancel_not_active"
-CONNECTION_LIMIT_REACHED = "websocket_connection_limit_reached"
+from spark_ide import responses_protocol as protocol
 
 
 class ProtocolError(Exception):
@@ -32,7 +24,7 @@ class ProtocolError(Exception):
         *,
         param: str | None = None,
         status: int = 400,
-        error_type: str = "invalid_request_error",
+        error_type: str = protocol.INVALID_REQUEST_ERROR,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -51,18 +43,18 @@ class ProtocolError(Exception):
         }
 
     def event(self) -> dict[str, Any]:
-        return {"type": "error", "status": self.status, "error": self.body()}
+        return {"type": protocol.ERROR, "status": self.status, "error": self.body()}
 
 
 def missing(param: str) -> ProtocolError:
-    return ProtocolError(MISSING_PARAMETER, f"Missing required parameter: '{param}'.", param=param)
+    return ProtocolError(protocol.MISSING_PARAMETER, f"Missing required parameter: '{param}'.", param=param)
 
 
 def wrong_type(param: str, expected: str) -> ProtocolError:
     return ProtocolError(
-        INVALID_TYPE, f"Invalid type for '{param}': expected {expected}.", param=param
+        protocol.INVALID_TYPE, f"Invalid type for '{param}': expected {expected}.", param=param
     )
 
 
 def bad_value(param: str, detail: str) -> ProtocolError:
-    return ProtocolError(INVALID_VALUE, f"Invalid value for '{param}': {detail}", param=param)
+    return ProtocolError(protocol.INVALID_VALUE, f"Invalid value for '{param}': {detail}", param=param)

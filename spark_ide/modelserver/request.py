@@ -11,16 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import Message, Role
-from spark_ide.modelserver.errors import (
-    INVALID_JSON,
-    ProtocolError,
-    bad_value,
-    missing,
-    wrong_type,
-)
+from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
 
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _ROLES: Mapping[str, Role] = {
     "user": "user",
     "assistant": "assistant",
@@ -62,9 +56,9 @@ def decode_frame(frame: str | bytes) -> dict[str, Any]:
     try:
         data = json.loads(frame)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(INVALID_JSON, f"The frame is not valid JSON: {exc}") from None
+        raise ProtocolError(protocol.INVALID_JSON, f"The frame is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ProtocolError(INVALID_JSON, "A client message must be a JSON object.")
+        raise ProtocolError(protocol.INVALID_JSON, "A client message must be a JSON object.")
     if "type" not in data:
         raise missing("type")
     if not isinstance(data["type"], str):
@@ -173,8 +167,10 @@ def _effort(reasoning: Any) -> str | None:
     effort = reasoning.get("effort")
     if effort is None:
         return None
-    if effort not in EFFORTS:
-        raise bad_value("reasoning.effort", f"{effort!r} is not one of {list(EFFORTS)}.")
+    if effort not in protocol.REASONING_EFFORTS:
+        raise bad_value(
+            "reasoning.effort", f"{effort!r} is not one of {list(protocol.REASONING_EFFORTS)}."
+        )
     return str(effort)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import (
     CancelToken,
     Engine,
@@ -27,10 +28,6 @@ from spark_ide.modelserver.wire import ResponseRecord, text_part
 log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-CANCELLED = "cancelled"
-STEERED = "steered"
-MAX_OUTPUT_TOKENS = "max_output_tokens"
 
 
 class Responder:
@@ -70,8 +67,8 @@ class Responder:
     async def run(self) -> None:
         tally = Tally()
         self.record.tally = tally
-        await self.emit("response.created", response=self.record.to_json())
-        await self.emit("response.in_progress", response=self.record.to_json())
+        await self.emit(protocol.CREATED, response=self.record.to_json())
+        await self.emit(protocol.IN_PROGRESS, response=self.record.to_json())
         try:
             if not self.record.request.generate:
                 await self._engine.prepare(self.job, tally)
@@ -95,8 +92,8 @@ class Responder:
 
     async def _stream(self, tally: Tally) -> None:
         self.record.has_item = True
-        await self.emit("response.output_item.added", output_index=0, item=self.record.item())
-        await self.emit("response.content_part.added", **self._where(), part=text_part(""))
+        await self.emit(protocol.OUTPUT_ITEM_ADDED, output_index=0, item=self.record.item())
+        await self.emit(protocol.CONTENT_PART_ADDED, **self._where(), part=text_part(""))
         pieces = self._engine.generate(self.job, tally, self.cancel)
         async with aclosing(pieces):
             try:
@@ -105,7 +102,7 @@ class Responder:
                         break
                     self.record.text += piece.text
                     await self.emit(
-                        "response.output_text.delta", **self._where(), delta=piece.text, logprobs=[]
+                        protocol.OUTPUT_TEXT_DELTA, **self._where(), delta=piece.text, logprobs=[]
                     )
             finally:
                 # However the loop ended (done, stop, socket closed), the engine must not
@@ -120,24 +117,24 @@ class Responder:
         record = self.record
         if record.has_item:
             text = record.text
-            await self.emit("response.output_text.done", **self._where(), text=text, logprobs=[])
-            await self.emit("response.content_part.done", **self._where(), part=text_part(text))
+            await self.emit(protocol.OUTPUT_TEXT_DONE, **self._where(), text=text, logprobs=[])
+            await self.emit(protocol.CONTENT_PART_DONE, **self._where(), part=text_part(text))
+        status: protocol.FinalStatus = "completed"
         if tally.hit_token_limit:
-            record.status = "incomplete"
-            record.incomplete_reason = MAX_OUTPUT_TOKENS
-        else:
-            record.status = "completed"
+            status = "incomplete"
+            record.incomplete_reason = protocol.MAX_OUTPUT_TOKENS
+        record.status = status
         if record.has_item:
-            await self.emit("response.output_item.done", output_index=0, item=record.item())
-        await self.emit(f"response.{record.status}", response=record.to_json())
+            await self.emit(protocol.OUTPUT_ITEM_DONE, output_index=0, item=record.item())
+        await self.emit(protocol.FINAL_EVENTS[status], response=record.to_json())
 
     async def _end_interrupted(self, reason: str) -> None:
         # A stopped response gets exactly one more event: its terminal one.
         self.record.status = "incomplete"
         self.record.incomplete_reason = reason
-        await self.emit("response.incomplete", response=self.record.to_json())
+        await self.emit(protocol.INCOMPLETE, response=self.record.to_json())
 
     async def _fail(self, exc: EngineError) -> None:
         self.record.status = "failed"
         self.record.error = {"code": exc.code, "message": exc.message}
-        await self.emit("response.failed", response=self.record.to_json())
+        await self.emit(protocol.FAILED, response=self.record.to_json())

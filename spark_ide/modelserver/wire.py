@@ -9,12 +9,11 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from spark_ide.modelserver.engine import Tally
 from spark_ide.modelserver.request import CreateRequest
-
-Status = Literal["in_progress", "completed", "incomplete", "failed"]
+from spark_ide.responses_protocol import Status
 
 
 def new_id(prefix: str) -> str:

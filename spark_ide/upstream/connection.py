@@ -20,6 +20,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.logsafe import redacting_logger
 from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
@@ -49,10 +50,6 @@ from spark_ide.upstream.stream import TurnStream
 
 log = logging.getLogger(__name__)
 
-PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
-CONNECTION_LIMIT_REACHED = "websocket_connection_limit_reached"
-# Only a cancel message can cause these; they are answers to it, never to a request.
-CANCEL_REFUSALS = frozenset({"response_cancel_not_active", "response_not_found"})
 MAX_INCOMING_BYTES = 16 * 1024 * 1024
 
 
@@ -193,7 +190,7 @@ class ResponsesConnection:
 
     def _send_cancel(self, attempt: Attempt) -> None:
         attempt.cancel_sent_at_delta = attempt.deltas
-        self._spawn(self._send({"type": "response.cancel", "response_id": attempt.response_id}))
+        self._spawn(self._send({"type": protocol.CANCEL, "response_id": attempt.response_id}))
 
     async def _send(self, body: JSONObject) -> None:
         try:
@@ -277,10 +274,10 @@ class ResponsesConnection:
             stream.fail(done.code, done.message)
 
     def _on_error(self, error: ErrorFrame) -> None:
-        if error.code in CANCEL_REFUSALS:
+        if error.code in protocol.CANCEL_REFUSALS:
             log.debug("upstream refused a cancel: %s", error.message)
             return
-        if error.code == CONNECTION_LIMIT_REACHED:
+        if error.code == protocol.CONNECTION_LIMIT_REACHED:
             self.expired = True
         target = next((a for a in self._pending if not a.done and a.response_id is None), None)
         if target is None:
@@ -292,13 +289,13 @@ class ResponsesConnection:
         stream = target.stream
         if stream is None:
             return
-        if error.code == CONNECTION_LIMIT_REACHED:
+        if error.code == protocol.CONNECTION_LIMIT_REACHED:
             stream.resend(same_connection=False, reason="connection lifetime limit reached")
         elif target.steer:
             # A server without `response.steer` rejects it as an unknown message.
             stream.chain_allowed = False
             stream.resend(same_connection=False, reason=f"steer rejected: {error.code}")
-        elif error.code == PREVIOUS_RESPONSE_NOT_FOUND and stream.chain_allowed:
+        elif error.code == protocol.PREVIOUS_RESPONSE_NOT_FOUND and stream.chain_allowed:
             stream.chain_allowed = False
             stream.resend(same_connection=True, reason="previous response not on this socket")
         else:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.upstream.events import Usage
 
 
@@ -31,7 +31,7 @@ class Delta:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    status: Literal["completed", "incomplete", "failed"]
+    status: protocol.FinalStatus
     response_id: str | None
     reason: str = ""
     code: str = ""
@@ -64,12 +64,6 @@ class Other:
 
 Frame = Created | Delta | Done | ErrorFrame | SteerAccepted | SteerFailed | Other
 
-_FINAL_TYPES = {
-    "response.completed": "completed",
-    "response.incomplete": "incomplete",
-    "response.failed": "failed",
-}
-
 
 def parse_frame(raw: str | bytes) -> Frame:
     if isinstance(raw, bytes):
@@ -81,24 +75,24 @@ def parse_frame(raw: str | bytes) -> Frame:
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise MalformedFrame("frame is not an object with a string 'type'")
     kind: str = obj["type"]
-    if kind == "response.output_text.delta":
+    if kind == protocol.OUTPUT_TEXT_DELTA:
         delta = obj.get("delta")
         if not isinstance(delta, str):
             raise MalformedFrame("output_text.delta without a string 'delta'")
         return Delta(delta)
-    if kind == "response.created":
+    if kind == protocol.CREATED:
         response_id = _response(obj).get("id")
         if not isinstance(response_id, str):
             raise MalformedFrame("response.created without response.id")
         return Created(response_id)
-    if kind in _FINAL_TYPES or kind == "response.done":
+    if kind in protocol.FINAL_STATUSES or kind == protocol.DONE:
         return _parse_done(kind, _response(obj))
-    if kind == "error":
+    if kind == protocol.ERROR:
         return _parse_error(obj)
-    if kind == "response.steer.accepted":
+    if kind == protocol.STEER_ACCEPTED:
         response_id = obj.get("response_id", _response(obj, required=False).get("id"))
         return SteerAccepted(response_id if isinstance(response_id, str) else None)
-    if kind == "response.steer.failed":
+    if kind == protocol.STEER_FAILED:
         refusal = _parse_error(obj)
         return SteerFailed(refusal.code, refusal.message)
     return Other(kind)
@@ -114,7 +108,7 @@ def _response(obj: dict[str, object], *, required: bool = True) -> dict[str, obj
 
 
 def _parse_done(kind: str, response: dict[str, object]) -> Done:
-    status = _FINAL_TYPES.get(kind) or str(response.get("status", "completed"))
+    status = protocol.FINAL_STATUSES.get(kind) or str(response.get("status", "completed"))
     raw_id = response.get("id")
     response_id = raw_id if isinstance(raw_id, str) else None
     usage = _usage(response.get("usage"))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.upstream.errors import BAD_REQUEST, UpstreamError
 from spark_ide.upstream.profiles import EFFORTS, Effort, ProviderProfile
 
@@ -56,7 +57,7 @@ def responses_create(
 ) -> JSONObject:
     """A ``response.create`` message; ``chain`` sends only the new input on the previous id."""
     body: JSONObject = {
-        "type": "response.create",
+        "type": protocol.CREATE,
         "model": model,
         "instructions": request.instructions,
         "store": store,
@@ -79,7 +80,7 @@ def responses_create(
 def responses_warmup(*, model: str, instructions: str, store: bool) -> JSONObject:
     """``generate: false``: the server prepares state and answers with a response id only."""
     return {
-        "type": "response.create",
+        "type": protocol.CREATE,
         "model": model,
         "instructions": instructions,
         "input": [],
@@ -90,7 +91,7 @@ def responses_warmup(*, model: str, instructions: str, store: bool) -> JSONObjec
 
 def responses_steer(request: TurnRequest, running_response_id: str) -> JSONObject:
     return {
-        "type": "response.steer",
+        "type": protocol.STEER,
         "previous_response_id": running_response_id,
         "input": [_input_item(m) for m in request.input],
     }

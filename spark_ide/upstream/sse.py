@@ -15,6 +15,7 @@ import logging
 import httpx
 from httpx_sse import EventSource
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.upstream.base import ModelClient
 from spark_ide.upstream.config import ProviderConfig, http_base_url
 from spark_ide.upstream.errors import (
@@ -34,7 +35,8 @@ from spark_ide.upstream.stream import TurnStream
 
 log = logging.getLogger(__name__)
 
-_INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+# Chat Completions' finish reasons, as the Responses ``incomplete_details`` reason.
+_INCOMPLETE_REASONS = {"length": protocol.MAX_OUTPUT_TOKENS, "content_filter": protocol.CONTENT_FILTER}
 
 
 class ChatCompletionsClient(ModelClient):
