@@ -65,6 +65,7 @@ def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
     env.update(
         SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings", SPARK_PROVIDER="local",
         OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_EDIT_STYLE="edits",
+        SPARK_REPLAY_LIMIT="200",  # small enough that a page offline for seconds must resync
     )
     server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--verbosity", "0")
