@@ -1,8 +1,8 @@
-"""The transcript's edit-block splitter (static/src/live/edit_blocks.js), run under Node.
+"""The transcript shows what the server parsed: prose, a chip per edit block, fenced code.
 
-The server parses the model's output for real; this splitter only decides what the
-transcript shows as prose and what it collapses into one chip per block, so it must agree
-with PROTOCOL.md §4 on where blocks start and end, whatever the chunk boundaries.
+The browser does not parse the model's output any more: it renders `turn.prose` (the text
+outside blocks) and `edit.status` (a block opens with its first status). The model is the
+scripted engine: a prompt's ``[say]...[/say]`` is what it answers, at ``[rate:N]`` tokens/s.
 """
 
 from __future__ import annotations
@@ -10,38 +10,32 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ROOT
+from tests.browser.conftest import (
+    LIVE_WAIT_MS,
+    ROOT,
+    IdeServer,
+    _free_port,
+    create_file,
+    open_new_workspace,
+    wait_for_port,
+    wait_for_server_text,
+)
 from tests.conftest import require
 
-MODULE = (ROOT / "static/src/live/edit_blocks.js").as_uri()
+pytestmark = pytest.mark.browser
 
-# Feeds `text` in chunks of `size` characters, then finishes; prose runs are merged so the
-# result does not depend on how the text was cut.
-SPLIT = """
-const { EditBlockSplitter } = await import(MODULE);
-const out = [];
-for (const [text, size] of CASES) {
-  const splitter = new EditBlockSplitter();
-  const ops = [];
-  for (let i = 0; i < text.length; i += size) ops.push(...splitter.feed(text.slice(i, i + size)));
-  ops.push(...splitter.finish());
-  const merged = [];
-  for (const op of ops) {
-    const last = merged[merged.length - 1];
-    if (op.prose !== undefined && last && last.prose !== undefined) last.prose += op.prose;
-    else merged.push({ ...op });
-  }
-  out.push(merged);
-}
-console.log(JSON.stringify(out));
-"""
+SEED = "seed = 1\n"
 
 
 def run_node(script: str, **values: Any) -> Any:
+    """Run an ES module script under Node with `values` as constants; its JSON output."""
     require(shutil.which("node") is not None, "node is not installed")
     prelude = "".join(f"const {name} = {json.dumps(value)};\n" for name, value in values.items())
     done = subprocess.run(
@@ -52,83 +46,124 @@ def run_node(script: str, **values: Any) -> Any:
     return json.loads(done.stdout)
 
 
-def split(text: str, sizes: tuple[int, ...] = (1, 3, 7, 1000)) -> list[Any]:
-    results = run_node(SPLIT, MODULE=MODULE, CASES=[[text, size] for size in sizes])
-    for result in results[1:]:
-        assert result == results[0], "the chunk boundaries changed the result"
-    return list(results[0])
+@pytest.fixture(scope="module")
+def small_model_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    """A second IDE whose prompts ask for whole files, as for the bundled small model: the
+    first code fence of an answer is a write to the open file (or main.py)."""
+    data = tmp_path_factory.mktemp("ide-small")
+    port = _free_port()
+    env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "SPARK_EDIT_STYLE": "whole-file"}
+    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
+    server.manage("migrate", "--verbosity", "0")
+    log = data / "daphne.log"
+    with log.open("w") as out:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port, web, "daphne", log)
+            yield server
+        finally:
+            web.terminate()
+            web.wait(timeout=10)
 
 
-def test_a_write_block_becomes_one_block_with_its_lines_counted() -> None:
-    ops = split('Here it is.\n<write path="src/a.py">\nx = 1\ny = 2\n</write>\nDone.\n')
-    assert ops == [
-        {"prose": "Here it is.\n"},
-        {"open": {"block": "write", "kind": "write", "path": "src/a.py", "pathFromProse": False}},
-        {"line": True}, {"line": True},
-        {"close": True},
-        {"prose": "Done.\n"},
-    ]
+def _with_seed_file(server: IdeServer, page: Any, name: str) -> None:
+    open_new_workspace(server, page, name)
+    create_file(page, "a.py")
+    page.locator(".cm-content").click()
+    page.keyboard.type(SEED)
+    wait_for_server_text(page, "a.py", SEED)
 
 
-def test_an_edit_block_counts_only_its_replacement_lines_and_swallows_its_end_tag() -> None:
-    text = (
-        'Fix:\n<edit path="a.py">\n<old_text line="3">\nold = 1\n</old_text>\n'
-        "<new_text>\nnew = 1\nmore = 2\n</new_text>\n</edit>\nBye.\n"
-    )
-    ops = split(text)
-    assert [op for op in ops if "line" in op] == [{"line": True}, {"line": True}]
-    assert ops[0] == {"prose": "Fix:\n"}
-    assert ops[-1] == {"prose": "Bye.\n"}
-    assert "</edit>" not in "".join(op.get("prose", "") for op in ops)
+def _ask_and_wait(page: Any, answer: str) -> Any:
+    box = page.get_by_label("Prompt")
+    box.fill(f"[rate:300][say]{answer}[/say]")
+    box.press("Enter")
+    turn = page.locator(".turn").last
+    turn.locator(".badge.outcome", has_text="completed").wait_for(timeout=LIVE_WAIT_MS)
+    return turn
 
 
-def test_search_replace_takes_its_path_from_the_prose_line_before() -> None:
-    ops = split("Change it\nsrc/x.py\n```\n<<<<<<< SEARCH\na\n=======\nb\nc\n>>>>>>> REPLACE\n```\nok")
-    opened = next(op["open"] for op in ops if "open" in op)
-    assert opened == {"block": "search", "kind": "edit", "path": None, "pathFromProse": True}
-    assert [op for op in ops if "line" in op] == [{"line": True}, {"line": True}]
-    assert ops[-1] == {"prose": "ok"}  # the closing fence belongs to the block
+def _prose(turn: Any) -> str:
+    """The transcript's own text of a turn: its prose, without chips and code blocks."""
+    return str(turn.locator(".prose").evaluate(
+        "(box) => [...box.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE)"
+        ".map((node) => node.data).join('')"
+    ))
 
 
-def test_a_line_that_may_become_a_tag_is_held_back_and_prose_is_not() -> None:
-    script = """
-const { EditBlockSplitter } = await import(MODULE);
-const splitter = new EditBlockSplitter();
-console.log(JSON.stringify([
-  splitter.feed("Hello"), splitter.feed(" there\\n<wri"), splitter.feed('te path="a.py">'),
-  splitter.feed("\\nx\\n"), splitter.feed("<notatag>\\n"),
-]));
-"""
-    hello, there, tag, body, still_body = run_node(script, MODULE=MODULE)
-    assert hello == [{"prose": "Hello"}]  # shown at once: it cannot become a tag
-    assert there == [{"prose": " there\n"}]  # "<wri" waits
-    assert tag == []  # the tag's line has not ended yet
-    assert body == [{"open": {"block": "write", "kind": "write", "path": "a.py", "pathFromProse": False}},
-                    {"line": True}]
-    assert still_body == [{"line": True}]
+def test_an_edit_block_is_a_chip_with_its_line_count_between_its_prose(ide_server: IdeServer, page: Any) -> None:
+    _with_seed_file(ide_server, page, "transcript chips")
+    turn = _ask_and_wait(page, (
+        "Fixing the seed.\n"
+        '<edit path="a.py">\n<old_text>\nseed = 1\n</old_text>\n'
+        "<new_text>\nseed = 2\nmore = 3\n</new_text>\n</edit>\n"
+        "Done.\n"
+    ))
+    chip = turn.locator(".chip[data-state='applied']")
+    chip.wait_for(timeout=LIVE_WAIT_MS)
+    assert chip.locator(".chip-kind").inner_text().lower() == "edit"
+    assert chip.locator(".chip-path").inner_text() == "a.py"
+    assert chip.locator(".chip-count").inner_text() == "+2"
+    assert _prose(turn) == "Fixing the seed.\nDone.\n"
+    assert turn.locator(".prose > *").evaluate_all("(nodes) => nodes.map((node) => node.className)") == ["chip"]
+    wait_for_server_text(page, "a.py", "seed = 2\nmore = 3\n")
+    create_file(page, "b.py")  # another tab in front; the chip brings a.py back
+    chip.click()
+    page.locator(".tab.active", has_text="a.py").wait_for()
 
 
-def test_an_unterminated_block_is_closed_when_the_turn_ends() -> None:
-    ops = split('<write path="a.py">\nx = 1\nhalf')
-    assert ops[-2:] == [{"line": True}, {"close": True}]
-    assert [op for op in ops if "line" in op] == [{"line": True}, {"line": True}]
+def test_a_search_replace_blocks_path_line_and_fence_are_not_prose(ide_server: IdeServer, page: Any) -> None:
+    _with_seed_file(ide_server, page, "transcript search replace")
+    turn = _ask_and_wait(page, (
+        "Changing it:\na.py\n```python\n<<<<<<< SEARCH\nseed = 1\n=======\nseed = 5\n>>>>>>> REPLACE\n```\n"
+        "All set.\n"
+    ))
+    chip = turn.locator(".chip[data-state='applied']")
+    chip.wait_for(timeout=LIVE_WAIT_MS)
+    assert chip.locator(".chip-path").inner_text() == "a.py"
+    assert chip.locator(".chip-count").inner_text() == "+1"
+    assert _prose(turn) == "Changing it:\nAll set.\n"
+    wait_for_server_text(page, "a.py", "seed = 5\n")
 
 
-def test_take_path_line_removes_the_path_and_a_fence_from_the_prose() -> None:
-    script = """
-const { takePathLine, dropOpeningFence } = await import(MODULE);
-console.log(JSON.stringify([
-  takePathLine("Change\\n`src/x.py`:\\n```python\\n"), takePathLine("two words\\n"),
-  dropOpeningFence("Here:\\n```python\\n"), dropOpeningFence("a `b`\\n"),
-]));
-"""
-    taken, refused, fenced, plain = run_node(script, MODULE=MODULE)
-    assert taken == {"prose": "Change\n", "path": "src/x.py"}
-    assert refused == {"prose": "two words\n", "path": None}
-    assert fenced == "Here:\n"
-    assert plain == "a `b`\n"
+def test_a_small_models_code_fence_is_highlighted_code_not_prose(small_model_server: IdeServer, page: Any) -> None:
+    open_new_workspace(small_model_server, page, "transcript fence")
+    code = "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, n))\n"
+    usage = "Use it like this:\n```python\nprint(is_prime(7))\n```\n"
+    turn = _ask_and_wait(page, f"Here is a prime check:\n```python\n{code}```\n{usage}")
+    block = turn.locator(".code-block[data-state='applied']")
+    block.wait_for(timeout=LIVE_WAIT_MS)
+    assert block.locator(".chip-path").inner_text() == "main.py"
+    assert block.locator("pre").inner_text() == code.rstrip("\n")
+    keywords = block.locator(".tok-keyword").all_inner_texts()
+    assert {"def", "return", "for", "in"} <= set(keywords), keywords
+    assert block.locator(".tok-string, .tok-number").count() > 0
+    # The usage example after the first fence is prose, as the model wrote it.
+    assert _prose(turn) == f"Here is a prime check:\n{usage}"
+    assert "def is_prime" not in _prose(turn)
+    wait_for_server_text(page, "main.py", code)
 
 
-@pytest.mark.parametrize("text", ["<", "<e", "<edit", "<<<", "<<<<<<< SEAR"])
-def test_a_tag_prefix_at_the_end_of_the_stream_is_prose(text: str) -> None:
-    assert split(text, sizes=(1, 100)) == [{"prose": text}]
+def test_a_fenced_block_shows_its_code_growing_as_the_model_writes(small_model_server: IdeServer, page: Any) -> None:
+    open_new_workspace(small_model_server, page, "transcript fence stream")
+    code = "".join(f"value_{i} = {i} * {i}\n" for i in range(24))
+    box = page.get_by_label("Prompt")
+    box.fill(f"[rate:40][say]Counting.\n```python\n{code}```\n[/say]")
+    box.press("Enter")
+    block = page.locator(".turn .code-block")
+    block.wait_for(timeout=LIVE_WAIT_MS)
+    seen: list[int] = []
+    deadline = time.monotonic() + LIVE_WAIT_MS / 1000
+    while not page.locator(".turn .badge.outcome").count():
+        assert time.monotonic() < deadline, f"the turn did not end; the code block showed {seen}"
+        rows = block.locator("pre").inner_text().count("value_")
+        if not seen or rows != seen[-1]:
+            seen.append(rows)
+        page.wait_for_timeout(50)
+    assert len(seen) >= 3 and seen == sorted(seen), seen  # line by line, never backwards
+    block.locator("pre", has_text="value_23 = 23 * 23").wait_for(timeout=LIVE_WAIT_MS)
+    assert block.locator("pre").inner_text() == code.rstrip("\n")
+    assert block.get_attribute("data-state") == "applied"

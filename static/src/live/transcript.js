@@ -1,12 +1,21 @@
-// The transcript: per turn, a header (prompt, steered from, effort), the model's prose as
-// plain text, each edit block collapsed to a chip (path, state, lines written), a footer with
-// the outcome. Deltas are buffered and drawn at most once per animation frame.
-import { EditBlockSplitter, dropOpeningFence, takePathLine } from "./edit_blocks.js";
+// The transcript: per turn, a header (prompt, steered from, effort), the model's prose, each
+// edit block as a chip (kind, path, state, lines written) and a small model's code fence as
+// highlighted code, then a footer with the outcome. It renders what the server parsed:
+// `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
+// final state closes it), in the order they came. Nothing here reads the model's raw text.
+// Work is buffered and drawn at most once per animation frame (flush()).
+import { classHighlighter, highlightCode } from "@lezer/highlight";
+import { languageFor } from "../languages.js";
 
 const STATE_LABELS = {
-  pending: "…", locating: "locating", streaming: "writing", applied: "applied",
-  rolled_back: "rolled back", failed: "failed",
+  locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
 };
+const IN_FLIGHT = new Set(["locating", "streaming"]);
+// In these states `detail.lines` is the region the block wrote: the chip counts its lines
+// and a fenced block shows it from the document. One that failed or was rolled back keeps
+// what it showed last.
+const WRITTEN = new Set(["streaming", "applied"]);
+const MAX_CODE_LINES = 400; // longer files show their start; the editor has the rest
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -15,14 +24,40 @@ function element(tag, className, text) {
   return node;
 }
 
+// The lines [start, end] (1-based, inclusive) of a text.
+function region(text, [start, end]) {
+  const lines = text.split("\n");
+  return lines.slice(Math.max(start - 1, 0), Math.min(end, start - 1 + MAX_CODE_LINES)).join("\n");
+}
+
+function highlighted(code, parser) {
+  const out = document.createDocumentFragment();
+  const put = (text, classes) => out.append(classes ? element("span", classes, text) : document.createTextNode(text));
+  if (parser) highlightCode(code, parser.parse(code), classHighlighter, put, () => put("\n", ""));
+  else put(code, "");
+  return out;
+}
+
+// The language parser for a fenced block: its file's (as the editor shows it), else the
+// fence's info string taken as an extension (```py, ```js).
+function parserFor(path, language) {
+  const support = [languageFor(path || ""), language ? languageFor(`fence.${language}`) : []]
+    .find((found) => found && found.language);
+  return support ? support.language.parser : null;
+}
+
 export class Transcript {
-  // onOpenPath(path): a chip was clicked
-  constructor(container, { onOpenPath }) {
+  // files: the document's path -> Y.Text map (fenced blocks show their region of it);
+  // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked.
+  constructor(container, { files, requestFrame, onOpenPath }) {
     this.container = container;
-    this.onOpenPath = onOpenPath;
+    this.files = files;
+    this.requestFrame = requestFrame;
     this.turns = new Map(); // turn id -> entry (see entry())
-    this.pending = new Set(); // turns with buffered text
-    this.repaint = new Set(); // chips whose state changed since the last frame
+    this.pending = new Set(); // entries with buffered prose
+    this.repaint = new Set(); // blocks whose status or document region changed
+    this.live = new Set(); // fenced blocks that follow the document
+    this.freezing = []; // [entry, flushes left] of finished turns whose code stops following
     // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
     // reading the layout after every append would force a layout of the page each time.
     this.stick = true;
@@ -31,6 +66,7 @@ export class Transcript {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
     });
+    files.observeDeep((events) => this.documentChanged(events));
   }
 
   entry(turn) {
@@ -42,10 +78,7 @@ export class Transcript {
     header.append(element("span", "turn-prompt", "(turn in progress)"));
     const prose = element("div", "prose");
     article.append(header, prose);
-    entry = {
-      article, header, prose, text: null, splitter: new EditBlockSplitter(), buffer: "",
-      chips: [], states: new Map(), done: false,
-    };
+    entry = { article, header, prose, text: null, buffer: "", blocks: new Map(), done: false };
     this.turns.set(turn, entry);
     this.append(article);
     return entry;
@@ -59,23 +92,28 @@ export class Transcript {
     if (effort) header.append(element("span", "badge", effort));
   }
 
-  delta({ turn, text }) {
+  prose({ turn, text }) {
     const entry = this.entry(turn);
+    if (entry.done) return;
     entry.buffer += text;
-    this.pending.add(turn);
+    this.pending.add(entry);
   }
 
-  blockStatus({ turn, block, path, state, detail }) {
+  blockStatus({ turn, block, path, state, detail = {} }) {
     // A status of a turn we never saw start that is already over (a revert of an old turn)
     // has nothing to show here; the history panel shows it.
-    if (!this.turns.has(turn) && (state !== "locating" && state !== "streaming")) return;
+    if (!this.turns.has(turn) && !IN_FLIGHT.has(state)) return;
     const entry = this.entry(turn);
-    entry.states.set(block, { path, state, detail: detail || {} });
-    const chip = entry.chips[block];
-    if (chip) {
-      chip.status = entry.states.get(block);
-      this.repaint.add(chip);
+    let view = entry.blocks.get(block);
+    if (!view) {
+      this.drain(entry); // the prose before the block goes before it
+      view = this.openBlock(entry, detail);
+      entry.blocks.set(block, view);
     }
+    view.status = { path, state, detail };
+    if (!WRITTEN.has(state)) this.live.delete(view);
+    else if (Array.isArray(detail.lines)) view.lines = detail.lines;
+    this.repaint.add(view);
   }
 
   finished({ turn, status, metrics, error }) {
@@ -83,7 +121,6 @@ export class Transcript {
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
     this.drain(entry);
-    this.apply(entry, entry.splitter.finish());
     entry.article.classList.remove("running");
     entry.article.classList.add(`status-${status}`);
     const footer = element("footer", "turn-foot");
@@ -93,100 +130,122 @@ export class Transcript {
     }
     if (error) footer.append(element("span", "error", typeof error === "string" ? error : error.message || ""));
     entry.article.append(footer);
+    // The document updates that came with the turn's last events are applied later in this
+    // frame: its code blocks follow them through the next flush, then stop.
+    this.freezing.push([entry, 2]);
     if (this.stick) this.scroll();
   }
 
   flush() {
-    for (const chip of this.repaint) this.paintChip(chip, chip.status);
+    for (const view of this.repaint) this.paint(view);
     this.repaint.clear();
+    this.freezing = this.freezing.filter((item) => {
+      item[1] -= 1;
+      if (item[1] > 0) return true;
+      for (const view of item[0].blocks.values()) this.live.delete(view);
+      return false;
+    });
     if (this.pending.size === 0) return;
-    for (const turn of this.pending) this.drain(this.turns.get(turn));
+    for (const entry of this.pending) this.drain(entry);
     this.pending.clear();
     if (this.stick) this.scroll();
   }
 
   drain(entry) {
     if (!entry.buffer) return;
-    const text = entry.buffer;
+    if (!entry.text) {
+      entry.text = document.createTextNode("");
+      entry.prose.append(entry.text);
+    }
+    entry.text.appendData(entry.buffer);
     entry.buffer = "";
-    this.apply(entry, entry.splitter.feed(text));
+    this.pending.delete(entry);
   }
 
-  apply(entry, operations) {
-    const grown = new Set();
-    for (const op of operations) {
-      if (op.prose !== undefined) {
-        if (!entry.text) {
-          entry.text = document.createTextNode("");
-          entry.prose.append(entry.text);
-        }
-        entry.text.appendData(op.prose);
-      } else if (op.open) {
-        this.openChip(entry, op.open);
-      } else if (op.line) {
-        const chip = entry.chips[entry.chips.length - 1];
-        chip.lines += 1;
-        grown.add(chip);
-      }
-    }
-    for (const chip of grown) chip.count.textContent = `+${chip.lines}`;
-  }
-
-  openChip(entry, opened) {
-    let path = opened.path;
-    if (opened.pathFromProse && entry.text) {
-      const taken = takePathLine(entry.text.data);
-      entry.text.data = taken.prose;
-      path = taken.path;
-    } else if (entry.text) {
-      entry.text.data = dropOpeningFence(entry.text.data);
-    }
-    const chip = {
-      button: element("button", "chip"),
-      path: element("span", "chip-path", path || "?"),
+  // A chip; for a small model's code fence, a chip over the code it wrote.
+  openBlock(entry, detail) {
+    const view = {
+      chip: element("button", "chip"),
+      kind: element("span", "chip-kind", detail.kind || "edit"),
+      path: element("span", "chip-path", "?"),
       count: element("span", "chip-count", ""),
       state: element("span", "chip-state"),
-      lines: 0,
-      status: null, // the latest {path, state, detail} from edit.status
+      lines: null, // the region [first, last] as of the latest streaming/applied status
+      status: null,
+      code: null,
     };
-    chip.button.type = "button";
-    chip.button.append(element("span", "chip-kind", opened.kind), chip.path, chip.count, chip.state);
-    entry.chips.push(chip);
-    entry.prose.append(chip.button);
-    entry.text = null; // prose after the block starts a new text node
-    chip.status = entry.states.get(entry.chips.length - 1) || { path, state: "pending", detail: {} };
-    this.paintChip(chip, chip.status);
-  }
-
-  paintChip(chip, { path, state, detail }) {
-    const button = chip.button;
-    button.dataset.state = state;
-    chip.state.textContent = STATE_LABELS[state] || state;
-    if (path) {
-      button.dataset.path = path;
-      chip.path.textContent = path;
+    view.chip.type = "button";
+    view.chip.append(view.kind, view.path, view.count, view.state);
+    if (detail.fenced) {
+      const figure = element("figure", "code-block");
+      view.code = element("code");
+      view.shown = null; // the code text last drawn
+      view.language = detail.language || null;
+      figure.append(view.chip, element("pre"));
+      figure.lastChild.append(view.code);
+      view.box = figure;
+      this.live.add(view);
+    } else {
+      view.box = view.chip;
     }
-    const label = `${button.dataset.path || ""} ${STATE_LABELS[state] || state}`;
-    const why = detail.message || detail.reason;
-    button.title = why ? `${label}: ${why}` : label;
+    entry.prose.append(view.box);
+    entry.text = null; // prose after the block starts a new text node
+    return view;
   }
 
-  // A resync: the turns that were running ended unseen, except `running`, which goes on
-  // after a visible gap in its text.
-  lostEvents(running) {
-    for (const [turn, entry] of this.turns) {
-      entry.buffer = "";
-      if (entry.done) continue;
-      if (turn === running) {
-        entry.prose.append(element("span", "gap", " … "));
-        entry.text = null;
-        entry.splitter = new EditBlockSplitter(); // we may be anywhere in a block now
-      } else {
-        entry.done = true;
-        entry.article.classList.replace("running", "status-unknown");
+  paint(view) {
+    const { path, state, detail } = view.status;
+    const chip = view.chip;
+    chip.dataset.state = state;
+    view.box.dataset.state = state;
+    view.state.textContent = STATE_LABELS[state] || state;
+    if (path) {
+      chip.dataset.path = path;
+      view.path.textContent = path;
+    }
+    if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
+    const label = `${chip.dataset.path || ""} ${STATE_LABELS[state] || state}`;
+    const why = detail.message || detail.reason;
+    chip.title = why ? `${label}: ${why}` : label;
+    if (view.code && view.lines && (this.live.has(view) || view.shown === null)) this.paintCode(view, path);
+  }
+
+  paintCode(view, path) {
+    const text = this.files.get(path);
+    const code = text ? region(text.toString(), view.lines) : "";
+    if (code === view.shown) return;
+    view.shown = code;
+    if (view.parser === undefined) view.parser = parserFor(path, view.language);
+    view.code.replaceChildren(highlighted(code, view.parser));
+  }
+
+  // Someone (usually the model) changed files: fenced blocks showing them redraw next frame.
+  documentChanged(events) {
+    if (this.live.size === 0) return;
+    const paths = new Set();
+    for (const event of events) {
+      if (event.target === this.files) for (const key of event.keysChanged) paths.add(key);
+      else paths.add(event.path[0]);
+    }
+    let changed = false;
+    for (const view of this.live) {
+      if (view.status && paths.has(view.status.path)) {
+        this.repaint.add(view);
+        changed = true;
       }
     }
+    if (changed) this.requestFrame();
+  }
+
+  // A resync: the server replays the recent turns, so the transcript starts over.
+  clear() {
+    for (const entry of this.turns.values()) entry.article.remove();
+    this.turns.clear();
     this.pending.clear();
+    this.repaint.clear();
+    this.live.clear();
+    this.freezing = [];
+    this.stick = true;
   }
 
   append(node) {
