@@ -43,7 +43,9 @@ class LiveSession {
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
     });
-    this.transcript = new Transcript(root.querySelector("#transcript"), { onOpenPath: (path) => this.tabs.open(path) });
+    this.transcript = new Transcript(root.querySelector("#transcript"), {
+      files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
+    });
     this.status = new StatusBar(root.querySelector(".statusbar"));
     this.toasts = new Toasts(document.getElementById("toasts"));
     this.presence = document.getElementById("presence");
@@ -84,8 +86,10 @@ class LiveSession {
       case "hello": return this.hello(event);
       case "turn.started": return this.turnStarted(event);
       case "turn.delta":
-        this.transcript.delta(event);
         this.status.delta(event);
+        return this.loop.request();
+      case "turn.prose":
+        this.transcript.prose(event);
         return this.loop.request();
       case "edit.status": return this.editStatus(event);
       case "turn.finished": return this.turnFinished(event);
