@@ -10,12 +10,13 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import Engine
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer, ServerConfig
 
 WAIT_S = 10.0
-TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+TERMINAL = (protocol.COMPLETED, protocol.INCOMPLETE, protocol.FAILED, protocol.ERROR)
 MODEL = "smollm2"
 
 
@@ -30,7 +31,7 @@ class Client:
         await self.socket.send(json.dumps(event))
 
     async def create(self, text: str | list[dict[str, Any]], **fields: Any) -> None:
-        await self.send({"type": "response.create", "model": MODEL, "input": text, **fields})
+        await self.send({"type": protocol.CREATE, "model": MODEL, "input": text, **fields})
 
     async def recv(self) -> dict[str, Any]:
         frame = await asyncio.wait_for(self.socket.recv(), self.wait_s)
@@ -56,7 +57,7 @@ class Client:
 
 
 def text_of(events: list[dict[str, Any]]) -> str:
-    return "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    return "".join(e["delta"] for e in events if e["type"] == protocol.OUTPUT_TEXT_DELTA)
 
 
 def types_of(events: list[dict[str, Any]]) -> list[str]:

@@ -6,6 +6,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from spark_ide import responses_protocol as protocol
+
 from .protocol_client import WAIT_S, client_for, running_server
 
 
@@ -37,10 +39,10 @@ async def test_it_serves_the_right_key() -> None:
         headers = {"Authorization": "Bearer sekrit"}
         async with client_for(server, additional_headers=headers) as ws:
             events = await ws.run("[say]welcome[/say]")
-    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["type"] == protocol.COMPLETED
 
 
 async def test_it_needs_no_key_when_none_is_configured() -> None:
     async with running_server() as server, client_for(server) as ws:
         events = await ws.run("[say]open[/say]")
-    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["type"] == protocol.COMPLETED

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from spark_ide import responses_protocol as protocol
+
 from .fake_engines import EchoEngine
 from .protocol_client import client_for, running_server, text_of
 
@@ -45,7 +47,7 @@ async def test_it_only_remembers_the_last_response() -> None:
         first = await ws.run("a")
         await ws.run("b")
         events = await ws.run("c", previous_response_id=first[-1]["response"]["id"])
-    assert events[-1]["error"]["code"] == "previous_response_not_found"
+    assert events[-1]["error"]["code"] == protocol.PREVIOUS_RESPONSE_NOT_FOUND
 
 
 async def test_it_forgets_responses_when_the_socket_closes() -> None:
@@ -54,4 +56,4 @@ async def test_it_forgets_responses_when_the_socket_closes() -> None:
             first = await ws.run("a")
         async with client_for(server) as ws:
             events = await ws.run("b", previous_response_id=first[-1]["response"]["id"])
-    assert events[-1]["error"]["code"] == "previous_response_not_found"
+    assert events[-1]["error"]["code"] == protocol.PREVIOUS_RESPONSE_NOT_FOUND

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engines.scripted import split_tokens
 from tests.support.recording_engine import RecordingEngine
 from tests.support.waits import eventually
@@ -14,7 +15,7 @@ async def test_closing_the_socket_stops_generation() -> None:
     async with running_server(engine) as server:
         async with client_for(server) as ws:
             await ws.create(LONG)
-            await ws.until("response.output_text.delta")
+            await ws.until(protocol.OUTPUT_TEXT_DELTA)
         await eventually(lambda: engine.generations[0].end is not None, WAIT_S)
     (generation,) = engine.generations
     assert generation.end == "stopped"
@@ -25,7 +26,7 @@ async def test_the_server_keeps_serving_after_a_client_vanishes() -> None:
     async with running_server(RecordingEngine(tokens_per_s=100, ttft_s=0.0)) as server:
         async with client_for(server) as ws:
             await ws.create(LONG)
-            await ws.until("response.output_text.delta")
+            await ws.until(protocol.OUTPUT_TEXT_DELTA)
         async with client_for(server) as ws:
             events = await ws.run("[rate:100000][say]fresh[/say]")
-    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["type"] == protocol.COMPLETED

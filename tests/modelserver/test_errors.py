@@ -1,3 +1,7 @@
+"""Refused client messages. The codes are spelt out as they go on the wire: this is where the
+server's spelling of them is checked (the rest of the tests use the names in
+:mod:`spark_ide.responses_protocol`)."""
+
 from __future__ import annotations
 
 import json
@@ -5,20 +9,22 @@ from typing import Any
 
 import pytest
 
+from spark_ide import responses_protocol as protocol
+
 from .protocol_client import Client, client_for, running_server
 
 
 async def error_for(ws: Client, frame: str | bytes) -> dict[str, Any]:
     await ws.socket.send(frame)
     error = await ws.recv()
-    assert error["type"] == "error"
+    assert error["type"] == protocol.ERROR
     # The server keeps serving on the same socket.
-    assert (await ws.run("[say]still here[/say]"))[-1]["type"] == "response.completed"
+    assert (await ws.run("[say]still here[/say]"))[-1]["type"] == protocol.COMPLETED
     return error
 
 
 def create(**fields: Any) -> str:
-    return json.dumps({"type": "response.create", **fields})
+    return json.dumps({"type": protocol.CREATE, **fields})
 
 
 @pytest.mark.parametrize(
@@ -100,7 +106,7 @@ async def test_it_rejects_an_unknown_model_with_model_not_found(ws: Client) -> N
 
 async def test_it_accepts_any_configured_model_name() -> None:
     async with running_server(model=("smollm2", "local")) as server, client_for(server) as ws:
-        await ws.send({"type": "response.create", "model": "local", "input": "[say]hi[/say]"})
+        await ws.send({"type": protocol.CREATE, "model": "local", "input": "[say]hi[/say]"})
         events = await ws.response()
     assert events[-1]["response"]["model"] == "local"
 
@@ -114,4 +120,4 @@ async def test_it_rejects_an_oversized_frame_and_keeps_the_socket() -> None:
 
 async def test_it_tolerates_fields_it_does_not_use(ws: Client) -> None:
     events = await ws.run("[say]ok[/say]", tools=[], metadata={"a": "b"}, stream_id="lane-1")
-    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["type"] == protocol.COMPLETED

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import CancelToken, Job, Message, Tally
 from spark_ide.modelserver.engines.llama import (
     LlamaEngine,
@@ -44,7 +45,7 @@ def usage(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def test_it_generates_real_text_from_the_bundled_model(llama_ws: Client) -> None:
     events = await llama_ws.run("What is the capital of France?", max_output_tokens=24)
-    assert events[-1]["type"] in ("response.completed", "response.incomplete")
+    assert events[-1]["type"] in (protocol.COMPLETED, protocol.INCOMPLETE)
     assert text_of(events).strip()
     assert 0 < usage(events)["output_tokens"] <= 24
     assert usage(events)["input_tokens"] > 5
@@ -60,7 +61,7 @@ async def test_it_reuses_the_kv_cache_for_a_chained_turn(llama_ws: Client) -> No
         previous_response_id=first[-1]["response"]["id"],
         max_output_tokens=8,
     )
-    assert second[-1]["type"] in ("response.completed", "response.incomplete")
+    assert second[-1]["type"] in (protocol.COMPLETED, protocol.INCOMPLETE)
     cached = usage(second)["input_tokens_details"]["cached_tokens"]
     # Everything up to the previous answer is already in the KV cache.
     assert cached >= usage(first)["input_tokens"]
@@ -68,7 +69,7 @@ async def test_it_reuses_the_kv_cache_for_a_chained_turn(llama_ws: Client) -> No
 
 async def test_a_warm_up_leaves_the_prompt_in_the_kv_cache(llama_ws: Client) -> None:
     warm = await llama_ws.run("Here is some context to read first.", generate=False)
-    assert warm[-1]["type"] == "response.completed"
+    assert warm[-1]["type"] == protocol.COMPLETED
     assert warm[-1]["response"]["output"] == []
     events = await llama_ws.run(
         "Summarise it.", previous_response_id=warm[-1]["response"]["id"], max_output_tokens=8
@@ -78,11 +79,11 @@ async def test_a_warm_up_leaves_the_prompt_in_the_kv_cache(llama_ws: Client) -> 
 
 async def test_it_cancels_a_real_generation(llama_ws: Client) -> None:
     await llama_ws.create("Write a long story about a dragon.", max_output_tokens=500)
-    started = await llama_ws.until("response.output_text.delta")
-    await llama_ws.send({"type": "response.cancel", "response_id": started[0]["response"]["id"]})
+    started = await llama_ws.until(protocol.OUTPUT_TEXT_DELTA)
+    await llama_ws.send({"type": protocol.CANCEL, "response_id": started[0]["response"]["id"]})
     events = await llama_ws.response()
-    assert events[-1]["type"] == "response.incomplete"
-    assert events[-1]["response"]["incomplete_details"] == {"reason": "cancelled"}
+    assert events[-1]["type"] == protocol.INCOMPLETE
+    assert events[-1]["response"]["incomplete_details"] == {"reason": protocol.CANCELLED}
     assert usage(events)["output_tokens"] < 500
 
 
@@ -90,7 +91,7 @@ async def test_it_fails_a_prompt_longer_than_the_context() -> None:
     engine = LlamaEngine(n_ctx=64)
     async with running_server(engine) as server, client_for(server, MODEL_WAIT_S) as ws:
         events = await ws.run("word " * 200)
-    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["type"] == protocol.FAILED
     assert events[-1]["response"]["error"]["code"] == "context_length_exceeded"
 
 
@@ -104,8 +105,8 @@ async def test_connections_share_one_loaded_model() -> None:
         await one.create("Say one word.", max_output_tokens=4)
         await two.create("Say two words.", max_output_tokens=4)
         first, second = await one.response(), await two.response()
-    assert first[-1]["type"] in ("response.completed", "response.incomplete")
-    assert second[-1]["type"] in ("response.completed", "response.incomplete")
+    assert first[-1]["type"] in (protocol.COMPLETED, protocol.INCOMPLETE)
+    assert second[-1]["type"] in (protocol.COMPLETED, protocol.INCOMPLETE)
 
 
 def test_it_reports_a_missing_model_file(tmp_path: Path) -> None:

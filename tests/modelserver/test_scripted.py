@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Message, Tally
 from spark_ide.modelserver.engines.scripted import (
     ScriptedEngine,
@@ -86,7 +87,7 @@ async def test_an_unknown_script_fails_the_response() -> None:
     async with running_server() as server, client_for(server) as ws:
         events = await ws.run("[script:missing]")
     final = events[-1]
-    assert final["type"] == "response.failed"
+    assert final["type"] == protocol.FAILED
     assert final["response"]["status"] == "failed"
     assert final["response"]["error"]["code"] == "script_not_found"
 
@@ -95,11 +96,11 @@ async def test_it_stops_at_max_output_tokens() -> None:
     async with running_server() as server, client_for(server) as ws:
         events = await ws.run("[say]one two three four five[/say]", max_output_tokens=2)
     final = events[-1]
-    assert final["type"] == "response.incomplete"
-    assert final["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert final["type"] == protocol.INCOMPLETE
+    assert final["response"]["incomplete_details"] == {"reason": protocol.MAX_OUTPUT_TOKENS}
     assert final["response"]["usage"]["output_tokens"] == 2
     assert text_of(events) == "one two"
-    assert events[-2]["type"] == "response.output_item.done"
+    assert events[-2]["type"] == protocol.OUTPUT_ITEM_DONE
     assert events[-2]["item"]["status"] == "incomplete"
 
 

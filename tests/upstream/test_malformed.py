@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
 from tests.upstream.helpers import ProxyFactory, client_config, collect, say, turn
@@ -14,7 +15,7 @@ from tests.upstream.helpers import ProxyFactory, client_config, collect, say, tu
 @pytest.mark.parametrize(
     "garbage",
     ["{not json", json.dumps(["a", "list"]),
-     json.dumps({"type": "response.output_text.delta", "delta": 42})],
+     json.dumps({"type": protocol.OUTPUT_TEXT_DELTA, "delta": 42})],
 )
 async def test_a_malformed_event_ends_the_turn_and_the_next_turn_is_clean(
     local_server: ModelServer, proxy_factory: ProxyFactory, garbage: str

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.upstream import ErrorEvent, UpstreamError, open_client
 from tests.support.waits import eventually
@@ -76,7 +77,7 @@ async def test_it_reports_an_unknown_model_at_warm_up(local_server: ModelServer)
     config = client_config(base_url_of(local_server), openai_like=False, model="no-such-model")
     with pytest.raises(UpstreamError) as caught:
         await asyncio.wait_for(open_client(config), 20)
-    assert caught.value.code == "model_not_found"
+    assert caught.value.code == protocol.MODEL_NOT_FOUND
 
 
 async def test_a_turn_raises_when_the_provider_went_down_between_turns() -> None:

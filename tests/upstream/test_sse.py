@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.upstream import (
     ChatCompletionsClient,
     Completed,
@@ -61,7 +62,7 @@ async def test_it_streams_deltas_and_completes() -> None:
 async def test_it_maps_a_length_finish_to_incomplete() -> None:
     events = await run_turn(chat_server(sse_body([chunk("a"), chunk(finish="length")])))
     assert isinstance(events[-1], Incomplete)
-    assert events[-1].reason == "max_output_tokens"
+    assert events[-1].reason == protocol.MAX_OUTPUT_TOKENS
 
 
 @pytest.mark.parametrize(
