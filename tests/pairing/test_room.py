@@ -254,7 +254,7 @@ async def test_a_collaborators_new_file_past_the_limit_or_with_a_bad_path_is_ref
             assert not errors
         else:
             assert errors and errors[0]["code"] == expected
-            await client.until_true(lambda: client.text(path) is None)  # removed again, for everyone
+            await client.until_true(lambda refused=path: client.text(refused) is None)  # removed for everyone
     fresh = await connect(live)
     await fresh.pump(0.3)
     assert sorted(fresh.doc.get("files", type=Map).keys()) == ["app.py", "one.py", "util.py"]

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from spark_ide.pairing.services import session_create, session_get
 from spark_ide.editing.document import document_texts
+from spark_ide.pairing.services import session_create, session_get
 from spark_ide.workspaces.documents import document_load
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import workspace_create, workspace_for
