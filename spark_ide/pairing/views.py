@@ -17,6 +17,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
 from spark_ide.accounts.services import signed_in_user
+from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
@@ -41,9 +42,11 @@ def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, s
 def _live_page(request: HttpRequest, session: Session, role: str) -> HttpResponse:
     """The IDE: the workspace's live (Yjs) editor, tree, prompt box, transcript and history."""
     workspace = session.workspace
-    can_edit = role in (Role.OWNER, Role.COLLABORATOR)
+    can_edit = role in DRIVER_ROLES
     context: dict[str, Any] = {
         "session": session,
+        "efforts": EFFORTS,
+        "default_effort": DEFAULT_EFFORT,
         "workspace": workspace,
         "role": role,
         "can_edit": can_edit,
@@ -93,7 +96,7 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
         }
         for turn in reversed(services.room_turns(session))
     ]
-    context = {"turns": turns, "can_drive": role in (Role.OWNER, Role.COLLABORATOR), "session": session}
+    context = {"turns": turns, "can_drive": role in DRIVER_ROLES, "session": session}
     return render(request, "pairing/_history.html", context)
 
 
@@ -101,7 +104,7 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
 def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
     """The file tree for everyone in the session; only owner and collaborators change files."""
     session, role = _session_and_role(request, session_id)
-    can_edit = role in (Role.OWNER, Role.COLLABORATOR)
+    can_edit = role in DRIVER_ROLES
     tree_url = reverse("session-tree", args=[session.id])
     return tree_partial(request, session.workspace, tree_url=tree_url, can_edit=can_edit)
 
