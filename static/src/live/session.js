@@ -156,12 +156,14 @@ class LiveSession {
     document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
   }
 
-  // Events were lost (the server could not replay them). The document re-syncs by itself;
-  // what ran meanwhile is in the history. The hello just before told which turn runs now.
+  // The server could not bring us up to date event by event: the transcript starts over (the
+  // recent turns follow as a replay) and the document re-syncs. The hello just before told
+  // which turn runs now.
   resync() {
     this.provider.requestSync();
     this.regions.clear();
-    this.transcript.lostEvents(this.running);
+    this.transcript.clear();
+    this.toasts.show("Back in sync: the transcript was reloaded from the server", "ok");
     this.loop.request();
     this.historyChanged();
   }
@@ -257,6 +259,5 @@ export function startLiveSession(root) {
   const session = new LiveSession(root);
   session.wire(root);
   session.start();
-  window.sparkLive = session; // for the browser tests and the console
   return session;
 }
