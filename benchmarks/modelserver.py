@@ -26,6 +26,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
+from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engine import Engine, Job, Message
 from spark_ide.modelserver.engines.llama import (
@@ -39,7 +40,8 @@ from spark_ide.modelserver.server import ModelServer
 
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm."
 SCRIPTED_TARGET = 50_000.0
-DELTA_MARK = '"type": "response.output_text.delta"'
+# A delta frame's ``"type"`` member exactly as the server writes it (json.dumps, default spacing).
+DELTA_MARK = json.dumps({"type": protocol.OUTPUT_TEXT_DELTA})[1:-1]
 
 
 @dataclass
@@ -84,16 +86,16 @@ async def through_server(url: str, fields: dict[str, Any]) -> tuple[Run, dict[st
     """One response over a fresh socket; each delta's arrival counts as one token."""
     async with connect(url, max_size=None) as socket:
         run = Run(time.perf_counter())
-        await socket.send(json.dumps({"type": "response.create", "model": "smollm2", **fields}))
+        await socket.send(json.dumps({"type": protocol.CREATE, "model": "smollm2", **fields}))
         async for frame in socket:
             # Deltas are timed, not parsed: at 50,000 tokens/s the client shares the CPU.
             if DELTA_MARK in frame:
                 run.arrivals.append(time.perf_counter())
                 continue
             event = json.loads(frame)
-            if event["type"] in ("response.completed", "response.incomplete"):
+            if event["type"] in (protocol.COMPLETED, protocol.INCOMPLETE):
                 return run, event["response"]
-            elif event["type"] in ("response.failed", "error"):
+            elif event["type"] in (protocol.FAILED, protocol.ERROR):
                 raise RuntimeError(f"benchmark request failed: {event}")
     raise RuntimeError("the server closed the socket mid-response")
 

@@ -23,12 +23,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from spark_ide import responses_protocol as protocol
+from spark_ide.live.events import TurnStatus
 from spark_ide.live.prompting import EDIT_FORMAT
 from spark_ide.upstream.profiles import profile_for
 from spark_ide.upstream.request import Message, TurnRequest, responses_create
 
 MODEL = "smollm2"
-TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}
+TERMINAL = {*protocol.FINAL_STATUSES, protocol.ERROR}
 
 
 def _create(text: str) -> str:
@@ -42,14 +44,14 @@ async def _answer(client: ServerConnection, upstream: ClientConnection, text: st
     turn_id = f"bare-{turn}"
     await client.send(json.dumps({"type": "turn.started", "turn": turn_id, "steered_from": None}))
     await upstream.send(_create(text))
-    status = "failed"
+    status = TurnStatus.FAILED
     async for frame in upstream:
         event: dict[str, Any] = json.loads(frame)
         kind = event.get("type")
-        if kind == "response.output_text.delta":
+        if kind == protocol.OUTPUT_TEXT_DELTA:
             await client.send(json.dumps({"type": "turn.delta", "turn": turn_id, "text": event["delta"]}))
         elif kind in TERMINAL:
-            status = "completed" if kind == "response.completed" else "failed"
+            status = TurnStatus.COMPLETED if kind == protocol.COMPLETED else TurnStatus.FAILED
             break
     await client.send(json.dumps({"type": "turn.finished", "turn": turn_id, "status": status}))
 

@@ -35,6 +35,8 @@ from typing import Any
 
 from benchmarks.pairing.client import Browser, Turn, late_events, play, take_turn
 from benchmarks.pairing.stack import FrameTap, Stack, Tapped, tap_deltas, tapped_events
+from spark_ide import responses_protocol as protocol
+from spark_ide.live.events import TurnStatus
 from spark_ide.modelserver.engines.scripted import split_tokens
 
 TOP_RATE = 200_000  # tokens/s: the rate the issue names for "the engine as fast as it can"
@@ -117,7 +119,7 @@ async def throughput_run(browser: Browser, script: str, expected: str, rate: flo
     turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
     return {
         "tokens_per_s": client_rate(turn),
-        "lossless": turn.text == expected and turn.finished["status"] == "completed",
+        "lossless": turn.text == expected and turn.finished["status"] == TurnStatus.COMPLETED,
         "frames": len(turn.deltas),
         "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
     }
@@ -225,7 +227,7 @@ def upstream_steer_times(frames: list[Tapped], said: str) -> tuple[float | None,
     events = tapped_events(frames)
     asked = next(
         (at for at, from_server, event in events
-         if not from_server and event.get("type") == "response.create" and f"[say]{said}[/say]" in json.dumps(event)),
+         if not from_server and event.get("type") == protocol.CREATE and f"[say]{said}[/say]" in json.dumps(event)),
         None,
     )
     answer = upstream_answer(frames, said)
@@ -259,7 +261,7 @@ async def steer_once(browser: Browser, tap: FrameTap, index: int, ttft_ms: float
         "model_first_token_minus_ttft_ms": None if asked is None or answered is None
         else (answered - asked) * 1000.0 - ttft_ms,
         "relay_ms": None if answered is None else (received - answered) * 1000.0,
-        "lossless": turn.text == said and turn.finished["status"] == "completed" and answered is not None,
+        "lossless": turn.text == said and turn.finished["status"] == TurnStatus.COMPLETED and answered is not None,
     }
 
 

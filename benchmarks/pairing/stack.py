@@ -26,6 +26,7 @@ from typing import IO, Any
 import httpx
 
 from benchmarks.loopproxy import frame_length
+from spark_ide import responses_protocol as protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 _HEADER_END = b"\r\n\r\n"
@@ -125,7 +126,7 @@ def tap_deltas(frames: list[Tapped]) -> list[tuple[float, str, str]]:
     return [
         (at, str(event.get("item_id")), str(event["delta"]))
         for at, from_server, event in tapped_events(frames)
-        if from_server and event.get("type") == "response.output_text.delta"
+        if from_server and event.get("type") == protocol.OUTPUT_TEXT_DELTA
     ]
 
 
