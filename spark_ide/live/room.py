@@ -86,6 +86,7 @@ class Room:
         self._loop_thread = threading.get_ident()
         self._idle_close: asyncio.TimerHandle | None = None
         self._closed = False
+        self._done = asyncio.Event()  # set once closing has finished
         self._background: set[asyncio.Future[None]] = set()
         self.pipeline = Pipeline(
             store=store, transport=self.transport, settings=settings,
@@ -111,15 +112,24 @@ class Room:
         self.pilot.start()
 
     async def close(self) -> None:
+        """End the running turn, deliver and save what waits, then let go. From the first
+        step on, HTTP requests change the stored document instead of this one."""
         if self._closed:
+            await self._done.wait()
             return
         self._closed = True
         if self._idle_close is not None:
             self._idle_close.cancel()
-        await self.pilot.shutdown()
-        await self.pipeline.close()
-        await self.store.close()
-        self._on_closed(self)
+        try:
+            await self.store.close()
+            await self.pilot.shutdown()
+            await self.pipeline.close()
+        finally:
+            self._done.set()
+            self._on_closed(self)
+
+    async def wait_closed(self) -> None:
+        await self._done.wait()
 
     @property
     def closed(self) -> bool:

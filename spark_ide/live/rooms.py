@@ -28,7 +28,10 @@ class Rooms:
         """The workspace's room, opened if this process does not hold it yet."""
         async with self._guard():
             room = self._rooms.get(workspace)
-            if room is None or room.closed:
+            if room is not None and room.closed:
+                await room.wait_closed()  # its last writes land before a new room reads them
+                room = None
+            if room is None:
                 room = self._factory(workspace, self._forget)
                 await room.open()
                 self._rooms[workspace] = room

@@ -93,7 +93,8 @@ class RoomStore(Protocol):
     async def turn_reverted(self, turn: str) -> None: ...
 
     async def close(self) -> None:
-        """The room closed: let go of what this store holds (registrations, connections)."""
+        """The room is closing: stop sending other threads' requests to it (its last writes
+        still come through this store)."""
 
 
 ModelConnector = Callable[[str], Awaitable[ModelClient]]
