@@ -11,7 +11,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.editing.lines import split_lines_keeping_ends
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, locate
 from spark_ide.editing.parse_events import BlockKind, BlockOpened
-from spark_ide.editing.paths import block_path
+from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
 from spark_ide.editing.status import BlockStatus, EditState
@@ -81,6 +81,9 @@ class EditBlock:
             if max_files is not None and len(files) >= max_files:
                 message = f"the workspace already holds {len(files)} files (at most {max_files})"
                 raise BlockFailure(FailureReason.TOO_MANY_FILES, message=message)
+            conflict = path_conflict(self.path, set(files.keys()))
+            if conflict is not None:
+                raise BlockFailure(FailureReason.PATH_CONFLICT, message=conflict)
             # Not under the block's origin, so undo never deletes the file with whatever
             # people typed into it; the TurnEditor removes it only if it ends up empty.
             with doc.transaction(origin=self.file_origin):

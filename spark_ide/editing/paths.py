@@ -8,6 +8,7 @@ same rules and reports a named `FailureReason` instead of raising.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Collection
 
 from spark_ide.editing.reasons import FailureReason
 
@@ -58,3 +59,19 @@ def block_path(raw: str | None, *, max_length: int = MAX_PATH_LENGTH) -> str | F
         return clean_path(raw, max_length=max_length)
     except BadPath:
         return FailureReason.BAD_PATH
+
+
+def path_conflict(path: str, existing: Collection[str]) -> str | None:
+    """Why a new file at ``path`` cannot sit beside the ``existing`` files, or None.
+
+    A file cannot also be a folder: ``a`` and ``a/b`` cannot both exist.
+    """
+    parts = path.split("/")
+    for end in range(1, len(parts)):
+        parent = "/".join(parts[:end])
+        if parent in existing:
+            return f"a parent folder of {path} is a file ({parent})"
+    folder = path + "/"
+    if any(other.startswith(folder) for other in existing):
+        return f"{path} is a folder"
+    return None

@@ -23,6 +23,7 @@ class FailureReason(StrEnum):
     AMBIGUOUS_MATCH = "ambiguous_match"
     TOO_MANY_FILES = "too_many_files"
     FILE_TOO_LARGE = "file_too_large"
+    PATH_CONFLICT = "path_conflict"
 
     @property
     def explanation(self) -> str:
@@ -40,6 +41,7 @@ _EXPLANATIONS: dict[FailureReason, str] = {
     FailureReason.AMBIGUOUS_MATCH: "old_text matches several places equally well",
     FailureReason.TOO_MANY_FILES: "the workspace already holds as many files as it may",
     FailureReason.FILE_TOO_LARGE: "the file would grow past the size a workspace file may have",
+    FailureReason.PATH_CONFLICT: "a file cannot also be a folder (a and a/b cannot both exist)",
 }
 
 

@@ -109,6 +109,7 @@ class ErrorCode(StrEnum):
     REVERT_UNAVAILABLE = "revert_unavailable"
     BAD_PATH = "bad_path"
     TOO_MANY_FILES = "too_many_files"
+    PATH_CONFLICT = "path_conflict"
     STORAGE_FAILED = "storage_failed"
 
 

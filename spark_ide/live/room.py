@@ -32,7 +32,7 @@ from pycrdt import (
 
 from spark_ide.editing import workspace_files
 from spark_ide.editing.document import document_texts, set_file_text, sync_step2
-from spark_ide.editing.paths import BadPath, clean_path
+from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
 from .events import (
     DRIVER_ROLES,
@@ -312,8 +312,11 @@ class Room:
             except BadPath as exc:
                 refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"bad path {path[:80]!r}: {exc}", ref=path)))
                 continue
+            conflict = path_conflict(path, before | (added - {path}))
             if not ok:
                 refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"{path[:80]!r} is not in normal form (NFC)")))
+            elif conflict is not None:
+                refused.append((path, ErrorEvent(ErrorCode.PATH_CONFLICT, conflict, ref=path)))
             elif room_for is not None and room_for <= 0:
                 message = f"a workspace holds at most {limit} files; {path[:80]!r} was not kept"
                 refused.append((path, ErrorEvent(ErrorCode.TOO_MANY_FILES, message, ref=path)))

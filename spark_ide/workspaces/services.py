@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from spark_ide.editing.paths import BadPath, clean_path
+from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
 from .documents import document_file_changed, live_texts
 from .languages import language_for
@@ -131,13 +131,10 @@ def file_create(*, workspace: Workspace, path: str) -> File:
 
 
 def _path_conflict_check(workspace: Workspace, path: str) -> None:
-    """A file cannot also be a folder: ``a`` and ``a/b`` cannot both exist."""
-    parts = path.split("/")
-    parents = ["/".join(parts[:i]) for i in range(1, len(parts))]
-    if parents and workspace.files.filter(path__in=parents).exists():
-        raise WorkspaceError("path_conflict", f"a parent folder of {path} is a file")
-    if workspace.files.filter(path__startswith=path + "/").exists():
-        raise WorkspaceError("path_conflict", f"{path} is a folder")
+    """The rule every write obeys (``editing.paths.path_conflict``), over the stored paths."""
+    conflict = path_conflict(path, set(workspace.files.values_list("path", flat=True)))
+    if conflict is not None:
+        raise WorkspaceError("path_conflict", conflict)
 
 
 def file_delete(*, workspace: Workspace, path: str) -> None:

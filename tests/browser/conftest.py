@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,38 +56,51 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: P
             time.sleep(0.1)
 
 
+@contextmanager
+def daphne(env: dict[str, str], data: Path) -> Iterator[IdeServer]:
+    """The IDE under Daphne with ``env``, on a fresh port, its database migrated."""
+    port = _free_port()
+    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
+    server.manage("migrate", "--verbosity", "0")
+    log = data / "daphne.log"
+    with log.open("w") as out:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port, web, "daphne", log)
+            yield server
+        finally:
+            web.terminate()
+            web.wait(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
     """Daphne on its own SQLite, with our model server's scripted engine as the model."""
     require((ROOT / "static/dist/main.js").exists(), "the esbuild bundle is missing: run `make bundle`")
     data = tmp_path_factory.mktemp("ide")
-    model_port, port = _free_port(), _free_port()
+    model_port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SPARK_MODEL"}}
     env.update(
         SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings", SPARK_PROVIDER="local",
         OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_EDIT_STYLE="edits",
         SPARK_REPLAY_LIMIT="200",  # small enough that a page offline for seconds must resync
     )
-    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
-    server.manage("migrate", "--verbosity", "0")
-    model_log, web_log = data / "model.log", data / "daphne.log"
-    with model_log.open("w") as model_out, web_log.open("w") as web_out:
+    model_log = data / "model.log"
+    with model_log.open("w") as model_out:
         model = subprocess.Popen(
             [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port)],
             cwd=ROOT, env=env, stdout=model_out, stderr=subprocess.STDOUT,
         )
-        web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
-            cwd=ROOT, env=env, stdout=web_out, stderr=subprocess.STDOUT,
-        )
         try:
             wait_for_port(model_port, model, "the scripted model server", model_log)
-            wait_for_port(port, web, "daphne", web_log)
-            yield server
+            with daphne(env, data) as server:
+                yield server
         finally:
-            for process in (web, model):
-                process.terminate()
-                process.wait(timeout=10)
+            model.terminate()
+            model.wait(timeout=10)
 
 
 # Module scope, not session: Playwright's sync API keeps an event loop running in the main

@@ -7,10 +7,6 @@ scripted engine: a prompt's ``[say]...[/say]`` is what it answers, at ``[rate:N]
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,31 +15,16 @@ import pytest
 
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
-    ROOT,
     IdeServer,
-    _free_port,
     create_file,
+    daphne,
     open_new_workspace,
-    wait_for_port,
     wait_for_server_text,
 )
-from tests.conftest import require
 
 pytestmark = pytest.mark.browser
 
 SEED = "seed = 1\n"
-
-
-def run_node(script: str, **values: Any) -> Any:
-    """Run an ES module script under Node with `values` as constants; its JSON output."""
-    require(shutil.which("node") is not None, "node is not installed")
-    prelude = "".join(f"const {name} = {json.dumps(value)};\n" for name, value in values.items())
-    done = subprocess.run(
-        ["node", "--no-warnings", "--input-type=module", "-e", prelude + script],
-        capture_output=True, text=True, timeout=30, check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -51,22 +32,9 @@ def small_model_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathF
     """A second IDE whose prompts ask for whole files, as for the bundled small model: the
     first code fence of an answer is a write to the open file (or main.py)."""
     data = tmp_path_factory.mktemp("ide-small")
-    port = _free_port()
     env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "SPARK_EDIT_STYLE": "whole-file"}
-    server = IdeServer(url=f"http://127.0.0.1:{port}", env=env)
-    server.manage("migrate", "--verbosity", "0")
-    log = data / "daphne.log"
-    with log.open("w") as out:
-        web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_for_port(port, web, "daphne", log)
-            yield server
-        finally:
-            web.terminate()
-            web.wait(timeout=10)
+    with daphne(env, data) as server:
+        yield server
 
 
 def _with_seed_file(server: IdeServer, page: Any, name: str) -> None:

@@ -176,7 +176,7 @@ def test_typing_in_one_file_while_the_model_writes_another_is_kept(ide_server: I
     assert page.locator(".tab.active").inner_text().startswith("a.py")
     assert page.locator(".tab.busy", has_text="other.py").count() == 1
     page.keyboard.type("more = 3\n")
-    assert _document(page, "a.py") == SEED + "typed = 2\nmore = 3\n"
+    wait_for_server_text(page, "a.py", SEED + "typed = 2\nmore = 3\n")
     page.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
     assert _document(page, "other.py") == body
     assert _document(page, "a.py") == SEED + "typed = 2\nmore = 3\n"

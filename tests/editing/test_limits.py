@@ -100,3 +100,20 @@ def test_without_limits_nothing_is_refused() -> None:
     events = run(editor, build_stream([Block("write", "new.py", "", body)])[0], size=500)
     assert finals(events) == [(0, EditState.APPLIED, None)]
     assert read(doc, "new.py") == body
+
+
+def test_a_write_where_a_file_would_also_be_a_folder_fails_and_creates_nothing() -> None:
+    doc = make_doc({"app.py": APP, "pkg/mod.py": "m = 1\n"})
+    editor = TurnEditor(doc, "t1")
+    blocks = [
+        Block("write", "app.py/inner.py", "", "x = 1\n"),  # under a file
+        Block("write", "pkg", "", "p = 1\n"),  # over a folder
+        Block("write", "pkg/other.py", "", "o = 1\n"),  # beside a file in a folder: fine
+    ]
+    events = run(editor, build_stream(blocks)[0])
+    assert finals(events) == [
+        (0, EditState.FAILED, FailureReason.PATH_CONFLICT),
+        (1, EditState.FAILED, FailureReason.PATH_CONFLICT),
+        (2, EditState.APPLIED, None),
+    ]
+    assert read_files(doc) == {"app.py": APP, "pkg/mod.py": "m = 1\n", "pkg/other.py": "o = 1\n"}

@@ -13,6 +13,7 @@ from spark_ide.editing.paths import (
     BadPath,
     block_path,
     clean_path,
+    path_conflict,
 )
 
 from .support import make_doc
@@ -96,3 +97,18 @@ def test_a_model_uses_the_deployments_path_length() -> None:
     editor = TurnEditor(doc, "t1", limits=FileLimits(max_path_length=8))
     events = editor.feed('<write path="long_name.py">\nx\n</write>\n') + editor.finish()
     assert [getattr(e, "reason", None) for e in events] == [FailureReason.BAD_PATH.value]
+
+
+@pytest.mark.parametrize(
+    ("path", "existing", "conflict"),
+    [
+        ("a/b.py", {"a"}, "a parent folder of a/b.py is a file (a)"),
+        ("a/b/c.py", {"a/b"}, "a parent folder of a/b/c.py is a file (a/b)"),
+        ("a", {"a/b.py"}, "a is a folder"),
+        ("a/c.py", {"a/b.py"}, None),
+        ("ab", {"a/b.py"}, None),
+        ("a.py", set(), None),
+    ],
+)
+def test_a_file_cannot_also_be_a_folder(path: str, existing: set[str], conflict: str | None) -> None:
+    assert path_conflict(path, existing) == conflict

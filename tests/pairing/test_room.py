@@ -236,14 +236,15 @@ async def test_a_write_that_keeps_failing_is_reported_the_model_stopped_and_noth
     await b.close()
 
 
-async def test_a_collaborators_new_file_past_the_limit_or_with_a_bad_path_is_refused(
+async def test_a_collaborators_new_file_past_the_limit_with_a_bad_path_or_under_a_file_is_refused(
     live: Live, rooms: None, settings: Any
 ) -> None:
     settings.SPARK_MAX_WORKSPACE_FILES = 3  # app.py and util.py exist: room for one more
     client = await connect(live)
     await client.pump(0.2)
     files = client.doc.get("files", type=Map)
-    for path, expected in (("one.py", None), ("two.py", "too_many_files"), ("a/../b.py", "bad_path")):
+    refused = (("two.py", "too_many_files"), ("a/../b.py", "bad_path"), ("app.py/x.py", "path_conflict"))
+    for path, expected in (("one.py", None), *refused):
         before = client.doc.get_state()
         with client.doc.transaction():
             files[path] = Text("x = 1\n")
