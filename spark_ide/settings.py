@@ -7,6 +7,7 @@ from typing import Any
 
 import dj_database_url
 
+from spark_ide.editing.paths import MAX_PATH_LENGTH
 from spark_ide.env import envbool, envint, envlist, envstr, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -134,7 +135,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing 
 
 # Limits (bad input gets a clear error, see docs/protocol.md).
 SPARK_MAX_FILE_BYTES = envint("SPARK_MAX_FILE_BYTES", 1024 * 1024)
-SPARK_MAX_PATH_LENGTH = envint("SPARK_MAX_PATH_LENGTH", 512)
+SPARK_MAX_PATH_LENGTH = envint("SPARK_MAX_PATH_LENGTH", MAX_PATH_LENGTH)
 SPARK_MAX_WORKSPACE_FILES = envint("SPARK_MAX_WORKSPACE_FILES", 2000)
 SPARK_MAX_IMPORT_BYTES = envint("SPARK_MAX_IMPORT_BYTES", 50 * 1024 * 1024)
 SPARK_LOGIN_TOKEN_TTL_S = envint("SPARK_LOGIN_TOKEN_TTL_S", 24 * 3600)
