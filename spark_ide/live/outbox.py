@@ -8,31 +8,48 @@ progress into its newer progress, document updates into one. Nothing is dropped.
 
 A merged item moves to the end of the queue and takes the newest ``seq``, so frames always
 leave in ``seq`` order: a client that resumes after the highest ``seq`` it holds misses
-nothing and sees nothing twice.
+nothing and sees nothing twice. Merged text is kept as parts and joined once, when sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 from pycrdt import create_update_message, merge_updates
 
-from .events import EditStatus, Event, TurnDelta, TurnEvent, TurnProse, encode
+from .events import EditStatus, Event, TurnDelta, TurnProse, encode
 
 
-@dataclass(frozen=True, slots=True)
 class Frame:
-    """A JSON event as sent: encoded once by the room, shared by every connection."""
+    """A JSON event as sent, encoded on first use and then shared by every connection."""
 
-    event: Event
+    __slots__ = ("_text", "event", "seq")
+
+    def __init__(self, event: Event, seq: int) -> None:
+        self.event = event
+        self.seq = seq
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = encode(self.event, self.seq)
+        return self._text
+
+
+@dataclass(slots=True)
+class TextRun:
+    """Merged deltas (or prose) of one turn, waiting to be sent as one event."""
+
+    kind: type[TurnDelta] | type[TurnProse]
+    turn: str
     seq: int
-    text: str
+    parts: list[str] = field(default_factory=list)
 
-    @classmethod
-    def of(cls, event: Event, seq: int) -> Frame:
-        return cls(event, seq, encode(event, seq))
+    def frame(self) -> Frame:
+        return Frame(self.kind(turn=self.turn, text="".join(self.parts)), self.seq)
 
 
 @dataclass(slots=True)
@@ -49,27 +66,14 @@ class RawBinary:
     data: bytes
 
 
-Item = Frame | DocUpdate | RawBinary
+Item = Frame | TextRun | DocUpdate | RawBinary
 
 
-def _mergeable(older: Frame, newer: Frame, later: list[Item]) -> Event | None:
-    """The event that stands for ``older`` then ``newer``, when one can; ``later`` is what
-    waits between them."""
-    a, b = older.event, newer.event
-    if not (isinstance(a, TurnEvent) and isinstance(b, TurnEvent)) or a.turn != b.turn or type(a) is not type(b):
-        return None
-    if isinstance(a, TurnDelta) and isinstance(b, TurnDelta):
-        return replace(a, text=a.text + b.text)
-    # Prose and block statuses keep their order against each other (the transcript shows
-    # prose, block, prose): they merge only when nothing of their turn's structure is between.
-    if any(isinstance(item, Frame) and isinstance(item.event, TurnProse | EditStatus)
-           and item.event.turn == a.turn for item in later):
-        return None
-    if isinstance(a, TurnProse) and isinstance(b, TurnProse):
-        return replace(a, text=a.text + b.text)
-    if isinstance(a, EditStatus) and isinstance(b, EditStatus) and a.block == b.block and not a.final:
-        return b
-    return None
+def _turn_structure(item: Item, turn: str) -> bool:
+    """Prose and block statuses of ``turn`` keep their order against each other."""
+    if isinstance(item, TextRun):
+        return item.kind is TurnProse and item.turn == turn
+    return isinstance(item, Frame) and isinstance(item.event, TurnProse | EditStatus) and item.event.turn == turn
 
 
 class Outbox:
@@ -82,20 +86,44 @@ class Outbox:
         self._wake = asyncio.Event()
 
     def put_frame(self, frame: Frame) -> None:
-        for index in range(len(self._pending) - 1, -1, -1):
-            older = self._pending[index]
-            if not isinstance(older, Frame):
-                continue
-            merged = _mergeable(older, frame, self._pending[index + 1 :])
+        event = frame.event
+        if self._pending and isinstance(event, TurnDelta | TurnProse | EditStatus):
+            merged = self._merge(frame, event)
             if merged is not None:
-                del self._pending[index]
-                frame = Frame.of(merged, frame.seq)
-                break
-            if isinstance(older.event, TurnEvent) and isinstance(frame.event, TurnEvent) \
-                    and older.event.turn == frame.event.turn and type(older.event) is type(frame.event):
-                break  # the nearest of its kind could not take it: older ones cannot either
+                self._pending.append(merged)
+                self._wake.set()
+                return
         self._pending.append(frame)
         self._wake.set()
+
+    def _merge(self, frame: Frame, event: TurnDelta | TurnProse | EditStatus) -> Item | None:
+        """Take out the pending item ``frame`` can join and return the joined item, or None."""
+        turn = event.turn
+        for index in range(len(self._pending) - 1, -1, -1):
+            older = self._pending[index]
+            if isinstance(event, TurnDelta | TurnProse):
+                if isinstance(older, TextRun) and older.kind is type(event) and older.turn == turn:
+                    run = older
+                elif isinstance(older, Frame) and type(older.event) is type(event) and older.event.turn == turn:
+                    assert isinstance(older.event, TurnDelta | TurnProse)
+                    run = TextRun(type(event), turn, older.seq, [older.event.text])
+                else:
+                    continue
+                later = self._pending[index + 1 :]
+                if isinstance(event, TurnProse) and any(_turn_structure(item, turn) for item in later):
+                    return None
+                del self._pending[index]
+                run.parts.append(event.text)
+                run.seq = frame.seq
+                return run
+            if isinstance(older, Frame) and isinstance(older.event, EditStatus) and older.event.turn == turn:
+                if older.event.block != event.block or older.event.final:
+                    return None
+                if any(_turn_structure(item, turn) for item in self._pending[index + 1 :]):
+                    return None
+                del self._pending[index]
+                return frame  # a block's newer progress stands for its older
+        return None
 
     def put_update(self, update: bytes) -> None:
         for index in range(len(self._pending) - 1, -1, -1):
@@ -118,6 +146,8 @@ class Outbox:
             self._wake.clear()
             while self._pending:
                 item = self._pending.pop(0)
+                if isinstance(item, TextRun):
+                    item = item.frame()
                 if isinstance(item, Frame):
                     await self._send_text(item.text)
                 elif isinstance(item, DocUpdate):

@@ -246,6 +246,7 @@ class Pilot:
                 run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
             self._unavailable(run, exc)
+            await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
         self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=run.steer_ms))

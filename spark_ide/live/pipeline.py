@@ -38,17 +38,39 @@ class _Retry:
 Item = Frame | bytes | _Retry
 
 
-def merge_for_log(entries: list[StoredEvent], frame: Frame) -> None:
-    """Append ``frame`` to ``entries``, folding a delta (or prose) into the one just before."""
-    event = frame.event
-    assert isinstance(event, TurnEvent)  # only turn events are logged
-    if entries and isinstance(event, TurnDelta | TurnProse):
-        last = entries[-1].event
-        if isinstance(last, TurnDelta | TurnProse) and type(last) is type(event) and last.turn == event.turn:
-            merged = replace(last, text=last.text + event.text)
-            entries[-1] = StoredEvent(seq=frame.seq, first_seq=entries[-1].first_seq, event=merged)
-            return
-    entries.append(StoredEvent(seq=frame.seq, first_seq=frame.seq, event=event))
+class LogBatch:
+    """Turn events waiting to be stored, a run of a turn's deltas (or prose) as one entry.
+
+    Text is kept as parts and joined once, when the batch is written.
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[int, int, TurnEvent, list[str] | None]] = []  # first seq, seq, event, parts
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def add(self, frame: Frame) -> None:
+        event = frame.event
+        assert isinstance(event, TurnEvent)  # only turn events are logged
+        if isinstance(event, TurnDelta | TurnProse) and self._entries:
+            first, _, last, parts = self._entries[-1]
+            if parts is not None and type(last) is type(event) and last.turn == event.turn:
+                parts.append(event.text)
+                self._entries[-1] = (first, frame.seq, last, parts)
+                return
+        parts = [event.text] if isinstance(event, TurnDelta | TurnProse) else None
+        self._entries.append((frame.seq, frame.seq, event, parts))
+
+    def take(self) -> list[StoredEvent]:
+        entries, self._entries = self._entries, []
+        stored = []
+        for first, seq, event, parts in entries:
+            if parts is not None:
+                assert isinstance(event, TurnDelta | TurnProse)
+                event = replace(event, text="".join(parts))
+            stored.append(StoredEvent(seq=seq, first_seq=first, event=event))
+        return stored
 
 
 class Pipeline:
@@ -75,7 +97,8 @@ class Pipeline:
         self._held: list[Frame] = []  # events waiting behind the pending update
         self._failures = 0
         self._since_compact = 0
-        self._unstored: list[StoredEvent] = []
+        self._unstored = LogBatch()
+        self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
         self._log_wake = asyncio.Event()
         self._materialize: asyncio.TimerHandle | None = None
         self._retry: asyncio.TimerHandle | None = None
@@ -156,7 +179,7 @@ class Pipeline:
             if isinstance(item, Frame):
                 self._transport.frame(item)
                 if not item.event.ephemeral:
-                    merge_for_log(self._unstored, item)
+                    self._unstored.add(item)
                     self._log_wake.set()
 
     async def _persist(self, update: bytes) -> bool:
@@ -217,13 +240,16 @@ class Pipeline:
     # -- the event log -----------------------------------------------------------------------
 
     async def _write_log(self) -> None:
+        """Store turn events in batches, at most one write per ``log_batch_s``: they were sent
+        already, and a write per delta would keep the database from the document's writes."""
         while True:
             await self._log_wake.wait()
+            await asyncio.sleep(self._settings.log_batch_s)
             self._log_wake.clear()
             await self._store_events()
 
     async def _store_events(self) -> None:
-        batch, self._unstored = self._unstored, []
+        batch, self._kept = [*self._kept, *self._unstored.take()], []
         if not batch:
             return
         waits = self._settings.persist_retries
@@ -234,6 +260,6 @@ class Pipeline:
             except Exception as exc:
                 if attempt == len(waits):
                     log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
-                    self._unstored[:0] = batch
+                    self._kept = batch
                     return
                 await asyncio.sleep(waits[attempt])

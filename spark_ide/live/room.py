@@ -140,7 +140,7 @@ class Room:
     def publish(self, event: TurnEvent) -> None:
         """Number ``event``, keep it for replay and send it to everyone, in order."""
         self.seq += 1
-        frame = Frame.of(event, self.seq)
+        frame = Frame(event, self.seq)
         self._log.append(frame)
         if len(self._log) > LOG_KEPT:
             self._log_floor = self._log.popleft().seq
@@ -150,11 +150,11 @@ class Room:
 
     def announce(self, event: Event) -> None:
         """An ephemeral event for everyone (presence, a storage error): current seq, not kept."""
-        self.pipeline.put_frame(Frame.of(event, self.seq))
+        self.pipeline.put_frame(Frame(event, self.seq))
 
     def tell(self, conn: Connection, event: Event) -> None:
         """An ephemeral answer to one connection."""
-        conn.outbox.put_frame(Frame.of(event, self.seq))
+        conn.outbox.put_frame(Frame(event, self.seq))
 
     def _on_doc_change(self, event: TransactionEvent) -> None:
         self.pipeline.put_update(bytes(event.update))
@@ -246,7 +246,7 @@ class Room:
         older = [entry for entry in stored if entry.seq <= self._log_floor]
         if any(entry.first_seq <= after for entry in older):
             return None  # it holds part of a merged run: it cannot be cut where it stopped
-        frames = [Frame.of(entry.event, entry.seq) for entry in older]
+        frames = [Frame(entry.event, entry.seq) for entry in older]
         frames += [frame for frame in self._log if frame.seq > after]
         if len(frames) > self.settings.replay_limit:
             return None
@@ -256,7 +256,7 @@ class Room:
         """A new page's transcript: the recent turns' events, without the raw deltas of
         finished turns (the prose and block statuses tell the story; the running turn's
         deltas are kept so its text has no gap)."""
-        frames = [Frame.of(entry.event, entry.seq) for entry in stored or () if entry.seq <= self._log_floor]
+        frames = [Frame(entry.event, entry.seq) for entry in stored or () if entry.seq <= self._log_floor]
         turns = {frame.event.turn for frame in frames if isinstance(frame.event, TurnStarted)}
         turns.update(self._recent_turns)
         frames += [frame for frame in self._log if isinstance(frame.event, TurnEvent) and frame.event.turn in turns]

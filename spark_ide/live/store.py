@@ -113,3 +113,4 @@ class LiveSettings:
     persist_retries: tuple[float, ...] = (0.05, 0.2, 0.8)  # waits between tries of a failed write
     compact_every: int = 500  # document updates between compactions
     materialize_after_s: float = 0.2  # file rows follow the document this long after a change
+    log_batch_s: float = 0.1  # turn events are stored at most this often (they were sent already)

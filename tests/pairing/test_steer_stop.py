@@ -54,7 +54,10 @@ async def test_steer_mid_block_keeps_the_first_block_and_rolls_back_the_second(
     assert new["steered_from"] == old
     finished_new = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new["turn"])
     assert finished_new["status"] == "completed", finished_new
-    assert finished_new["metrics"]["steer_ms"] >= 0
+    steered = await client.until(lambda e: e["type"] == "turn.steered" and e["turn"] == new["turn"])
+    # steer received -> re-prompt sent: measured, and within the turn it started
+    assert 0 < finished_new["metrics"]["steer_ms"] == round(steered["steer_ms"], 3)
+    assert finished_new["metrics"]["steer_ms"] < finished_new["metrics"]["duration_ms"]
     await client.pump(0.5)
     states = {e["block"]: e["state"] for e in client.of("edit.status", old)}
     assert states == {0: "applied", 1: "rolled_back"}

@@ -74,6 +74,7 @@ async def test_no_connection_while_steering_fails_the_new_turn_and_keeps_the_doc
     new = await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == turn)
     end = await finished(client, str(new["turn"]))
     assert (end["status"], end["reason"]) == ("failed", "model_unavailable")
+    assert fake_model.stopped == [stream]  # the old answer is not left running upstream
     await client.until_true(lambda: client.text("util.py") == FILES["util.py"])  # the half block went
     await client.close()
 

@@ -1,0 +1,114 @@
+"""A connection's outbox: at once while the link is idle, merged (in seq order) while busy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from pycrdt import Doc, Text
+
+from spark_ide.live.events import EditStatus, FinishReason, TurnDelta, TurnFinished, TurnProse, TurnStatus
+from spark_ide.live.outbox import Frame, Outbox
+
+
+class Link:
+    """The socket's side: records what was sent; while ``busy`` a send does not return."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.busy = asyncio.Event()
+        self.busy.set()
+
+    async def text(self, data: str) -> None:
+        self.sent.append(json.loads(data))
+        await self.busy.wait()
+
+    async def binary(self, data: bytes) -> None:
+        self.sent.append(data)
+        await self.busy.wait()
+
+
+def status(seq: int, block: int, state: str) -> Frame:
+    return Frame(EditStatus(turn="t", block=block, path="a.py", state=state, detail={"kind": "write"}), seq)
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_an_idle_link_gets_each_event_at_once() -> None:
+    link = Link()
+    outbox = Outbox(link.text, link.binary)
+    task = asyncio.create_task(outbox.run())
+    for seq, text in enumerate(["a", "b", "c"], start=1):
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=text), seq))
+        await settle()
+        assert link.sent[-1] == {"type": "turn.delta", "turn": "t", "text": text, "seq": seq}
+    task.cancel()
+
+
+async def test_a_busy_link_gets_merged_events_in_seq_order_and_nothing_lost() -> None:
+    link = Link()
+    outbox = Outbox(link.text, link.binary)
+    task = asyncio.create_task(outbox.run())
+    link.busy.clear()
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="first "), 1))
+    await settle()  # in flight now: what follows waits and merges
+    frames = [
+        Frame(TurnProse(turn="t", text="Intro "), 2),
+        Frame(TurnDelta(turn="t", text="x"), 3),
+        status(4, 0, "locating"),
+        Frame(TurnDelta(turn="t", text="y"), 5),
+        status(6, 0, "streaming"),
+        Frame(TurnProse(turn="t", text="after "), 7),  # after the block opened: not merged into 2
+        Frame(TurnDelta(turn="t", text="z"), 8),
+        status(9, 0, "applied"),
+        Frame(TurnProse(turn="t", text="more"), 10),
+        Frame(TurnFinished(turn="t", status=TurnStatus.COMPLETED, reason=FinishReason.ANSWERED, metrics={}), 11),
+    ]
+    for frame in frames:
+        outbox.put_frame(frame)
+    link.busy.set()
+    await settle()
+    sent = link.sent
+    assert [e["seq"] for e in sent] == sorted(e["seq"] for e in sent)  # in seq order
+    assert "".join(e["text"] for e in sent if e["type"] == "turn.delta") == "first xyz"
+    assert "".join(e["text"] for e in sent if e["type"] == "turn.prose") == "Intro after more"
+    structure = [(e["type"], e.get("state") or e.get("text")) for e in sent if e["type"] != "turn.delta"]
+    assert structure == [
+        ("turn.prose", "Intro "), ("edit.status", "streaming"), ("turn.prose", "after "),
+        ("edit.status", "applied"), ("turn.prose", "more"), ("turn.finished", None),
+    ]
+    assert len(sent) < 1 + len(frames)  # merged
+    task.cancel()
+
+
+async def test_document_updates_merge_while_busy() -> None:
+    link = Link()
+    outbox = Outbox(link.text, link.binary)
+    task = asyncio.create_task(outbox.run())
+    source: Doc[Any] = Doc()
+    text = source.get("t", type=Text)
+    updates: list[bytes] = []
+    source.observe(lambda event: updates.append(event.update))
+    link.busy.clear()
+    outbox.put_raw(b"\x01raw")
+    await settle()
+    for word in ("one ", "two ", "three"):
+        text += word
+        outbox.put_update(updates[-1])
+    link.busy.set()
+    await settle()
+    assert link.sent[0] == b"\x01raw"
+    assert len(link.sent) == 2  # the three updates went as one
+    replica: Doc[Any] = Doc()
+    replica.apply_update(link.sent[1][3:])  # past the sync header and the length byte
+    assert str(replica.get("t", type=Text)) == "one two three"
+    task.cancel()
+
+
+def test_a_frame_is_encoded_once_for_every_connection() -> None:
+    frame = Frame(TurnDelta(turn="t", text="x"), 7)
+    assert frame.text is frame.text
