@@ -45,7 +45,8 @@ class TextRun:
 
     kind: type[TurnDelta] | type[TurnProse]
     turn: str
-    seq: int
+    first_seq: int  # the seq of its first part
+    seq: int  # the seq of its last part: the run's own
     parts: list[str] = field(default_factory=list)
 
     def frame(self) -> Frame:
@@ -76,67 +77,89 @@ def _turn_structure(item: Item, turn: str) -> bool:
     return isinstance(item, Frame) and isinstance(item.event, TurnProse | EditStatus) and item.event.turn == turn
 
 
-class Outbox:
-    def __init__(
-        self, send_text: Callable[[str], Awaitable[None]], send_bytes: Callable[[bytes], Awaitable[None]]
-    ) -> None:
-        self._send_text = send_text
-        self._send_bytes = send_bytes
-        self._pending: list[Item] = []
-        self._wake = asyncio.Event()
+class Backlog:
+    """Items waiting in order, merged as they arrive (the rules in the module docstring)."""
 
-    def put_frame(self, frame: Frame) -> None:
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def add_frame(self, frame: Frame) -> None:
         event = frame.event
-        if self._pending and isinstance(event, TurnDelta | TurnProse | EditStatus):
+        if self.items and isinstance(event, TurnDelta | TurnProse | EditStatus):
             merged = self._merge(frame, event)
             if merged is not None:
-                self._pending.append(merged)
-                self._wake.set()
+                self.items.append(merged)
                 return
-        self._pending.append(frame)
-        self._wake.set()
+        self.items.append(frame)
 
     def _merge(self, frame: Frame, event: TurnDelta | TurnProse | EditStatus) -> Item | None:
-        """Take out the pending item ``frame`` can join and return the joined item, or None."""
+        """Take out the waiting item ``frame`` can join and return the joined item, or None."""
         turn = event.turn
-        for index in range(len(self._pending) - 1, -1, -1):
-            older = self._pending[index]
+        for index in range(len(self.items) - 1, -1, -1):
+            older = self.items[index]
             if isinstance(event, TurnDelta | TurnProse):
                 if isinstance(older, TextRun) and older.kind is type(event) and older.turn == turn:
                     run = older
                 elif isinstance(older, Frame) and type(older.event) is type(event) and older.event.turn == turn:
                     assert isinstance(older.event, TurnDelta | TurnProse)
-                    run = TextRun(type(event), turn, older.seq, [older.event.text])
+                    run = TextRun(type(event), turn, older.seq, older.seq, [older.event.text])
                 else:
                     continue
-                later = self._pending[index + 1 :]
+                later = self.items[index + 1 :]
                 if isinstance(event, TurnProse) and any(_turn_structure(item, turn) for item in later):
                     return None
-                del self._pending[index]
+                del self.items[index]
                 run.parts.append(event.text)
                 run.seq = frame.seq
                 return run
             if isinstance(older, Frame) and isinstance(older.event, EditStatus) and older.event.turn == turn:
                 if older.event.block != event.block or older.event.final:
                     return None
-                if any(_turn_structure(item, turn) for item in self._pending[index + 1 :]):
+                if any(_turn_structure(item, turn) for item in self.items[index + 1 :]):
                     return None
-                del self._pending[index]
+                del self.items[index]
                 return frame  # a block's newer progress stands for its older
         return None
 
-    def put_update(self, update: bytes) -> None:
-        for index in range(len(self._pending) - 1, -1, -1):
-            older = self._pending[index]
+    def add_update(self, update: bytes) -> None:
+        for index in range(len(self.items) - 1, -1, -1):
+            older = self.items[index]
             if isinstance(older, DocUpdate):
-                del self._pending[index]
+                del self.items[index]
                 update = merge_updates(older.data, update)
                 break
-        self._pending.append(DocUpdate(update))
+        self.items.append(DocUpdate(update))
+
+    def add_raw(self, message: bytes) -> None:
+        self.items.append(RawBinary(message))
+
+    def take(self) -> list[Item]:
+        items, self.items = self.items, []
+        return items
+
+
+class Outbox:
+    def __init__(
+        self, send_text: Callable[[str], Awaitable[None]], send_bytes: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        self._send_text = send_text
+        self._send_bytes = send_bytes
+        self._pending = Backlog()
+        self._wake = asyncio.Event()
+
+    def put_frame(self, frame: Frame) -> None:
+        self._pending.add_frame(frame)
+        self._wake.set()
+
+    def put_update(self, update: bytes) -> None:
+        self._pending.add_update(update)
         self._wake.set()
 
     def put_raw(self, message: bytes) -> None:
-        self._pending.append(RawBinary(message))
+        self._pending.add_raw(message)
         self._wake.set()
 
     async def run(self) -> None:
@@ -145,7 +168,7 @@ class Outbox:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
-                item = self._pending.pop(0)
+                item = self._pending.items.pop(0)
                 if isinstance(item, TextRun):
                     item = item.frame()
                 if isinstance(item, Frame):

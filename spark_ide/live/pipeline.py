@@ -17,12 +17,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from pycrdt import merge_updates
 
-from .events import TurnDelta, TurnEvent, TurnProse
-from .outbox import Frame
+from .events import TurnEvent
+from .outbox import Backlog, Frame, TextRun
+from .outbox import Item as Waiting
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Transport
 
@@ -38,39 +38,15 @@ class _Retry:
 Item = Frame | bytes | _Retry
 
 
-class LogBatch:
-    """Turn events waiting to be stored, a run of a turn's deltas (or prose) as one entry.
-
-    Text is kept as parts and joined once, when the batch is written.
-    """
-
-    def __init__(self) -> None:
-        self._entries: list[tuple[int, int, TurnEvent, list[str] | None]] = []  # first seq, seq, event, parts
-
-    def __bool__(self) -> bool:
-        return bool(self._entries)
-
-    def add(self, frame: Frame) -> None:
-        event = frame.event
-        assert isinstance(event, TurnEvent)  # only turn events are logged
-        if isinstance(event, TurnDelta | TurnProse) and self._entries:
-            first, _, last, parts = self._entries[-1]
-            if parts is not None and type(last) is type(event) and last.turn == event.turn:
-                parts.append(event.text)
-                self._entries[-1] = (first, frame.seq, last, parts)
-                return
-        parts = [event.text] if isinstance(event, TurnDelta | TurnProse) else None
-        self._entries.append((frame.seq, frame.seq, event, parts))
-
-    def take(self) -> list[StoredEvent]:
-        entries, self._entries = self._entries, []
-        stored = []
-        for first, seq, event, parts in entries:
-            if parts is not None:
-                assert isinstance(event, TurnDelta | TurnProse)
-                event = replace(event, text="".join(parts))
-            stored.append(StoredEvent(seq=seq, first_seq=first, event=event))
-        return stored
+def stored(items: list[Waiting]) -> list[StoredEvent]:
+    """A merged backlog of turn events as entries of the event log."""
+    entries = []
+    for item in items:
+        first = item.first_seq if isinstance(item, TextRun) else None
+        frame = item.frame() if isinstance(item, TextRun) else item
+        if isinstance(frame, Frame) and isinstance(frame.event, TurnEvent):
+            entries.append(StoredEvent(seq=frame.seq, first_seq=first or frame.seq, event=frame.event))
+    return entries
 
 
 class Pipeline:
@@ -97,7 +73,7 @@ class Pipeline:
         self._held: list[Frame] = []  # events waiting behind the pending update
         self._failures = 0
         self._since_compact = 0
-        self._unstored = LogBatch()
+        self._unstored = Backlog()  # turn events sent and not yet stored, merged as they wait
         self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
         self._log_wake = asyncio.Event()
         self._materialize: asyncio.TimerHandle | None = None
@@ -179,7 +155,7 @@ class Pipeline:
             if isinstance(item, Frame):
                 self._transport.frame(item)
                 if not item.event.ephemeral:
-                    self._unstored.add(item)
+                    self._unstored.add_frame(item)
                     self._log_wake.set()
 
     async def _persist(self, update: bytes) -> bool:
@@ -249,7 +225,7 @@ class Pipeline:
             await self._store_events()
 
     async def _store_events(self) -> None:
-        batch, self._kept = [*self._kept, *self._unstored.take()], []
+        batch, self._kept = [*self._kept, *stored(self._unstored.take())], []
         if not batch:
             return
         waits = self._settings.persist_retries

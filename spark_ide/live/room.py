@@ -46,6 +46,7 @@ from .events import (
     Resync,
     TurnDelta,
     TurnEvent,
+    TurnProse,
     TurnStarted,
 )
 from .outbox import Frame
@@ -166,7 +167,7 @@ class Room:
         stored = await self._stored_for(after)
         resync = after is not None and self._catch_up(after, stored) is None
         if resync:
-            stored = await self.store.recent_events(turns=self.settings.transcript_turns)
+            stored = await self._recent_stored()
         if self._closed:
             raise RoomClosed(self.workspace)
         if self._idle_close is not None:
@@ -195,7 +196,7 @@ class Room:
         stored = await self._stored_for(after)
         frames = self._catch_up(after, stored)
         if frames is None:
-            recent = await self.store.recent_events(turns=self.settings.transcript_turns)
+            recent = await self._recent_stored()
             self._resync(conn, recent, "the events since you left are no longer kept")
             return
         for frame in frames:
@@ -232,10 +233,13 @@ class Room:
     async def _stored_for(self, after: int | None) -> list[StoredEvent]:
         """What must come from storage to bring a client from ``after`` up to the memory log."""
         if after is None:
-            return await self.store.recent_events(turns=self.settings.transcript_turns)
+            return await self._recent_stored()
         if after >= self._log_floor:
             return []
         return await self.store.events_after(after, limit=self.settings.replay_limit + 1)
+
+    async def _recent_stored(self) -> list[StoredEvent]:
+        return await self.store.recent_events(turns=self.settings.transcript_turns, deltas_of=self.pilot.running_turn)
 
     def _catch_up(self, after: int | None, stored: list[StoredEvent]) -> list[Frame] | None:
         """The frames a client that holds everything up to ``after`` lacks; None: resync."""
@@ -255,16 +259,14 @@ class Room:
     def _transcript(self, stored: list[StoredEvent] | None) -> list[Frame]:
         """A new page's transcript: the recent turns' events, without the raw deltas of
         finished turns (the prose and block statuses tell the story; the running turn's
-        deltas are kept so its text has no gap)."""
+        deltas are kept so its text has no gap), newest turns first within a size budget."""
         frames = [Frame(entry.event, entry.seq) for entry in stored or () if entry.seq <= self._log_floor]
         turns = {frame.event.turn for frame in frames if isinstance(frame.event, TurnStarted)}
         turns.update(self._recent_turns)
         frames += [frame for frame in self._log if isinstance(frame.event, TurnEvent) and frame.event.turn in turns]
         running = self.pilot.running_turn
-        return [
-            frame for frame in frames
-            if not isinstance(frame.event, TurnDelta) or frame.event.turn == running
-        ]
+        frames = [frame for frame in frames if not isinstance(frame.event, TurnDelta) or frame.event.turn == running]
+        return within_budget(frames, running, self.settings.transcript_bytes)
 
     # -- the document ------------------------------------------------------------------------
 
@@ -349,7 +351,7 @@ class Room:
         """Every participant starts over from the stored state: the transcript from the
         event log, the document by a new sync (each side sends what the other lacks)."""
         try:
-            stored = await self.store.recent_events(turns=self.settings.transcript_turns)
+            stored = await self._recent_stored()
         except Exception:
             log.warning("could not read the stored transcript for a resync", exc_info=True)
             stored = None
@@ -372,6 +374,26 @@ class Room:
             return self.texts()
 
         return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
+
+
+def within_budget(frames: list[Frame], running: str | None, budget: int) -> list[Frame]:
+    """The frames of the newest turns whose text fits ``budget`` characters (whole turns only:
+    a turn's text is never cut, and older turns stop at the first that does not fit), and
+    always those of the running turn."""
+    size: dict[str, int] = {}
+    for frame in frames:
+        event = frame.event
+        assert isinstance(event, TurnEvent)
+        text = event.text if isinstance(event, TurnDelta | TurnProse) else ""
+        size[event.turn] = size.get(event.turn, 0) + len(text) + 100
+    kept = {running} if running is not None else set()
+    for turn in reversed(list(size)):  # in order of first appearance, so newest last
+        if turn != running:
+            budget -= size[turn]
+            if budget < 0:
+                break
+            kept.add(turn)
+    return [frame for frame in frames if isinstance(frame.event, TurnEvent) and frame.event.turn in kept]
 
 
 class RoomClosed(Exception):

@@ -83,8 +83,9 @@ class RoomStore(Protocol):
     async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
         """Stored events with ``seq`` greater than ``seq``, oldest first, at most ``limit``."""
 
-    async def recent_events(self, *, turns: int) -> list[StoredEvent]:
-        """The stored events of the last ``turns`` turns, oldest first (a new page's transcript)."""
+    async def recent_events(self, *, turns: int, deltas_of: str | None) -> list[StoredEvent]:
+        """The stored events of the last ``turns`` turns, oldest first (a new page's transcript);
+        raw deltas only of the turn ``deltas_of`` (the running one)."""
 
     async def turn_started(self, record: TurnRecord) -> None: ...
 
@@ -108,7 +109,8 @@ class LiveSettings:
     context_tokens: int = 128_000
     limits: FileLimits = field(default_factory=FileLimits)
     replay_limit: int = 5000  # events a reconnecting client may be sent; past it: resync
-    transcript_turns: int = 20  # turns a new page's transcript shows
+    transcript_turns: int = 20  # turns a new page's transcript shows at most
+    transcript_bytes: int = 512_000  # and at most this much of their text (whole turns)
     idle_close_s: float = 30.0  # a room with nobody in it and no turn closes after this
     persist_retries: tuple[float, ...] = (0.05, 0.2, 0.8)  # waits between tries of a failed write
     compact_every: int = 500  # document updates between compactions

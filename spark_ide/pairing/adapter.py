@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
-from spark_ide.live.events import FinishReason, TurnStatus, turn_event_from
+from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
@@ -58,14 +59,16 @@ class DatabaseRoomStore:
         await database_sync_to_async(documents.files_materialize)(self.workspace, dict(texts))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
-        rows = [
-            RoomEvent(
-                workspace_id=self.workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
-                kind=entry.event.type, data=entry.event.payload(),
-            )
-            for entry in events
-        ]
-        await database_sync_to_async(RoomEvent.objects.bulk_create)(rows)
+        def write() -> None:  # rows and their JSON are made in the database thread, off the loop
+            RoomEvent.objects.bulk_create([
+                RoomEvent(
+                    workspace_id=self.workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
+                    kind=entry.event.type, data=entry.event.payload(),
+                )
+                for entry in events
+            ])
+
+        await database_sync_to_async(write)()
 
     async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
         def read() -> list[StoredEvent]:
@@ -75,11 +78,12 @@ class DatabaseRoomStore:
         events: list[StoredEvent] = await database_sync_to_async(read)()
         return events
 
-    async def recent_events(self, *, turns: int) -> list[StoredEvent]:
+    async def recent_events(self, *, turns: int, deltas_of: str | None) -> list[StoredEvent]:
         def read() -> list[StoredEvent]:
             mine = RoomEvent.objects.filter(workspace_id=self.workspace)
             recent = list(mine.filter(kind="turn.started").order_by("-seq").values_list("turn", flat=True)[:turns])
-            return [_stored(row) for row in mine.filter(turn__in=recent).order_by("seq")]
+            rows = mine.filter(turn__in=recent).exclude(Q(kind=TurnDelta.type) & ~Q(turn=deltas_of or ""))
+            return [_stored(row) for row in rows.order_by("seq")]
 
         events: list[StoredEvent] = await database_sync_to_async(read)()
         return events
