@@ -211,7 +211,7 @@ class TurnStarted(TurnEvent):
 
 @dataclass(frozen=True, slots=True)
 class TurnQueued(TurnEvent):
-    """A prompt waits behind the running turn; ``turn`` is the running one."""
+    """A prompt waits behind the running turn; ``turn`` is the id it will start with."""
 
     type: ClassVar[str] = "turn.queued"
     prompt: str

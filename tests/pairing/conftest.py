@@ -16,11 +16,11 @@ from pycrdt import Doc, Map, Text, YMessageType, create_update_message, handle_s
 
 from spark_ide.accounts.services import api_token_create
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.services import session_create
 from spark_ide.workspaces.services import workspace_create
+from tests.support.recording_engine import RecordingEngine
 
 FILES = {
     "app.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
@@ -101,18 +101,8 @@ class LiveClient:
 
 @pytest.fixture
 async def model_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelServer]:
-    """Our model server with the scripted engine; the IDE's upstream client points at it."""
-    server = ModelServer(ScriptedEngine(tokens_per_s=2000.0, ttft_s=0.005), ServerConfig(port=0))
-    async with server:
-        point_the_ide_at(server, monkeypatch)
-        yield server
-
-
-@pytest.fixture
-async def recording_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelServer]:
-    """Like ``model_server``, with an engine that keeps its own record of each generation."""
-    from tests.support.recording_engine import RecordingEngine
-
+    """Our model server with the scripted engine, which keeps its own record of each generation
+    (``tests.support.recording_engine``); the IDE's upstream client points at it."""
     server = ModelServer(RecordingEngine(tokens_per_s=2000.0, ttft_s=0.005), ServerConfig(port=0))
     async with server:
         point_the_ide_at(server, monkeypatch)

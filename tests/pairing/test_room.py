@@ -155,11 +155,11 @@ async def test_a_new_page_gets_the_recent_transcript(live: Live, model_server: o
 
 
 async def test_revert_of_the_running_turn_stops_upstream_and_the_next_prompt_starts_at_once(
-    live: Live, recording_server: Any, rooms: None
+    live: Live, model_server: Any, rooms: None
 ) -> None:
     from tests.support.recording_engine import recording_engine
 
-    engine = recording_engine(recording_server)
+    engine = recording_engine(model_server)
     long_answer = say(LONG_WRITE, rate=200)
     client = await connect(live)
     await client.send({"type": "prompt", "text": long_answer})
