@@ -4,8 +4,8 @@
 // extension draws the active file's entry, recomputed from line numbers on every change.
 import { StateEffect, StateField } from "@codemirror/state";
 import { Decoration, EditorView, ViewPlugin, WidgetType } from "@codemirror/view";
+import { IN_FLIGHT } from "./block_states.js";
 
-const IN_FLIGHT = new Set(["locating", "streaming"]);
 
 export const setLiveRegion = StateEffect.define();
 

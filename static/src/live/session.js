@@ -11,8 +11,8 @@ import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
 import { Toasts, renderPresence, userName, wireCopyButtons } from "./notices.js";
+import { IN_FLIGHT } from "./block_states.js";
 
-const IN_FLIGHT = new Set(["locating", "streaming"]);
 const REVERT_REFRESH_MS = 800;
 const CURSOR_COLORS = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#d6336c"];
 

@@ -6,11 +6,11 @@
 // Work is buffered and drawn at most once per animation frame (flush()).
 import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
+import { IN_FLIGHT } from "./block_states.js";
 
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
 };
-const IN_FLIGHT = new Set(["locating", "streaming"]);
 // In these states `detail.lines` is the region the block wrote: the chip counts its lines
 // and a fenced block shows it from the document. One that failed or was rolled back keeps
 // what it showed last.
