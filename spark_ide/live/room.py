@@ -217,6 +217,18 @@ class Room:
         if not self.transport.members():
             self._idle_close = self._loop.call_later(self.settings.idle_close_s, self._close_if_idle)
 
+    def expel(self, user_id: int) -> None:
+        """Hang up on every connection of ``user_id`` (removed from the workspace); callable
+        from any thread."""
+        self._loop.call_soon_threadsafe(self._expel, user_id)
+
+    def _expel(self, user_id: int) -> None:
+        for conn in self.transport.members():
+            if conn.user_id == user_id:
+                self.tell(conn, ErrorEvent(ErrorCode.FORBIDDEN, "you were removed from this workspace"))
+                self.leave(conn)
+                conn.hang_up()
+
     def _close_if_idle(self) -> None:
         self._idle_close = None
         if not self.transport.members() and not self.pilot.busy:

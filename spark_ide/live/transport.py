@@ -4,6 +4,7 @@ protocol, so the room does not change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +23,7 @@ class Connection:
     role: Role
     outbox: Outbox
     joined_at: int = 0  # the room's seq when it joined the live stream
+    hang_up: Callable[[], None] = lambda: None  # closes the socket (the participant was removed)
 
 
 class Transport(Protocol):

@@ -30,6 +30,7 @@ from .services import SessionError, role_for, session_get
 log = logging.getLogger(__name__)
 
 MAX_PROMPT_CHARS = 20_000
+HANG_UP_AFTER_S = 0.2
 DRIVING = {"prompt", "steer", "stop", "revert", "run"}
 
 
@@ -98,7 +99,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         outbox = Outbox(lambda text: self.send(text_data=text), lambda data: self.send(bytes_data=data))
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),
-            role=Role(role), outbox=outbox,
+            role=Role(role), outbox=outbox, hang_up=self._hang_up,
         )
         self.outbox_task = asyncio.create_task(outbox.run())
         self.pending: set[asyncio.Task[None]] = set()
@@ -110,6 +111,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 break
             except RoomClosed:
                 continue  # it closed (idle) while we joined: the next attach opens a new one
+
+    def _hang_up(self) -> None:
+        """Close the socket a moment later, so the reason waiting in the outbox leaves first."""
+        asyncio.get_running_loop().call_later(HANG_UP_AFTER_S, self._close_now)
+
+    def _close_now(self) -> None:
+        task = asyncio.ensure_future(self.close(code=4403))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "conn"):

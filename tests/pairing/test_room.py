@@ -17,7 +17,7 @@ from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import Session, Turn
 from spark_ide.pairing.services import session_create
 from spark_ide.workspaces import documents
-from tests.pairing.conftest import FILES, Live, LiveClient, connect, say
+from tests.pairing.conftest import FILES, Live, LiveClient, connect, say, token_for
 from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -279,3 +279,26 @@ async def test_a_turn_running_when_the_server_stopped_is_closed_for_every_transc
     assert (row.status, row.reason) == ("failed", "owner_lost")
     await client.close()
 
+
+
+async def test_a_participant_removed_from_the_workspace_is_hung_up_on(live: Live, rooms: None) -> None:
+    from spark_ide.pairing.models import Participant, Role
+
+    mate = await database_sync_to_async(live.owner.__class__.objects.create_user)(username="cole", password="pw-c-123")
+    await database_sync_to_async(Participant.objects.create)(session_id=live.session_id, user=mate,
+                                                              role=Role.COLLABORATOR)
+    owner = await connect(live)
+    guest = await connect(live, token=await token_for(mate))
+    await owner.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2)
+    seen = len(owner.events)
+    room = ROOMS.held(live.workspace_id)
+    assert room is not None
+    room.expel(mate.pk)
+    error = await guest.until(lambda e: e["type"] == "error")
+    assert (error["code"], error["message"]) == ("forbidden", "you were removed from this workspace")
+    with pytest.raises(ConnectionError):
+        await guest.until(lambda e: False, timeout=2)
+    await owner.until_true(lambda: any(e["type"] == "presence" for e in owner.events[seen:]))
+    later = [e for e in owner.events[seen:] if e["type"] == "presence"]
+    assert later[-1]["participants"] == [{"user": "ada", "role": "owner"}]
+    await owner.close()
