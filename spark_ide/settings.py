@@ -156,6 +156,8 @@ _SMALL_LOCAL_MODEL = envstr("SPARK_PROVIDER", "local") == "local" and envstr("SP
 # "edits" (search/replace blocks and whole files) or "whole-file" (small models manage only that).
 SPARK_EDIT_STYLE = envstr("SPARK_EDIT_STYLE", "whole-file" if _SMALL_LOCAL_MODEL else "edits")
 SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
+# Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
+SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)
 SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)
 # Turn events a reconnecting client may be sent to catch up; a client further behind resyncs.
 SPARK_REPLAY_LIMIT = envint("SPARK_REPLAY_LIMIT", 5000)

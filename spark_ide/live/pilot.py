@@ -47,7 +47,7 @@ from .events import (
 )
 from .events import ErrorEvent as SessionError
 from .model_link import ModelLink
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request, instructions_for, steering_note
+from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
 from .turns import Command, CommandKind, Revertible, TurnRun, turn_diff, turn_metrics
@@ -84,7 +84,7 @@ class Pilot:
     def __init__(self, stage: Stage, *, settings: LiveSettings) -> None:
         self.stage = stage
         self.settings = settings
-        self.style = PromptStyle(whole_file_only=settings.whole_file_only, context_tokens=settings.context_tokens)
+        self.style = settings.prompt_style
         self._commands: asyncio.Queue[Command | Halt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
@@ -184,25 +184,29 @@ class Pilot:
     # -- starting turns ----------------------------------------------------------------------
 
     def _new_run(self, command: Command, *, steered_from: TurnRun | None) -> TurnRun:
-        """A turn for ``command``; a steer keeps the original request and adds its direction."""
+        """A turn for ``command``. A steer keeps the original request and adds its direction,
+        or, for a model that cannot use that (``PromptStyle.steer_as_request``), is a plain
+        new request over the current files."""
         texts = self.stage.texts()
-        origin = steered_from.origin if steered_from is not None else command
-        steering = list(steered_from.steering) if steered_from is not None else []
-        if steered_from is not None:
+        chained = steered_from is not None and not self.style.steer_as_request
+        origin = steered_from.origin if steered_from is not None and chained else command
+        steering = list(steered_from.steering) if steered_from is not None and chained else []
+        if steered_from is not None and chained:
             steering.append(steering_note(
                 partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
             ))
+        active_path = origin.path or (steered_from.origin.path if steered_from is not None else "")
         turn_input = TurnInput(
-            text=origin.text, files=texts, active_path=origin.path, effort=origin.effort,
+            text=origin.text, files=texts, active_path=active_path, effort=origin.effort,
             history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
         )
         turn_id = command.turn if command.kind is CommandKind.PROMPT else new_turn_id()
-        fence_path = (origin.path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
+        fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
         return TurnRun(
             id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits),
             before=texts, steering=steering,
-            redirects=[*steered_from.redirects, command.text] if steered_from is not None else [],
+            redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
             steered_from=steered_from.id if steered_from is not None else None,
         )
 
@@ -268,6 +272,11 @@ class Pilot:
                     run.deltas += 1
                     self.stage.publish(TurnDelta(turn=run.id, text=event.text))
                     self._publish_edits(run.editor.feed(event.text))
+                    if run.repetition.feed(event.text):
+                        self._finish(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
+                                     error="the model was repeating itself; it was stopped")
+                        await self._stop_upstream(run)
+                        break
                     continue
                 if isinstance(event, Completed | Incomplete):
                     if isinstance(event, Completed) and event.usage is not None:

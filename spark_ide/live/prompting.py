@@ -46,8 +46,28 @@ whole file content
 
 @dataclass(frozen=True)
 class PromptStyle:
-    whole_file_only: bool = False
+    """How turns are put to the model in use.
+
+    A capable model (the default) gets DESIGN.md §2: a steer re-prompts with the original
+    request, the interrupted answer and the ledger of its blocks; follow-ups carry the
+    history and what happened to the last turn's edits. A small local model cannot use that
+    prose (it echoes it back, then loops), so for it a steer is a plain new request over the
+    current files, no ledger is sent and the history is short (``small_model``).
+    """
+
+    whole_file_only: bool = False  # ask for whole files; a code fence counts as one
     context_tokens: int = 128_000
+    steer_as_request: bool = False  # a steer is a plain new request, not a re-prompt with notes
+    ledger: bool = True  # tell the model what happened to its edit blocks
+    history_turns: int = 20  # past turns sent with a request, at most
+    max_output_tokens: int | None = None  # every turn's ceiling
+
+    @classmethod
+    def small_model(cls, *, context_tokens: int, max_output_tokens: int | None) -> PromptStyle:
+        return cls(
+            whole_file_only=True, context_tokens=context_tokens, steer_as_request=True, ledger=False,
+            history_turns=1, max_output_tokens=max_output_tokens,
+        )
 
 
 @dataclass(frozen=True)
@@ -114,7 +134,8 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     """The request for a turn: history as explicit messages, then workspace + prompt."""
     history_budget = style.context_tokens // 4
     history: list[Message] = []
-    for past in reversed(turn.history):
+    recent = turn.history[-style.history_turns :] if style.history_turns > 0 else ()
+    for past in reversed(recent):
         cost = (len(past.prompt) + len(past.output)) // CHARS_PER_TOKEN
         if cost > history_budget:
             break
@@ -128,7 +149,7 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     ]
     if turn.active_path:
         sections.append(f"The file open in the editor: {turn.active_path}\n")
-    if turn.last_ledger:
+    if turn.last_ledger and style.ledger:
         sections.append(f"What happened to your edits last turn:\n{turn.last_ledger}\n")
     sections.append(f"Request: {turn.text}")
     for steer in turn.steering:
@@ -136,7 +157,7 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     user = Message("user", "\n".join(sections))
     return TurnRequest(
         instructions=instructions_for(style), input=(user,), effort=turn.effort,
-        full_context=(*history, user) if history else (),
+        full_context=(*history, user) if history else (), max_output_tokens=style.max_output_tokens,
     )
 
 

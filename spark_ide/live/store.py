@@ -15,6 +15,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.upstream import ModelClient
 
 from .events import TurnEvent
+from .prompting import PromptStyle
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +106,7 @@ ModelConnector = Callable[[str], Awaitable[ModelClient]]
 @dataclass(frozen=True)
 class LiveSettings:
     connect_model: ModelConnector
-    whole_file_only: bool = False  # small models manage only whole-file writes (and code fences)
-    context_tokens: int = 128_000
+    prompt_style: PromptStyle = field(default_factory=PromptStyle)  # how turns are put to the model
     limits: FileLimits = field(default_factory=FileLimits)
     replay_limit: int = 5000  # events a reconnecting client may be sent; past it: resync
     transcript_turns: int = 20  # turns a new page's transcript shows at most

@@ -15,6 +15,7 @@ from spark_ide.upstream import TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, Effort, ErrorEvent
 from .prompting import PastTurn
+from .repetition import RepetitionGuard
 
 KEEP_REVERTIBLE = 50
 
@@ -60,6 +61,7 @@ class TurnRun:
     task: asyncio.Task[None] | None = None
     live: bool = True  # False from the moment it ends: nothing of it is forwarded after
     deltas: int = 0
+    repetition: RepetitionGuard = field(default_factory=RepetitionGuard)
     output_tokens: int | None = None  # as the provider counted them, when it says
     steer_ms: float | None = None
 

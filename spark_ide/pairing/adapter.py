@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
+from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
@@ -110,11 +111,18 @@ async def connect_model(instructions: str) -> ModelClient:
     return await open_client(ProviderConfig.from_env(os.environ), warmup_instructions=instructions)
 
 
+def prompt_style() -> PromptStyle:
+    """Small local models get plain requests (``SPARK_EDIT_STYLE=whole-file``); others §2's."""
+    tokens, ceiling = settings.SPARK_CONTEXT_TOKENS, settings.SPARK_MAX_OUTPUT_TOKENS
+    if settings.SPARK_EDIT_STYLE == "whole-file":
+        return PromptStyle.small_model(context_tokens=tokens, max_output_tokens=ceiling)
+    return PromptStyle(context_tokens=tokens, max_output_tokens=ceiling)
+
+
 def live_settings() -> LiveSettings:
     return LiveSettings(
         connect_model=connect_model,
-        whole_file_only=settings.SPARK_EDIT_STYLE == "whole-file",
-        context_tokens=settings.SPARK_CONTEXT_TOKENS,
+        prompt_style=prompt_style(),
         limits=FileLimits(
             max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
             max_path_length=settings.SPARK_MAX_PATH_LENGTH,

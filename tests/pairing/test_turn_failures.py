@@ -4,6 +4,7 @@ its block in flight rolled back, the next queued prompt started. The model is th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -156,4 +157,76 @@ async def test_stop_stops_the_generation_upstream(live: Live, fake_model: FakeMo
     end = await finished(client, turn)
     assert (end["status"], end["reason"]) == ("cancelled", "stopped")
     assert fake_model.stopped == [stream]
+    await client.close()
+
+
+async def test_a_looping_answer_is_stopped_as_repetition(live: Live, fake_model: FakeModel, rooms: None) -> None:
+    client = await connect(live)
+    turn = await started(client, "one")
+    stream = await fake_model.next_stream()
+    stream.delta("Here is the plan.\n")
+    for _ in range(30):
+        stream.delta("Turn 2a3ff0b1a1e6: no edit blocks.\n")
+    end = await finished(client, turn)
+    assert (end["status"], end["reason"]) == ("cancelled", "repetition")
+    assert "repeating" in str(end["error"])
+    assert fake_model.stopped == [stream]  # and the model was stopped upstream
+    text = "".join(e["text"] for e in client.of("turn.delta", turn))
+    assert text.count("no edit blocks") < 30  # well before the end of the loop
+    await client.close()
+
+
+async def test_a_small_model_is_steered_with_a_plain_request_and_no_scaffolding(
+    live: Live, fake_model: FakeModel, rooms: None, settings: Any
+) -> None:
+    settings.SPARK_EDIT_STYLE = "whole-file"
+    settings.SPARK_MAX_OUTPUT_TOKENS = 321
+    client = await connect(live)
+    first = await started(client, "write a function that checks if a number is prime")
+    stream = await fake_model.next_stream()
+    stream.delta("Sure, here is")
+    await client.until(lambda e: e["type"] == "turn.delta" and e["turn"] == first)
+    await client.send({"type": "steer", "text": "stop, instead write a function that reverses a string"})
+    await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == first)
+    (await fake_model.next_stream()).complete(None)
+    steered = fake_model.requests[-1]
+    text = steered.input[-1].text
+    assert "Request: stop, instead write a function that reverses a string" in text
+    for scaffolding in ("redirects you", "Your edits so far", "interrupted", "Blocks marked applied", "prime"):
+        assert scaffolding not in text
+    assert "app.py" in text  # the current files are its context
+    assert steered.max_output_tokens == 321
+    await client.close()
+
+
+async def test_a_capable_model_is_re_prompted_with_its_partial_answer_and_ledger(
+    live: Live, fake_model: FakeModel, rooms: None
+) -> None:
+    client = await connect(live)
+    first = await started(client, "change X")
+    stream = await fake_model.next_stream()
+    await in_flight(client, stream, first)
+    await client.send({"type": "steer", "text": "make it 3"})
+    await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == first)
+    (await fake_model.next_stream()).complete(None)
+    text = fake_model.requests[-1].input[-1].text
+    assert "Request: change X" in text and "The user redirects you: make it 3" in text
+    assert "Changing X." in text  # the interrupted answer
+    assert "rolled back" in text or "rolled_back" in text  # its ledger
+    await client.close()
+
+
+async def test_a_small_model_gets_a_short_history(
+    live: Live, fake_model: FakeModel, rooms: None, settings: Any
+) -> None:
+    settings.SPARK_EDIT_STYLE = "whole-file"
+    client = await connect(live)
+    for prompt in ("one", "two", "three"):
+        turn = await started(client, prompt)
+        stream = await fake_model.next_stream()
+        stream.delta(f"answer {prompt}\n")
+        stream.complete(None)
+        await finished(client, turn)
+    history = [m.text for m in fake_model.requests[-1].full_context[:-1]]
+    assert history == ["two", "answer two\n"]  # only the last turn before this one
     await client.close()
