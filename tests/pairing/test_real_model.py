@@ -46,3 +46,40 @@ async def test_the_bundled_model_writes_a_prime_check_into_the_editor(
     assert [e["state"] for e in client.of("edit.status") if e["state"] in ("applied", "failed")] == ["applied"]
     assert finished["metrics"]["tokens"] > 10
     await client.close()
+
+
+SCAFFOLDING = (
+    "redirects you", "Your edits so far", "interrupted", "Blocks marked applied", "Workspace files",
+    "The file open in the editor", "Request:", "<file path", "no edit blocks",
+)
+
+
+@pytest.mark.timeout(300)
+async def test_steering_the_bundled_model_shows_none_of_our_scaffolding_and_every_turn_ends(
+    live: Live, smollm2: ModelServer, rooms: None
+) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": "write a function that checks if a number is prime",
+                       "path": "main.py"})
+    steers = [
+        "stop, instead write a function that reverses a string",
+        "no, write a function that counts the vowels in a word",
+        "actually, write a function that returns the largest of three numbers",
+    ]
+    turns = [(await client.until(lambda e: e["type"] == "turn.started"))["turn"]]
+    for text in steers:
+        await client.until(lambda e, t=turns[-1]: e["type"] == "turn.delta" and e["turn"] == t, timeout=60)
+        await client.send({"type": "steer", "text": text})
+        started = await client.until(lambda e, t=turns[-1]: e["type"] == "turn.started" and e["steered_from"] == t)
+        turns.append(started["turn"])
+    last = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turns[-1], timeout=240)
+    assert last["status"] in ("completed", "cancelled"), last
+    for turn in turns:
+        answer = "".join(e["text"] for e in client.of("turn.delta", turn))
+        shown = "".join(e["text"] for e in client.of("turn.prose", turn))
+        for marker in SCAFFOLDING:
+            assert marker not in answer, (turn, marker, answer)
+            assert marker not in shown, (turn, marker, shown)
+        assert client.of("turn.finished", turn), f"turn {turn} never ended"
+    assert last["metrics"]["tokens"] <= 600  # the ceiling holds
+    await client.close()
