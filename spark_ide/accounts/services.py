@@ -1,19 +1,30 @@
-"""Token operations: create and check API tokens, issue and redeem one-time login tokens."""
+"""Accounts: API tokens, one-time login tokens (and why one no longer works), guests."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .models import ApiToken, LoginToken
+from .models import GUEST_NAME_MAX, ApiToken, Guest, LoginToken
+
+
+class AccountError(Exception):
+    """A refused account operation; ``code`` is stable (forms and tests name it)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 def _digest(key: str) -> str:
@@ -21,7 +32,10 @@ def _digest(key: str) -> str:
 
 
 def api_token_create(*, user: User, name: str = "") -> str:
-    """Make a new API token for ``user`` and return its key (shown once, stored hashed)."""
+    """Make a new API token for ``user`` and return its key (shown once, stored hashed).
+    Guests get none: their cookie is their only way in."""
+    if is_guest(user):
+        raise AccountError("guest_account", f"{user.get_username()!r} is a guest: guests have no API tokens")
     key = "spk_" + secrets.token_urlsafe(30)
     ApiToken.objects.create(user=user, name=name[:100], digest=_digest(key), prefix=key[:8])
     return key
@@ -56,19 +70,41 @@ def login_token_create(*, user: User) -> str:
     return key
 
 
-def login_token_redeem(key: str) -> User | None:
-    """Spend a login token: the user it was issued to, or None if unknown, used or expired."""
+class LoginLinkProblem(StrEnum):
+    """Why a sign-in link did not sign anyone in (the login page says so)."""
+
+    USED = "used"
+    EXPIRED = "expired"
+    UNKNOWN = "unknown"
+
+
+LOGIN_LINK_MESSAGES: dict[str, str] = {  # by LoginLinkProblem
+    LoginLinkProblem.USED: "This sign-in link was already used: each link works once. "
+    "Run `manage.py spark_login_url` for a new one.",
+    LoginLinkProblem.EXPIRED: "This sign-in link has expired. Run `manage.py spark_login_url` for a new one.",
+    LoginLinkProblem.UNKNOWN: "This sign-in link is not valid. Check that it was copied whole.",
+}
+
+
+class LoginLinkRefused(Exception):
+    def __init__(self, problem: LoginLinkProblem) -> None:
+        super().__init__(LOGIN_LINK_MESSAGES[problem])
+        self.problem = problem
+
+
+def login_token_redeem(key: str) -> User:
+    """Spend a login token: the user it was issued to. Raises ``LoginLinkRefused`` saying why
+    when it is unknown (or its user is deactivated), used or expired."""
     if not key or len(key) > 200:
-        return None
+        raise LoginLinkRefused(LoginLinkProblem.UNKNOWN)
     with transaction.atomic():
-        token = (
-            LoginToken.objects.select_for_update()
-            .select_related("user")
-            .filter(digest=_digest(key), used_at__isnull=True, expires_at__gt=timezone.now())
-            .first()
-        )
+        token = LoginToken.objects.select_for_update().select_related("user").filter(digest=_digest(key)).first()
         if token is None or not token.user.is_active:
-            return None
+            raise LoginLinkRefused(LoginLinkProblem.UNKNOWN)
+        if token.used_at is not None:
+            raise LoginLinkRefused(LoginLinkProblem.USED)
+        if token.expires_at <= timezone.now():
+            raise LoginLinkRefused(LoginLinkProblem.EXPIRED)
         token.used_at = timezone.now()
         token.save(update_fields=["used_at"])
         return token.user
@@ -82,9 +118,54 @@ def signed_in_user(request: HttpRequest) -> User:
 
 
 def local_user_ensure(username: str = "local") -> User:
-    """The embedded default's single user (no password: it signs in with the printed link)."""
+    """A user who signs in with printed links (made without a password if missing); never a
+    guest, whose account only its own cookie opens."""
     user, created = User.objects.get_or_create(username=username)
     if created:
         user.set_unusable_password()
         user.save()
+    elif is_guest(user):
+        raise AccountError("guest_account", f"{username!r} is a guest: guests sign in through invite links only")
     return user
+
+
+def is_guest(user: object) -> bool:
+    pk = getattr(user, "pk", None)
+    return pk is not None and Guest.objects.filter(user_id=pk).exists()
+
+
+def guest_name_clean(raw: str) -> str:
+    """A display name as typed, its runs of spaces made one; refused when empty, too long or
+    holding control or invisible characters."""
+    name = " ".join(raw.split())
+    if not name:
+        raise AccountError("name_required", "Enter a name: the others see you by it.")
+    if len(name) > GUEST_NAME_MAX:
+        raise AccountError("name_too_long", f"A name is at most {GUEST_NAME_MAX} characters.")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise AccountError("bad_name", "A name cannot hold control or invisible characters.")
+    return name
+
+
+def guest_create(raw_name: str) -> User:
+    """A new guest user named ``raw_name``: a unique username made from it ("Ada (guest)",
+    then "Ada (guest 2)", ...), which no printed-link username clashes with, and no password."""
+    name = guest_name_clean(raw_name)
+    taken = set(User.objects.filter(username__startswith=f"{name} (guest").values_list("username", flat=True))
+    number = 1
+    while True:
+        username = f"{name} (guest)" if number == 1 else f"{name} (guest {number})"
+        number += 1
+        if username in taken:
+            continue
+        try:
+            with transaction.atomic():
+                user = User(username=username, first_name=name)
+                user.set_unusable_password()
+                user.save()
+                Guest.objects.create(user=user, name=name)
+                return user
+        except IntegrityError:
+            if not User.objects.filter(username=username).exists():
+                raise
+            # The same name, joining at the same moment: take the next number.

@@ -2,13 +2,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
+from .guests import guests_allowed
 
 urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", guests_allowed(views.SignInView.as_view()), name="login"),
+    path("logout/", guests_allowed(auth_views.LogoutView.as_view()), name="logout"),
     path("account/tokens/", views.tokens, name="tokens"),
 ]

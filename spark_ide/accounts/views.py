@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from .models import ApiToken
-from .services import api_token_create, signed_in_user
+from .services import LOGIN_LINK_MESSAGES, api_token_create, signed_in_user
+
+
+class SignInView(LoginView):
+    """Django's sign-in form, which also says why a sign-in link did not work (``?link=``)."""
+
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["link_problem"] = LOGIN_LINK_MESSAGES.get(self.request.GET.get("link", ""), "")
+        return context
 
 
 @login_required

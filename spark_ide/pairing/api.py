@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
+from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
 from spark_ide.api import ApiError, api_view
 from spark_ide.workspaces.api import as_api_error
@@ -39,6 +40,7 @@ def sessions(request: HttpRequest, workspace_id: str) -> HttpResponse:
     return JsonResponse(session_links(request, session), status=201 if created else 200)
 
 
+@guests_allowed
 @api_view({"GET"})
 def turns(request: HttpRequest, session_id: str) -> HttpResponse:
     user = signed_in_user(request)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from spark_ide.accounts.models import Guest
+from spark_ide.accounts.services import guest_create
 from spark_ide.live.store import TurnOutcome, TurnRecord
 from spark_ide.workspaces.models import Workspace
 
@@ -23,13 +26,18 @@ class SessionError(Exception):
         self.message = message
 
 
+# The roles an invite link gives, and the session field holding each one's key.
+INVITE_KEYS = {Role.VIEWER: "viewer_key", Role.COLLABORATOR: "collaborator_key"}
+
+
+def _invite_key() -> str:
+    return secrets.token_urlsafe(24)
+
+
 def session_create(*, workspace: Workspace, by: User) -> Session:
     with transaction.atomic():
         session = Session.objects.create(
-            workspace=workspace,
-            created_by=by,
-            viewer_key=secrets.token_urlsafe(24),
-            collaborator_key=secrets.token_urlsafe(24),
+            workspace=workspace, created_by=by, viewer_key=_invite_key(), collaborator_key=_invite_key()
         )
         Participant.objects.create(session=session, user=by, role=Role.OWNER)
     return session
@@ -74,21 +82,100 @@ def role_for(*, session: Session, user: Any) -> str | None:
     return str(found) if found else None
 
 
+def invite_role(*, session: Session, key: str) -> Role:
+    """The role an invite key gives in the session; ``bad_invite`` for any other key."""
+    for role, field in INVITE_KEYS.items():
+        if secrets.compare_digest(key.encode(), getattr(session, field).encode()):
+            return role
+    raise SessionError("bad_invite", "this invite link is not valid for the session: ask for a new one")
+
+
 def session_join(*, session: Session, user: User, key: str) -> str:
     """Join through an invite link; a collaborator link upgrades a viewer. Returns the role."""
     current = role_for(session=session, user=user)
     if current == Role.OWNER:
         return current
-    if secrets.compare_digest(key, session.collaborator_key):
-        granted = Role.COLLABORATOR
-    elif secrets.compare_digest(key, session.viewer_key):
-        granted = Role.VIEWER
-    else:
-        raise SessionError("bad_invite", "this invite link is not valid for the session")
+    granted = invite_role(session=session, key=key)
     if current == Role.COLLABORATOR:
         return current
     Participant.objects.update_or_create(session=session, user=user, defaults={"role": granted})
     return granted.value
+
+
+def session_join_as_guest(*, session: Session, key: str, name: str) -> User:
+    """A new guest named ``name`` (``accounts.services.guest_create``), holding the invite's role."""
+    with transaction.atomic():
+        role = invite_role(session=session, key=key)
+        user = guest_create(name)
+        Participant.objects.create(session=session, user=user, role=role)
+    return user
+
+
+def latest_joined(user: User) -> Session | None:
+    """The session ``user`` joined last through an invite (where a guest's sign-in lands)."""
+    joined = Participant.objects.filter(user=user).exclude(role=Role.OWNER).order_by("-joined_at", "-id")
+    found = joined.select_related("session").first()
+    return found.session if found is not None else None
+
+
+@dataclass(frozen=True)
+class Member:
+    """A row of the owner's participant list."""
+
+    user_id: int
+    name: str
+    role: str
+    guest: bool
+
+    @property
+    def removable(self) -> bool:
+        return self.role != Role.OWNER
+
+
+def members(session: Session) -> list[Member]:
+    """Who holds a role in the session: the owner first, then in the order they joined."""
+    rows = Participant.objects.filter(session=session).select_related("user", "user__guest")
+    found = [
+        Member(user_id=row.user_id, name=_display_name(row.user), role=row.role, guest=_guest_of(row.user) is not None)
+        for row in rows.order_by("joined_at", "id")
+    ]
+    return sorted(found, key=lambda member: member.removable)
+
+
+def _guest_of(user: User) -> Guest | None:
+    found: Guest | None = getattr(user, "guest", None)
+    return found
+
+
+def _display_name(user: User) -> str:
+    guest = _guest_of(user)
+    return str(guest.name) if guest is not None else user.get_username()
+
+
+def participant_remove(*, session: Session, user_id: int) -> None:
+    """Take ``user_id``'s role away (the caller hangs up on their live connections)."""
+    found = Participant.objects.filter(session=session, user_id=user_id).first()
+    if found is None:
+        raise SessionError("not_found", "that person is not in this session")
+    if found.role == Role.OWNER or session.workspace.owner_id == user_id:
+        raise SessionError("not_removable", "the owner cannot be removed from their own session")
+    found.delete()
+
+
+def invite_rotate(*, session: Session, role: str) -> list[int]:
+    """A new invite key for ``role``; the old link stops working and the guests who hold that
+    role (they came through it) lose their place. Returns the ids of the guests removed."""
+    try:
+        field = INVITE_KEYS[Role(role)]
+    except (ValueError, KeyError):
+        raise SessionError("bad_role", f"invite links are for {', '.join(INVITE_KEYS)}") from None
+    with transaction.atomic():
+        setattr(session, field, _invite_key())
+        session.save(update_fields=[field])
+        guests = Participant.objects.filter(session=session, role=role, user__guest__isnull=False)
+        removed = list(guests.values_list("user_id", flat=True))
+        guests.delete()
+    return removed
 
 
 def turn_create(record: TurnRecord) -> None:

@@ -1,31 +1,55 @@
-"""Pages of a live session: the IDE itself (a workspace opens here), its turn history, invite links."""
+"""Pages of a live session: the IDE itself (a workspace opens here), its turn history, joining
+by an invite link (as a guest when not signed in), and the owner's people and invite links."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import escape
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import trigger_client_event
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
-from spark_ide.accounts.services import signed_in_user
+from spark_ide.accounts.guests import guests_allowed
+from spark_ide.accounts.models import GUEST_NAME_MAX
+from spark_ide.accounts.services import AccountError, is_guest, signed_in_user
 from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
 from . import services
+from .adapter import ROOMS
 from .api import session_links
 from .models import Role, Session
 
 DIFF_FORMATTER = HtmlFormatter(nowrap=False, cssclass="diff")
+
+
+class NoAccess(Exception):
+    """A guest without a role here: removed by the owner, or its invite link was replaced."""
+
+
+def no_access_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Answer ``NoAccess`` with a page that says so (not a bare 404: the guest was in)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NoAccess:
+            return render(request, "pairing/no_access.html", status=403)
+
+    return wrapper
 
 
 def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, str]:
@@ -33,16 +57,28 @@ def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, s
         session = services.session_get(session_id)
     except services.SessionError:
         raise Http404("no such session") from None
-    role = services.role_for(session=session, user=signed_in_user(request))
+    user = signed_in_user(request)
+    role = services.role_for(session=session, user=user)
     if role is None:
+        if is_guest(user):
+            raise NoAccess
         raise Http404("no such session")
     return session, role
+
+
+def _owned_session(request: HttpRequest, session_id: str) -> Session:
+    """The session, for its owner only (anyone else: not found)."""
+    session, role = _session_and_role(request, session_id)
+    if role != Role.OWNER:
+        raise Http404("no such session")
+    return session
 
 
 def _live_page(request: HttpRequest, session: Session, role: str) -> HttpResponse:
     """The IDE: the workspace's live (Yjs) editor, tree, prompt box, transcript and history."""
     workspace = session.workspace
     can_edit = role in DRIVER_ROLES
+    owner = role == Role.OWNER
     context: dict[str, Any] = {
         "session": session,
         "efforts": EFFORTS,
@@ -54,7 +90,9 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "ws_path": f"/ws/sessions/{session.id}/",
         "tree": tree_nodes(workspace),
         "tree_url": reverse("session-tree", args=[session.id]),
-        "invites": session_links(request, session)["invite"] if role == Role.OWNER else None,
+        "invites": session_links(request, session)["invite"] if owner else None,
+        "invites_url": reverse("session-invites", args=[session.id]) if owner else None,
+        "members_url": reverse("session-members", args=[session.id]) if owner else None,
         "history_url": reverse("session-history", args=[session.id]),
     }
     return render(request, "pairing/session.html", context)
@@ -73,19 +111,36 @@ def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
     return _live_page(request, session, Role.OWNER)
 
 
+@guests_allowed
 @login_required
 @require_GET
+@no_access_page
 def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
     session, role = _session_and_role(request, session_id)
     return _live_page(request, session, role)
+
+
+@guests_allowed
+@login_required
+@require_GET
+def guest_home(request: HttpRequest) -> HttpResponse:
+    """Where a guest's sign-in lands instead of the workspace list: the session it joined last."""
+    session = services.latest_joined(signed_in_user(request))
+    if session is not None:
+        return redirect("session", session_id=session.id)
+    if is_guest(request.user):
+        return render(request, "pairing/no_access.html", status=403)
+    return redirect("workspace-list")
 
 
 def diff_html(diff: str) -> str:
     return str(highlight(diff, DiffLexer(), DIFF_FORMATTER))
 
 
+@guests_allowed
 @login_required
 @require_GET
+@no_access_page
 def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     session, role = _session_and_role(request, session_id)
     turns = [
@@ -100,7 +155,9 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, "pairing/_history.html", context)
 
 
+@guests_allowed
 @login_required
+@no_access_page
 def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
     """The file tree for everyone in the session; only owner and collaborators change files."""
     session, role = _session_and_role(request, session_id)
@@ -109,14 +166,85 @@ def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
     return tree_partial(request, session.workspace, tree_url=tree_url, can_edit=can_edit)
 
 
-@login_required
-@require_GET
+@guests_allowed
+@require_http_methods(["GET", "POST"])
 def session_join(request: HttpRequest, session_id: str, key: str) -> HttpResponse:
+    """An invite link. Signed in: join at once. Not signed in: a name makes a guest (POST)."""
     try:
         session = services.session_get(session_id)
-        role = services.session_join(session=session, user=signed_in_user(request), key=key)
+        role = services.invite_role(session=session, key=key)
     except services.SessionError as exc:
-        messages.error(request, escape(exc.message))
-        return redirect("workspace-list")
-    messages.success(request, f"You joined the session as {role}.")
-    return redirect("session", session_id=session.id)
+        return render(request, "pairing/invite_invalid.html", {"message": exc.message}, status=404)
+    if request.user.is_authenticated:
+        joined = services.session_join(session=session, user=signed_in_user(request), key=key)
+        messages.success(request, f"You joined the session as {joined}.")
+        return redirect("session", session_id=session.id)
+    name, error = request.POST.get("name", ""), None
+    if request.method == "POST":
+        try:
+            guest = services.session_join_as_guest(session=session, key=key, name=name)
+        except AccountError as exc:
+            error = exc
+        else:
+            login(request, guest, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, f"Welcome, {guest.first_name}: you joined as a guest {role}.")
+            return redirect("session", session_id=session.id)
+    context = {"workspace": session.workspace, "role": role, "name": name, "error": error, "name_max": GUEST_NAME_MAX}
+    return render(request, "pairing/join.html", context, status=400 if error else 200)
+
+
+def _expel(session: Session, user_ids: Iterable[int]) -> None:
+    """Hang up on the users' live connections, if the workspace's room is open here."""
+    room = ROOMS.held(str(session.workspace_id))
+    if room is not None:
+        for user_id in user_ids:
+            room.expel(user_id)
+
+
+def _members_partial(
+    request: HttpRequest, session: Session, error: services.SessionError | None = None
+) -> HttpResponse:
+    context = {
+        "members": services.members(session), "error": error,
+        "members_url": reverse("session-members", args=[session.id]),
+    }
+    return render(request, "pairing/_participants.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def session_members(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The owner's list of who holds a role; POST ``remove=<user id>`` takes one away and cuts
+    their live connections at once. A refusal is shown in the partial (htmx swaps 200s only)."""
+    session = _owned_session(request, session_id)
+    if request.method == "GET":
+        return _members_partial(request, session)
+    try:
+        user_id = int(request.POST.get("remove", ""))
+    except ValueError:
+        return _members_partial(request, session, services.SessionError("bad_member", "say whom to remove"))
+    try:
+        services.participant_remove(session=session, user_id=user_id)
+    except services.SessionError as exc:
+        return _members_partial(request, session, exc)
+    _expel(session, [user_id])
+    return _members_partial(request, session)
+
+
+@login_required
+@require_POST
+def session_invites(request: HttpRequest, session_id: str) -> HttpResponse:
+    """POST ``role``: a new invite link for it; guests who came through the old one lose access."""
+    session = _owned_session(request, session_id)
+    error, removed = None, []
+    try:
+        removed = services.invite_rotate(session=session, role=request.POST.get("role", ""))
+    except services.SessionError as exc:
+        error = exc
+    _expel(session, removed)
+    context = {
+        "invites": session_links(request, session)["invite"], "error": error,
+        "invites_url": reverse("session-invites", args=[session.id]),
+    }
+    response = render(request, "pairing/_invites.html", context)
+    return trigger_client_event(response, "spark:members-changed", {"removed": removed})

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from spark_ide.accounts.services import api_token_create
+from spark_ide.accounts.services import AccountError, api_token_create
 
 
 class Command(BaseCommand):
@@ -19,4 +19,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"no such user: {options['username']}")
-        self.stdout.write(api_token_create(user=user, name=options["name"]))
+        try:
+            self.stdout.write(api_token_create(user=user, name=options["name"]))
+        except AccountError as exc:
+            raise CommandError(exc.message) from None

@@ -8,10 +8,12 @@ import sys
 import time
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from spark_ide.accounts.services import local_user_ensure, login_token_create
+from spark_ide.accounts.services import AccountError, local_user_ensure, login_token_create
+from spark_ide.accounts.site import running_at
 
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -25,6 +27,13 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeo
         except OSError:
             time.sleep(0.1)
     raise CommandError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
+
+
+def _local_user(username: str) -> User:
+    try:
+        return local_user_ensure(username)
+    except AccountError as exc:
+        raise CommandError(exc.message) from None
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -55,6 +64,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _interrupt)
         call_command("migrate", interactive=False, verbosity=0)
+        user = _local_user(options["user"])
         children: list[subprocess.Popen[bytes]] = []
         try:
             env = dict(os.environ)
@@ -76,12 +86,14 @@ class Command(BaseCommand):
             )
             children.append(server)
             _wait_for_port(host, port, server, timeout=30)
-            key = login_token_create(user=local_user_ensure(options["user"]))
             shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
-            self.stdout.write(self.style.SUCCESS("\nSpark IDE is running. Open this link to sign in:\n"))
-            self.stdout.write(f"    http://{shown}:{port}/?token={key}\n")
-            self.stdout.write("(the link works once; run `manage.py spark_login_url` for another)\n")
-            server.wait()
+            url = f"http://{shown}:{port}"
+            with running_at(url):  # `spark_login_url` prints links to this server while it runs
+                key = login_token_create(user=user)
+                self.stdout.write(self.style.SUCCESS("\nSpark IDE is running. Open this link to sign in:\n"))
+                self.stdout.write(f"    {url}/?token={key}\n")
+                self.stdout.write("(the link works once; run `manage.py spark_login_url` for another)\n")
+                server.wait()
         except KeyboardInterrupt:
             pass
         finally:
