@@ -59,6 +59,7 @@ class LineApplier:
         # edits all happen at or before the next anchor, so they move every later one).
         self._anchors = anchors
         self._shift = 0
+        self._start = anchors[0]  # the region's start (sticks like an old line's anchor)
         # Text typed right at the end of the file goes after the region, not into it.
         self._end_at_eof = position >= snapshot.size
         self._next = 0  # first old line neither kept nor passed yet
@@ -88,6 +89,11 @@ class LineApplier:
     def located_range(self) -> tuple[int, int]:
         """The region as located, before any change (what a rollback restores)."""
         return self.first_line + 1, self.first_line + max(len(self._old), 1)
+
+    @property
+    def region(self) -> tuple[int, int]:
+        """Byte positions of the region now: its start and its end (past what was written)."""
+        return self._start, self._position(len(self._old))
 
     @property
     def pending_bytes(self) -> int:
@@ -196,8 +202,11 @@ class LineApplier:
             return  # over, or our own edit (_insert/_delete account for it)
         self._foreign_changes = True
         first = self._next
-        live = [position + self._shift for position in self._anchors[first:]]
-        end_anchor = len(live) - 1
+        # The region's start goes last; while the region is empty it is the end and sticks
+        # the same way.
+        empty = self._start == self._position(len(self._old))
+        live = [position + self._shift for position in self._anchors[first:]] + [self._start]
+        end_anchor = len(live) - 2
         cursor = 0
         delta: list[dict[str, Any]] = event.delta  # type: ignore[attr-defined]  # untyped slot
         for op in delta:
@@ -207,8 +216,8 @@ class LineApplier:
                 inserted = op["insert"]
                 size = utf8_length(inserted) if isinstance(inserted, str) else 1
                 for index, position in enumerate(live):
-                    sticks_before = index == end_anchor and self._end_at_eof
-                    if position > cursor or (position == cursor and not sticks_before):
+                    at_end = index == end_anchor or (index > end_anchor and empty)
+                    if position > cursor or (position == cursor and not (at_end and self._end_at_eof)):
                         live[index] = position + size
                 cursor += size
             elif "delete" in op:
@@ -218,5 +227,6 @@ class LineApplier:
                         live[index] = position - size
                     elif position > cursor:
                         live[index] = cursor
+        self._start = live.pop()
         self._anchors[first:] = live
         self._shift = 0

@@ -7,9 +7,11 @@ from typing import Any
 from pycrdt import Doc, Map, Text, TextEvent
 
 from spark_ide.editing.applier import LineApplier
+from spark_ide.editing.fence import FencePreview
 from spark_ide.editing.limits import FileLimits
 from spark_ide.editing.lines import split_lines_keeping_ends
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, locate
+from spark_ide.editing.merge import MergeReport, is_python, plan_merge, separator
 from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
@@ -57,6 +59,12 @@ class EditBlock:
         self._old_parts: list[str] = []
         self._applier: LineApplier | None = None
         self._strategy: MatchStrategy | None = None
+        self._doc: Doc[Any] | None = None
+        self._own_transactions = 0  # tracked transactions not made by the applier
+        self._code: list[str] = []  # a fence's text, merged when it closes
+        self._preview: FencePreview | None = None  # a fence streaming after a file's content
+        self._merge: MergeReport | None = None
+        self._merged_lines: tuple[int, int] | None = None
 
     # -- lifecycle, driven by the TurnEditor; a BlockFailure ends the block --
 
@@ -91,8 +99,26 @@ class EditBlock:
             self.created_file = True
             existing = files[self.path]
         self._ytext = existing
+        self._doc = doc
         snapshot = FileSnapshot.take(doc, existing)
-        self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
+        if self.fenced and snapshot.text.strip():
+            self._start_preview(doc, snapshot)
+        else:
+            self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
+
+    def _start_preview(self, doc: Doc[Any], snapshot: FileSnapshot) -> None:
+        """A fence into a file with content streams after it, to be merged when it closes."""
+        assert self._ytext is not None
+        original = snapshot.text
+        gap = separator(original)
+        if gap:
+            with doc.transaction(origin=self.origin):
+                self._ytext.insert(snapshot.size, gap)
+            self._own_transactions += 1
+            snapshot = FileSnapshot(snapshot.text + gap, doc.get_state(), snapshot.size + len(gap))
+        self._preview = FencePreview(original, gap, is_python(self.path, self.language))
+        text = snapshot.text
+        self._start_applier(doc, snapshot, text.count("\n"), (), len(text))
 
     @property
     def file_origin(self) -> str:
@@ -102,7 +128,8 @@ class EditBlock:
     @property
     def transactions(self) -> int:
         """How many tracked transactions (so undo-stack items) this block made."""
-        return self._applier.transactions if self._applier is not None else 0
+        applier = self._applier.transactions if self._applier is not None else 0
+        return applier + self._own_transactions
 
     def take_old_text(self, text: str) -> None:
         self._old_parts.append(text)
@@ -125,17 +152,25 @@ class EditBlock:
         if self._applier is not None:
             self._applier.feed(text)
             self.changed = True
+            if self.fenced:
+                self._code.append(text)
 
     def check_size(self) -> None:
         """Fail the block once its file must end up over the size limit.
 
         While the block streams, the old lines it has not reached yet may still be
-        deleted, so only what is certain to stay counts.
+        deleted, so only what is certain to stay counts; of a fence's preview that is only
+        the code (the merge may replace all the rest).
         """
         limit = self._limits.max_file_bytes
         if limit is None or self._applier is None or self._ytext is None:
             return
-        if len(self._ytext) - self._applier.pending_bytes > limit:
+        if self._preview is not None:
+            start, end = self._applier.region
+            certain = end - start
+        else:
+            certain = len(self._ytext) - self._applier.pending_bytes
+        if certain > limit:
             message = f"{self.path} would be larger than {limit} bytes"
             raise BlockFailure(FailureReason.FILE_TOO_LARGE, message=message)
 
@@ -143,8 +178,26 @@ class EditBlock:
         """The block's text is all there: write its last line, then check the limits."""
         assert self._applier is not None
         conflicts = self._applier.finish()
+        if self.fenced:
+            conflicts += self._merge_fence()
         self.check_size()
         return self.settle(EditState.APPLIED, conflicts=conflicts)
+
+    def _merge_fence(self) -> tuple[int, ...]:
+        """A closed fence: merge its preview into the file, or describe what the empty file got.
+        Returns the lines kept because a person changed them."""
+        assert self._applier is not None and self._ytext is not None and self._doc is not None
+        code = "".join(self._code)
+        preview = self._preview
+        if preview is None:
+            self._merge = plan_merge("", code, python=is_python(self.path, self.language)).report
+            return ()
+        self._preview = None
+        result = preview.merge(self._doc, self._ytext, self.origin, self._applier.region, code)
+        self._merge = result.report
+        self._merged_lines = result.lines
+        self._own_transactions += result.transactions
+        return result.conflicts
 
     def settle(
         self,
@@ -206,9 +259,12 @@ class EditBlock:
                 language=self.language,
             )
         lines: tuple[int, int] | None = None
+        merge = self._merge if self.state is EditState.APPLIED else None
         if applier is not None:
             undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
             lines = applier.located_range if undone else applier.line_range
+            if merge is not None and self._merged_lines is not None:
+                lines = self._merged_lines
         elif self._tracker is not None and self._tracker.lines_seen:
             candidates = candidates or tuple(self._tracker.candidates())
             if self._tracker.count() == 1:
@@ -228,6 +284,7 @@ class EditBlock:
             conflicts=conflicts,
             fenced=self.fenced,
             language=self.language,
+            merge=merge,
         )
 
     def _start_applier(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind
 from spark_ide.editing.reasons import FailureReason, RollbackReason
 from spark_ide.editing.status import BlockStatus, EditState
@@ -13,6 +14,7 @@ from spark_ide.editing.status import BlockStatus, EditState
 class Outcome(StrEnum):
     IN_FLIGHT = "in_flight"
     APPLIED = "applied"
+    UNCHANGED = "unchanged"  # applied, but the file already had the code: nothing changed
     CONFLICTED = "conflicted"
     FAILED = "failed"
     ROLLED_BACK = "rolled_back"
@@ -29,6 +31,7 @@ class LedgerEntry:
     reason: str | None = None
     candidates: tuple[int, ...] = ()
     conflicts: tuple[int, ...] = ()
+    merge: MergeReport | None = None
 
     @classmethod
     def from_status(cls, status: BlockStatus) -> LedgerEntry:
@@ -41,6 +44,7 @@ class LedgerEntry:
             reason=status.reason,
             candidates=status.candidates,
             conflicts=status.conflicts,
+            merge=status.merge,
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -53,14 +57,18 @@ class LedgerEntry:
             "reason": self.reason,
             "candidates": list(self.candidates),
             "conflicts": list(self.conflicts),
+            "merge": self.merge.as_dict() if self.merge is not None else None,
         }
 
     def describe(self) -> str:
         """One compact line for a prompt."""
         where = f"<{self.kind.value}> {self.path or '(no path)'}"
-        if self.lines and self.outcome in (Outcome.APPLIED, Outcome.CONFLICTED):
+        landed = self.outcome in (Outcome.APPLIED, Outcome.CONFLICTED, Outcome.UNCHANGED)
+        if self.lines and landed:
             where += f" lines {self.lines[0]}-{self.lines[1]}"
         text = f"block {self.block} {where}: {self.outcome.value.replace('_', ' ')}"
+        if self.merge is not None and landed:
+            text += f" ({self.merge.describe()})"
         if self.outcome is Outcome.FAILED and self.reason:
             text += f" ({self.reason}: {_explain(self.reason)})"
             if self.candidates:
@@ -74,7 +82,10 @@ class LedgerEntry:
 def _outcome(status: BlockStatus) -> Outcome:
     state = status.state
     if state is EditState.APPLIED:
-        return Outcome.CONFLICTED if status.conflicts else Outcome.APPLIED
+        if status.conflicts:
+            return Outcome.CONFLICTED
+        unchanged = status.merge is not None and not status.merge.changed
+        return Outcome.UNCHANGED if unchanged else Outcome.APPLIED
     if state is EditState.FAILED:
         return Outcome.FAILED
     if state is EditState.ROLLED_BACK:

@@ -6,7 +6,9 @@ added after the file's last top-level definition (at the end when it has none). 
 the file lacks go after its leading imports. Any other statement of the code (a usage
 example such as `print(is_prime(7))`) is added at the end unless the file already has the
 same statement. The code's module docstring is left out. Everything else of the file
-stays. Otherwise (another language, or either side not valid Python) the code is inserted
+stays. A definition a person changed while the code streamed (its text is no longer in the
+file as it was when the block opened, `original`) is kept as they left it and reported as
+a conflict. Otherwise (another language, or either side not valid Python) the code is inserted
 at the end, after a blank line, unless the file already contains it.
 
 A plan is a list of `Splice`s on the file's text; the engine applies them as document
@@ -78,6 +80,7 @@ class MergePlan:
     splices: tuple[Splice, ...]  # ascending, not overlapping
     report: MergeReport
     lines: tuple[int, int] | None  # 1-based lines of the result where the code is
+    conflicts: tuple[int, ...] = ()  # 1-based lines of definitions kept because a person changed them
 
 
 def separator(text: str) -> str:
@@ -87,8 +90,9 @@ def separator(text: str) -> str:
     return "\n" if text.endswith("\n") else "\n\n"
 
 
-def plan_merge(base: str, code: str, *, python: bool) -> MergePlan:
-    """How `code` merges into the file text `base` (see the module docstring)."""
+def plan_merge(base: str, code: str, *, python: bool, original: str | None = None) -> MergePlan:
+    """How `code` merges into the file text `base` (see the module docstring); `original`:
+    the file when the code started, if people may have changed it since."""
     if code and not code.endswith("\n"):
         code += "\n"
     new = parse_python(code) if python else None
@@ -99,7 +103,7 @@ def plan_merge(base: str, code: str, *, python: bool) -> MergePlan:
     old = parse_python(base) if new is not None else None
     if new is None or old is None:
         return _insert(base, code)
-    return _Merge(old, new).plan()
+    return _Merge(old, new, original).plan()
 
 
 def _describe(code: PythonFile) -> MergeReport:
@@ -128,9 +132,10 @@ class _Insertion:
 
 
 class _Merge:
-    def __init__(self, old: PythonFile, new: PythonFile) -> None:
+    def __init__(self, old: PythonFile, new: PythonFile, original: str | None) -> None:
         self.old = old
         self.new = new
+        self.original = original
         self.offsets = [0]
         for line in old.lines:
             self.offsets.append(self.offsets[-1] + len(line))
@@ -143,6 +148,7 @@ class _Merge:
         latest = {item.key: item for item in new.items if item.kind is ItemKind.DEFINITION}
         replaced: list[tuple[Item, Item]] = []
         kept: list[Item] = []  # the file's items that already are what the code has
+        changed: list[Item] = []  # the file's definitions a person changed meanwhile
         imports = _Insertion(self._imports_line(), [])
         definitions = _Insertion(self._definitions_line(), [])
         others = _Insertion(len(old.lines), [])
@@ -153,10 +159,13 @@ class _Merge:
                 if latest[item.key] is not item:
                     continue  # the code binds the name again later; that one counts
                 current = defined.get(item.key)
+                old_text = self._span_text(*self._old_span(current, item)) if current is not None else ""
                 if current is None:
                     definitions.items.append(item)
-                elif self._span_text(*self._old_span(current, item)) == self._replacement(current, item):
+                elif old_text == self._replacement(current, item):
                     kept.append(current)
+                elif self.original is not None and old_text not in self.original:
+                    changed.append(current)
                 else:
                     replaced.append((current, item))
             elif item.kind is ItemKind.IMPORT:
@@ -167,7 +176,7 @@ class _Merge:
                 kept.append(next(old_item for old_item in old.items if old_item.key == item.key))
             elif item.key not in {other.key for other in others.items}:
                 others.items.append(item)
-        return self._assemble(replaced, [imports, definitions, others], kept)
+        return self._assemble(replaced, [imports, definitions, others], kept, changed)
 
     def _imports_line(self) -> int:
         """After the leading imports; without any, after the docstring or before the first item."""
@@ -201,7 +210,9 @@ class _Merge:
     def _span_text(self, start: int, stop: int) -> str:
         return "".join(self.old.lines[start:stop])
 
-    def _assemble(self, replaced: list[tuple[Item, Item]], groups: list[_Insertion], kept: list[Item]) -> MergePlan:
+    def _assemble(
+        self, replaced: list[tuple[Item, Item]], groups: list[_Insertion], kept: list[Item], changed: list[Item]
+    ) -> MergePlan:
         pieces: list[tuple[int, int, str, bool]] = []  # start line, stop line, text, holds more than imports
         for old_item, new_item in replaced:
             start, stop = self._old_span(old_item, new_item)
@@ -214,20 +225,25 @@ class _Merge:
         pieces.sort(key=lambda piece: (piece[0], piece[1]))
         splices: list[Splice | None] = []
         spans: list[tuple[tuple[int, int], bool]] = []
-        result_lines = 0  # lines of the result before the current piece, minus those of the file
+        shifts: list[tuple[int, int]] = []  # (line of the file, lines the result gains there)
         for start, stop, text, main in pieces:
             body = text.lstrip("\n")
-            first = start + result_lines + 1 + (len(text) - len(body))
+            first = start + sum(shift for _, shift in shifts) + 1 + (len(text) - len(body))
             if start == len(self.old.lines) and not self.old.lines[-1].endswith("\n"):
                 first -= 1  # the first newline ends the file's last line
             spans.append(((first, first + body.rstrip("\n").count("\n")), main))
-            result_lines += text.count("\n") - self._span_text(start, stop).count("\n")
+            shifts.append((start, text.count("\n") - self._span_text(start, stop).count("\n")))
             splices.append(_narrowed(self._span_text(start, stop), self.offsets[start], text))
         report = MergeReport(
             replaced=tuple(new.key for _, new in replaced),
             added=tuple(item.label for group in groups for item in group.items),
         )
-        return MergePlan(tuple(splice for splice in splices if splice is not None), report, _cover(spans, kept))
+        conflicts: list[int] = []
+        for item in changed:
+            shift = sum(lines for line, lines in shifts if line <= item.start)
+            conflicts.extend(range(item.start + shift + 1, item.stop + shift + 1))
+        splices_made = tuple(splice for splice in splices if splice is not None)
+        return MergePlan(splices_made, report, _cover(spans, kept), tuple(sorted(conflicts)))
 
     def _insertion_text(self, line: int, items: list[Item]) -> str:
         """The items' text with blank lines around, as they sit at `line` of the file."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from spark_ide.editing.locator import MatchStrategy
+from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind
 
 
@@ -33,7 +34,8 @@ class BlockStatus:
     place (None when zero or several remain, see `candidates`); while streaming and
     after, the region being rewritten. `reason` is a `FailureReason` value for `failed`
     and a `RollbackReason` value for `rolled_back`. `fenced`: the block is a small model's
-    Markdown code fence (taken as a write), in `language` if the fence names one.
+    Markdown code fence (taken as a write), in `language` if the fence names one; `merge`
+    (applied fences only) says how its code went into the file.
     """
 
     turn: str
@@ -51,6 +53,7 @@ class BlockStatus:
     conflicts: tuple[int, ...] = ()
     fenced: bool = False
     language: str | None = None
+    merge: MergeReport | None = None
 
     def detail(self) -> dict[str, object]:
         """The JSON-able `detail` of the `edit.status` message (only what is known)."""
@@ -74,6 +77,8 @@ class BlockStatus:
             detail["message"] = self.message
         if self.conflicts:
             detail["conflict"] = {"lines": list(self.conflicts)}
+        if self.merge is not None:
+            detail["merge"] = self.merge.as_dict()
         return detail
 
     def as_message(self) -> dict[str, object]:

@@ -1,4 +1,8 @@
-"""Small models answer with a Markdown code fence: with a fence path it becomes a write."""
+"""Small models answer with a Markdown code fence: with a fence path it becomes a write.
+
+Into an empty file (here) the code is the file; into one with content it is merged
+(test_fence_merge.py).
+"""
 
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def run(chunks: list[str], fence_path: str | None = "main.py") -> tuple[str, lis
     return read(doc, "main.py"), states
 
 
-def test_the_first_fence_becomes_the_file() -> None:
+def test_the_first_fence_becomes_an_empty_files_content() -> None:
     text, states = run([ANSWER])
     assert text == FILE
     assert states[-1] is EditState.APPLIED
@@ -75,7 +79,10 @@ def test_the_fenced_write_is_flagged_with_its_language_and_the_rest_is_prose() -
     details = [e.detail() for e in events if isinstance(e, BlockStatus)]
     opened = {"kind": "write", "fenced": True, "language": "python", "lines": [1, 1], "ghost": "", "ghost_line": 1}
     assert details[0] == opened
-    assert details[-1] == {"kind": "write", "fenced": True, "language": "python", "lines": [1, 2]}
+    assert details[-1] == {
+        "kind": "write", "fenced": True, "language": "python", "lines": [1, 2],
+        "merge": {"replaced": [], "added": ["is_prime"]},
+    }
     prose = [e.text for e in events if isinstance(e, ProseEvent)]
     assert prose[0] == "Here's a Python function that checks if a number is prime:\n"
     assert "".join(prose[1:]) == "You can use it like this:\n```python\nprint(is_prime(7))\n```\n"

@@ -11,6 +11,7 @@ from spark_ide.editing import (
     RollbackReason,
     TurnEditor,
 )
+from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind
 
 from .support import Block, build_stream, make_doc
@@ -100,5 +101,31 @@ def test_it_serialises_entries_as_json_ready_dicts() -> None:
             "reason": None,
             "candidates": [],
             "conflicts": [],
+            "merge": None,
         }
     ]
+
+
+def test_it_tells_how_a_fence_merged_in_one_line_each() -> None:
+    ledger = Ledger("t8")
+    reports = [
+        MergeReport(replaced=("is_prime",), added=("import math", "is_even")),
+        MergeReport(inserted=True),
+        MergeReport(),
+        MergeReport(inserted=False),
+    ]
+    for block, report in enumerate(reports):
+        ledger.record(
+            BlockStatus("t8", block, "main.py", BlockKind.WRITE, EditState.APPLIED, (3, 4), fenced=True, merge=report)
+        )
+    assert [entry.outcome for entry in ledger.entries] == [
+        Outcome.APPLIED, Outcome.APPLIED, Outcome.UNCHANGED, Outcome.UNCHANGED,
+    ]
+    assert ledger.as_prompt() == (
+        "Edit blocks of turn t8:\n"
+        "- block 0 <write> main.py lines 3-4: applied (merged: replaced is_prime; added import math, is_even)\n"
+        "- block 1 <write> main.py lines 3-4: applied (inserted at the end of the file)\n"
+        "- block 2 <write> main.py lines 3-4: unchanged (the file already had this code)\n"
+        "- block 3 <write> main.py lines 3-4: unchanged (the file already had this code)"
+    )
+    assert ledger.as_dicts()[1]["merge"] == {"inserted": True}
