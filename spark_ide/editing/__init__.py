@@ -6,6 +6,7 @@ Pure Python + pycrdt + rapidfuzz (no Django). See docs/editing.md.
 from spark_ide.editing.ledger import Ledger, LedgerEntry, Outcome
 from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
+from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
@@ -27,6 +28,7 @@ __all__ = [
     "LedgerEntry",
     "LocateFailure",
     "MatchStrategy",
+    "MergeReport",
     "Outcome",
     "ParseEvent",
     "ProseEvent",
