@@ -112,7 +112,7 @@ def _describe(code: PythonFile) -> MergeReport:
 
 def _insert(base: str, code: str) -> MergePlan:
     body = code.strip("\n")
-    at = base.find(body) if body.strip() else 0
+    at = f"\n{base}\n".find(f"\n{body}\n") if body.strip() else 0  # whole lines only
     if at >= 0:
         first = base.count("\n", 0, at) + 1
         lines = (first, first + body.count("\n")) if body.strip() else None

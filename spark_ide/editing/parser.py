@@ -60,7 +60,7 @@ class _State(Enum):
     NEW_TEXT = auto()
     EDIT_CLOSE = auto()  # after </new_text>, an optional </edit>
     WRITE_BODY = auto()
-    FENCE_BODY = auto()  # a Markdown code fence taken as a whole-file write (see fence_path)
+    FENCE_BODY = auto()  # a Markdown code fence taken as code for fence_path (a fenced write)
     SEARCH_HALF = auto()
     REPLACE_HALF = auto()
 
@@ -81,8 +81,8 @@ class EditStreamParser:
 
     ``fence_path``: small models answer with a Markdown code fence however they are asked
     for a `<write>` block. With a path set, the first fenced block of an answer that has no
-    edit block before it is taken as a whole-file write to that path (unless the fence
-    only wraps an edit block).
+    edit block before it is taken as a write to that path (unless the fence only wraps an
+    edit block); the engine merges it into the file's content (fence.py).
 
     Prose is what a reader should see: a path line naming a SEARCH/REPLACE block's file
     and a code fence wrapping a block belong to the block (see `Preamble`).

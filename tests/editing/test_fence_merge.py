@@ -354,3 +354,23 @@ def test_whatever_a_person_types_meanwhile_stays_and_both_peers_agree(
     editor.revert()
     sync(server, person)
     assert read(server, "main.py").replace("¤", "") == USER
+
+
+LINES = [
+    "def f(x):\n", "    return x\n", "```python\n", "```\n", "import os\n", "print(f(1))\n", "x = 1\n", "\n",
+    "class A:\n", "    pass\n", "@dec\n", "# c\n", "é = 2\n", "  bad(\n", "text\n", "h = 3; k = 4\n",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(LINES), max_size=8).map("".join),
+    answer=st.lists(st.sampled_from(LINES), max_size=14).map("".join),
+    size=st.integers(1, 12),
+)
+def test_any_file_and_answer_end_the_block_and_revert_restores_the_file(text: str, answer: str, size: int) -> None:
+    doc = make_doc({"main.py": text})
+    editor = run(doc, answer, size=size)
+    assert not editor.ledger.with_outcome(Outcome.IN_FLIGHT)
+    editor.revert()
+    assert read(doc, "main.py") == text

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from spark_ide.editing.merge import MergePlan, MergeReport, is_python, plan_merge, separator
 
 
@@ -225,6 +231,15 @@ def test_other_languages_are_inserted_at_the_end_once() -> None:
     assert plan.lines == (5, 7)
 
 
+def test_only_whole_lines_count_as_already_there() -> None:
+    text, plan = merged("let x = 10;\n", "let x = 1;\n", python=False)
+    assert text == "let x = 10;\n\nlet x = 1;\n"
+    assert plan.report.inserted is True
+    text, plan = merged("a\nlet x = 1;\nb", "let x = 1;\n", python=False)
+    assert text == "a\nlet x = 1;\nb"
+    assert plan.lines == (2, 2)
+
+
 def test_an_empty_or_blank_file_gets_just_the_code() -> None:
     code = "import math\n\ndef f():\n    return 1\n\nprint(f())\n"
     for base in ("", "  \n\n"):
@@ -248,3 +263,29 @@ def test_which_files_merge_as_python_and_the_gap_before_added_code() -> None:
     assert is_python("notes.txt", "python")
     assert not is_python("app.js", "javascript")
     assert [separator(text) for text in ("", "x\n\n", "x\n", "x")] == ["", "", "\n", "\n\n"]
+
+
+PIECES = [
+    "def f(x):\n    return x\n", "def f(x):\n    return x + 1\n", "import os\n", "from a import b\n",
+    "print(f(1))\n", "x = 1\n", "x = 2\n", "\n", "class A:\n    pass\n", "@dec\ndef g():\n    pass\n",
+    "# note\n", "é = 2\n", "if __name__ == '__main__':\n    f(2)\n", "h = 3; k = 4\n", '"""doc"""\n',
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join),
+    code=st.lists(st.sampled_from(PIECES), max_size=6).map("".join),
+    newline=st.booleans(),
+)
+def test_a_merge_of_valid_python_is_valid_python_with_every_name_of_both(base: str, code: str, newline: bool) -> None:
+    base = base if newline else base.rstrip("\n") or "x = 0"
+    text, plan = merged(base, code)
+    tree = ast.parse(text)
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    for side in (base, code):
+        assert names >= {node.name for node in ast.parse(side).body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    for comment in re.findall(r"^#.*$", base, flags=re.MULTILINE):
+        assert comment in text
+    if plan.lines is not None:
+        assert 1 <= plan.lines[0] <= plan.lines[1] <= len(text.splitlines())
