@@ -52,7 +52,9 @@ class PromptStyle:
     request, the interrupted answer and the ledger of its blocks; follow-ups carry the
     history and what happened to the last turn's edits. A small local model cannot use that
     prose (it echoes it back, then loops), so for it a steer is a plain new request over the
-    current files, no ledger is sent and the history is short (``small_model``).
+    current files, no ledger is sent and no past turns either: the files say what was done, and
+    past answers made it answer "you already wrote that" instead of doing the follow-up. Its
+    requests keep a stable prefix so llama.cpp reuses its cache (``small_model``).
     """
 
     whole_file_only: bool = False  # ask for whole files; a code fence counts as one
@@ -61,12 +63,13 @@ class PromptStyle:
     ledger: bool = True  # tell the model what happened to its edit blocks
     history_turns: int = 20  # past turns sent with a request, at most
     max_output_tokens: int | None = None  # every turn's ceiling
+    stable_prefix: bool = False  # order the request so a local model's cache of the last one serves
 
     @classmethod
     def small_model(cls, *, context_tokens: int, max_output_tokens: int | None) -> PromptStyle:
         return cls(
             whole_file_only=True, context_tokens=context_tokens, steer_as_request=True, ledger=False,
-            history_turns=1, max_output_tokens=max_output_tokens,
+            history_turns=0, max_output_tokens=max_output_tokens, stable_prefix=True,
         )
 
 
@@ -106,28 +109,38 @@ def _mentions(prompt: str, path: str) -> bool:
 
 
 def pack_workspace(
-    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int
+    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int, active_last: bool = False
 ) -> str:
-    """The workspace as text within ``budget_tokens``; what does not fit is named, not lost."""
+    """The workspace as text within ``budget_tokens``; what does not fit is named, not lost.
+
+    Files are chosen by priority (active file, files the prompt names, the rest). They are
+    written in that order, or with ``active_last`` in a stable order that ends with the active
+    file: the file the model just changed comes last, so the text before it is the same as in
+    the last request and a local model reuses its cache of it.
+    """
     budget = budget_tokens * CHARS_PER_TOKEN
-    parts: list[str] = []
+    parts: dict[str, str] = {}
     left_out: list[str] = []
     for path in file_order(files, active_path=active_path, prompt=prompt):
         text = files[path]
         block = f'<file path="{path}">\n{text}{"" if text.endswith(chr(10)) or not text else chr(10)}</file>\n'
         if len(block) <= budget:
-            parts.append(block)
+            parts[path] = block
             budget -= len(block)
         elif budget > 400 and not parts:
             # Even the active file alone is too big: show its head, say it was cut.
             cut = text[: budget - 200]
-            parts.append(f'<file path="{path}" truncated="true">\n{cut}\n</file>\n')
+            parts[path] = f'<file path="{path}" truncated="true">\n{cut}\n</file>\n'
             budget = 0
         else:
             left_out.append(path)
+    order = list(parts)
+    if active_last and active_path in parts:
+        order = sorted(p for p in parts if p != active_path) + [active_path]
+    text = "".join(parts[path] for path in order)
     if left_out:
-        parts.append("Files not shown (context budget): " + ", ".join(left_out) + "\n")
-    return "".join(parts) if parts else "The workspace is empty.\n"
+        text += "Files not shown (context budget): " + ", ".join(sorted(left_out)) + "\n"
+    return text or "The workspace is empty.\n"
 
 
 def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
@@ -145,7 +158,10 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     workspace_budget = max(style.context_tokens - used - len(turn.text) // CHARS_PER_TOKEN - 600, 200)
     sections = [
         "Workspace files:\n"
-        + pack_workspace(turn.files, active_path=turn.active_path, prompt=turn.text, budget_tokens=workspace_budget)
+        + pack_workspace(
+            turn.files, active_path=turn.active_path, prompt=turn.text, budget_tokens=workspace_budget,
+            active_last=style.stable_prefix,
+        )
     ]
     if turn.active_path:
         sections.append(f"The file open in the editor: {turn.active_path}\n")

@@ -216,17 +216,21 @@ async def test_a_capable_model_is_re_prompted_with_its_partial_answer_and_ledger
     await client.close()
 
 
-async def test_a_small_model_gets_a_short_history(
+async def test_a_small_model_gets_the_files_not_past_answers_and_a_stable_prefix(
     live: Live, fake_model: FakeModel, rooms: None, settings: Any
 ) -> None:
     settings.SPARK_EDIT_STYLE = "whole-file"
     client = await connect(live)
     for prompt in ("one", "two", "three"):
-        turn = await started(client, prompt)
+        await client.send({"type": "prompt", "text": prompt, "path": "app.py"})
+        turn = (await client.until(lambda e, p=prompt: e["type"] == "turn.started" and e["prompt"] == p))["turn"]
         stream = await fake_model.next_stream()
         stream.delta(f"answer {prompt}\n")
         stream.complete(None)
         await finished(client, turn)
-    history = [m.text for m in fake_model.requests[-1].full_context[:-1]]
-    assert history == ["two", "answer two\n"]  # only the last turn before this one
+    last = fake_model.requests[-1]
+    assert [m.role for m in last.conversation] == ["user"]  # no past turns: the files tell
+    text = last.conversation[0].text
+    # The active file comes last, so what precedes it matches the last request (llama's cache).
+    assert text.index('<file path="util.py">') < text.index('<file path="app.py">') < text.index("Request: three")
     await client.close()

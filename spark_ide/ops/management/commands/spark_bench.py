@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # Each benchmark is ``benchmarks.<name>.main`` (the top-level ``benchmarks`` package, run from
 # the repository root; it is not part of the installed product).
-BENCHMARKS = ("editing", "modelserver", "pairing", "upstream")
+BENCHMARKS = ("editing", "followup", "modelserver", "pairing", "upstream")
 
 
 class Command(BaseCommand):
