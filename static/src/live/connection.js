@@ -6,6 +6,7 @@ import { EventOrder } from "./event_order.js";
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000];
 const PING_EVERY_MS = 15000;
+const REFUSED = 4403; // the server closed on us: no access (any more)
 
 function socketUrl(path) {
   const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
@@ -37,7 +38,7 @@ export class SessionConnection {
       this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
     });
     socket.addEventListener("message", (message) => this.receive(message.data, socket));
-    socket.addEventListener("close", () => this.closed(socket));
+    socket.addEventListener("close", (event) => this.closed(socket, event.code));
   }
 
   receive(data, socket) {
@@ -60,11 +61,15 @@ export class SessionConnection {
     if (this.order.accept(event)) this.handlers.onEvent(event);
   }
 
-  closed(socket) {
+  closed(socket, code) {
     if (socket !== this.socket) return;
     clearInterval(this.pingTimer);
     this.pings.clear();
     this.socket = null;
+    if (code === REFUSED) {
+      this.handlers.onState("refused"); // removed from the workspace: retrying cannot help
+      return;
+    }
     const base = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     const delay = Math.round(base * (0.75 + Math.random() * 0.5)); // spread a crowd's retries
     this.attempt += 1;
