@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pycrdt import Map, Text, create_update_message
 
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.llama import LlamaEngine, default_model_path, llama_cpp_available
@@ -82,4 +83,38 @@ async def test_steering_the_bundled_model_shows_none_of_our_scaffolding_and_ever
             assert marker not in shown, (turn, marker, shown)
         assert client.of("turn.finished", turn), f"turn {turn} never ended"
     assert last["metrics"]["tokens"] <= 600  # the ceiling holds
+    await client.close()
+
+
+USER_CODE = '''# My helpers: keep these!
+
+
+def greet(name):
+    """Say hello."""
+    return f"Hello, {name}!"
+'''
+
+
+@pytest.mark.timeout(300)
+async def test_the_bundled_models_code_merges_into_the_users_file_and_keeps_their_code(
+    live: Live, smollm2: ModelServer, rooms: None
+) -> None:
+    client = await connect(live)
+    await client.pump(0.3)
+    files = client.doc.get("files", type=Map)
+    before = client.doc.get_state()
+    with client.doc.transaction():
+        files["main.py"] = Text(USER_CODE)
+    await client.comm.send_to(bytes_data=create_update_message(client.doc.get_update(before)))
+    await client.send({"type": "prompt", "text": "write a function that checks if a number is prime",
+                       "path": "main.py"})
+    finished = await client.until(lambda e: e["type"] == "turn.finished", timeout=240)
+    assert (finished["status"], finished["reason"]) == ("completed", "answered"), finished
+    await client.pump(0.5)
+    code = client.text("main.py") or ""
+    assert code.startswith(USER_CODE.rstrip("\n")), code  # the user's comment and function, untouched
+    assert "prime" in code[len(USER_CODE) :]  # the model's function came after it
+    compile(code, "main.py", "exec")
+    applied = [e for e in client.of("edit.status") if e["state"] == "applied"]
+    assert applied and applied[-1]["detail"].get("merge"), applied
     await client.close()
