@@ -1,6 +1,8 @@
 // The prompt box under the editor. Keys as in Codex: Enter steers the running turn (or
 // starts one when idle), Alt+Enter queues a prompt behind it, Shift+Enter is a newline,
-// Esc stops. The session decides what each intent means on the wire.
+// Esc stops. The session decides what each intent means on the wire. What was sent stays in
+// the box until the server takes it (its turn starts or is queued): a refused prompt (too
+// long, rate limited, the connection lost) is still there to fix and send again.
 
 export class PromptBox {
   // onSend(intent, text, effort) with intent "steer" | "queue"; onStop()
@@ -13,6 +15,7 @@ export class PromptBox {
     this.sendButton = form.querySelector("[data-action=send]");
     this.onSend = onSend;
     this.onStop = onStop;
+    this.waiting = null; // the text sent, until the server takes or refuses it
     this.input.addEventListener("keydown", (event) => this.key(event));
     form.addEventListener("submit", (event) => { event.preventDefault(); this.send("steer"); });
     this.queueButton.addEventListener("click", () => this.send("queue"));
@@ -33,8 +36,26 @@ export class PromptBox {
 
   send(intent) {
     const text = this.input.value.trim();
-    if (!text) return;
-    if (this.onSend(intent, text, this.effort.value)) this.input.value = "";
+    if (!text || text === this.waiting) return; // sent already: the server has not answered yet
+    if (this.onSend(intent, text, this.effort.value)) this.setWaiting(text);
+  }
+
+  // A turn of this person's started or was queued with `text`: the box empties, unless they
+  // have written something else since.
+  taken(text) {
+    if (this.waiting === null || text !== this.waiting) return;
+    if (this.input.value.trim() === text) this.input.value = "";
+    this.setWaiting(null);
+  }
+
+  // The server refused what was sent, or the connection went: the text stays, to send again.
+  release() {
+    this.setWaiting(null);
+  }
+
+  setWaiting(text) {
+    this.waiting = text;
+    this.form.classList.toggle("sending", text !== null);
   }
 
   // The labels tell what Enter will do right now.

@@ -10,7 +10,7 @@ import { LiveRegions, followPosition } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
-import { Toasts, renderPresence, userName, wireCopyButtons } from "./notices.js";
+import { Toasts, keepPanelsInView, renderPresence, userName, wireCopyButtons } from "./notices.js";
 import { IN_FLIGHT } from "./block_states.js";
 
 const REVERT_REFRESH_MS = 800;
@@ -28,6 +28,7 @@ class LiveSession {
     this.canDrive = data.canDrive === "true";
     this.treeUrl = data.treeUrl;
     this.running = null; // id of the turn the model is writing, if any
+    this.joinedSeq = null; // the room's seq at our hello: turn events up to it are a replay
     this.loop = new FrameLoop();
     this.doc = new Y.Doc();
     this.connection = new SessionConnection(data.wsPath, {
@@ -46,7 +47,7 @@ class LiveSession {
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
     });
-    this.status = new StatusBar(root.querySelector(".statusbar"));
+    this.status = new StatusBar(root.querySelector(".statusbar"), { requestFrame: () => this.loop.request() });
     this.toasts = new Toasts(document.getElementById("toasts"));
     this.presence = document.getElementById("presence");
     const form = root.querySelector("#prompt");
@@ -78,7 +79,14 @@ class LiveSession {
 
   connectionState(state, retryMs) {
     this.status.connection(state, retryMs);
-    if (state === "offline") this.provider.disconnected();
+    if (state === "refused") this.toasts.show("You no longer have access to this workspace: reload the page", "error");
+    if (state !== "offline" && state !== "refused") return;
+    this.provider.disconnected();
+    if (this.prompt) this.prompt.release(); // a prompt in flight may be lost: it can go again
+  }
+
+  replayed(event) {
+    return typeof event.seq === "number" && this.joinedSeq !== null && event.seq <= this.joinedSeq;
   }
 
   handle(event) {
@@ -86,7 +94,7 @@ class LiveSession {
       case "hello": return this.hello(event);
       case "turn.started": return this.turnStarted(event);
       case "turn.delta":
-        this.status.delta(event);
+        this.status.delta(event, this.replayed(event));
         return this.loop.request();
       case "turn.prose":
         this.transcript.prose(event);
@@ -94,13 +102,14 @@ class LiveSession {
       case "edit.status": return this.editStatus(event);
       case "turn.finished": return this.turnFinished(event);
       case "presence": return renderPresence(this.presence, event.participants);
-      case "error": return this.toasts.show(`${event.message || event.code}`, "error");
+      case "error": return this.refused(event);
       case "resync": return this.resync();
       case "turn.steered": return this.status.steered(event);
       case "guard.finding":
         return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
           event.severity === "high" ? "error" : "warn");
       case "turn.queued":
+        if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
     }
@@ -111,14 +120,24 @@ class LiveSession {
     const color = colorFor(name);
     this.provider.awareness.setLocalStateField("user", { name, color, colorLight: `${color}33` });
     this.provider.connected();
+    this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
     this.setRunning(event.turn || null);
   }
 
   turnStarted(event) {
     this.setRunning(event.turn);
     this.transcript.started(event);
-    this.status.started(event);
+    this.status.started(event, this.replayed(event));
+    if (this.prompt) this.prompt.taken(event.prompt);
     this.loop.request();
+  }
+
+  // The server refused something this page sent (a prompt too long, too many messages…):
+  // the prompt box keeps its text.
+  refused(event) {
+    this.toasts.show(`${event.message || event.code}`, "error");
+    this.status.refused();
+    if (this.prompt) this.prompt.release();
   }
 
   // The first status of a path opens its tab; the view follows the block being written
@@ -251,6 +270,7 @@ class LiveSession {
     body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
     body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
     wireCopyButtons(document.body, this.toasts);
+    keepPanelsInView(document.body);
     window.addEventListener("pagehide", () => this.provider.leave());
   }
 }

@@ -1,12 +1,14 @@
 // The transcript: per turn, a header (prompt, steered from, effort), the model's prose, each
-// edit block as a chip (kind, path, state, lines written) and a small model's code fence as
-// highlighted code, then a footer with the outcome. It renders what the server parsed:
+// edit block as a chip (kind, path, state, lines written, what a merge replaced) and a small
+// model's code fence as highlighted code, then a footer with the outcome and why. It renders
+// what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
 // Work is buffered and drawn at most once per animation frame (flush()).
 import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
 import { IN_FLIGHT } from "./block_states.js";
+import { shortPrompt } from "./notices.js";
 
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
@@ -16,6 +18,27 @@ const STATE_LABELS = {
 // what it showed last.
 const WRITTEN = new Set(["streaming", "applied"]);
 const MAX_CODE_LINES = 400; // longer files show their start; the editor has the rest
+// Why a turn ended, where the outcome alone does not say (turn.finished `reason`); other
+// reasons show as their name.
+const REASON_LABELS = {
+  answered: "", steered: "", no_changes: "no changes", repetition: "the model repeated itself",
+  incomplete: "cut short by the model", stopped: "stopped", reverted: "reverted",
+};
+const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started arrives
+
+// What a structural merge did to the file (an applied block's `detail.merge`): "replaced
+// is_prime · added reverse_string", "inserted"; "" when there is nothing to say.
+export function mergeSummary(merge) {
+  if (!merge || typeof merge !== "object") return "";
+  const names = (list) => (Array.isArray(list) ? list.filter((name) => typeof name === "string") : []);
+  const parts = [];
+  const replaced = names(merge.replaced);
+  const added = names(merge.added);
+  if (replaced.length) parts.push(`replaced ${replaced.join(", ")}`);
+  if (added.length) parts.push(`added ${added.join(", ")}`);
+  if (merge.inserted === true) parts.push("inserted, the rest kept");
+  return parts.join(" · ");
+}
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -75,10 +98,10 @@ export class Transcript {
     const article = element("article", "turn running");
     article.dataset.turn = turn;
     const header = element("header", "turn-head");
-    header.append(element("span", "turn-prompt", "(turn in progress)"));
+    header.append(element("span", "turn-prompt", NO_PROMPT));
     const prose = element("div", "prose");
     article.append(header, prose);
-    entry = { article, header, prose, text: null, buffer: "", blocks: new Map(), done: false };
+    entry = { article, header, prose, prompt: null, text: null, buffer: "", blocks: new Map(), done: false };
     this.turns.set(turn, entry);
     this.append(article);
     return entry;
@@ -86,10 +109,21 @@ export class Transcript {
 
   started({ turn, prompt, steered_from: steeredFrom, effort }) {
     const entry = this.entry(turn);
+    entry.prompt = prompt || "";
     const header = entry.header;
-    header.replaceChildren(element("span", "turn-prompt", prompt || ""));
-    if (steeredFrom) header.prepend(element("span", "badge steer", `steered from ${steeredFrom}`));
+    header.replaceChildren(element("span", "turn-prompt", entry.prompt));
+    if (steeredFrom) header.prepend(this.steerBadge(steeredFrom));
     if (effort) header.append(element("span", "badge", effort));
+  }
+
+  // "steered from" the earlier turn's prompt (its id in the tooltip).
+  steerBadge(from) {
+    const earlier = this.turns.get(from);
+    const text = earlier && earlier.prompt ? `steered from “${shortPrompt(earlier.prompt)}”` : "steered";
+    const badge = element("span", "badge steer", text);
+    badge.dataset.steeredFrom = from;
+    badge.title = `Steered from turn ${from}`;
+    return badge;
   }
 
   prose({ turn, text }) {
@@ -116,15 +150,19 @@ export class Transcript {
     this.repaint.add(view);
   }
 
-  finished({ turn, status, metrics, error }) {
+  finished({ turn, status, reason, metrics, error }) {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
     this.drain(entry);
     entry.article.classList.remove("running");
     entry.article.classList.add(`status-${status}`);
+    // Its start came before what the server keeps for a new page: it is no longer "in progress".
+    if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
     const footer = element("footer", "turn-foot");
     footer.append(element("span", `badge outcome ${status}`, status));
+    const why = reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
+    if (why) footer.append(element("span", "reason", why));
     if (metrics && metrics.tokens_per_s !== undefined) {
       footer.append(element("span", "metric", `${metrics.tokens} tok · ${Math.round(metrics.tokens_per_s)} tok/s · TTFT ${Math.round(metrics.ttft_ms)} ms`));
     }
@@ -170,12 +208,13 @@ export class Transcript {
       path: element("span", "chip-path", "?"),
       count: element("span", "chip-count", ""),
       state: element("span", "chip-state"),
+      merge: element("span", "chip-merge", ""),
       lines: null, // the region [first, last] as of the latest streaming/applied status
       status: null,
       code: null,
     };
     view.chip.type = "button";
-    view.chip.append(view.kind, view.path, view.count, view.state);
+    view.chip.append(view.kind, view.path, view.count, view.state, view.merge);
     if (detail.fenced) {
       const figure = element("figure", "code-block");
       view.code = element("code");
@@ -204,8 +243,10 @@ export class Transcript {
       view.path.textContent = path;
     }
     if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
+    const merged = state === "applied" ? mergeSummary(detail.merge) : "";
+    view.merge.textContent = merged;
     const label = `${chip.dataset.path || ""} ${STATE_LABELS[state] || state}`;
-    const why = detail.message || detail.reason;
+    const why = detail.message || detail.reason || merged;
     chip.title = why ? `${label}: ${why}` : label;
     if (view.code && view.lines && (this.live.has(view) || view.shown === null)) this.paintCode(view, path);
   }
