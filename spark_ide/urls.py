@@ -2,6 +2,7 @@ from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from spark_ide.accounts.guests import guests_allowed
 from spark_ide.api import api_not_found
 from spark_ide.pairing.urls import api_urlpatterns as pairing_api
 from spark_ide.workspaces.urls import api_urlpatterns as workspace_api
@@ -11,7 +12,7 @@ urlpatterns = [
     path("api/", include(pairing_api)),
     re_path(r"^api/", api_not_found),
     # Browsers ask for /favicon.ico whatever the page links; the icon is the SVG in static/.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("favicon.ico", guests_allowed(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
     path("", include("spark_ide.accounts.urls")),
     path("", include("spark_ide.workspaces.urls")),
     path("", include("spark_ide.pairing.urls")),

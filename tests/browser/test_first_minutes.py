@@ -10,12 +10,14 @@ ids, a refused prompt kept in the box, a favicon. The model is the scripted engi
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from tests.browser.conftest import ROOT, IdeServer, create_file, open_new_workspace
-from tests.browser.test_live_pairing import _ask, _invited, _shot
+from tests.browser.test_live_pairing import _ask, _shot
 from tests.support.node import run_node
 
 pytestmark = pytest.mark.browser
@@ -72,6 +74,38 @@ def _assert_status_bar_fits(page: Any) -> None:
     assert shown >= 4
 
 
+def _assert_favicon(page: Any, server: IdeServer) -> None:
+    """The favicon is linked from the page, and /favicon.ico answers too (browsers ask for it)."""
+    icon = page.locator("link[rel=icon]").get_attribute("href")
+    for url in (f"{server.url}{icon}", f"{server.url}/favicon.ico"):
+        answer = page.request.get(url)
+        assert answer.status == 200, url
+        assert answer.headers["content-type"].startswith("image/svg+xml")
+        assert b"<svg" in answer.body()
+
+
+@contextmanager
+def _guest(owner: Any, chromium: Any, name: str) -> Iterator[Any]:
+    """Someone without an account who joins late through the owner's viewer link."""
+    owner.locator(".invites summary").click()
+    link = owner.locator("#invite-viewer").input_value()
+    owner.locator(".invites summary").click()
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        guest = context.new_page()
+        errors: list[str] = []
+        guest.on("pageerror", lambda exc: errors.append(str(exc)))
+        guest.goto(link)
+        guest.get_by_label("Your name").fill(name)
+        guest.get_by_role("button", name="Join").click()
+        guest.wait_for_url("**/sessions/*/")
+        guest.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+        yield guest
+        assert errors == []
+    finally:
+        context.close()
+
+
 def test_a_reload_mid_turn_and_a_late_joiner_see_the_transcript(
     ide_server: IdeServer, page: Any, chromium: Any
 ) -> None:
@@ -104,7 +138,7 @@ def test_a_reload_mid_turn_and_a_late_joiner_see_the_transcript(
     assert page.locator("[data-field=turn]").inner_text().startswith("Write the slow table")
     page.locator(".cm-content", has_text="row_3 = 3 * 3").wait_for(timeout=WAIT_MS)  # it streams on
 
-    with _invited(ide_server, page, chromium, role="viewer", username="late") as late:
+    with _guest(page, chromium, "Late") as late:
         late.locator("#transcript .turn").nth(1).wait_for(timeout=WAIT_MS)
         for viewer in (page, late):
             slow = viewer.locator("#transcript .turn").nth(1)
@@ -118,6 +152,7 @@ def test_a_reload_mid_turn_and_a_late_joiner_see_the_transcript(
             assert "(turn in progress)" not in viewer.locator("#transcript").inner_text()
         assert late.locator("[data-field=turn]").inner_text() == "Write the slow table · completed"
         _shot(late, "late_joiner")
+        _assert_favicon(late, ide_server)  # a guest's browser asks for it too
     _shot(page, "reloaded_mid_turn")
 
 
@@ -176,13 +211,7 @@ def test_rough_edges_at_both_window_sizes(ide_server: IdeServer, page: Any) -> N
             _shot(page, f"rough_edges_{width}_{summary.inner_text()}")
             summary.click()
 
-    # The favicon: linked from every page, and /favicon.ico answers too.
-    icon = page.locator("link[rel=icon]").get_attribute("href")
-    for url in (f"{ide_server.url}{icon}", f"{ide_server.url}/favicon.ico"):
-        answer = page.request.get(url)
-        assert answer.status == 200, url
-        assert answer.headers["content-type"].startswith("image/svg+xml")
-        assert b"<svg" in answer.body()
+    _assert_favicon(page, ide_server)
 
 
 # The labels the page builds, under Node: what a structural merge did (an applied block's
