@@ -87,6 +87,7 @@ def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
         SPARK_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="spark_ide.settings", SPARK_PROVIDER="local",
         OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_EDIT_STYLE="edits",
         SPARK_REPLAY_LIMIT="200",  # small enough that a page offline for seconds must resync
+        SPARK_MAX_OUTPUT_TOKENS="100000",  # the scripted engine is not the small model: no short ceiling
     )
     model_log = data / "model.log"
     with model_log.open("w") as model_out:

@@ -230,6 +230,7 @@ def test_merge_summaries_and_short_prompts() -> None:
         {"added": ["main"]},
         {"inserted": True},
         {"replaced": [], "added": []},
+        {"inserted": False},
         {"replaced": "is_prime", "added": [3, "ok"]},  # not lists of names: what is a name shows
         None,
     ]
@@ -243,7 +244,8 @@ def test_merge_summaries_and_short_prompts() -> None:
         "replaced a, B",
         "added main",
         "inserted, the rest kept",
-        "",
+        "no change",
+        "no change",
         "added ok",
         "",
     ]

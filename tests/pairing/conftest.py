@@ -128,6 +128,7 @@ class Live:
 def live(transactional_db: None, django_user_model: Any, settings: Any) -> Iterator[Live]:
     settings.SPARK_EDIT_STYLE = "edits"
     settings.SPARK_CONTEXT_TOKENS = 128_000
+    settings.SPARK_MAX_OUTPUT_TOKENS = 100_000  # the scripted engine is not the small model
     owner = django_user_model.objects.create_user(username="ada", password="pw-ada-123")
     workspace = workspace_create(owner=owner, name="live", files=dict(FILES))
     session = session_create(workspace=workspace, by=owner)

@@ -99,14 +99,18 @@ class TcpProxy:
         self.drop()
 
     def stop(self) -> None:
-        def close() -> None:
+        async def close() -> None:
             if self._server is not None:
                 self._server.close()
             for writer in list(self._writers):
                 writer.transport.abort()
-            self._loop.stop()
+            tasks = [task for task in asyncio.all_tasks(self._loop) if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        self._call(close)
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
 

@@ -37,6 +37,8 @@ export function mergeSummary(merge) {
   if (replaced.length) parts.push(`replaced ${replaced.join(", ")}`);
   if (added.length) parts.push(`added ${added.join(", ")}`);
   if (merge.inserted === true) parts.push("inserted, the rest kept");
+  // The file already had this code: {"replaced": [], "added": []} or {"inserted": false}.
+  if (!parts.length && (merge.inserted === false || ("replaced" in merge && "added" in merge))) return "no change";
   return parts.join(" · ");
 }
 
