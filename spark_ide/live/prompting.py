@@ -136,7 +136,7 @@ def pack_workspace(
             left_out.append(path)
     order = list(parts)
     if active_last and active_path in parts:
-        order = sorted(p for p in parts if p != active_path) + [active_path]
+        order = [*sorted(p for p in parts if p != active_path), active_path]
     text = "".join(parts[path] for path in order)
     if left_out:
         text += "Files not shown (context budget): " + ", ".join(sorted(left_out)) + "\n"
