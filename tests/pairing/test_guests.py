@@ -142,6 +142,8 @@ def test_a_guest_sees_only_its_session(session: Session, user: Any) -> None:
 
     assert guest.get(f"/api/sessions/{session.id}/turns").status_code == 200
     assert guest.get(f"/sessions/{session.id}/history").status_code == 200
+    page = guest.get(f"/sessions/{session.id}/").content.decode()
+    assert "API tokens" not in page  # no link to what a guest may not use
     tree = f"/sessions/{session.id}/tree"
     assert guest.post(tree, {"action": "create", "path": "b.py"}).status_code == 200  # a collaborator edits
     assert session.workspace.files.filter(path="b.py").exists()
