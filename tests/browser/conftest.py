@@ -180,3 +180,35 @@ def wait_for_server_text(page: Any, path: str, text: str, timeout_ms: int = LIVE
     while (current := server_text(page, path)) != text:
         assert time.monotonic() < deadline, f"the server has {current!r} for {path}, not {text!r}"
         page.wait_for_timeout(100)
+
+
+@contextmanager
+def second_person(
+    server: IdeServer, owner: Any, chromium: Any, *, role: str, username: str | None = None,
+    guest_name: str | None = None,
+) -> Iterator[Any]:
+    """Someone else, in a browser of their own, who joins the owner's session through its
+    invite link for ``role``: signed in as ``username``, or as a guest named ``guest_name``
+    (no account: the link asks for a name). Yields their page once it is live."""
+    owner.locator(".invites summary").click()
+    link = owner.locator(f"#invite-{role}").input_value()
+    owner.locator(".invites summary").click()
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        person = context.new_page()
+        errors: list[str] = []
+        person.on("pageerror", lambda exc: errors.append(str(exc)))
+        if guest_name is None:
+            person.goto(server.login_url(username or "bob"))
+            person.wait_for_url(f"{server.url}/")
+            person.goto(link)
+        else:
+            person.goto(link)
+            person.get_by_label("Your name").fill(guest_name)
+            person.get_by_role("button", name="Join").click()
+        person.wait_for_url("**/sessions/*/")
+        person.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+        yield person
+        assert errors == [], f"JavaScript errors on the second person's page: {errors}"
+    finally:
+        context.close()

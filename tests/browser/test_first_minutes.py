@@ -10,13 +10,11 @@ ids, a refused prompt kept in the box, a favicon. The model is the scripted engi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ROOT, IdeServer, create_file, open_new_workspace
+from tests.browser.conftest import ROOT, IdeServer, create_file, open_new_workspace, second_person
 from tests.browser.test_live_pairing import _ask, _shot
 from tests.support.node import run_node
 
@@ -84,28 +82,6 @@ def _assert_favicon(page: Any, server: IdeServer) -> None:
         assert b"<svg" in answer.body()
 
 
-@contextmanager
-def _guest(owner: Any, chromium: Any, name: str) -> Iterator[Any]:
-    """Someone without an account who joins late through the owner's viewer link."""
-    owner.locator(".invites summary").click()
-    link = owner.locator("#invite-viewer").input_value()
-    owner.locator(".invites summary").click()
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        guest = context.new_page()
-        errors: list[str] = []
-        guest.on("pageerror", lambda exc: errors.append(str(exc)))
-        guest.goto(link)
-        guest.get_by_label("Your name").fill(name)
-        guest.get_by_role("button", name="Join").click()
-        guest.wait_for_url("**/sessions/*/")
-        guest.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
-        yield guest
-        assert errors == []
-    finally:
-        context.close()
-
-
 def test_a_reload_mid_turn_and_a_late_joiner_see_the_transcript(
     ide_server: IdeServer, page: Any, chromium: Any
 ) -> None:
@@ -138,7 +114,7 @@ def test_a_reload_mid_turn_and_a_late_joiner_see_the_transcript(
     assert page.locator("[data-field=turn]").inner_text().startswith("Write the slow table")
     page.locator(".cm-content", has_text="row_3 = 3 * 3").wait_for(timeout=WAIT_MS)  # it streams on
 
-    with _guest(page, chromium, "Late") as late:
+    with second_person(ide_server, page, chromium, role="viewer", guest_name="Late") as late:  # a guest, joining late
         late.locator("#transcript .turn").nth(1).wait_for(timeout=WAIT_MS)
         for viewer in (page, late):
             slow = viewer.locator("#transcript .turn").nth(1)

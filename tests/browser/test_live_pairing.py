@@ -7,8 +7,7 @@ tokens/s, so each test knows exactly what the model writes and how fast.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from tests.browser.conftest import (
     IdeServer,
     create_file,
     open_new_workspace,
+    second_person,
     server_text,
     wait_for_server_text,
 )
@@ -117,30 +117,9 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_se
     _shot(page, "reloaded")
 
 
-@contextmanager
-def _invited(ide_server: IdeServer, owner: Any, chromium: Any, *, role: str, username: str) -> Iterator[Any]:
-    """A second person who joins the owner's session through its invite link for ``role``."""
-    owner.locator(".invites summary").click()
-    invite = owner.locator(f"#invite-{role}").input_value()
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        guest = context.new_page()
-        errors: list[str] = []
-        guest.on("pageerror", lambda exc: errors.append(str(exc)))
-        guest.goto(ide_server.login_url(username))
-        guest.wait_for_url(f"{ide_server.url}/")
-        guest.goto(invite)
-        guest.wait_for_url("**/sessions/*/")
-        guest.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
-        yield guest
-        assert errors == []
-    finally:
-        context.close()
-
-
 def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any, chromium: Any) -> None:
     _start_session(ide_server, page, "live viewer")
-    with _invited(ide_server, page, chromium, role="viewer", username="vera") as viewer:
+    with second_person(ide_server, page, chromium, role="viewer", username="vera") as viewer:
         assert viewer.locator("#prompt").count() == 0  # viewers watch, they do not drive
         assert viewer.locator(".prompt.watching").count() == 1
         page.locator(".presence .person", has_text="vera").wait_for(timeout=WAIT_MS)
@@ -242,7 +221,7 @@ def test_alt_enter_queues_a_prompt_behind_the_running_turn(ide_server: IdeServer
 
 def test_a_collaborator_steers_the_owners_turn(ide_server: IdeServer, page: Any, chromium: Any) -> None:
     _start_session(ide_server, page, "live collaborator")
-    with _invited(ide_server, page, chromium, role="collaborator", username="cole") as mate:
+    with second_person(ide_server, page, chromium, role="collaborator", username="cole") as mate:
         _ask(page, SLOW_WRITE)
         mate.locator(".turn.running").wait_for(timeout=WAIT_MS)
         mate.locator(".cm-live-ghost").wait_for(timeout=WAIT_MS)  # the tab opened and shows the stream
