@@ -175,7 +175,7 @@ class Stack:
         env = self._env(
             SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
             SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
-            SPARK_EDIT_STYLE="edits", SPARK_LOG_LEVEL="WARNING",
+            SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
         )
         await self._manage(env, "migrate", "--verbosity", "0")
         self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()

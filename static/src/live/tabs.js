@@ -24,6 +24,7 @@ export class EditorTabs {
     this.regions = regions;
     this.tabs = new Map(); // path -> {ytext, undo, state, scrollTop}
     this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
+    this.vanished = new Map(); // path -> was active: tabs closed because their file went away
     this.active = null;
     this.view = null;
     this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
@@ -153,9 +154,13 @@ export class EditorTabs {
     history.replaceState(null, "", "#");
   }
 
+  // The server renamed a file. Its removal may reach the document before the rename's answer
+  // reaches the page, and close the tab first: the tab it was is remembered (vanished).
   renamed(path, newPath) {
-    const wasActive = this.active === path;
-    if (!this.tabs.has(path)) return;
+    const gone = this.vanished.get(path);
+    this.vanished.delete(path);
+    if (!this.tabs.has(path) && gone === undefined) return;
+    const wasActive = this.active === path || gone === true;
     this.close(path);
     this.open(newPath, { activate: wasActive, focus: false });
   }
@@ -173,6 +178,7 @@ export class EditorTabs {
       const tab = this.tabs.get(path);
       if (!tab || tab.ytext === ytext) continue;
       if (!(ytext instanceof Y.Text)) {
+        this.vanished.set(path, this.active === path);
         this.close(path);
         continue;
       }
