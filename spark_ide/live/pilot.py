@@ -273,9 +273,8 @@ class Pilot:
                     self.stage.publish(TurnDelta(turn=run.id, text=event.text))
                     self._publish_edits(run.editor.feed(event.text))
                     if run.repetition.feed(event.text):
-                        self._finish(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
-                                     error="the model was repeating itself; it was stopped")
-                        await self._stop_upstream(run)
+                        await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
+                                        error="the model was repeating itself; it was stopped", then_next=False)
                         break
                     continue
                 if isinstance(event, Completed | Incomplete):

@@ -23,6 +23,7 @@ from pycrdt import merge_updates
 from .events import TurnEvent
 from .outbox import Backlog, Frame, TextRun
 from .outbox import Item as Waiting
+from .retry import with_retries
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Transport
 
@@ -161,20 +162,15 @@ class Pipeline:
     async def _persist(self, update: bytes) -> bool:
         """Write ``update`` (retrying); False when every try failed."""
         waits = self._settings.persist_retries
-        for attempt in range(len(waits) + 1):
-            try:
-                last_id = await self._store.append_update(update)
-            except Exception as exc:
-                if attempt < len(waits):
-                    await asyncio.sleep(waits[attempt])
-                    continue
-                log.warning("could not save a document update (%d tries): %s", attempt + 1, exc)
-                self._failures += 1
-                if self._failures == 1:
-                    self._on_failed(exc)
-                self._retry_later()
-                return False
-            break
+        try:
+            last_id = await with_retries(lambda: self._store.append_update(update), waits)
+        except Exception as exc:
+            log.warning("could not save a document update (%d tries): %s", len(waits) + 1, exc)
+            self._failures += 1
+            if self._failures == 1:
+                self._on_failed(exc)
+            self._retry_later()
+            return False
         self._failures = 0
         await self._after_persist(last_id)
         return True
@@ -228,14 +224,8 @@ class Pipeline:
         batch, self._kept = [*self._kept, *stored(self._unstored.take())], []
         if not batch:
             return
-        waits = self._settings.persist_retries
-        for attempt in range(len(waits) + 1):
-            try:
-                await self._store.append_events(batch)
-                return
-            except Exception as exc:
-                if attempt == len(waits):
-                    log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
-                    self._kept = batch
-                    return
-                await asyncio.sleep(waits[attempt])
+        try:
+            await with_retries(lambda: self._store.append_events(batch), self._settings.persist_retries)
+        except Exception as exc:
+            log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
+            self._kept = batch

@@ -8,6 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from .retry import with_retries
+
 log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT_S = 10.0
@@ -54,13 +56,9 @@ class Records:
                 self._queue.task_done()
 
     async def _write(self, item: _Write) -> bool:
-        for attempt in range(len(self._retries) + 1):
-            try:
-                await item.write()
-                return True
-            except Exception:
-                if attempt == len(self._retries):
-                    log.exception("could not record %s", item.name)
-                    return False
-                await asyncio.sleep(self._retries[attempt])
-        return False
+        try:
+            await with_retries(item.write, self._retries)
+        except Exception:
+            log.exception("could not record %s", item.name)
+            return False
+        return True

@@ -326,10 +326,9 @@ class Room:
             except BadPath as exc:
                 refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"bad path {path[:80]!r}: {exc}", ref=path)))
                 continue
-            conflict = path_conflict(path, before | (added - {path}))
             if not ok:
                 refused.append((path, ErrorEvent(ErrorCode.BAD_PATH, f"{path[:80]!r} is not in normal form (NFC)")))
-            elif conflict is not None:
+            elif (conflict := path_conflict(path, before | (added - {path}))) is not None:
                 refused.append((path, ErrorEvent(ErrorCode.PATH_CONFLICT, conflict, ref=path)))
             elif room_for is not None and room_for <= 0:
                 message = f"a workspace holds at most {limit} files; {path[:80]!r} was not kept"
