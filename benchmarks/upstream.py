@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from benchmarks.loopproxy import LoopProxy
+from benchmarks.report import Setup, row
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer, ServerConfig
 from spark_ide.upstream.backoff import RetryPolicy
@@ -43,6 +44,7 @@ MODEL = "smollm2"
 LONG = " ".join(f"t{i:03d}" for i in range(2000))
 SHORT_TURN = "[say]def add(a, b):\n    return a + b[/say][ttft:0]"
 LONG_TURN = "[script:long][rate:400][ttft:0]"
+QUICK = ["--reps", "8", "--no-netem-probe"]
 
 
 def _turn(text: str) -> TurnRequest:
@@ -174,6 +176,7 @@ def probe_netem() -> str:
 
 
 async def run(reps: int, delay_ms: float, *, probe: bool = True) -> dict[str, object]:
+    setup = Setup()
     delay_s = delay_ms / 1000.0
     rtt_ms = 2 * delay_ms
     async with _bench_server(openai_like=True, delay_s=delay_s) as proxy:
@@ -217,6 +220,19 @@ async def run(reps: int, delay_ms: float, *, probe: bool = True) -> dict[str, ob
             "hot_spare": _summary(spare_token), "reconnect": _summary(again_token),
             "native_cancel_local": _summary(native_token),
         },
+        "rows": [
+            row(
+                f"TTFT on the warm persistent socket, {rtt_ms:g} ms RTT, median", warm_ms, unit="ms",
+                baseline=fresh_ms, target="<= 0.5x a fresh connection", met=warm_ms <= 0.5 * fresh_ms,
+                note="baseline: a new connection opened for the turn",
+            ),
+            row(
+                "steer: cancel -> new request sent, hot spare, median", spare_ms, unit="ms", baseline=reconnect_ms,
+                target="< 5 ms, reconnect >= 1 RTT", met=spare_ms < 5.0 and reconnect_ms >= rtt_ms,
+                note="baseline: reconnecting to cancel",
+            ),
+        ],
+        "setup": setup.finish(reps=reps, one_way_delay_ms=delay_ms),
     }
 
 

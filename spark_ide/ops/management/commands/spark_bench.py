@@ -8,8 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # Each benchmark is ``benchmarks.<name>.main`` (the top-level ``benchmarks`` package, run from
-# the repository root; it is not part of the installed product).
-BENCHMARKS = ("editing", "followup", "modelserver", "pairing", "upstream")
+# the repository root; it is not part of the installed product). ``make bench`` runs them in
+# this order: in-process ones first, whole stacks after, the soak last.
+BENCHMARKS = (
+    "editing", "modelserver", "upstream", "wan", "followup", "pairing", "fanout", "rooms", "browser", "soak",
+)
 
 
 class Command(BaseCommand):
