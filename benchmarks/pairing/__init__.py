@@ -1,5 +1,5 @@
 """The pairing relay benchmark: the IDE against a bare relay on the real stack (see ``run``)."""
 
-from benchmarks.pairing.run import main
+from benchmarks.pairing.run import QUICK, main
 
-__all__ = ["main"]
+__all__ = ["QUICK", "main"]

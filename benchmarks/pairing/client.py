@@ -8,12 +8,15 @@ browser would not.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -118,3 +121,171 @@ def late_events(events: list[tuple[float, Event]]) -> int:
         ):
             late += 1
     return late
+
+
+# -- the scale benchmarks' socket ------------------------------------------------------------
+
+_TEXT, _BINARY, _CLOSE, _PING, _PONG, _CONTINUATION = 0x1, 0x2, 0x8, 0x9, 0xA, 0x0
+_FINISHED = b'"turn.finished"'  # in a text frame: a turn.finished event (inside a JSON string it is escaped)
+
+
+def _client_frame(opcode: int, payload: bytes) -> bytes:
+    """A masked client frame (RFC 6455 §5.3)."""
+    size = len(payload)
+    if size < 126:
+        header = bytes([0x80 | opcode, 0x80 | size])
+    elif size < 1 << 16:
+        header = bytes([0x80 | opcode, 0x80 | 126]) + size.to_bytes(2, "big")
+    else:
+        header = bytes([0x80 | opcode, 0x80 | 127]) + size.to_bytes(8, "big")
+    mask = os.urandom(4)
+    key = int.from_bytes((mask * (size // 4 + 1))[:size], "big")
+    masked = (int.from_bytes(payload, "big") ^ key).to_bytes(size, "big") if size else b""
+    return header + mask + masked
+
+
+class Watcher(asyncio.Protocol):
+    """A cheap session socket for the scale benchmarks (``fanout``, ``rooms``).
+
+    Hundreds of them share the benchmark's one process (and the 2 cores) with the frame tap,
+    so per frame it does only what it must: read the header, keep a text frame's payload with
+    the time of the read that completed it, note a ``turn.finished``, answer a ping. JSON is
+    parsed afterwards (``deltas_since``), off the hot path; nothing rescans what it holds.
+    """
+
+    def __init__(self, request: bytes) -> None:
+        self._request = request
+        self.frames: list[tuple[float, bytes]] = []  # (arrival, payload) of each text frame
+        self.binary_frames = 0
+        self.finished = 0  # turn.finished events received so far
+        self.closed = False
+        self._buffer = bytearray()
+        self._upgraded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._fragments: bytearray | None = None
+        self._fragment_opcode = 0
+        self._finish_seen = asyncio.Event()
+        self._transport: asyncio.Transport | None = None
+
+    @classmethod
+    async def open(cls, url: str, token: str | None = None, timeout: float = 30.0) -> Watcher:
+        """Connect to ``ws://host:port/path`` and wait for the upgrade (not for ``hello``)."""
+        parts = urlsplit(url)
+        if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
+            raise ValueError(f"a watcher connects to ws://host:port/path, not {url!r}")
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        key = base64.b64encode(os.urandom(16)).decode()
+        auth = f"Authorization: Token {token}\r\n" if token else ""
+        request = (
+            f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{auth}\r\n"
+        ).encode()
+        loop = asyncio.get_running_loop()
+        _, watcher = await loop.create_connection(lambda: cls(request), parts.hostname, parts.port)
+        async with asyncio.timeout(timeout):
+            await watcher._upgraded
+        return watcher
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        transport.write(self._request)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if not self._upgraded.done():
+            self._upgraded.set_exception(ConnectionError("the server closed the socket before the upgrade"))
+        self._finish_seen.set()
+
+    def data_received(self, data: bytes) -> None:
+        at = time.monotonic()
+        buffer = self._buffer
+        buffer += data
+        if not self._upgraded.done():
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            status = bytes(buffer[: buffer.find(b"\r\n")])
+            del buffer[: end + 4]
+            if b" 101 " not in status + b" ":
+                self._upgraded.set_exception(ConnectionError(f"upgrade refused: {status.decode(errors='replace')}"))
+                return
+            self._upgraded.set_result(None)
+        while (size := len(buffer)) >= 2:
+            length = buffer[1] & 0x7F
+            head = 2
+            if length == 126:
+                if size < 4:
+                    return
+                length, head = int.from_bytes(buffer[2:4], "big"), 4
+            elif length == 127:
+                if size < 10:
+                    return
+                length, head = int.from_bytes(buffer[2:10], "big"), 10
+            if size < head + length:
+                return
+            first = buffer[0]
+            payload = bytes(buffer[head : head + length])
+            del buffer[: head + length]  # cheap: a bytearray drops its head without moving the rest
+            self._frame(at, first & 0x80, first & 0x0F, payload)
+
+    def _frame(self, at: float, fin: int, opcode: int, payload: bytes) -> None:
+        if opcode == _CONTINUATION or not fin:
+            if opcode != _CONTINUATION:
+                self._fragments, self._fragment_opcode = bytearray(), opcode
+            if self._fragments is None:
+                raise ConnectionError("a continuation frame without a first fragment")
+            self._fragments += payload
+            if not fin:
+                return
+            payload, opcode, self._fragments = bytes(self._fragments), self._fragment_opcode, None
+        if opcode == _TEXT:
+            self.frames.append((at, payload))
+            if _FINISHED in payload:
+                self.finished += 1
+                self._finish_seen.set()
+        elif opcode == _BINARY:
+            self.binary_frames += 1  # Yjs: counted, never answered
+        elif opcode == _PING:
+            self._write(_PONG, payload)
+        elif opcode == _CLOSE:
+            self._write(_CLOSE, payload[:2])
+            if self._transport is not None:
+                self._transport.close()
+
+    def _write(self, opcode: int, payload: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(_client_frame(opcode, payload))
+
+    # -- the benchmark's side ------------------------------------------------------------------
+
+    def send(self, message: Event) -> float:
+        """Send a JSON message; returns when it was written."""
+        at = time.monotonic()
+        self._write(_TEXT, json.dumps(message).encode())
+        return at
+
+    async def until_finished(self, count: int, timeout: float = 60.0) -> None:
+        """Wait until ``count`` turn.finished events have arrived in all."""
+        async with asyncio.timeout(timeout):
+            while self.finished < count:
+                if self.closed:
+                    raise ConnectionError("the server closed the socket")
+                self._finish_seen.clear()
+                await self._finish_seen.wait()
+
+    def deltas_since(self, mark: int) -> list[tuple[float, str]]:
+        """``(arrival, text)`` of every ``turn.delta`` among the text frames from index ``mark``."""
+        deltas = []
+        for at, payload in self.frames[mark:]:
+            if b"turn.delta" in payload:
+                event = json.loads(payload)
+                if event.get("type") == "turn.delta":
+                    deltas.append((at, str(event["text"])))
+        return deltas
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._write(_CLOSE, (1000).to_bytes(2, "big"))
+            self._transport.close()

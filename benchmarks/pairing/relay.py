@@ -8,6 +8,11 @@ same instructions the IDE sends; every ``response.output_text.delta`` goes back 
 ``turn.delta`` JSON text frame, framed by ``turn.started`` and ``turn.finished`` like the
 IDE's events, so one client measures both. No outbox, no edit engine, no persistence: what
 the IDE does beyond this is what the benchmark's ratio prices.
+
+Fan-out mode: the sockets that connect to ``/watch/<name>`` share one model socket, opened
+by the first of them. Any of them may prompt; every event of the answer is encoded once and
+written to every socket of ``<name>`` (``websockets``' ``broadcast``: no waiting on a slow
+socket), as the IDE's room does for its participants.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import signal
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 
 from spark_ide import responses_protocol as protocol
@@ -67,10 +72,70 @@ async def _session(client: ServerConnection, upstream_url: str) -> None:
                 await _answer(client, upstream, str(request["text"]), turns)
 
 
+class Watched:
+    """A fan-out room: its sockets, and the one model socket they share."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.watchers: set[ServerConnection] = set()
+        self.upstream: ClientConnection | None = None
+        self.turns = 0
+        self.lock = asyncio.Lock()  # one answer at a time, like the Pilot
+        self._opening = asyncio.Lock()
+
+    async def model(self, upstream_url: str) -> ClientConnection:
+        async with self._opening:
+            if self.upstream is None:
+                self.upstream = await connect(upstream_url, compression=None, max_size=None)
+            return self.upstream
+
+    def send_all(self, event: dict[str, Any]) -> None:
+        broadcast(self.watchers, json.dumps(event))  # encoded once for every socket
+
+    async def answer(self, upstream_url: str, text: str) -> None:
+        async with self.lock:
+            upstream = await self.model(upstream_url)
+            self.turns += 1
+            turn_id = f"bare-{self.name}-{self.turns}"
+            self.send_all({"type": "turn.started", "turn": turn_id, "steered_from": None})
+            await upstream.send(_create(text))
+            status = TurnStatus.FAILED
+            async for frame in upstream:
+                event: dict[str, Any] = json.loads(frame)
+                kind = event.get("type")
+                if kind == protocol.OUTPUT_TEXT_DELTA:
+                    self.send_all({"type": "turn.delta", "turn": turn_id, "text": event["delta"]})
+                elif kind in TERMINAL:
+                    status = TurnStatus.COMPLETED if kind == protocol.COMPLETED else TurnStatus.FAILED
+                    break
+            self.send_all({"type": "turn.finished", "turn": turn_id, "status": status})
+
+
+async def _watch(client: ServerConnection, room: Watched, upstream_url: str) -> None:
+    await room.model(upstream_url)  # warm before the first prompt, as the IDE's room is
+    room.watchers.add(client)
+    try:
+        await client.send(json.dumps({"type": "hello", "role": "owner"}))
+        async for message in client:
+            request = json.loads(message)
+            if request.get("type") == "prompt":
+                await room.answer(upstream_url, str(request["text"]))
+    finally:
+        room.watchers.discard(client)
+
+
 async def serve_relay(port: int, upstream_url: str) -> None:
+    rooms: dict[str, Watched] = {}
+
     async def handler(client: ServerConnection) -> None:
+        path = client.request.path if client.request is not None else "/"
         with contextlib.suppress(ConnectionClosed):
-            await _session(client, upstream_url)
+            if path.startswith("/watch/"):
+                name = path.removeprefix("/watch/")
+                room = rooms.get(name) or rooms.setdefault(name, Watched(name))
+                await _watch(client, room, upstream_url)
+            else:
+                await _session(client, upstream_url)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -137,6 +137,7 @@ class Stack:
         self.scripts = scripts
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.pids: dict[str, int] = {}  # "modelserver", "daphne", "relay": for their CPU clocks
         self._logs: list[IO[bytes]] = []
         self.tap: FrameTap | None = None
         self.ide_url = ""
@@ -206,6 +207,7 @@ class Stack:
             start_new_session=True,  # its own process group, ended as one
         )
         self.processes.append(process)
+        self.pids[name] = process.pid
         return process
 
     async def _manage(self, env: dict[str, str], *args: str) -> str:

@@ -53,9 +53,16 @@ def test_it_relays_every_token_and_its_figures_obey_the_stack() -> None:
     for part in ("client_to_reprompt_ms", "relay_ms"):
         assert steer["parts_of_first_token_ms"][part]["p50"] >= 0
     assert figures["late_events"] == 0
-    verdicts: Any = figures["targets_met"]
-    assert set(verdicts) >= {"zero_loss", "ratio_to_bare_0_5", "latency_p99_30ms", "steer_p50_5ms"}
-    assert verdicts["zero_loss"] is True
+    assert figures["zero_loss"] is True
+    # The shared report format: a row per target of issue 12, each judged (every phase ran).
+    rows: Any = figures["rows"]
+    assert rows[0]["met"] is True  # zero loss
+    judged = [row for row in rows if row["target"]]
+    assert len(judged) == 7 and all(isinstance(row["met"], bool) for row in judged)
+    assert any("capacity" in row["figure"] and row["baseline"] for row in rows)
+    cdf: Any = figures["charts"]["pairing_latency_cdf"]
+    assert cdf["kind"] == "cdf" and all(len(samples) > 0 for samples in cdf["series"].values())
+    assert figures["setup"]["load_average_before_after"]
 
 
 def test_it_times_each_upstream_delta_by_the_client_frame_that_completes_it() -> None:

@@ -1,0 +1,160 @@
+"""What the scale benchmarks (``fanout``, ``rooms``) share: CPU clocks of the stack's
+processes, each socket's added latency, and the ramp that finds the largest load within a
+p99 limit for the IDE and the bare relay, level by level, alternating.
+
+Both relays are measured by the same cheap client (``client.Watcher``) against the same
+frame tap, so the load generator's cost (reported as its CPU share) is the same for both;
+the ratio of the two largest loads is the figure that counts.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.pairing.client import Watcher
+from benchmarks.pairing.run import added_latency_ms
+from benchmarks.pairing.stack import Stack, Tapped, tap_deltas
+from benchmarks.report import progress, summary
+
+RELAYS = ("ide", "bare")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+
+
+class Clocks:
+    """CPU time of the stack's processes and of this one (the load generator) over a window."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._wall = 0.0
+        self._own = 0.0
+        self._cpu: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._cpu = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._own = time.process_time()
+        self._wall = time.monotonic()
+
+    def stop(self) -> dict[str, float]:
+        """Seconds of wall and CPU time per process, and each one's share of the machine."""
+        wall = time.monotonic() - self._wall
+        cpus = os.cpu_count() or 1
+        used = {name: cpu_seconds(pid) - self._cpu[name] for name, pid in self.pids.items()}
+        used["generator"] = time.process_time() - self._own
+        out = {"wall_s": round(wall, 3)}
+        for name, seconds in used.items():
+            out[f"{name}_cpu_s"] = round(seconds, 3)
+            out[f"{name}_cpu_share"] = round(seconds / (wall * cpus), 3) if wall > 0 else 0.0
+        return out
+
+
+def server_pids(stack: Stack, relay: str) -> dict[str, int]:
+    """The processes whose CPU a measurement of ``relay`` ("ide" or "bare") reads."""
+    return {"server": stack.pids["daphne" if relay == "ide" else "relay"], "modelserver": stack.pids["modelserver"]}
+
+
+def answers_by_text(frames: list[Tapped]) -> dict[str, list[tuple[float, str]]]:
+    """The tapped model answers, each as its deltas ``(time, text)``, keyed by its whole text."""
+    by_item: dict[str, list[tuple[float, str]]] = {}
+    for at, item, delta in tap_deltas(frames):
+        by_item.setdefault(item, []).append((at, delta))
+    return {"".join(text for _, text in deltas): deltas for deltas in by_item.values()}
+
+
+@dataclass
+class Received:
+    """What the sockets of one measured turn got, against what the model sent."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    sockets: int = 0
+    lossy_sockets: int = 0  # sockets whose deltas do not concatenate to the model's answer
+    frames: int = 0
+
+    def add(self, watcher: Watcher, mark: int, upstream: list[tuple[float, str]] | None, expected: str) -> None:
+        received = watcher.deltas_since(mark)
+        self.sockets += 1
+        self.frames += len(received)
+        if upstream is None or "".join(text for _, text in received) != expected:
+            self.lossy_sockets += 1
+            return
+        self.latencies_ms.extend(ms for _, ms in added_latency_ms(upstream, received))
+
+
+def level_figures(received: Received, usage: dict[str, float], tokens: int) -> dict[str, Any]:
+    figures = summary(received.latencies_ms)
+    return {
+        "added_ms": figures, "sockets": received.sockets, "lossy_sockets": received.lossy_sockets,
+        "frames_per_socket": round(received.frames / max(received.sockets, 1), 1), "tokens": tokens, **usage,
+    }
+
+
+Measure = Callable[[int], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class Ramp:
+    """One relay's way up the levels: the largest level within the limit, and every level's figures."""
+
+    levels: list[dict[str, Any]] = field(default_factory=list)
+    largest: int = 0
+    stopped: str = "the levels ran out"
+
+
+async def ramp(
+    scenario: str, levels: Sequence[int], measures: Mapping[str, Measure], limit_ms: float, budget_s: float
+) -> dict[str, Ramp]:
+    """Measure each relay at each level, alternating, until its p99 passes ``limit_ms`` (or a
+    socket loses text); a relay stops there, and every relay stops when ``budget_s`` is spent."""
+    deadline = time.monotonic() + budget_s
+    ramps = {name: Ramp() for name in measures}
+    active = list(measures)
+    for level in levels:
+        if time.monotonic() > deadline:
+            for name in active:
+                ramps[name].stopped = f"the time budget ({budget_s:g} s) ran out before level {level}"
+            break
+        for name in list(active):
+            figures = await measures[name](level)
+            figures["level"] = level
+            ramps[name].levels.append(figures)
+            p99 = figures["added_ms"].get("p99")
+            progress(scenario, f"{name} at {level}: p99 {p99} ms, {figures['lossy_sockets']} lossy sockets, "
+                     f"generator CPU {figures['generator_cpu_share']:.0%}")
+            if figures["lossy_sockets"] or p99 is None or p99 > limit_ms:
+                active.remove(name)
+                ramps[name].stopped = f"p99 {p99} ms > {limit_ms:g} ms" if not figures["lossy_sockets"] else "loss"
+            else:
+                ramps[name].largest = level
+        if not active:
+            break
+    return ramps
+
+
+def ramp_figures(ramps: dict[str, Ramp]) -> dict[str, Any]:
+    ide, bare = ramps["ide"].largest, ramps["bare"].largest
+    return {
+        "ide": vars(ramps["ide"]), "bare": vars(ramps["bare"]),
+        "ratio": round(ide / bare, 3) if bare else None,
+    }
+
+
+def at_level(ramp: Ramp, level: int) -> dict[str, Any] | None:
+    return next((figures for figures in ramp.levels if figures["level"] == level), None)
+
+
+def raise_open_files() -> None:
+    """Hundreds of sockets on each side: lift this process's (and its children's) soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

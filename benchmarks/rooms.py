@@ -1,0 +1,222 @@
+"""Many rooms at once (``manage.py spark_bench rooms``).
+
+The pairing benchmark's stack (``benchmarks.pairing.stack``: model server, frame tap, the IDE
+under Daphne in one process, the bare relay). R rooms, each its own workspace and session
+with one socket (the bare relay: R sockets, each with its own model socket), each driven by
+its own scripted answer of ``--tokens`` tokens of prose at 1,000 tokens/s, all at once. For
+each upstream delta of each room: when its socket held the delta's last character minus when
+the tap saw its frame.
+
+R rises through ``--levels`` (IDE and bare alternating, the rooms of a level kept for the
+next); a relay stops at the first level whose p99 passes ``--limit-ms`` or where a socket
+lost text. The figures: the largest R within the limit and its ratio to the bare relay's; the
+server's CPU milliseconds per 1,000 tokens relayed (its ``/proc/<pid>/stat`` clock over the
+answers); the load generator's own CPU share beside each (it shares the 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+from benchmarks import report
+from benchmarks.pairing.client import Watcher
+from benchmarks.pairing.run import FILES, PACED_RATE, prose
+from benchmarks.pairing.scale import (
+    Clocks,
+    Received,
+    answers_by_text,
+    level_figures,
+    raise_open_files,
+    ramp,
+    ramp_figures,
+    server_pids,
+)
+from benchmarks.pairing.stack import Stack
+from spark_ide.modelserver.engines.scripted import split_tokens
+
+SCENARIO = "rooms"
+LEVELS = (10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
+QUICK = ["--tokens", "1000", "--budget-s", "30"]
+LIMIT_MS = 50.0
+TARGET_RATIO = 0.8
+OPEN_BATCH = 20  # rooms opened at once while a level fills up
+
+
+def script(room: int) -> str:
+    return f"room-{room}"
+
+
+def answer(room: int, tokens: int) -> str:
+    """Room ``room``'s answer: its own text (the tap tells the rooms' answers apart by it)."""
+    return f"room {room} says: {prose(tokens, salt=room)}"
+
+
+class Side:
+    """One relay's rooms, one socket each."""
+
+    def __init__(self, name: str, stack: Stack, texts: dict[str, str]) -> None:
+        self.name, self.stack, self.texts = name, stack, texts
+        self.sockets: list[Watcher] = []
+        self.pids = server_pids(stack, name)
+
+    async def _open(self) -> Watcher:
+        if self.name == "ide":
+            _, ws_url = await self.stack.session(FILES)
+            watcher = await Watcher.open(ws_url, self.stack.token)
+        else:
+            watcher = await Watcher.open(self.stack.relay_url)
+        # Warm, as a room is once someone used it: the first turn, the model link.
+        watcher.send({"type": "prompt", "text": "[say]warm up[/say][rate:1e6][ttft:0]"})
+        await watcher.until_finished(1)
+        return watcher
+
+    async def fill(self, count: int) -> None:
+        while len(self.sockets) < count:
+            batch = min(OPEN_BATCH, count - len(self.sockets))
+            self.sockets += await asyncio.gather(*(self._open() for _ in range(batch)))
+        for watcher in self.sockets:
+            watcher.frames.clear()
+        if closed := sum(w.closed for w in self.sockets):
+            raise ConnectionError(f"{closed} {self.name} sockets were closed by the server")
+
+    async def measure(self, count: int) -> dict[str, Any]:
+        await self.fill(count)
+        tap = self.stack.tap
+        assert tap is not None
+        marks = [(w, len(w.frames), w.finished) for w in self.sockets]
+        clocks = Clocks(self.pids)
+        tap.recording = []
+        clocks.start()
+        try:
+            for room, watcher in enumerate(self.sockets):
+                watcher.send({"type": "prompt", "text": f"[script:{script(room)}][rate:{PACED_RATE}][ttft:0]"})
+            await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
+        finally:
+            usage = clocks.stop()
+            frames, tap.recording = tap.recording, None
+        answers = answers_by_text(frames)
+        received = Received()
+        tokens = 0
+        for room, (watcher, mark, _) in enumerate(marks):
+            text = self.texts[script(room)]
+            received.add(watcher, mark, answers.get(text), text)
+            tokens += len(split_tokens(text))
+            watcher.frames.clear()  # measured: what a level holds stays bounded
+        figures = level_figures(received, usage, tokens)
+        figures["server_cpu_ms_per_1k_tokens"] = round(usage["server_cpu_s"] * 1e6 / tokens, 2)
+        return figures
+
+    def close(self) -> None:
+        for watcher in self.sockets:
+            watcher.close()
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    setup = report.Setup()
+    levels = [n for n in args.levels if n <= args.max_rooms]
+    texts = {script(room): answer(room, args.tokens) for room in range(levels[-1])}
+    this_run = asyncio.current_task()
+    assert this_run is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
+    async with Stack(texts) as stack:
+        ide, bare = Side("ide", stack, texts), Side("bare", stack, texts)
+        try:
+            measures = {"ide": ide.measure, "bare": bare.measure}
+            ramps = await ramp(SCENARIO, levels, measures, args.limit_ms, args.budget_s)
+        finally:
+            ide.close()
+            bare.close()
+    figures = ramp_figures(ramps)
+    figures["rows"] = rows(figures, args.limit_ms)
+    figures["charts"] = charts(figures, args.limit_ms)
+    figures["setup"] = setup.finish(tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=levels)
+    return figures
+
+
+def _at_largest(side: dict[str, Any]) -> dict[str, Any] | None:
+    return next((f for f in side["levels"] if f["level"] == side["largest"]), None)
+
+
+def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
+    ide, bare, ratio = figures["ide"], figures["bare"], figures["ratio"]
+    at_ide, at_bare = _at_largest(ide), _at_largest(bare)
+
+    def share(level: dict[str, Any] | None) -> str:
+        return "-" if level is None else f"{level['generator_cpu_share']:.0%}"
+
+    out = [
+        report.row(
+            f"rooms at {PACED_RATE:,} tokens/s each, one socket each: largest count with p99 <= {limit_ms:g} ms",
+            ide["largest"], unit="rooms", baseline=bare["largest"], ratio=ratio, target=f">= {TARGET_RATIO}x bare",
+            met=report.at_least(ratio, TARGET_RATIO),
+            note=f"IDE stopped: {ide['stopped']}; bare stopped: {bare['stopped']}; generator CPU share at the "
+            f"largest count: IDE {share(at_ide)}, bare {share(at_bare)}",
+        ),
+    ]
+    # CPU per 1,000 tokens, compared at the largest level both relays ran within the limit.
+    common = min(ide["largest"], bare["largest"])
+    at = [next((f for f in side["levels"] if f["level"] == common), None) for side in (ide, bare)]
+    if at[0] is not None and at[1] is not None:
+        out.append(report.row(
+            f"server CPU per 1,000 tokens relayed, at {common} rooms", at[0]["server_cpu_ms_per_1k_tokens"],
+            unit="ms", baseline=at[1]["server_cpu_ms_per_1k_tokens"],
+            note=f"generator CPU share: IDE {share(at[0])}, bare {share(at[1])}; "
+            f"server CPU share: IDE {at[0]['server_cpu_share']:.0%}, bare {at[1]['server_cpu_share']:.0%}",
+        ))
+    return out
+
+
+def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
+    p99 = {
+        name: [(f["level"], f["added_ms"]["p99"]) for f in figures[name]["levels"] if f["added_ms"].get("n")]
+        for name in ("ide", "bare")
+    }
+    cpu = {
+        name: [(f["level"], f["server_cpu_ms_per_1k_tokens"]) for f in figures[name]["levels"]]
+        for name in ("ide", "bare")
+    }
+    return {
+        "rooms_p99": report.chart(
+            f"Rooms at {PACED_RATE:,} tokens/s each", "rooms", "p99 added latency (ms)", p99,
+            log_y=True, hline=limit_ms,
+        ),
+        "rooms_cpu": report.chart(
+            "Server CPU per 1,000 tokens relayed", "rooms", "CPU ms per 1,000 tokens", cpu,
+        ),
+    }
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_bench rooms", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=2_000, help="prose tokens per room's answer (at 1,000/s)")
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)), help="room counts to try, rising")
+    parser.add_argument("--max-rooms", type=int, default=LEVELS[-1], help="stop the ramp past this many")
+    parser.add_argument("--limit-ms", type=float, default=LIMIT_MS, help="p99 added latency a level must keep")
+    parser.add_argument("--budget-s", type=float, default=240.0, help="no new level after this many seconds")
+    args = parser.parse_args(argv)
+    try:
+        args.levels = [int(n) for n in args.levels.split(",") if n]
+    except ValueError:
+        parser.error("--levels takes comma-separated whole numbers")
+    if not args.levels or args.levels != sorted(set(args.levels)) or args.levels[0] < 1:
+        parser.error("--levels must rise, from >= 1")
+    if not [n for n in args.levels if n <= args.max_rooms]:
+        parser.error("--max-rooms is below every level")
+    if args.tokens < 1 or args.limit_ms <= 0 or args.budget_s <= 0:
+        parser.error("--tokens must be >= 1, --limit-ms and --budget-s > 0")
+    return args
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    raise_open_files()
+    return asyncio.run(run(parse(argv)))
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(main(sys.argv[1:]), indent=2))

@@ -1,0 +1,29 @@
+"""The rooms benchmark on the real stack at tiny sizes: each room's socket gets exactly its
+own answer, through the IDE and the bare relay, and the figures obey causality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.rooms import main
+from tests.benchmarks.test_fanout import check_ramp
+
+LEVELS = [1, 3]
+TINY = ["--tokens", "150", "--levels", ",".join(map(str, LEVELS)), "--budget-s", "60"]
+
+
+@pytest.mark.timeout(180)
+def test_each_room_gets_its_own_answer_and_cpu_is_counted_per_token() -> None:
+    figures = main(TINY)
+
+    check_ramp(figures, LEVELS, figures["setup"]["limit_ms"])
+    for relay in ("ide", "bare"):
+        for level in figures[relay]["levels"]:
+            # Every room relayed its whole answer: the tokens are the rooms' answers together.
+            assert level["tokens"] > 150 * level["level"]
+            assert level["server_cpu_ms_per_1k_tokens"] > 0
+    rows: Any = figures["rows"]
+    assert rows[0]["unit"] == "rooms" and len(rows) == 2 and rows[1]["unit"] == "ms"
+    assert set(figures["charts"]) == {"rooms_p99", "rooms_cpu"}
