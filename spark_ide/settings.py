@@ -8,7 +8,8 @@ from typing import Any
 import dj_database_url
 
 from spark_ide.editing.paths import MAX_PATH_LENGTH
-from spark_ide.env import envbool, envint, envlist, envstr, secret_key
+from spark_ide.env import ConfigError, envbool, envint, envlist, envstr, secret_key
+from spark_ide.ops.multiproc import configure as metrics_directory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(envstr("SPARK_DATA_DIR", str(BASE_DIR / "var")))
@@ -162,3 +163,11 @@ SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_
 SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)
 # Turn events a reconnecting client may be sent to catch up; a client further behind resyncs.
 SPARK_REPLAY_LIMIT = envint("SPARK_REPLAY_LIMIT", 5000)
+
+# /metrics (docs/operations.md): for staff, or for `Authorization: Bearer <SPARK_METRICS_TOKEN>`.
+# Every IDE process of a host writes its metrics into one directory (PROMETHEUS_MULTIPROC_DIR,
+# else <SPARK_DATA_DIR>/prometheus), put in the environment here, before prometheus_client loads.
+SPARK_METRICS_TOKEN = envstr("SPARK_METRICS_TOKEN", "")
+if SPARK_METRICS_TOKEN and len(SPARK_METRICS_TOKEN) < 16:
+    raise ConfigError("SPARK_METRICS_TOKEN must be at least 16 characters (a random string)")
+PROMETHEUS_MULTIPROC_DIR = str(metrics_directory(DATA_DIR))

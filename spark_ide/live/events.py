@@ -267,7 +267,7 @@ class TurnFinished(TurnEvent):
     type: ClassVar[str] = "turn.finished"
     status: TurnStatus
     reason: FinishReason
-    metrics: Mapping[str, float | int | None]
+    metrics: Mapping[str, float | int | str | None]
     error: str = ""
 
     def payload(self) -> dict[str, Any]:

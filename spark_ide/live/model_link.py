@@ -10,12 +10,15 @@ from collections.abc import Awaitable, Callable
 
 from spark_ide.upstream import ModelClient
 
+from .meter import NO_METER, Meter
+
 log = logging.getLogger(__name__)
 
 
 class ModelLink:
-    def __init__(self, connect: Callable[[], Awaitable[ModelClient]]) -> None:
+    def __init__(self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER) -> None:
         self._connect = connect
+        self._meter, self._opened = meter, False  # the meter counts every client after the first
         self._client: ModelClient | None = None
         self._connecting: asyncio.Task[ModelClient] | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -38,7 +41,15 @@ class ModelLink:
     async def _open(self) -> ModelClient:
         client = await self._connect()
         self._client = client
+        if self._opened:
+            self._meter.upstream_reconnected("client")
+        self._opened = True
         return client
+
+    @property
+    def model(self) -> str | None:
+        """The model of the current client (None: no client yet)."""
+        return self._client.model_name if self._client is not None else None
 
     def drop(self) -> None:
         """Give up on the client (it failed for good): the next turn opens a new one. The old

@@ -50,7 +50,7 @@ from .model_link import ModelLink
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
-from .turns import Command, CommandKind, Revertible, TurnRun, turn_diff, turn_metrics
+from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class Pilot:
         self._history: list[PastTurn] = []
         self._last_ledger = ""
         instructions = instructions_for(self.style)
-        self._link = ModelLink(lambda: settings.connect_model(instructions))
+        self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
         self._task: asyncio.Task[None] | None = None
 
@@ -340,8 +340,9 @@ class Pilot:
                 reason = FinishReason.NO_CHANGES
         else:
             self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
-        metrics = turn_metrics(run, time.monotonic())
+        metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
         self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error))
+        meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
         if self._run is run:
             self._run = None
         if status is not TurnStatus.STEERED:

@@ -166,6 +166,7 @@ class Pipeline:
             last_id = await with_retries(lambda: self._store.append_update(update), waits)
         except Exception as exc:
             log.warning("could not save a document update (%d tries): %s", len(waits) + 1, exc)
+            self._settings.meter.persist_failed("document")
             self._failures += 1
             if self._failures == 1:
                 self._on_failed(exc)
@@ -228,4 +229,5 @@ class Pipeline:
             await with_retries(lambda: self._store.append_events(batch), self._settings.persist_retries)
         except Exception as exc:
             log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
+            self._settings.meter.persist_failed("events")
             self._kept = batch

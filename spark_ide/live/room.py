@@ -239,6 +239,7 @@ class Room:
     def _presence(self) -> None:
         people = tuple(Participant(c.username, c.role) for c in self.transport.members())
         self.announce(Presence(participants=people))
+        self.settings.meter.sockets(self.workspace, len(people))
 
     # -- replay ------------------------------------------------------------------------------
 

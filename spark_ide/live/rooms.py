@@ -35,6 +35,7 @@ class Rooms:
                 room = self._factory(workspace, self._forget)
                 await room.open()
                 self._rooms[workspace] = room
+                room.settings.meter.room_opened(workspace)
             return room
 
     def held(self, workspace: str) -> Room | None:
@@ -44,6 +45,7 @@ class Rooms:
     def _forget(self, room: Room) -> None:
         if self._rooms.get(room.workspace) is room:
             del self._rooms[room.workspace]
+            room.settings.meter.room_closed(room.workspace)
 
     async def close_all(self) -> None:
         for room in list(self._rooms.values()):

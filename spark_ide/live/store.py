@@ -15,6 +15,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.upstream import ModelClient
 
 from .events import TurnEvent
+from .meter import NO_METER, Meter
 from .prompting import PromptStyle
 
 
@@ -60,7 +61,7 @@ class TurnOutcome:
     output: str
     ledger: list[dict[str, Any]]
     diff: dict[str, str]
-    metrics: Mapping[str, float | int | None]
+    metrics: Mapping[str, float | int | str | None]
     error: str = ""
 
 
@@ -116,3 +117,4 @@ class LiveSettings:
     compact_every: int = 500  # document updates between compactions
     materialize_after_s: float = 0.2  # file rows follow the document this long after a change
     log_batch_s: float = 0.1  # turn events are stored at most this often (they were sent already)
+    meter: Meter = NO_METER  # what the room tells the operator's metrics (spark_ide.ops.metrics)

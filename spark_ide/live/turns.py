@@ -14,6 +14,7 @@ from spark_ide.editing import TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, Effort, ErrorEvent
+from .meter import Meter
 from .prompting import PastTurn
 from .repetition import RepetitionGuard
 
@@ -77,26 +78,43 @@ class TurnRun:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
 
 
-def turn_metrics(run: TurnRun, ended: float) -> dict[str, float | int | None]:
+def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
     """``turn.finished`` metrics, counted in one place.
 
     ``tokens`` is the provider's count of output tokens when it gave one, else the number of
     text deltas (most providers send about one token per delta); ``ttft_ms`` runs from the
-    moment the prompt (or steer) reached the server to the first text of the answer.
+    moment the prompt (or steer) reached the server to the first text of the answer;
+    ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at
     first = run.stream.first_token_at if run.stream is not None else None
     tokens = run.output_tokens if run.output_tokens is not None else run.deltas
     generating = ended - first if first is not None else 0.0
-    metrics: dict[str, float | int | None] = {
+    metrics: dict[str, float | int | str | None] = {
         "ttft_ms": None if first is None else round((first - received) * 1000, 2),
         "tokens": tokens,
         "tokens_per_s": round(tokens / generating, 1) if generating > 0 else None,
         "duration_ms": round((ended - received) * 1000, 2),
+        "model": model or None,
     }
     if run.steer_ms is not None:
         metrics["steer_ms"] = round(run.steer_ms, 3)
     return metrics
+
+
+def meter_turn(meter: Meter, run: TurnRun, status: str, reason: str, metrics: Mapping[str, object]) -> None:
+    """Tell ``meter`` how ``run`` ended (``metrics`` as ``turn_metrics`` made them), and how
+    often its request had to be resent."""
+    meter.turn_finished(
+        status, reason, model=str(metrics.get("model") or ""), tokens=int(_number(metrics.get("tokens")) or 0),
+        ttft_ms=_number(metrics.get("ttft_ms")), steer_ms=_number(metrics.get("steer_ms")),
+    )
+    for _ in range(run.stream.resends if run.stream is not None else 0):
+        meter.upstream_reconnected("resend")
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def turn_diff(run: TurnRun, now: Mapping[str, str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents
 
@@ -128,6 +129,7 @@ def live_settings() -> LiveSettings:
             max_path_length=settings.SPARK_MAX_PATH_LENGTH,
         ),
         replay_limit=settings.SPARK_REPLAY_LIMIT,
+        meter=METER,
     )
 
 

@@ -21,6 +21,11 @@ class ModelClient(ABC):
     @abstractmethod
     def profile(self) -> ProviderProfile: ...
 
+    @property
+    def model_name(self) -> str:
+        """The model turns run on ("" when the client cannot say)."""
+        return ""
+
     @abstractmethod
     async def start(self, request: TurnRequest) -> TurnStream:
         """Send a turn on a warm connection; raises UpstreamError if none can be had."""

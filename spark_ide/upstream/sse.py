@@ -65,6 +65,10 @@ class ChatCompletionsClient(ModelClient):
         return Transport.CHAT_SSE
 
     @property
+    def model_name(self) -> str:
+        return self._config.model
+
+    @property
     def profile(self) -> ProviderProfile:
         return self._profile
 

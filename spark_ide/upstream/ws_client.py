@@ -62,6 +62,10 @@ class ResponsesClient(ModelClient):
         return self._fallback.profile if self._fallback else self._profile
 
     @property
+    def model_name(self) -> str:
+        return self.config.model
+
+    @property
     def spare_ready(self) -> bool:
         """A warm spare socket is open and can take a re-prompt (the hot-spare strategy)."""
         task = self._spare_task
