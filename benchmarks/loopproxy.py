@@ -4,7 +4,9 @@ It adds a one-way delay to each direction (25 ms each way = 50 ms round trip), c
 connections it carried, and can end the proxied sockets the way a provider's edge would:
 a close frame with a chosen code, an empty close frame (seen as 1005), or a cut TCP
 connection (seen as 1006). It can also slip a raw text frame into the server's stream.
-Server frames are forwarded whole, so anything injected lands between two frames.
+Server frames are forwarded whole, so anything injected lands between two frames. With
+``websocket=False`` the proxy carries any TCP stream (HTTP, SSE) chunk by chunk as it arrives,
+with the same delays; frame injection and close frames need WebSocket framing.
 """
 
 from __future__ import annotations
@@ -68,12 +70,14 @@ class LoopProxy:
         *,
         delay_s: float = 0.0,
         emulate_tcp_handshake: bool = False,
+        websocket: bool = True,
     ) -> None:
         self.target = (target_host, target_port)
         self.delay_s = delay_s  # one way, each direction; may be changed while running
         # The local accept is instant; with this set, a new connection's first bytes wait
         # one extra round trip, as they would behind a real SYN / SYN-ACK exchange.
         self.emulate_tcp_handshake = emulate_tcp_handshake
+        self.websocket = websocket  # False: forward raw chunks (no frame parsing downstream)
         self.server_delay_s = 0.0  # extra delay on the server-to-client direction only
         self.connections = 0
         self._links: set[_Link] = set()
@@ -99,11 +103,13 @@ class LoopProxy:
 
     def inject_text(self, text: str) -> None:
         """Slip a text frame into every server-to-client stream, between two frames."""
+        self._need_websocket()
         for link in self._links:
             link.to_client.put_nowait((self._due(), server_frame(0x1, text.encode())))
 
     def close_all(self, code: int | None) -> None:
         """Send a close frame with ``code`` (None: empty payload) and drop the connections."""
+        self._need_websocket()
         for link in list(self._links):
             link.to_client.put_nowait((self._due(), close_frame(code)))
             link.to_client.put_nowait((self._due(), None))
@@ -112,6 +118,10 @@ class LoopProxy:
         """Drop every connection without a close frame (the client sees 1006)."""
         for link in list(self._links):
             self._drop(link)
+
+    def _need_websocket(self) -> None:
+        if not self.websocket:
+            raise RuntimeError("frames can only be injected into WebSocket streams (websocket=True)")
 
     def _due(self) -> float:
         return time.monotonic() + self.delay_s + self.server_delay_s
@@ -152,6 +162,9 @@ class LoopProxy:
         buffer = bytearray()
         handshake_done = False
         while chunk := await reader.read(65536):
+            if not self.websocket:
+                link.to_client.put_nowait((self._due(), chunk))
+                continue
             buffer += chunk
             if not handshake_done:
                 end = buffer.find(_HEADER_END)
