@@ -104,7 +104,7 @@ class LiveSession {
       case "presence": return renderPresence(this.presence, event.participants);
       case "error": return this.refused(event);
       case "resync": return this.resync();
-      case "turn.steered": return this.status.steered(event);
+      case "turn.steered": return this.turnSteered(event);
       case "guard.finding":
         return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
           event.severity === "high" ? "error" : "warn");
@@ -130,6 +130,15 @@ class LiveSession {
     this.status.started(event, this.replayed(event));
     if (this.prompt) this.prompt.taken(event.prompt);
     this.loop.request();
+    document.body.dispatchEvent(new CustomEvent("spark:turn-started", { detail: event }));
+  }
+
+  // The re-prompt of a steer went out: its latency (steer_ms) for the status bar and the turn.
+  turnSteered(event) {
+    this.status.steered(event);
+    this.transcript.steered(event);
+    this.loop.request();
+    document.body.dispatchEvent(new CustomEvent("spark:turn-steered", { detail: event }));
   }
 
   // The server refused something this page sent (a prompt too long, too many messages…):
@@ -150,7 +159,7 @@ class LiveSession {
     this.explain(event);
     if (IN_FLIGHT.has(event.state) && event.path) {
       const follow = this.tabs.mayFollowTo(event.path);
-      if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false });
+      if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false, later: true });
       else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
     }
     this.loop.request();

@@ -22,9 +22,10 @@ export class EditorTabs {
     this.awareness = awareness;
     this.canEdit = canEdit;
     this.regions = regions;
-    this.tabs = new Map(); // path -> {ytext, undo, state, scrollTop}
+    this.tabs = new Map(); // path -> {ytext, undo, state, scroll (a scroll effect, or null: the top)}
     this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
     this.vanished = new Map(); // path -> was active: tabs closed because their file went away
+    this.opening = new Map(); // path -> activate?: a file that just appeared, its tab on the way
     this.active = null;
     this.view = null;
     this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
@@ -52,7 +53,7 @@ export class EditorTabs {
   }
 
   has(path) {
-    return this.tabs.has(path) || this.waiting.has(path);
+    return this.tabs.has(path) || this.waiting.has(path) || this.opening.has(path);
   }
 
   extensions(path, tab) {
@@ -68,13 +69,19 @@ export class EditorTabs {
   }
 
   // activate: show it now; focus: also move the keyboard focus there (a person's choice).
-  open(path, { activate = true, focus = activate } = {}) {
+  // later: the model's doing, while it streams: a new tab is built in tasks of its own.
+  open(path, { activate = true, focus = activate, later = false } = {}) {
     if (!this.tabs.has(path)) {
       const ytext = this.files.get(path);
       if (!(ytext instanceof Y.Text)) {
         this.waiting.set(path, activate || this.waiting.get(path) === true);
         return;
       }
+      if (later) {
+        this.openSoon(path, activate);
+        return;
+      }
+      this.opening.delete(path);
       this.tabs.set(path, this.newTab(path, ytext));
     }
     if (activate) this.activate(path, { focus });
@@ -82,14 +89,17 @@ export class EditorTabs {
   }
 
   newTab(path, ytext) {
-    const tab = { ytext, undo: new Y.UndoManager(ytext), state: null, scrollTop: 0 };
+    const tab = { ytext, undo: new Y.UndoManager(ytext), state: null, scroll: null };
     tab.state = EditorState.create({ doc: ytext.toString(), extensions: this.extensions(path, tab) });
     return tab;
   }
 
   activate(path, { focus = true } = {}) {
     const tab = this.tabs.get(path);
-    if (!tab) return;
+    if (!tab) {
+      if (this.opening.has(path)) this.opening.set(path, true); // shown once it is built
+      return;
+    }
     if (path === this.active && this.view) {
       if (focus) this.view.focus();
       return;
@@ -104,10 +114,12 @@ export class EditorTabs {
     } else {
       this.view.setState(tab.state);
     }
-    this.view.dispatch({ effects: setLiveRegion.of(this.regions.get(path)) });
-    this.view.scrollDOM.scrollTop = tab.scrollTop;
+    // Where the tab was scrolled, as an effect: CodeMirror applies it when it measures,
+    // where setting scrollTop here would lay the new editor out at once, a second time.
+    const scroll = tab.scroll || EditorView.scrollIntoView(0, { y: "start" });
+    this.view.dispatch({ effects: [setLiveRegion.of(this.regions.get(path)), scroll] });
     this.fileLabel.textContent = path;
-    history.replaceState(null, "", `#${path}`);
+    if (window.location.hash !== `#${encodeURI(path)}`) history.replaceState(null, "", `#${path}`);
     this.render();
     if (focus) this.view.focus();
   }
@@ -125,11 +137,12 @@ export class EditorTabs {
     const tab = this.active && this.tabs.get(this.active);
     if (!tab || !this.view) return;
     tab.state = this.view.state;
-    tab.scrollTop = this.view.scrollDOM.scrollTop;
+    tab.scroll = this.view.scrollSnapshot();
   }
 
   close(path) {
     this.waiting.delete(path);
+    this.opening.delete(path);
     const tab = this.tabs.get(path);
     if (!tab) return;
     tab.undo.destroy();
@@ -172,7 +185,7 @@ export class EditorTabs {
       if (this.waiting.has(path) && ytext instanceof Y.Text) {
         const activate = this.waiting.get(path);
         this.waiting.delete(path);
-        this.open(path, { activate, focus: false });
+        this.openSoon(path, activate);
         continue;
       }
       const tab = this.tabs.get(path);
@@ -190,6 +203,32 @@ export class EditorTabs {
     }
   }
 
+  // A file the model is writing just appeared in the document (inside the transaction that
+  // brought it). Its tab is made in a task of its own and shown in the next one: building an
+  // editor state and swapping the view to it are each a frame's worth of work, which must not
+  // land in the frame that applies the stream's updates.
+  openSoon(path, activate) {
+    const already = this.opening.get(path);
+    this.opening.set(path, activate || already === true);
+    if (already !== undefined) return;
+    setTimeout(() => {
+      if (!this.opening.has(path)) return; // closed meanwhile
+      const ytext = this.files.get(path);
+      if (!(ytext instanceof Y.Text)) {
+        this.opening.delete(path);
+        return;
+      }
+      if (!this.tabs.has(path)) this.tabs.set(path, this.newTab(path, ytext));
+      setTimeout(() => {
+        if (!this.opening.has(path)) return;
+        const show = this.opening.get(path);
+        this.opening.delete(path);
+        if (show && this.tabs.has(path)) this.activate(path, { focus: false });
+        else this.render();
+      }, 0);
+    }, 0);
+  }
+
   // The model's current region for the active file, and a scroll to keep it in sight.
   showRegion(info, scrollTo) {
     if (!this.view) return;
@@ -198,10 +237,15 @@ export class EditorTabs {
     this.view.dispatch({ effects });
   }
 
+  // Drawn again only when a tab, the active one or a "model is writing here" mark changed:
+  // the model's statuses ask for this on every frame of a stream.
   render() {
     const tabs = [...this.tabs.keys()].map((path) => ({
       path, active: path === this.active, extraClass: this.regions.get(path) ? "busy" : "",
     }));
+    const drawn = JSON.stringify(tabs);
+    if (drawn === this.drawn && this.tabBar.childElementCount === tabs.length) return;
+    this.drawn = drawn;
     renderTabBar(this.tabBar, tabs, { onPick: (path) => this.activate(path), onClose: (path) => this.close(path) });
   }
 }

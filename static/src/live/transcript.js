@@ -25,6 +25,19 @@ const REASON_LABELS = {
   incomplete: "cut short by the model", stopped: "stopped", reverted: "reverted",
 };
 const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started arrives
+// At Spark's speed a turn's prose grows by tens of kilobytes a second. Laying out one
+// growing paragraph costs the whole text on every frame, so prose goes into parts: a part
+// is closed at the first line break after PART_CHARS (or, in a paragraph that never breaks,
+// at a space after PART_MAX_CHARS) and only the open part is laid out again.
+const PART_CHARS = 2048;
+const PART_MAX_CHARS = 16384;
+// The page stays light however long the session: a turn keeps about PROSE_DOM_CHARS of its
+// prose on the page, the parts before that wait behind a "show earlier" button (at most
+// HIDDEN_CHARS of them: the oldest go), and the transcript keeps the last MAX_TURNS turns
+// (the turn history below has every turn).
+const PROSE_DOM_CHARS = 32768;
+const HIDDEN_CHARS = 262144;
+const MAX_TURNS = 30;
 
 // What a structural merge did to the file (an applied block's `detail.merge`): "replaced
 // is_prime · added reverse_string", "inserted"; "" when there is nothing to say.
@@ -42,11 +55,38 @@ export function mergeSummary(merge) {
   return parts.join(" · ");
 }
 
+// A finished turn's figures as its footer shows them: "812 tok · 19873 tok/s · TTFT 4 ms ·
+// steer 1 ms"; a figure the turn never got (no token, not steered) is left out.
+export function turnFigures(metrics, steerMs = null) {
+  const parts = [];
+  const number = (value) => typeof value === "number" && Number.isFinite(value);
+  if (number(metrics.tokens)) parts.push(`${metrics.tokens} tok`);
+  if (number(metrics.tokens_per_s)) parts.push(`${Math.round(metrics.tokens_per_s)} tok/s`);
+  if (number(metrics.ttft_ms)) parts.push(`TTFT ${Math.round(metrics.ttft_ms)} ms`);
+  const steer = number(metrics.steer_ms) ? metrics.steer_ms : steerMs;
+  if (number(steer)) parts.push(`steer ${steer < 10 ? steer.toFixed(1) : Math.round(steer)} ms`);
+  return parts.join(" · ");
+}
+
 function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+// Where to end the piece of `text` that goes into a part holding `chars` characters: all of
+// it while the part is small; past PART_CHARS, just after a line break; past PART_MAX_CHARS
+// (a paragraph that never breaks), just after a space, or anywhere.
+export function partCut(chars, text) {
+  if (chars + text.length <= PART_CHARS) return text.length;
+  const newline = text.indexOf("\n", Math.max(0, PART_CHARS - chars));
+  const limit = PART_MAX_CHARS - chars;
+  if (limit <= 0) return 0; // full: all of it goes into the next part
+  if (newline >= 0 && newline < limit) return newline + 1;
+  if (text.length <= limit) return text.length;
+  const space = text.lastIndexOf(" ", limit - 1);
+  return space >= 0 ? space + 1 : limit;
 }
 
 // The lines [start, end] (1-based, inclusive) of a text.
@@ -83,6 +123,8 @@ export class Transcript {
     this.repaint = new Set(); // blocks whose status or document region changed
     this.live = new Set(); // fenced blocks that follow the document
     this.freezing = []; // [entry, flushes left] of finished turns whose code stops following
+    this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
+    this.earlier = null; // the note that says so
     // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
     // reading the layout after every append would force a layout of the page each time.
     this.stick = true;
@@ -103,10 +145,43 @@ export class Transcript {
     header.append(element("span", "turn-prompt", NO_PROMPT));
     const prose = element("div", "prose");
     article.append(header, prose);
-    entry = { article, header, prose, prompt: null, text: null, buffer: "", blocks: new Map(), done: false };
+    entry = {
+      article, header, prose, prompt: null, buffer: "", blocks: new Map(), done: false, steerMs: null,
+      part: null, // the open part: {box, text (its last text node or null), chars}
+      parts: [], // parts on the page, oldest first: {box, chars}
+      shownChars: 0, // prose characters in those parts
+      hidden: [], // parts taken off the page, oldest first
+      hiddenChars: 0,
+      droppedChars: 0, // prose that is no longer kept at all
+      more: null, // the "show earlier" button
+      expanded: false, // the person asked for the earlier prose: it stays
+    };
     this.turns.set(turn, entry);
     this.append(article);
+    this.dropOldTurns();
     return entry;
+  }
+
+  // Only the last MAX_TURNS turns stay; a running turn is never dropped.
+  dropOldTurns() {
+    if (this.turns.size <= MAX_TURNS) return;
+    for (const [turn, entry] of this.turns) {
+      if (this.turns.size <= MAX_TURNS) break;
+      if (!entry.done) continue;
+      entry.article.remove();
+      for (const view of entry.blocks.values()) {
+        this.live.delete(view);
+        this.repaint.delete(view);
+      }
+      this.pending.delete(entry);
+      this.turns.delete(turn);
+      this.droppedTurns += 1;
+    }
+    if (this.droppedTurns) {
+      if (!this.earlier) this.earlier = element("p", "hint transcript-earlier");
+      this.earlier.textContent = `${this.droppedTurns} earlier turn${this.droppedTurns === 1 ? "" : "s"} in History below`;
+      if (this.container.firstChild !== this.earlier) this.container.prepend(this.earlier);
+    }
   }
 
   started({ turn, prompt, steered_from: steeredFrom, effort }) {
@@ -126,6 +201,13 @@ export class Transcript {
     badge.dataset.steeredFrom = from;
     badge.title = `Steered from turn ${from}`;
     return badge;
+  }
+
+  // The steer that started this turn reached the model after steer_ms (server side).
+  steered({ turn, steer_ms: steerMs }) {
+    if (typeof steerMs !== "number") return;
+    const entry = this.turns.get(turn);
+    if (entry) entry.steerMs = steerMs;
   }
 
   prose({ turn, text }) {
@@ -165,8 +247,10 @@ export class Transcript {
     footer.append(element("span", `badge outcome ${status}`, status));
     const why = reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
     if (why) footer.append(element("span", "reason", why));
-    if (metrics && metrics.tokens_per_s !== undefined) {
-      footer.append(element("span", "metric", `${metrics.tokens} tok · ${Math.round(metrics.tokens_per_s)} tok/s · TTFT ${Math.round(metrics.ttft_ms)} ms`));
+    const figures = turnFigures(metrics || {}, entry.steerMs);
+    if (figures) footer.append(element("span", "metric", figures));
+    if (metrics && typeof metrics.model === "string" && metrics.model) {
+      footer.append(element("span", "badge model", metrics.model));
     }
     if (error) footer.append(element("span", "error", typeof error === "string" ? error : error.message || ""));
     entry.article.append(footer);
@@ -193,13 +277,87 @@ export class Transcript {
 
   drain(entry) {
     if (!entry.buffer) return;
-    if (!entry.text) {
-      entry.text = document.createTextNode("");
-      entry.prose.append(entry.text);
-    }
-    entry.text.appendData(entry.buffer);
+    let text = entry.buffer;
     entry.buffer = "";
     this.pending.delete(entry);
+    while (text) {
+      const part = this.openPart(entry);
+      const cut = partCut(part.chars, text);
+      const piece = cut < text.length ? text.slice(0, cut) : text;
+      if (piece && !part.text) {
+        part.text = document.createTextNode("");
+        part.box.append(part.text);
+      }
+      if (piece) part.text.appendData(piece);
+      part.chars += piece.length;
+      entry.shownChars += piece.length;
+      if (cut < text.length) entry.part = null; // full: the rest goes into a new part
+      text = cut < text.length ? text.slice(cut) : "";
+    }
+    this.trim(entry);
+  }
+
+  // The turn's open part, or a new one at the end of its prose.
+  openPart(entry) {
+    if (!entry.part) {
+      entry.part = { box: element("div", "prose-part"), text: null, chars: 0 };
+      entry.parts.push(entry.part);
+      entry.prose.append(entry.part.box);
+    }
+    return entry.part;
+  }
+
+  // Past PROSE_DOM_CHARS, a turn's oldest parts leave the page for its "show earlier" button.
+  trim(entry) {
+    if (entry.expanded) return;
+    let moved = false;
+    while (entry.shownChars > PROSE_DOM_CHARS && entry.parts.length > 1) {
+      const part = entry.parts.shift();
+      part.box.remove();
+      entry.shownChars -= part.chars;
+      entry.hidden.push(part);
+      entry.hiddenChars += part.chars;
+      moved = true;
+    }
+    while (entry.hiddenChars > HIDDEN_CHARS && entry.hidden.length) {
+      const part = entry.hidden.shift();
+      entry.hiddenChars -= part.chars;
+      entry.droppedChars += part.chars;
+    }
+    if (moved) this.showMore(entry);
+  }
+
+  showMore(entry) {
+    if (!entry.more) {
+      entry.more = element("button", "prose-more");
+      entry.more.type = "button";
+      entry.more.addEventListener("click", () => this.expand(entry));
+      entry.prose.prepend(entry.more);
+    }
+    const kb = (chars) => `${Math.max(1, Math.round(chars / 1024))} KB`;
+    entry.more.hidden = entry.hidden.length === 0;
+    entry.more.textContent = `Show ${kb(entry.hiddenChars)} of earlier text`;
+    entry.more.title = entry.droppedChars
+      ? `The first ${kb(entry.droppedChars)} of this answer are no longer kept on this page`
+      : "Earlier text of this answer, kept off the page while it streams";
+  }
+
+  // The person asked for the earlier prose: it goes back, and this turn is not trimmed again.
+  expand(entry) {
+    entry.expanded = true;
+    const first = entry.parts.length ? entry.parts[0].box : null;
+    for (const part of entry.hidden) entry.prose.insertBefore(part.box, first);
+    entry.parts = entry.hidden.concat(entry.parts);
+    entry.shownChars += entry.hiddenChars;
+    entry.hidden = [];
+    entry.hiddenChars = 0;
+    if (entry.droppedChars) {
+      entry.more.disabled = true;
+      entry.more.textContent = `The first ${Math.round(entry.droppedChars / 1024)} KB of this answer are no longer kept here`;
+    } else {
+      entry.more.remove();
+      entry.more = null;
+    }
   }
 
   // A chip; for a small model's code fence, a chip over the code it wrote.
@@ -229,8 +387,9 @@ export class Transcript {
     } else {
       view.box = view.chip;
     }
-    entry.prose.append(view.box);
-    entry.text = null; // prose after the block starts a new text node
+    const part = this.openPart(entry);
+    part.box.append(view.box);
+    part.text = null; // prose after the block starts a new text node
     return view;
   }
 
@@ -283,6 +442,9 @@ export class Transcript {
   // A resync: the server replays the recent turns, so the transcript starts over.
   clear() {
     for (const entry of this.turns.values()) entry.article.remove();
+    if (this.earlier) this.earlier.remove();
+    this.earlier = null;
+    this.droppedTurns = 0;
     this.turns.clear();
     this.pending.clear();
     this.repaint.clear();
