@@ -1,13 +1,16 @@
-// Browser entry point: htmx for server-rendered partials, the live editor on workspace and
-// session pages, the folder import on the workspace list.
+// Browser entry point: htmx for server-rendered partials, the live editor and its latency
+// panel on workspace and session pages, the folder import on the workspace list.
 import htmx from "htmx.org";
 import { wireFolderImport } from "./folder_import.js";
+import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
 
 window.htmx = htmx;
 
 function boot() {
   const live = document.getElementById("live");
+  const latency = document.getElementById("latency");
+  if (latency) startLatencyPanel(latency); // first: it hears every turn event the session sends
   if (live) startLiveSession(live);
   document.querySelectorAll("form[data-folder-import]").forEach(wireFolderImport);
 }
