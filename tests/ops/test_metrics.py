@@ -358,3 +358,13 @@ def test_the_live_engine_imports_neither_django_nor_prometheus() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_metrics_directory_is_the_data_dirs_unless_one_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(multiproc.ENV, raising=False)
+    assert multiproc.configure(tmp_path) == tmp_path / "prometheus"
+    assert os.environ[multiproc.ENV] == str(tmp_path / "prometheus")  # where prometheus_client looks
+    monkeypatch.setenv(multiproc.ENV, str(tmp_path / "elsewhere"))
+    assert multiproc.configure(tmp_path) == tmp_path / "elsewhere"
