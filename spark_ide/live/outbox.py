@@ -148,27 +148,39 @@ class Outbox:
         self._send_text = send_text
         self._send_bytes = send_bytes
         self._pending = Backlog()
-        self._wake = asyncio.Event()
+        # The run loop waits on this future while nothing waits to be sent: waking it costs
+        # one ``set_result`` (a room wakes every connection's outbox for every batch).
+        self._idle: asyncio.Future[None] | None = None
 
     def put_frame(self, frame: Frame) -> None:
         self._pending.add_frame(frame)
-        self._wake.set()
+        self._wake()
 
     def put_update(self, update: bytes) -> None:
         self._pending.add_update(update)
-        self._wake.set()
+        self._wake()
 
     def put_raw(self, message: bytes) -> None:
         self._pending.add_raw(message)
-        self._wake.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
 
     async def run(self) -> None:
         """Send what waits, oldest first, until cancelled."""
+        loop = asyncio.get_running_loop()
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                item = self._pending.items.pop(0)
+            if not self._pending:
+                self._idle = loop.create_future()
+                await self._idle
+            items = self._pending.items
+            while items:
+                item = items.pop(0)
                 if isinstance(item, TextRun):
                     item = item.frame()
                 if isinstance(item, Frame):
@@ -177,3 +189,4 @@ class Outbox:
                     await self._send_bytes(create_update_message(item.data))
                 else:
                     await self._send_bytes(item.data)
+                items = self._pending.items

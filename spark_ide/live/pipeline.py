@@ -39,6 +39,24 @@ class _Retry:
 Item = Frame | bytes | _Retry
 
 
+def merged(frames: list[Frame]) -> list[Frame]:
+    """A batch's frames merged once for the whole room (the outbox's rules): under load a
+    batch holds many deltas, and every connection then gets the same few frames, each
+    encoded once, instead of merging and encoding its own copies."""
+    if len(frames) < 2:
+        return frames
+    backlog = Backlog()
+    for frame in frames:
+        backlog.add_frame(frame)
+    out: list[Frame] = []
+    for item in backlog.take():
+        if isinstance(item, TextRun):
+            out.append(item.frame())
+        elif isinstance(item, Frame):
+            out.append(item)
+    return out
+
+
 def stored(items: list[Waiting]) -> list[StoredEvent]:
     """A merged backlog of turn events as entries of the event log."""
     entries = []
@@ -152,12 +170,13 @@ class Pipeline:
         self._held = []
 
     def _send(self, items: list[Item] | list[Frame]) -> None:
-        for item in items:
-            if isinstance(item, Frame):
-                self._transport.frame(item)
-                if not item.event.ephemeral:
-                    self._unstored.add_frame(item)
-                    self._log_wake.set()
+        frames = [item for item in items if isinstance(item, Frame)]
+        for frame in frames:
+            if not frame.event.ephemeral:
+                self._unstored.add_frame(frame)
+                self._log_wake.set()
+        for frame in merged(frames):
+            self._transport.frame(frame)
 
     async def _persist(self, update: bytes) -> bool:
         """Write ``update`` (retrying); False when every try failed."""

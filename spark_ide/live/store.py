@@ -116,5 +116,9 @@ class LiveSettings:
     persist_retries: tuple[float, ...] = (0.05, 0.2, 0.8)  # waits between tries of a failed write
     compact_every: int = 500  # document updates between compactions
     materialize_after_s: float = 0.2  # file rows follow the document this long after a change
-    log_batch_s: float = 0.1  # turn events are stored at most this often (they were sent already)
+    # Turn events are stored at most this often: they were sent already, and the memory log
+    # replays the last LOG_KEPT of them. Each write holds the GIL in the database thread
+    # (rows, JSON, the ORM) while the event loop waits for it, so with many rooms fewer,
+    # larger writes (runs of deltas merged) keep the loop free (the rooms benchmark).
+    log_batch_s: float = 0.5
     meter: Meter = NO_METER  # what the room tells the operator's metrics (spark_ide.ops.metrics)
