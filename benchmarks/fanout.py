@@ -28,6 +28,7 @@ from benchmarks.pairing.scale import (
     Clocks,
     Received,
     answers_by_text,
+    cpu_row,
     level_figures,
     raise_open_files,
     ramp,
@@ -78,11 +79,12 @@ class Side:
             frames, tap.recording = tap.recording, None
         upstream = answers_by_text(frames).get(self.text)
         received = Received()
+        tokens = len(split_tokens(self.text))
         for watcher, mark, _ in marks:
-            received.add(watcher, mark, upstream, self.text)
+            received.add(watcher, mark, upstream, self.text, tokens)
             watcher.frames.clear()  # measured: what a level holds stays bounded
         self.driver.events.clear()
-        return level_figures(received, usage, len(split_tokens(self.text)))
+        return level_figures(received, usage)
 
     def close(self) -> None:
         for watcher in self.watchers:
@@ -130,6 +132,7 @@ def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
             ide["largest"], unit="sockets", baseline=bare["largest"], ratio=ratio,
             target=f">= {TARGET_RATIO}x bare", met=report.at_least(ratio, TARGET_RATIO), note=note,
         ),
+        *filter(None, [cpu_row(figures, "watchers")]),
     ]
 
 

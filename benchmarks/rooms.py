@@ -28,6 +28,7 @@ from benchmarks.pairing.scale import (
     Clocks,
     Received,
     answers_by_text,
+    cpu_row,
     level_figures,
     raise_open_files,
     ramp,
@@ -99,15 +100,11 @@ class Side:
             frames, tap.recording = tap.recording, None
         answers = answers_by_text(frames)
         received = Received()
-        tokens = 0
         for room, (watcher, mark, _) in enumerate(marks):
             text = self.texts[script(room)]
-            received.add(watcher, mark, answers.get(text), text)
-            tokens += len(split_tokens(text))
+            received.add(watcher, mark, answers.get(text), text, len(split_tokens(text)))
             watcher.frames.clear()  # measured: what a level holds stays bounded
-        figures = level_figures(received, usage, tokens)
-        figures["server_cpu_ms_per_1k_tokens"] = round(usage["server_cpu_s"] * 1e6 / tokens, 2)
-        return figures
+        return level_figures(received, usage)
 
     def close(self) -> None:
         for watcher in self.sockets:
@@ -156,17 +153,8 @@ def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
             f"largest count: IDE {share(at_ide)}, bare {share(at_bare)}",
         ),
     ]
-    # CPU per 1,000 tokens, compared at the largest level both relays ran within the limit.
-    common = min(ide["largest"], bare["largest"])
-    at = [next((f for f in side["levels"] if f["level"] == common), None) for side in (ide, bare)]
-    if at[0] is not None and at[1] is not None:
-        out.append(report.row(
-            f"server CPU per 1,000 tokens relayed, at {common} rooms", at[0]["server_cpu_ms_per_1k_tokens"],
-            unit="ms", baseline=at[1]["server_cpu_ms_per_1k_tokens"],
-            note=f"generator CPU share: IDE {share(at[0])}, bare {share(at[1])}; "
-            f"server CPU share: IDE {at[0]['server_cpu_share']:.0%}, bare {at[1]['server_cpu_share']:.0%}",
-        ))
-    return out
+    cpu = cpu_row(figures, "rooms")
+    return out + ([cpu] if cpu is not None else [])
 
 
 def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import report
 from benchmarks.pairing.client import Watcher
 from benchmarks.pairing.run import added_latency_ms
 from benchmarks.pairing.stack import Stack, Tapped, tap_deltas
@@ -80,22 +81,30 @@ class Received:
     sockets: int = 0
     lossy_sockets: int = 0  # sockets whose deltas do not concatenate to the model's answer
     frames: int = 0
+    tokens: int = 0  # tokens delivered, summed over the sockets
 
-    def add(self, watcher: Watcher, mark: int, upstream: list[tuple[float, str]] | None, expected: str) -> None:
+    def add(
+        self, watcher: Watcher, mark: int, upstream: list[tuple[float, str]] | None, expected: str, tokens: int
+    ) -> None:
         received = watcher.deltas_since(mark)
         self.sockets += 1
         self.frames += len(received)
+        self.tokens += tokens
         if upstream is None or "".join(text for _, text in received) != expected:
             self.lossy_sockets += 1
             return
         self.latencies_ms.extend(ms for _, ms in added_latency_ms(upstream, received))
 
 
-def level_figures(received: Received, usage: dict[str, float], tokens: int) -> dict[str, Any]:
+def level_figures(received: Received, usage: dict[str, float]) -> dict[str, Any]:
+    """A level's figures; the server's CPU per 1,000 tokens counts each token once per socket
+    it reached (the load-independent side of a level: CPU time shifts less with other work
+    on the machine than latency does)."""
     figures = summary(received.latencies_ms)
     return {
         "added_ms": figures, "sockets": received.sockets, "lossy_sockets": received.lossy_sockets,
-        "frames_per_socket": round(received.frames / max(received.sockets, 1), 1), "tokens": tokens, **usage,
+        "frames_per_socket": round(received.frames / max(received.sockets, 1), 1), "tokens": received.tokens,
+        "server_cpu_ms_per_1k_tokens": round(usage["server_cpu_s"] * 1e6 / max(received.tokens, 1), 3), **usage,
     }
 
 
@@ -149,8 +158,19 @@ def ramp_figures(ramps: dict[str, Ramp]) -> dict[str, Any]:
     }
 
 
-def at_level(ramp: Ramp, level: int) -> dict[str, Any] | None:
-    return next((figures for figures in ramp.levels if figures["level"] == level), None)
+def cpu_row(figures: dict[str, Any], unit: str) -> report.Row | None:
+    """Server CPU per 1,000 tokens delivered (each token counted once per socket), IDE against
+    bare, at the largest level both reached within the limit (None: no such level)."""
+    common = min(figures["ide"]["largest"], figures["bare"]["largest"])
+    at = [next((f for f in figures[side]["levels"] if f["level"] == common), None) for side in RELAYS]
+    if at[0] is None or at[1] is None:
+        return None
+    return report.row(
+        f"server CPU per 1,000 tokens delivered, at {common} {unit}", at[0]["server_cpu_ms_per_1k_tokens"], unit="ms",
+        baseline=at[1]["server_cpu_ms_per_1k_tokens"],
+        note=f"generator CPU share: IDE {at[0]['generator_cpu_share']:.0%}, bare {at[1]['generator_cpu_share']:.0%}; "
+        f"server CPU share: IDE {at[0]['server_cpu_share']:.0%}, bare {at[1]['server_cpu_share']:.0%}",
+    )
 
 
 def raise_open_files() -> None:
