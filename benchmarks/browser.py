@@ -57,10 +57,12 @@ TURN_TIMEOUT_S = 120.0
 SETTLE_S = 0.25  # after the editor shows the last line, the window stays open this long
 MEMORY_FILES = 3  # the memory phase's edit blocks rewrite these many files, in turn
 ISSUE_RATES = (1000, 5000, 20000)  # tokens/s: the rates the issue's long-task targets name
-TARGETS = {
-    "long_tasks_idle": (0, 0, 0), "long_tasks_loaded": (0, 0, 5), "max_gap_ms": 33.0, "lag_p95_ms": 50.0,
-    "memory_ratio": 2.0,
-}
+# The issue's targets.
+LONG_TASKS_IDLE = (0, 0, 0)  # at ISSUE_RATES, idle machine
+LONG_TASKS_LOADED = (0, 0, 5)  # at ISSUE_RATES, one busy thread beside
+MAX_GAP_MS = 33.0  # longest gap between animation frames at the top rate
+LAG_P95_MS = 50.0  # last-line lag at the lag rate
+MEMORY_RATIO = 2.0  # heap after 1M tokens / after 100k
 QUICK = ["--seconds", "1.5", "--lag-turns", "6", "--reps", "1"]
 
 
@@ -225,9 +227,16 @@ async def chromium() -> AsyncIterator[Any]:
             await browser.close()
 
 
+BUNDLE_ROUTE = "**/static/dist/main.js"
+_bundle: Path | None = None  # --bundle: the IDE pages get this build of the page code instead
+
+
 async def _context(browser: Any) -> Any:
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     await context.add_init_script(path=str(PROBE))
+    if _bundle is not None:
+        bundle = _bundle
+        await context.route(BUNDLE_ROUTE, lambda route: route.fulfill(path=str(bundle), content_type="text/javascript"))
     return context
 
 
@@ -244,7 +253,7 @@ async def ide_page(browser: Any, stack: Stack, errors: list[str]) -> Page:
     await page.goto(await _sign_in_url(stack))
     await page.wait_for_url(f"{stack.ide_url}/")
     await page.goto(f"{stack.ide_url}/w/{workspace_id}/")
-    await page.locator("[data-field=connection]", has_text="live").wait_for(timeout=30_000)
+    await page.locator("[data-field=connection]", has_text="live").wait_for(timeout=60_000)
     return Page(page, "ide")
 
 
@@ -343,7 +352,7 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
         if frame_at is None:  # the line's bytes were split across frames: the last one before
             frame_at = turn["binaryBeforeShown"]
             fallback += 1
-        lags.append(max(0.0, turn["shownAt"] - frame_at))
+        lags.append(turn["shownAt"] - frame_at)
         checked.append(await ide.editor_text() == script.written and await ide.active_file() == script.path)
     progress(f"lag at {args.lag_rate:g} tok/s: {report.summary(lags)}")
     return {
@@ -352,19 +361,28 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
     }
 
 
-async def _heap(cdp: Any) -> dict[str, float]:
+# Where the page's elements are: the live page's panels (the rest of the page is small).
+PANELS = ("#transcript", "#history", "#editor", "#tree", "#tabs")
+_COUNT_ELEMENTS = """(panels) => Object.fromEntries(panels.map((selector) => {
+    const box = document.querySelector(selector);
+    return [selector.slice(1), box ? box.getElementsByTagName("*").length : 0];
+}))"""
+
+
+async def _heap(page: Page, cdp: Any) -> dict[str, Any]:
     await cdp.send("HeapProfiler.collectGarbage")
     metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
     return {
         "js_heap_used_mb": round(metrics["JSHeapUsedSize"] / 1e6, 2), "dom_nodes": int(metrics["Nodes"]),
         "listeners": int(metrics["JSEventListeners"]),
+        "elements_by_panel": await page.page.evaluate(_COUNT_ELEMENTS, list(PANELS)),
     }
 
 
 async def phase_memory(args: argparse.Namespace, page: Page, plans: list[Script]) -> dict[str, Any]:
     cdp = await page.page.context.new_cdp_session(page.page)
     await cdp.send("Performance.enable")
-    marks: dict[str, Any] = {"start": {"tokens": 0, **await _heap(cdp)}}
+    marks: dict[str, Any] = {"start": {"tokens": 0, **await _heap(page, cdp)}}
     goals = sorted(args.memory_tokens)
     streamed = 0
     began = time.monotonic()
@@ -376,13 +394,16 @@ async def phase_memory(args: argparse.Namespace, page: Page, plans: list[Script]
         if streamed >= goals[0]:
             await asyncio.sleep(SETTLE_S)
             goal = goals.pop(0)
-            marks[str(goal)] = {"tokens": streamed, "turns": turns, **await _heap(cdp)}
+            marks[str(goal)] = {"tokens": streamed, "turns": turns, **await _heap(page, cdp)}
             progress(f"memory after {streamed} tokens ({turns} turns): {marks[str(goal)]}")
     reached = sorted(int(k) for k in marks if k != "start")
     small, large = (marks[str(reached[0])], marks[str(reached[-1])]) if len(reached) >= 2 else (None, None)
     ratio = round(large["js_heap_used_mb"] / small["js_heap_used_mb"], 3) if small and large else None
+    # The JS heap leaves out the DOM (Blink's own heap): its node count is the page's other half.
+    nodes_ratio = round(large["dom_nodes"] / small["dom_nodes"], 3) if small and large else None
     return {
-        "marks": marks, "ratio": ratio, "rate": args.memory_rate, "seconds": round(time.monotonic() - began, 1),
+        "marks": marks, "ratio": ratio, "dom_nodes_ratio": nodes_ratio, "rate": args.memory_rate,
+        "seconds": round(time.monotonic() - began, 1),
     }
 
 
@@ -401,7 +422,7 @@ def _fmt(values: list[Any]) -> str:
 def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
     out: list[report.Row] = []
     label = " / ".join(f"{r / 1000:g}k" for r in rates)
-    for load, target in (("idle", TARGETS["long_tasks_idle"]), ("loaded", TARGETS["long_tasks_loaded"])):
+    for load, target in (("idle", LONG_TASKS_IDLE), ("loaded", LONG_TASKS_LOADED)):
         ide = _triple(figures, load, "ide", "long_tasks", rates)
         bare = _triple(figures, load, "bare", "long_tasks", rates)
         # The issue's targets are for 1k / 5k / 20k; another rate takes the target of the
@@ -421,8 +442,8 @@ def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
             out.append(report.row(
                 f"longest gap between animation frames at {top / 1000:g}k tokens/s, {load}",
                 gap["ide"]["max_gap_ms"], unit="ms", baseline=gap["bare"]["max_gap_ms"],
-                target=f"<= {TARGETS['max_gap_ms']:g} ms",
-                met=report.at_most(gap["ide"]["max_gap_ms"], TARGETS["max_gap_ms"]),
+                target=f"<= {MAX_GAP_MS:g} ms",
+                met=report.at_most(gap["ide"]["max_gap_ms"], MAX_GAP_MS),
                 note=f"fps {gap['ide']['fps']} (bare {gap['bare']['fps']})",
             ))
     lag = figures.get("lag")
@@ -430,8 +451,8 @@ def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
         lagged = lag["last_line_lag_ms"]
         out.append(report.row(
             f"editor holds the written file's last line after its frame arrived, p95, {lag['rate'] / 1000:g}k tokens/s",
-            lagged.get("p95"), unit="ms", target=f"<= {TARGETS['lag_p95_ms']:g} ms",
-            met=report.at_most(lagged.get("p95"), TARGETS["lag_p95_ms"]),
+            lagged.get("p95"), unit="ms", target=f"<= {LAG_P95_MS:g} ms",
+            met=report.at_most(lagged.get("p95"), LAG_P95_MS),
             note=f"p50 {lagged.get('p50')} ms, n={lagged.get('n')}",
         ))
     memory = figures.get("memory")
@@ -443,9 +464,9 @@ def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
             out.append(report.row(
                 f"page JS heap after {goals[-1]:,} streamed tokens vs after {goals[0]:,}",
                 large["js_heap_used_mb"], unit="MB", baseline=small["js_heap_used_mb"],
-                target=f"< {TARGETS['memory_ratio']:g}x", met=memory["ratio"] is not None
-                and memory["ratio"] < TARGETS["memory_ratio"],
-                note=f"DOM nodes {small['dom_nodes']} -> {large['dom_nodes']}",
+                target=f"< {MEMORY_RATIO:g}x, DOM nodes too",
+                met=all(r is not None and r < MEMORY_RATIO for r in (memory["ratio"], memory["dom_nodes_ratio"])),
+                note=f"DOM nodes {small['dom_nodes']} -> {large['dom_nodes']} ({memory['dom_nodes_ratio']}x)",
             ))
     return out
 
@@ -471,7 +492,7 @@ def charts(figures: dict[str, Any], rates: list[float]) -> dict[str, report.Char
         "browser_fps": report.chart("Frames per second while streaming", "tokens/s", "fps", series("fps"), log_x=True),
         "browser_max_frame_gap": report.chart(
             "Longest gap between animation frames", "tokens/s", "ms", series("max_gap_ms"), log_x=True,
-            hline=TARGETS["max_gap_ms"],
+            hline=MAX_GAP_MS,
         ),
     }
 
@@ -503,6 +524,8 @@ def plan(args: argparse.Namespace) -> tuple[Scripts, dict[str, Any]]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    global _bundle
+    _bundle = args.bundle
     setup = report.Setup()
     scripts, plans = plan(args)
     figures: dict[str, Any] = {}
@@ -526,6 +549,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures["setup"] = setup.finish(
         rates=args.rates, seconds_per_answer=args.seconds, reps=args.reps, loads=args.loads,
         lag_turns=args.lag_turns, memory_tokens=args.memory_tokens, memory_rate=args.memory_rate,
+        bundle=str(args.bundle) if args.bundle else "static/dist/main.js",
     )
     return figures
 
@@ -556,7 +580,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--lag-prose", type=int, default=300, help="prose tokens before each lag answer's block")
     parser.add_argument("--memory-tokens", type=_numbers(int), default=[100_000, 1_000_000])
     parser.add_argument("--memory-rate", type=float, default=100_000.0)
-    parser.add_argument("--memory-prose", type=int, default=6_000, help="prose tokens per memory turn")
+    parser.add_argument("--memory-prose", type=int, default=30_000, help="prose tokens per memory turn")
+    parser.add_argument("--bundle", type=Path, help="serve this build of static/dist/main.js (compare two builds)")
     args = parser.parse_args(argv)
     args.phases = [p for p in args.phases.split(",") if p]
     args.loads = [p for p in args.loads.split(",") if p]
@@ -564,6 +589,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error(f"unknown phases or loads: {', '.join(sorted(unknown))}")
     if args.seconds <= 0 or args.reps < 1 or args.lag_turns < 0 or args.lag_rate <= 0 or args.memory_rate <= 0:
         parser.error("--seconds, --reps, --lag-rate and --memory-rate must be positive; --lag-turns >= 0")
+    if args.bundle is not None and not args.bundle.is_file():
+        parser.error(f"--bundle: no such file: {args.bundle}")
     return args
 
 

@@ -55,10 +55,11 @@ def _ask_and_wait(page: Any, answer: str) -> Any:
 
 
 def _prose(turn: Any) -> str:
-    """The transcript's own text of a turn: its prose, without chips and code blocks."""
+    """The transcript's own text of a turn: its prose, without chips and code blocks (prose is
+    laid out in parts, .prose-part, with the chips between its text)."""
     return str(turn.locator(".prose").evaluate(
-        "(box) => [...box.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE)"
-        ".map((node) => node.data).join('')"
+        "(box) => [...box.querySelectorAll(':scope > .prose-part')].flatMap((part) => [...part.childNodes])"
+        ".filter((node) => node.nodeType === Node.TEXT_NODE).map((node) => node.data).join('')"
     ))
 
 
@@ -76,7 +77,7 @@ def test_an_edit_block_is_a_chip_with_its_line_count_between_its_prose(ide_serve
     assert chip.locator(".chip-path").inner_text() == "a.py"
     assert chip.locator(".chip-count").inner_text() == "+2"
     assert _prose(turn) == "Fixing the seed.\nDone.\n"
-    assert turn.locator(".prose > *").evaluate_all("(nodes) => nodes.map((node) => node.className)") == ["chip"]
+    assert turn.locator(".prose-part > *").evaluate_all("(nodes) => nodes.map((node) => node.className)") == ["chip"]
     wait_for_server_text(page, "a.py", "seed = 2\nmore = 3\n")
     create_file(page, "b.py")  # another tab in front; the chip brings a.py back
     chip.click()

@@ -98,20 +98,31 @@ export function liveDecorations() {
   return [liveField, regionLines];
 }
 
-// Where to scroll to follow the model: the ghost, else the end of the region.
-export function followPosition(info, doc) {
+// The line to scroll to, to follow the model: the ghost's, else the end of the region, else
+// the first candidate; null when there is none.
+export function followLine(info) {
   if (!info) return null;
   const detail = info.detail;
-  const line = detail.ghost_line || (Array.isArray(detail.lines) ? detail.lines[1] : null)
-    || (Array.isArray(detail.candidates) ? detail.candidates[0] : null);
-  if (!line) return null;
+  return detail.ghost_line || (Array.isArray(detail.lines) ? detail.lines[1] : null)
+    || (Array.isArray(detail.candidates) ? detail.candidates[0] : null) || null;
+}
+
+// A line's start in `doc` (past the end: the end).
+export function lineStart(line, doc) {
   return line > doc.lines ? doc.length : doc.line(Math.max(1, line)).from;
+}
+
+// Where to scroll to follow the model: the ghost, else the end of the region.
+export function followPosition(info, doc) {
+  const line = followLine(info);
+  return line === null ? null : lineStart(line, doc);
 }
 
 export class LiveRegions {
   constructor() {
     this.byPath = new Map(); // path -> {turn, block, state, detail}
     this.dirty = new Set();
+    this.ends = new Map(); // path -> the last line a block that just ended wrote there
   }
 
   update(event) {
@@ -123,8 +134,17 @@ export class LiveRegions {
       const current = this.byPath.get(path);
       if (!current || current.block !== event.block || current.turn !== event.turn) return;
       this.byPath.delete(path);
+      const lines = event.detail && event.detail.lines;
+      if (event.state === "applied" && Array.isArray(lines)) this.ends.set(path, lines[1]);
     }
     this.dirty.add(path);
+  }
+
+  // The last line the block that ended on `path` wrote, once (the view follows it there).
+  takeEnd(path) {
+    const line = this.ends.get(path) ?? null;
+    this.ends.delete(path);
+    return line;
   }
 
   finishTurn(turn) {
@@ -148,6 +168,7 @@ export class LiveRegions {
   takeDirty() {
     const dirty = this.dirty;
     this.dirty = new Set();
+    for (const path of this.ends.keys()) if (!dirty.has(path)) this.ends.delete(path);
     return dirty;
   }
 }

@@ -48,6 +48,7 @@ export class LatencyPanel {
 
   started({ turn, prompt }) {
     this.prompts.set(turn, typeof prompt === "string" ? prompt : "");
+    if (this.prompts.size > this.keep) this.prompts.delete(this.prompts.keys().next().value); // never ended
     this.running = turn;
     this.render();
   }
@@ -58,7 +59,8 @@ export class LatencyPanel {
     this.render();
   }
 
-  finished({ turn, status, metrics = {} }) {
+  finished({ turn, status, metrics: given }) {
+    const metrics = given || {}; // a turn lost with its server has no figures
     if (this.running === turn) this.running = null;
     const label = (this.prompts.get(turn) || "").replace(/\s+/g, " ").trim().slice(0, 60);
     this.prompts.delete(turn);

@@ -16,7 +16,14 @@ export class YjsProvider {
     this.send = send;
     this.loop = loop;
     this.awareness = new awarenessProtocol.Awareness(doc);
-    this.queue = []; // sync frames waiting for the next animation frame
+    this.queue = []; // sync frames waiting to be applied
+    // A frame that arrives while the page is idle is applied in a task of its own right away,
+    // not at the next animation frame (up to 16 ms later): the editor shows the model's line
+    // as soon as it is here. Once per frame at most; what comes after waits for the frame.
+    this.appliedEarly = false;
+    this.early = new MessageChannel();
+    this.early.port1.onmessage = () => this.applyEarly();
+    this.earlyQueued = false;
     this.synced = false;
     this.onSynced = () => {};
     this.online = false;
@@ -53,6 +60,10 @@ export class YjsProvider {
     if (kind === MESSAGE_SYNC) {
       this.queue.push(bytes);
       this.loop.request();
+      if (!this.appliedEarly && !this.earlyQueued) {
+        this.earlyQueued = true;
+        this.early.port2.postMessage(null);
+      }
     } else if (kind === MESSAGE_AWARENESS) {
       try {
         awarenessProtocol.applyAwarenessUpdate(this.awareness, decoding.readVarUint8Array(decoder), this);
@@ -63,9 +74,22 @@ export class YjsProvider {
     }
   }
 
-  // Every sync frame of this frame in one transaction: the editors redraw once, however
-  // many model tokens arrived meanwhile.
+  applyEarly() {
+    this.earlyQueued = false;
+    if (this.appliedEarly || this.queue.length === 0) return;
+    this.appliedEarly = true;
+    this.apply();
+  }
+
+  // The animation frame's flush: what is queued, and the next frame may go early again.
   flush() {
+    this.appliedEarly = false;
+    this.apply();
+  }
+
+  // Every sync frame queued, in one transaction: the editors redraw once, however many model
+  // tokens arrived meanwhile.
+  apply() {
     if (this.queue.length === 0) return;
     const frames = this.queue;
     this.queue = [];

@@ -6,7 +6,7 @@ import { FrameLoop } from "./frame.js";
 import { SessionConnection } from "./connection.js";
 import { YjsProvider } from "./provider.js";
 import { EditorTabs } from "./tabs.js";
-import { LiveRegions, followPosition } from "./decorations.js";
+import { LiveRegions, followLine } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
@@ -57,10 +57,14 @@ class LiveSession {
     // Order matters. The panels first: the transcript reads the layout to stay scrolled to
     // the end, which is cheap before the editor changes and costly after. Then the document,
     // then the decorations that point into it.
+    // The model's region is staged before the document updates and rides on the editor
+    // transaction that applies them (one editor update a frame, not two); if no update
+    // comes this frame, it goes alone after.
     this.loop.add(() => this.transcript.flush());
     this.loop.add(() => this.status.flush());
-    this.loop.add(() => this.provider.flush());
     this.loop.add(() => this.flushRegions());
+    this.loop.add(() => this.provider.flush());
+    this.loop.add(() => this.tabs.applyStagedRegion());
   }
 
   start() {
@@ -202,8 +206,10 @@ class LiveSession {
     const active = this.tabs.active;
     if (active && dirty.has(active) && this.tabs.view) {
       const info = this.regions.get(active);
-      const scrollTo = this.tabs.userBusy() ? null : followPosition(info, this.tabs.view.state.doc);
-      this.tabs.showRegion(info, scrollTo);
+      // While a block streams, its ghost; once it is applied, the last line it wrote.
+      const end = this.regions.takeEnd(active);
+      const line = this.tabs.userBusy() ? null : (info ? followLine(info) : end);
+      this.tabs.stageRegion(active, info, line);
     }
     this.tabs.render(); // the tabs' "model is writing here" marks
   }

@@ -1,12 +1,12 @@
 // Editor tabs over one CodeMirror view, each tab a Yjs-bound EditorState on the file's Y.Text
 // (doc.getMap("files")). The model's edits and other people's typing arrive through Yjs.
 import { EditorView, basicSetup } from "codemirror";
-import { EditorSelection, EditorState } from "@codemirror/state";
+import { EditorSelection, EditorState, Transaction } from "@codemirror/state";
 import { keymap } from "@codemirror/view";
 import * as Y from "yjs";
-import { yCollab, yUndoManagerKeymap } from "y-codemirror.next";
+import { yCollab, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
 import { languageFor } from "../languages.js";
-import { liveDecorations, setLiveRegion } from "./decorations.js";
+import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
@@ -30,6 +30,7 @@ export class EditorTabs {
     this.view = null;
     this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
     this.lastFilePick = -Infinity; // a tab or tree click: stop switching files for a while
+    this.staged = null; // {path, info, line}: the region for the next editor transaction
     const touched = () => { this.lastUserAction = performance.now(); };
     host.addEventListener("pointerdown", touched);
     host.addEventListener("keydown", touched);
@@ -65,7 +66,22 @@ export class EditorTabs {
       EditorView.editable.of(this.canEdit),
       yCollab(tab.ytext, this.awareness, { undoManager: tab.undo }),
       liveDecorations(),
+      EditorState.transactionExtender.of((transaction) => this.extendRemote(transaction)),
     ];
+  }
+
+  // A transaction that brings others' changes (the model's stream) from Yjs: it is not undone
+  // here (undo is Yjs's, for one's own typing), so CodeMirror's history need not keep it; and
+  // the model's region staged for this frame rides along (stageRegion).
+  extendRemote(transaction) {
+    if (!transaction.annotation(ySyncAnnotation)) return null;
+    const spec = { annotations: Transaction.addToHistory.of(false) };
+    const staged = this.staged;
+    if (staged && this.view && transaction.startState === this.view.state && staged.path === this.active) {
+      this.staged = null;
+      spec.effects = this.regionEffects(staged, transaction.newDoc);
+    }
+    return spec;
   }
 
   // activate: show it now; focus: also move the keyboard focus there (a person's choice).
@@ -229,12 +245,24 @@ export class EditorTabs {
     }, 0);
   }
 
-  // The model's current region for the active file, and a scroll to keep it in sight.
-  showRegion(info, scrollTo) {
-    if (!this.view) return;
+  // The model's current region for the active file, and the line to scroll to (null: stay),
+  // for the next editor transaction: the one applying this frame's document updates, else
+  // its own (applyStagedRegion).
+  stageRegion(path, info, line) {
+    this.staged = { path, info, line };
+  }
+
+  applyStagedRegion() {
+    const staged = this.staged;
+    this.staged = null;
+    if (!staged || !this.view || staged.path !== this.active) return;
+    this.view.dispatch({ effects: this.regionEffects(staged, this.view.state.doc) });
+  }
+
+  regionEffects({ info, line }, doc) {
     const effects = [setLiveRegion.of(info)];
-    if (scrollTo !== null) effects.push(EditorView.scrollIntoView(scrollTo, { y: "nearest", yMargin: 48 }));
-    this.view.dispatch({ effects });
+    if (line !== null) effects.push(EditorView.scrollIntoView(lineStart(line, doc), { y: "nearest", yMargin: 48 }));
+    return effects;
   }
 
   // Drawn again only when a tab, the active one or a "model is writing here" mark changed:

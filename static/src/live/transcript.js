@@ -38,6 +38,9 @@ const PART_MAX_CHARS = 16384;
 const PROSE_DOM_CHARS = 32768;
 const HIDDEN_CHARS = 262144;
 const MAX_TURNS = 30;
+// Prose drawn per animation frame, at most; the rest waits for the next frame. A stall (a
+// hidden tab, a busy machine) must not come back as one long frame.
+const FRAME_PROSE_CHARS = 16384;
 
 // What a structural merge did to the file (an applied block's `detail.merge`): "replaced
 // is_prime · added reverse_string", "inserted"; "" when there is nothing to say.
@@ -126,8 +129,11 @@ export class Transcript {
     this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
     this.earlier = null; // the note that says so
     // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
-    // reading the layout after every append would force a layout of the page each time.
+    // reading the layout after every append would force a layout of the page each time. The
+    // scroll itself happens when a turn's box changed size, which a ResizeObserver tells
+    // after the browser's own layout of the frame (nothing to force), before it paints.
     this.stick = true;
+    this.resized = new ResizeObserver(() => { if (this.stick) this.scroll(); });
     container.addEventListener("scroll", () => { this.stick = this.atBottom(); }, { passive: true });
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
@@ -168,6 +174,7 @@ export class Transcript {
     for (const [turn, entry] of this.turns) {
       if (this.turns.size <= MAX_TURNS) break;
       if (!entry.done) continue;
+      this.resized.unobserve(entry.article);
       entry.article.remove();
       for (const view of entry.blocks.values()) {
         this.live.delete(view);
@@ -257,7 +264,6 @@ export class Transcript {
     // The document updates that came with the turn's last events are applied later in this
     // frame: its code blocks follow them through the next flush, then stop.
     this.freezing.push([entry, 2]);
-    if (this.stick) this.scroll();
   }
 
   flush() {
@@ -270,20 +276,34 @@ export class Transcript {
       return false;
     });
     if (this.pending.size === 0) return;
-    for (const entry of this.pending) this.drain(entry);
-    this.pending.clear();
-    if (this.stick) this.scroll();
+    let budget = FRAME_PROSE_CHARS;
+    for (const entry of [...this.pending]) {
+      if (budget <= 0) break;
+      budget -= this.drain(entry, budget);
+    }
+    if (this.pending.size) this.requestFrame(); // the rest next frame
   }
 
-  drain(entry) {
-    if (!entry.buffer) return;
+  // Draw the turn's buffered prose, at most `budget` characters of it (the rest stays
+  // pending); returns how many were drawn. Prose that would leave the page at once (more
+  // than PROSE_DOM_CHARS waiting) goes behind "show earlier" without being drawn.
+  drain(entry, budget = Infinity) {
+    if (!entry.buffer) {
+      this.pending.delete(entry);
+      return 0;
+    }
     let text = entry.buffer;
-    entry.buffer = "";
-    this.pending.delete(entry);
+    if (!entry.expanded && text.length > PROSE_DOM_CHARS) text = this.hideHead(entry, text);
+    let cut = Math.min(text.length, budget);
+    if (cut < text.length && /[\uD800-\uDBFF]/.test(text[cut - 1])) cut -= 1; // not inside a pair
+    entry.buffer = text.slice(cut);
+    if (!entry.buffer) this.pending.delete(entry);
+    text = text.slice(0, cut);
+    const drawn = text.length;
     while (text) {
       const part = this.openPart(entry);
-      const cut = partCut(part.chars, text);
-      const piece = cut < text.length ? text.slice(0, cut) : text;
+      const end = partCut(part.chars, text);
+      const piece = text.slice(0, end);
       if (piece && !part.text) {
         part.text = document.createTextNode("");
         part.box.append(part.text);
@@ -291,10 +311,34 @@ export class Transcript {
       if (piece) part.text.appendData(piece);
       part.chars += piece.length;
       entry.shownChars += piece.length;
-      if (cut < text.length) entry.part = null; // full: the rest goes into a new part
-      text = cut < text.length ? text.slice(cut) : "";
+      if (end < text.length) entry.part = null; // full: the rest goes into a new part
+      text = text.slice(end);
     }
     this.trim(entry);
+    return drawn;
+  }
+
+  // All of the turn's prose on the page and the head of `text` go behind "show earlier";
+  // returns the last PROSE_DOM_CHARS or so of `text`, from a line start when one is near.
+  hideHead(entry, text) {
+    let keepFrom = text.length - PROSE_DOM_CHARS;
+    const newline = text.indexOf("\n", keepFrom);
+    if (newline >= 0 && newline - keepFrom < PART_CHARS) keepFrom = newline + 1;
+    for (const part of entry.parts) {
+      part.box.remove();
+      entry.hidden.push(part);
+      entry.hiddenChars += part.chars;
+    }
+    entry.parts = [];
+    entry.part = null;
+    entry.shownChars = 0;
+    for (let at = 0; at < keepFrom; at += PART_MAX_CHARS) {
+      const piece = text.slice(at, Math.min(keepFrom, at + PART_MAX_CHARS));
+      entry.hidden.push({ box: null, text: null, chars: piece.length, words: piece });
+      entry.hiddenChars += piece.length;
+    }
+    this.trim(entry, true);
+    return text.slice(keepFrom);
   }
 
   // The turn's open part, or a new one at the end of its prose.
@@ -308,9 +352,8 @@ export class Transcript {
   }
 
   // Past PROSE_DOM_CHARS, a turn's oldest parts leave the page for its "show earlier" button.
-  trim(entry) {
+  trim(entry, moved = false) {
     if (entry.expanded) return;
-    let moved = false;
     while (entry.shownChars > PROSE_DOM_CHARS && entry.parts.length > 1) {
       const part = entry.parts.shift();
       part.box.remove();
@@ -346,7 +389,13 @@ export class Transcript {
   expand(entry) {
     entry.expanded = true;
     const first = entry.parts.length ? entry.parts[0].box : null;
-    for (const part of entry.hidden) entry.prose.insertBefore(part.box, first);
+    for (const part of entry.hidden) {
+      if (!part.box) { // text that never was on the page
+        part.box = element("div", "prose-part", part.words);
+        part.words = null;
+      }
+      entry.prose.insertBefore(part.box, first);
+    }
     entry.parts = entry.hidden.concat(entry.parts);
     entry.shownChars += entry.hiddenChars;
     entry.hidden = [];
@@ -441,7 +490,10 @@ export class Transcript {
 
   // A resync: the server replays the recent turns, so the transcript starts over.
   clear() {
-    for (const entry of this.turns.values()) entry.article.remove();
+    for (const entry of this.turns.values()) {
+      this.resized.unobserve(entry.article);
+      entry.article.remove();
+    }
     if (this.earlier) this.earlier.remove();
     this.earlier = null;
     this.droppedTurns = 0;
@@ -455,7 +507,7 @@ export class Transcript {
 
   append(node) {
     this.container.append(node);
-    if (this.stick) this.scroll();
+    this.resized.observe(node);
   }
 
   atBottom() {

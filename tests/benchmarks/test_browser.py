@@ -1,0 +1,55 @@
+"""The browser benchmark at tiny sizes, on the real stack and Debian Chromium: every figure
+comes from frames the page really drew and socket frames it really got, the editor ends with
+exactly the file the model wrote, and nothing is seen before it arrived."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.browser import CHROMIUM, main
+from tests.conftest import require
+
+pytestmark = pytest.mark.browser
+
+TINY = [
+    "--rates", "5000", "--seconds", "0.3", "--reps", "1", "--loads", "idle", "--lag-turns", "2",
+    "--memory-tokens", "2000,6000", "--memory-prose", "400", "--memory-rate", "50000",
+]
+
+
+@pytest.mark.timeout(240)
+def test_it_measures_the_live_page_against_the_bare_page() -> None:
+    require(Path(CHROMIUM).exists(), "Debian chromium is not installed (make browser-deps)")
+    require((Path(__file__).resolve().parents[2] / "static/dist/main.js").exists(), "run `make bundle`")
+
+    figures = main(TINY)
+
+    json.dumps(figures)  # the management command prints it as JSON
+    assert figures["page_errors"] == []
+    runs: Any = figures["rates"]["idle"]["5000"]
+    for kind in ("ide", "bare"):
+        run = runs[kind]["runs"][0]
+        assert run["frames"] > 0 and run["socket_frames"] > 0
+        assert 0 < run["fps"] <= 1000 / 8  # no screen draws faster than 120 Hz
+        assert run["max_gap_ms"] >= run["p99_gap_ms"] > 0
+        assert run["long_tasks"] is not None and run["long_tasks"] >= 0  # the API is there: never None
+    # The IDE page gets the written file as Yjs updates; the bare relay sends only text.
+    assert runs["ide"]["runs"][0]["binary_frames"] > 0
+    assert runs["bare"]["runs"][0]["binary_frames"] == 0
+    lag: Any = figures["lag"]
+    assert lag["editor_holds_written_file"] is True
+    assert lag["last_line_lag_ms"]["n"] == 2
+    assert all(ms >= 0 for ms in lag["samples_ms"])  # shown after the frame that brought it
+    marks: Any = figures["memory"]["marks"]
+    for goal in (2000, 6000):
+        assert marks[str(goal)]["tokens"] >= goal
+        assert marks[str(goal)]["js_heap_used_mb"] > 0 and marks[str(goal)]["dom_nodes"] > 0
+    assert marks["6000"]["turns"] > marks["2000"]["turns"]
+    figures_named = [row["figure"] for row in figures["rows"]]
+    assert any(name.startswith("long tasks") for name in figures_named)
+    assert any(name.startswith("editor holds") for name in figures_named)
+    assert set(figures["charts"]) == {"browser_long_tasks", "browser_fps", "browser_max_frame_gap"}
