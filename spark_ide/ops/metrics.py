@@ -10,9 +10,11 @@ No Django here: the adapter hands ``METER`` to the rooms, the ops view calls ``e
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import values as prometheus_values
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from . import multiproc
@@ -42,23 +44,35 @@ PERSIST_FAILURES = Counter(
 )
 
 
+Labelled = TypeVar("Labelled", Counter, Histogram)
+
+
 class PrometheusMeter:
     """``spark_ide.live.meter.Meter`` over the metrics above (one per process)."""
 
     def __init__(self) -> None:
         self._rooms: set[str] = set()
         self._sockets: dict[str, int] = {}
+        # prometheus_client's labels() costs more than the write itself: each series once.
+        self._series: dict[tuple[MetricWrapperBase, tuple[str, ...]], MetricWrapperBase] = {}
+
+    def _series_of(self, metric: Labelled, *values: str) -> Labelled:
+        key = (metric, values)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(*values)
+        return cast(Labelled, series)
 
     def turn_finished(
         self, status: str, reason: str, *, model: str, tokens: int, ttft_ms: float | None, steer_ms: float | None,
     ) -> None:
-        TURNS.labels(status=status, reason=reason, model=model).inc()
+        self._series_of(TURNS, status, reason, model).inc()
         if tokens > 0:
-            TOKENS.labels(model=model).inc(tokens)
+            self._series_of(TOKENS, model).inc(tokens)
         if ttft_ms is not None:
-            TTFT.labels(model=model).observe(ttft_ms / 1000)
+            self._series_of(TTFT, model).observe(ttft_ms / 1000)
         if steer_ms is not None:
-            STEER.labels(model=model).observe(steer_ms / 1000)
+            self._series_of(STEER, model).observe(steer_ms / 1000)
 
     def room_opened(self, workspace: str) -> None:
         self._rooms.add(workspace)
@@ -78,10 +92,10 @@ class PrometheusMeter:
         SOCKETS.set(sum(self._sockets.values()))
 
     def upstream_reconnected(self, kind: str) -> None:
-        RECONNECTS.labels(kind=kind).inc()
+        self._series_of(RECONNECTS, kind).inc()
 
     def persist_failed(self, what: str) -> None:
-        PERSIST_FAILURES.labels(what=what).inc()
+        self._series_of(PERSIST_FAILURES, what).inc()
 
 
 METER = PrometheusMeter()
