@@ -24,6 +24,7 @@ from django.conf import settings as django_settings
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from spark_ide.accounts.services import guest_create
 from spark_ide.live.events import ErrorCode
 from spark_ide.ops import multiproc
 from spark_ide.ops.metrics import STEER_BUCKETS_S, TTFT_BUCKETS_S, exposition
@@ -243,6 +244,14 @@ def test_the_right_token_gets_the_metrics(client: Any, token_set: str) -> None:
 @pytest.mark.django_db
 def test_a_signed_in_user_who_is_not_staff_gets_403(client: Any, user: Any, token_set: str) -> None:
     client.force_login(user)
+    response = client.get("/metrics")
+    assert response.status_code == 403
+    assert b"spark_" not in response.content
+
+
+@pytest.mark.django_db
+def test_a_guest_gets_403(client: Any, token_set: str) -> None:
+    client.force_login(guest_create("Eve"))
     response = client.get("/metrics")
     assert response.status_code == 403
     assert b"spark_" not in response.content
