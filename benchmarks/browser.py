@@ -54,6 +54,24 @@ WRITE_FUNCTIONS = 100  # write_body: three lines each, a 300-line file
 LOADS = ("idle", "loaded")
 PHASES = ("rates", "lag", "memory")
 TURN_TIMEOUT_S = 120.0
+SHOWN_TIMEOUT_S = 30.0
+CLOCKS = {  # figure -> CDP Performance metric (seconds)
+    "main_thread_cpu_ms": "ThreadTime", "task_ms": "TaskDuration", "script_ms": "ScriptDuration",
+    "layout_ms": "LayoutDuration", "style_ms": "RecalcStyleDuration",
+}
+# What the editor shows, for an error message.
+_EDITOR_STATE = """() => {
+    const content = document.querySelector("#editor .cm-content");
+    const tile = content && (content.cmTile || content.cmView);
+    const view = tile && ((tile.root && tile.root.view) || (tile.rootView && tile.rootView.view));
+    const doc = view && view.state.doc;
+    return {
+        file: document.querySelector("[data-field=file]").textContent,
+        tabs: [...document.querySelectorAll("#tabs .tab")].map((tab) => tab.dataset.path),
+        lines: doc ? doc.lines : null, last: doc ? doc.line(Math.max(1, doc.lines - 1)).text : null,
+        chips: [...document.querySelectorAll("#transcript .chip")].slice(-3).map((chip) => chip.title),
+    };
+}"""
 SETTLE_S = 0.25  # after the editor shows the last line, the window stays open this long
 MEMORY_FILES = 3  # the memory phase's edit blocks rewrite these many files, in turn
 ISSUE_RATES = (1000, 5000, 20000)  # tokens/s: the rates the issue's long-task targets name
@@ -128,6 +146,16 @@ class Page:
     def __init__(self, page: Any, kind: str) -> None:
         self.page = page
         self.kind = kind
+        self.cdp: Any = None
+
+    async def clocks(self) -> dict[str, float]:
+        """The renderer's main-thread clocks (CDP Performance.getMetrics), in ms. ThreadTime is
+        CPU time: unlike wall-clock figures it does not grow when other processes take the cores."""
+        if self.cdp is None:
+            self.cdp = await self.page.context.new_cdp_session(self.page)
+            await self.cdp.send("Performance.enable")
+        metrics = {m["name"]: m["value"] for m in (await self.cdp.send("Performance.getMetrics"))["metrics"]}
+        return {name: metrics[key] * 1000 for name, key in CLOCKS.items()}
 
     async def finished_count(self) -> int:
         return int(await self.page.evaluate("window.__bench.finished.length"))
@@ -135,10 +163,15 @@ class Page:
     async def send(self, text: str) -> None:
         if self.kind == "bare":
             await self.page.evaluate("(text) => window.__bare.prompt(text)", text)
-        else:
-            box = self.page.locator("#prompt textarea")
-            await box.fill(text)
-            await box.press("Enter")
+        else:  # the prompt box's own path (its submit), without Playwright's actionability checks
+            await self.page.evaluate(
+                """(text) => {
+                    const form = document.getElementById("prompt");
+                    form.querySelector("textarea").value = text;
+                    form.requestSubmit();
+                }""",
+                text,
+            )
 
     async def play(self, script: Script, rate: float, *, watch: bool) -> dict[str, Any]:
         """Prompt ``script`` at ``rate``; wait for its turn.finished (and, with ``watch``, the
@@ -156,18 +189,27 @@ class Page:
             raise RuntimeError(f"{self.kind} page: the turn for {script.name} ended {event.get('status')}: {event}")
         watched: dict[str, Any] = {}
         if watch:
-            await self.page.wait_for_function(
-                "() => window.__bench.needleShownAt !== null", polling=20, timeout=TURN_TIMEOUT_S * 1000
-            )
+            try:
+                await self.page.wait_for_function(
+                    "() => window.__bench.needleShownAt !== null", polling=20, timeout=SHOWN_TIMEOUT_S * 1000
+                )
+            except Exception as exc:
+                state = await self.page.evaluate(_EDITOR_STATE)
+                raise RuntimeError(
+                    f"{script.path}: the editor did not get its last line {SHOWN_TIMEOUT_S:g} s after the turn"
+                    f" ended: {state}"
+                ) from exc
             watched = await self.page.evaluate("window.__bench.watched()")
         return {"finished_at": finished_at, "event": event, **watched}
 
     async def measure(self, script: Script, rate: float) -> dict[str, Any]:
         """One streamed answer, framed by the probe's recording window."""
+        before = await self.clocks()
         await self.page.evaluate("window.__bench.begin()")
         turn = await self.play(script, rate, watch=self.kind == "ide")
         await asyncio.sleep(SETTLE_S)
         window = await self.page.evaluate("window.__bench.end()")
+        after = await self.clocks()
         gaps = sorted(window["gaps"])
         long_tasks = window["longTasks"]
         metrics = turn["event"].get("metrics") or {}
@@ -180,6 +222,7 @@ class Page:
             "long_tasks": None if long_tasks is None else len(long_tasks),
             "longest_task_ms": None if not long_tasks else round(max(d for _, d in long_tasks), 1),
             "long_task_ms_total": None if long_tasks is None else round(sum(d for _, d in long_tasks), 1),
+            **{name: round(after[name] - before[name], 1) for name in CLOCKS},
             "socket_frames": window["socketFrames"],
             "binary_frames": window["binaryFrames"],
             "tokens": tokens(script.text),
@@ -328,13 +371,15 @@ async def phase_rates(
                         run = runs[page.kind][-1]
                         progress(
                             f"{load} {rate:g} tok/s {page.kind}: {run['long_tasks']} long tasks, "
-                            f"max gap {run['max_gap_ms']} ms, {run['fps']} fps"
+                            f"max gap {run['max_gap_ms']} ms, {run['fps']} fps, "
+                            f"main thread {run['main_thread_cpu_ms']} ms CPU"
                         )
                 results.setdefault(load, {})[f"{rate:g}"] = {
                     kind: {
                         "long_tasks": _median([r["long_tasks"] for r in rs]),
                         "max_gap_ms": _median([r["max_gap_ms"] for r in rs]),
                         "fps": _median([r["fps"] for r in rs]),
+                        "main_thread_cpu_ms": _median([r["main_thread_cpu_ms"] for r in rs]),
                         "runs": rs,
                     }
                     for kind, rs in runs.items()
@@ -415,6 +460,11 @@ def _triple(figures: dict[str, Any], load: str, kind: str, key: str, rates: list
     return [by_rate.get(f"{rate:g}", {}).get(kind, {}).get(key) for rate in rates]
 
 
+def _per_thousand(figures: dict[str, Any]) -> float | None:
+    """Median main-thread CPU ms per 1,000 streamed tokens over a page's runs."""
+    return _median([r["main_thread_cpu_ms"] * 1000 / r["tokens"] for r in figures["runs"] if r["tokens"]])
+
+
 def _fmt(values: list[Any]) -> str:
     return " / ".join("-" if v is None else f"{v:g}" for v in values)
 
@@ -445,6 +495,14 @@ def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
                 target=f"<= {MAX_GAP_MS:g} ms",
                 met=report.at_most(gap["ide"]["max_gap_ms"], MAX_GAP_MS),
                 note=f"fps {gap['ide']['fps']} (bare {gap['bare']['fps']})",
+            ))
+    for rate in rates:
+        both = figures.get("rates", {}).get("idle", {}).get(f"{rate:g}", {})
+        if both:
+            per_k = {kind: _per_thousand(both[kind]) for kind in ("ide", "bare")}
+            out.append(report.row(
+                f"page main-thread CPU per 1,000 tokens at {rate / 1000:g}k tokens/s", per_k["ide"], unit="ms",
+                baseline=per_k["bare"], note="CPU time (CDP ThreadTime), not wall clock: steady under load",
             ))
     lag = figures.get("lag")
     if lag:

@@ -53,13 +53,21 @@ class Side:
     def __init__(self, name: str, url: str, token: str | None, driver: Browser, stack: Stack, text: str) -> None:
         self.name, self.url, self.token, self.driver, self.stack, self.text = name, url, token, driver, stack, text
         self.watchers: list[Watcher] = []
+        # What a joined socket has received last of its join: the IDE's join ends with a
+        # presence event (after the transcript), the bare relay's is its hello.
+        self.joined = b'"presence"' if name == "ide" else b'"hello"'
         self.pids = server_pids(stack, name)
 
     async def fill(self, count: int) -> None:
         while len(self.watchers) < count:
             batch = min(CONNECT_BATCH, count - len(self.watchers))
-            self.watchers += await asyncio.gather(*(Watcher.open(self.url, self.token) for _ in range(batch)))
-        await asyncio.sleep(SETTLE_S)
+            self.watchers += await asyncio.gather(
+                *(Watcher.open(self.url, self.token, ready_marker=self.joined) for _ in range(batch))
+            )
+        async with asyncio.timeout(60):
+            for watcher in self.watchers:
+                await watcher.ready.wait()
+        await asyncio.sleep(SETTLE_S)  # the last joins' presence events reach everyone
         if closed := sum(w.closed for w in self.watchers):
             raise ConnectionError(f"{closed} {self.name} watchers were closed by the server")
 

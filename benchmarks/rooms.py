@@ -66,9 +66,11 @@ class Side:
     async def _open(self) -> Watcher:
         if self.name == "ide":
             _, ws_url = await self.stack.session(FILES)
-            watcher = await Watcher.open(ws_url, self.stack.token)
+            watcher = await Watcher.open(ws_url, self.stack.token, ready_marker=b'"presence"')
         else:
             watcher = await Watcher.open(self.stack.relay_url)
+        async with asyncio.timeout(60):
+            await watcher.ready.wait()  # joined: the transcript is in
         # Warm, as a room is once someone used it: the first turn, the model link.
         watcher.send({"type": "prompt", "text": "[say]warm up[/say][rate:1e6][ttft:0]"})
         await watcher.until_finished(1)

@@ -153,8 +153,10 @@ class Watcher(asyncio.Protocol):
     parsed afterwards (``deltas_since``), off the hot path; nothing rescans what it holds.
     """
 
-    def __init__(self, request: bytes) -> None:
+    def __init__(self, request: bytes, ready_marker: bytes) -> None:
         self._request = request
+        self._ready_marker = ready_marker
+        self.ready = asyncio.Event()  # set by the first text frame holding ``ready_marker``
         self.frames: list[tuple[float, bytes]] = []  # (arrival, payload) of each text frame
         self.binary_frames = 0
         self.finished = 0  # turn.finished events received so far
@@ -167,8 +169,13 @@ class Watcher(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
 
     @classmethod
-    async def open(cls, url: str, token: str | None = None, timeout: float = 30.0) -> Watcher:
-        """Connect to ``ws://host:port/path`` and wait for the upgrade (not for ``hello``)."""
+    async def open(
+        cls, url: str, token: str | None = None, *, ready_marker: bytes = b'"hello"', timeout: float = 30.0
+    ) -> Watcher:
+        """Connect to ``ws://host:port/path`` and wait for the upgrade. ``ready`` is set once a
+        text frame holding ``ready_marker`` arrived: the IDE's join ends with a ``presence``,
+        after the transcript, so a watcher waiting for it cannot take the transcript's
+        ``turn.finished`` events for live ones."""
         parts = urlsplit(url)
         if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
             raise ValueError(f"a watcher connects to ws://host:port/path, not {url!r}")
@@ -180,7 +187,7 @@ class Watcher(asyncio.Protocol):
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{auth}\r\n"
         ).encode()
         loop = asyncio.get_running_loop()
-        _, watcher = await loop.create_connection(lambda: cls(request), parts.hostname, parts.port)
+        _, watcher = await loop.create_connection(lambda: cls(request, ready_marker), parts.hostname, parts.port)
         async with asyncio.timeout(timeout):
             await watcher._upgraded
         return watcher
@@ -242,6 +249,8 @@ class Watcher(asyncio.Protocol):
             payload, opcode, self._fragments = bytes(self._fragments), self._fragment_opcode, None
         if opcode == _TEXT:
             self.frames.append((at, payload))
+            if not self.ready.is_set() and self._ready_marker in payload:
+                self.ready.set()
             if _FINISHED in payload:
                 self.finished += 1
                 self._finish_seen.set()
