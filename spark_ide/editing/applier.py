@@ -196,10 +196,17 @@ class LineApplier:
     def on_change(self, event: TextEvent) -> None:
         """Move the live anchors through somebody else's change (byte-offset delta).
 
-        The owner observes the Y.Text and passes every change of it here.
+        For an owner that observes the Y.Text with pycrdt's ``observe`` and passes every
+        change here; ``on_delta`` is the same for an owner that skips its own edits itself.
         """
-        if self._closed or event.transaction.origin == self._origin:
-            return  # over, or our own edit (_insert/_delete account for it)
+        if event.transaction.origin == self._origin:
+            return  # our own edit (_insert/_delete account for it)
+        self.on_delta(event.delta)  # type: ignore[attr-defined]  # untyped slot
+
+    def on_delta(self, delta: list[dict[str, Any]]) -> None:
+        """Move the live anchors through the change ``delta`` made by another origin."""
+        if self._closed:
+            return  # over
         self._foreign_changes = True
         first = self._next
         # The region's start goes last; while the region is empty it is the end and sticks
@@ -208,7 +215,6 @@ class LineApplier:
         live = [position + self._shift for position in self._anchors[first:]] + [self._start]
         end_anchor = len(live) - 2
         cursor = 0
-        delta: list[dict[str, Any]] = event.delta  # type: ignore[attr-defined]  # untyped slot
         for op in delta:
             if "retain" in op:
                 cursor += op["retain"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycrdt import Doc, Map, Text, TextEvent
+from pycrdt import Doc, Map, Text
 
 from spark_ide.editing.applier import LineApplier
 from spark_ide.editing.fence import FencePreview
@@ -219,10 +219,10 @@ class EditBlock:
     def ytext(self) -> Text | None:
         return self._ytext
 
-    def on_change(self, event: TextEvent) -> None:
-        """A change of this block's file (anyone's, observed by the TurnEditor)."""
+    def on_delta(self, delta: list[dict[str, Any]]) -> None:
+        """A change of this block's file made under another origin (the TurnEditor observes)."""
         if self._applier is not None:
-            self._applier.on_change(event)
+            self._applier.on_delta(delta)
 
     def close(self) -> None:
         """Stop following the document; called before the block's changes are undone."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pycrdt import Doc, Map, Subscription, Text, TextEvent, UndoManager
+from pycrdt import Doc, Map, Subscription, Text, UndoManager
+from pycrdt._transaction import hash_origin
 
 from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.ledger import Ledger, Outcome
@@ -163,22 +164,32 @@ class TurnEditor:
             self._emit(block.status())
 
     def _watch(self, block: EditBlock) -> None:
-        """Observe the block's file (once per file per turn) so anchors follow others' edits."""
+        """Observe the block's file (once per file per turn) so anchors follow others' edits.
+
+        The callback gets pycrdt's raw event and reads its delta only for another origin's
+        change. pycrdt's ``observe`` would build the whole ``TextEvent`` for every change,
+        our own included, and its delta walks the entire text, deleted items too: a file
+        rewritten turn after turn keeps every deleted line as a tombstone, so that cost grew
+        with the document's history, every streamed line paying for all the turns before.
+        """
         ytext = block.ytext
         if ytext is None or block.path in self._watched:
             return
         path = block.path
 
-        def forward(event: TextEvent) -> None:
+        def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
             current = self._block
-            if current is not None and current.final is None and current.path == path:
-                current.on_change(event)
+            if current is None or current.final is not None or current.path != path:
+                return
+            if event.transaction.origin() == hash_origin(current.origin):
+                return  # the block's own edit: its applier accounts for it
+            current.on_delta(event.delta)
 
-        self._watched[path] = (ytext, ytext.observe(forward))
+        self._watched[path] = (ytext, ytext.integrated.observe(forward))
 
     def _unwatch(self) -> None:
-        for ytext, subscription in self._watched.values():
-            ytext.unobserve(subscription)
+        for _, subscription in self._watched.values():
+            subscription.drop()
         self._watched.clear()
 
     def _advance(self, event: OldTextClosed | BlockClosed | BlockBroken) -> None:

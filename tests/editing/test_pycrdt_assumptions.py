@@ -55,3 +55,41 @@ def test_undo_keeps_characters_typed_inside_undone_text() -> None:
         ytext.insert(4, "!")
     undo.undo()
     assert str(ytext) == "a\n!"
+
+
+def test_a_raw_observer_sees_the_origin_hash_and_the_same_byte_delta() -> None:
+    """The TurnEditor observes ``ytext.integrated`` and compares the raw transaction's origin
+    with ``hash_origin`` before it reads a delta (pycrdt's ``observe`` computes every delta)."""
+    from pycrdt._transaction import hash_origin
+
+    doc, ytext = fresh("é\nb\n")
+    seen: list[tuple[object, object]] = []
+    subscription = ytext.integrated.observe(lambda event: seen.append((event.transaction.origin(), event.delta)))
+    with doc.transaction(origin="ai:t:0"):
+        ytext.insert(len("é\n".encode()), "X")
+    with doc.transaction():
+        del ytext[0:2]
+    subscription.drop()
+    with doc.transaction(origin="later"):
+        ytext.insert(0, "z")
+    assert seen == [(hash_origin("ai:t:0"), [{"retain": 3}, {"insert": "X"}]), (None, [{"delete": 2}])]
+
+
+def test_an_undo_manager_keeps_what_its_origins_delete_from_garbage_collection() -> None:
+    """Why a document the model rewrites turn after turn grows (issue 12): the deleted text of
+    a tracked origin stays in the document even after its undo manager is gone, where an
+    untracked rewrite is collected."""
+    sizes = {}
+    for tracked in (False, True):
+        doc, ytext = fresh("")
+        for turn in range(20):
+            undo = UndoManager(scopes=[workspace_files(doc)], capture_timeout_millis=0)
+            if tracked:
+                undo.include_origin(f"ai:{turn}:0")
+            with doc.transaction(origin=f"ai:{turn}:0"):
+                del ytext[0 : len(ytext)]
+                ytext.insert(0, f"line {turn} " * 50)
+            del undo
+        sizes[tracked] = len(doc.get_update())
+    # 19 rewrites of 400 characters each were deleted: gone untracked, all still there tracked.
+    assert sizes[False] < 1_000 and sizes[True] > 19 * 390
