@@ -81,7 +81,7 @@ LONG_TASKS_LOADED = (0, 0, 5)  # at ISSUE_RATES, one busy thread beside
 MAX_GAP_MS = 33.0  # longest gap between animation frames at the top rate
 LAG_P95_MS = 50.0  # last-line lag at the lag rate
 MEMORY_RATIO = 2.0  # heap after 1M tokens / after 100k
-QUICK = ["--seconds", "1.5", "--lag-turns", "6", "--reps", "1"]
+QUICK = ["--seconds", "1", "--lag-turns", "5", "--reps", "1", "--memory-prose", "60000"]
 
 
 def progress(message: str) -> None:
@@ -163,11 +163,13 @@ class Page:
     async def send(self, text: str) -> None:
         if self.kind == "bare":
             await self.page.evaluate("(text) => window.__bare.prompt(text)", text)
-        else:  # the prompt box's own path (its submit), without Playwright's actionability checks
+        else:  # the prompt box's own path, as a person's Enter there (its focus, its submit)
             await self.page.evaluate(
                 """(text) => {
                     const form = document.getElementById("prompt");
-                    form.querySelector("textarea").value = text;
+                    const box = form.querySelector("textarea");
+                    box.focus();
+                    box.value = text;
                     form.requestSubmit();
                 }""",
                 text,
@@ -222,6 +224,9 @@ class Page:
             "long_tasks": None if long_tasks is None else len(long_tasks),
             "longest_task_ms": None if not long_tasks else round(max(d for _, d in long_tasks), 1),
             "long_task_ms_total": None if long_tasks is None else round(sum(d for _, d in long_tasks), 1),
+            # Of them, those that swapped in a server-rendered panel (htmx: history, tree).
+            "long_tasks_in_panel_swaps": None if window["swapLongTasks"] is None else len(window["swapLongTasks"]),
+            "panel_swaps_ms": [round(ms, 1) for ms, _ in window["swaps"]],
             **{name: round(after[name] - before[name], 1) for name in CLOCKS},
             "socket_frames": window["socketFrames"],
             "binary_frames": window["binaryFrames"],
@@ -408,9 +413,13 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
 
 # Where the page's elements are: the live page's panels (the rest of the page is small).
 PANELS = ("#transcript", "#history", "#editor", "#tree", "#tabs")
-_COUNT_ELEMENTS = """(panels) => Object.fromEntries(panels.map((selector) => {
+_COUNT_NODES = """(panels) => Object.fromEntries(panels.map((selector) => {
     const box = document.querySelector(selector);
-    return [selector.slice(1), box ? box.getElementsByTagName("*").length : 0];
+    if (!box) return [selector.slice(1), 0];
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_ALL);
+    let count = 0;
+    while (walker.nextNode()) count += 1;
+    return [selector.slice(1), count];
 }))"""
 
 
@@ -420,7 +429,7 @@ async def _heap(page: Page, cdp: Any) -> dict[str, Any]:
     return {
         "js_heap_used_mb": round(metrics["JSHeapUsedSize"] / 1e6, 2), "dom_nodes": int(metrics["Nodes"]),
         "listeners": int(metrics["JSEventListeners"]),
-        "elements_by_panel": await page.page.evaluate(_COUNT_ELEMENTS, list(PANELS)),
+        "nodes_by_panel": await page.page.evaluate(_COUNT_NODES, list(PANELS)),
     }
 
 

@@ -60,6 +60,16 @@
   }
   window.WebSocket = TimedSocket;
 
+  // Server-rendered panels swapped in by htmx (the turn history after every turn, the file
+  // tree): their time, to tell their long tasks from the live page's own.
+  let swapStart = null;
+  bench.swaps = [];
+  document.addEventListener("htmx:beforeSwap", () => { swapStart = performance.now(); }, true);
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (swapStart !== null) bench.swaps.push([swapStart, performance.now(), event.target.id || ""]);
+    swapStart = null;
+  }, true);
+
   // The IDE page tells of each finished turn on document.body (not bubbling: caught in capture).
   window.addEventListener("spark:turn-finished", (event) => {
     bench.finished.push([performance.now(), event.detail]);
@@ -90,11 +100,17 @@
     bench.endAt = performance.now();
     const inWindow = bench.longTasks === null ? null
       : bench.longTasks.filter(([start]) => start >= bench.startAt && start <= bench.endAt);
+    const swaps = bench.swaps.filter(([start]) => start >= bench.startAt && start <= bench.endAt);
+    // A long task that holds a swap: the panel's HTML parsed and put in, not the live page.
+    const swapping = inWindow === null ? null : inWindow.filter(([start, duration]) =>
+      swaps.some(([from, to]) => from >= start && to <= start + duration));
     return {
       ms: bench.endAt - bench.startAt,
       frames: bench.frames,
       gaps: bench.gaps,
       longTasks: inWindow,
+      swapLongTasks: swapping,
+      swaps: swaps.map(([from, to, target]) => [to - from, target]),
       socketFrames: bench.socketFrames,
       binaryFrames: bench.binaryFrames,
     };
