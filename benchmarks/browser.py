@@ -45,6 +45,11 @@ from benchmarks.pairing.run import prose, write_body
 from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.engines.scripted import split_tokens
 
+try:
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # without Playwright the benchmark cannot run; chromium() says so
+    PlaywrightTimeout = TimeoutError  # type: ignore[misc,assignment]
+
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "browser_probe.js"
 BARE_PAGE = HERE / "browser_bare.html"
@@ -54,7 +59,7 @@ WRITE_FUNCTIONS = 100  # write_body: three lines each, a 300-line file
 LOADS = ("idle", "loaded")
 PHASES = ("rates", "lag", "memory")
 TURN_TIMEOUT_S = 120.0
-SHOWN_TIMEOUT_S = 30.0
+SHOWN_TIMEOUT_S = 10.0
 CLOCKS = {  # figure -> CDP Performance metric (seconds)
     "main_thread_cpu_ms": "ThreadTime", "task_ms": "TaskDuration", "script_ms": "ScriptDuration",
     "layout_ms": "LayoutDuration", "style_ms": "RecalcStyleDuration",
@@ -195,13 +200,11 @@ class Page:
                 await self.page.wait_for_function(
                     "() => window.__bench.needleShownAt !== null", polling=20, timeout=SHOWN_TIMEOUT_S * 1000
                 )
-            except Exception as exc:
+                watched = await self.page.evaluate("window.__bench.watched()")
+            except PlaywrightTimeout:  # a finding, not a harness failure: counted and shown
                 state = await self.page.evaluate(_EDITOR_STATE)
-                raise RuntimeError(
-                    f"{script.path}: the editor did not get its last line {SHOWN_TIMEOUT_S:g} s after the turn"
-                    f" ended: {state}"
-                ) from exc
-            watched = await self.page.evaluate("window.__bench.watched()")
+                progress(f"{script.path}: the editor did not show it {SHOWN_TIMEOUT_S:g} s after the turn: {state}")
+                watched = {"frameAt": None, "shownAt": None, "binaryBeforeShown": None, "missed": state}
         return {"finished_at": finished_at, "event": event, **watched}
 
     async def measure(self, script: Script, rate: float) -> dict[str, Any]:
@@ -233,7 +236,8 @@ class Page:
             "tokens": tokens(script.text),
             "server_tokens_per_s": metrics.get("tokens_per_s"),
             # From turn.finished at the page to the editor showing the file's last line.
-            "settle_ms": round(turn["shownAt"] - turn["finished_at"], 1) if "shownAt" in turn else None,
+            "settle_ms": round(turn["shownAt"] - turn["finished_at"], 1) if turn.get("shownAt") else None,
+            "editor_showed_file": None if self.kind == "bare" else turn.get("shownAt") is not None,
         }
 
     async def editor_text(self) -> str | None:
@@ -385,6 +389,7 @@ async def phase_rates(
                         "max_gap_ms": _median([r["max_gap_ms"] for r in rs]),
                         "fps": _median([r["fps"] for r in rs]),
                         "main_thread_cpu_ms": _median([r["main_thread_cpu_ms"] for r in rs]),
+                        "editor_missed_file": sum(r["editor_showed_file"] is False for r in rs),
                         "runs": rs,
                     }
                     for kind, rs in runs.items()
@@ -396,8 +401,13 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
     lags: list[float] = []
     fallback = 0
     checked: list[bool] = []
+    missed = 0
     for script in plans:
         turn = await ide.play(script, args.lag_rate, watch=True)
+        if turn["shownAt"] is None:
+            missed += 1
+            checked.append(False)
+            continue
         frame_at = turn["frameAt"]
         if frame_at is None:  # the line's bytes were split across frames: the last one before
             frame_at = turn["binaryBeforeShown"]
@@ -407,7 +417,7 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
     progress(f"lag at {args.lag_rate:g} tok/s: {report.summary(lags)}")
     return {
         "rate": args.lag_rate, "last_line_lag_ms": report.summary(lags), "samples_ms": [round(v, 2) for v in lags],
-        "frame_by_last_binary": fallback, "editor_holds_written_file": all(checked),
+        "frame_by_last_binary": fallback, "editor_holds_written_file": all(checked), "editor_missed_file": missed,
     }
 
 
@@ -519,8 +529,9 @@ def rows(figures: dict[str, Any], rates: list[float]) -> list[report.Row]:
         out.append(report.row(
             f"editor holds the written file's last line after its frame arrived, p95, {lag['rate'] / 1000:g}k tokens/s",
             lagged.get("p95"), unit="ms", target=f"<= {LAG_P95_MS:g} ms",
-            met=report.at_most(lagged.get("p95"), LAG_P95_MS),
-            note=f"p50 {lagged.get('p50')} ms, n={lagged.get('n')}",
+            met=report.at_most(lagged.get("p95"), LAG_P95_MS) if not lag["editor_missed_file"] else False,
+            note=f"p50 {lagged.get('p50')} ms, n={lagged.get('n')}"
+            + (f"; the editor never showed {lag['editor_missed_file']} file(s)" if lag["editor_missed_file"] else ""),
         ))
     memory = figures.get("memory")
     if memory:

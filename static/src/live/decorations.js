@@ -132,8 +132,9 @@ export class LiveRegions {
       this.byPath.set(path, { turn: event.turn, block: event.block, state, detail: event.detail || {} });
     } else {
       const current = this.byPath.get(path);
-      if (!current || current.block !== event.block || current.turn !== event.turn) return;
-      this.byPath.delete(path);
+      if (current && current.block === event.block && current.turn === event.turn) this.byPath.delete(path);
+      else if (current || event.state !== "applied") return; // another block's region stays
+      // (no region: a block so fast that it showed up applied; the view still follows it)
       const lines = event.detail && event.detail.lines;
       if (event.state === "applied" && Array.isArray(lines)) this.ends.set(path, lines[1]);
     }

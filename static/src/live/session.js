@@ -161,7 +161,11 @@ class LiveSession {
     // A block of a finished turn rolled back: someone reverted that turn.
     if (event.state === "rolled_back" && event.turn !== this.running) this.historyChangedSoon();
     this.explain(event);
-    if (IN_FLIGHT.has(event.state) && event.path) {
+    // A block written faster than the statuses are sent may first show up applied: the
+    // running turn's file opens all the same.
+    const writing = IN_FLIGHT.has(event.state)
+      || (event.state === "applied" && event.turn === this.running && !this.replayed(event));
+    if (writing && event.path) {
       const follow = this.tabs.mayFollowTo(event.path);
       if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false, later: true });
       else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });

@@ -134,7 +134,11 @@ export class Transcript {
     // after the browser's own layout of the frame (nothing to force), before it paints.
     this.stick = true;
     this.resized = new ResizeObserver(() => { if (this.stick) this.scroll(); });
-    container.addEventListener("scroll", () => { this.stick = this.atBottom(); }, { passive: true });
+    this.scrolled = false; // the next scroll event is our own: it leaves `stick` as it is
+    container.addEventListener("scroll", () => {
+      if (this.scrolled) this.scrolled = false;
+      else this.stick = this.atBottom();
+    }, { passive: true });
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
@@ -516,6 +520,10 @@ export class Transcript {
   }
 
   scroll() {
-    this.container.scrollTop = this.container.scrollHeight;
+    const box = this.container;
+    const bottom = box.scrollHeight - box.clientHeight;
+    if (box.scrollTop >= bottom - 1) return; // there already: no scroll, no event
+    this.scrolled = true;
+    box.scrollTop = bottom;
   }
 }
