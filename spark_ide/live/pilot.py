@@ -350,12 +350,17 @@ class Pilot:
             # its partial answer), so it is not history of its own.
             self._history.append(run.as_past())
         self._last_ledger = run.editor.ledger.as_prompt()
-        outcome = TurnOutcome(
-            turn=run.id, status=status.value, reason=reason.value, output=run.output,
-            ledger=run.editor.ledger.as_dicts(), diff=turn_diff(run, self.stage.texts()), metrics=metrics,
-            error=error,
-        )
-        self._records.put("turn finished", lambda: self.stage.store.turn_finished(outcome))
+        now, ledger = self.stage.texts(), run.editor.ledger.as_dicts()
+
+        async def record() -> None:
+            # The diff is made when the record is written, off a steer's way to its re-prompt
+            # (the texts are taken now: the next turn may change them before then).
+            await self.stage.store.turn_finished(TurnOutcome(
+                turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
+                diff=turn_diff(run, now), metrics=metrics, error=error,
+            ))
+
+        self._records.put("turn finished", record)
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

@@ -30,6 +30,9 @@ from .transport import Transport
 log = logging.getLogger(__name__)
 
 RETRY_LATER_S = (1.0, 2.0, 5.0, 10.0)  # after a batch failed for good: when to try again
+# A batch this small goes out as it is: a delta and its prose are the usual batch of a room
+# that keeps up, and there is nothing to merge in them.
+MERGE_FROM = 3
 
 
 class _Retry:
@@ -43,7 +46,7 @@ def merged(frames: list[Frame]) -> list[Frame]:
     """A batch's frames merged once for the whole room (the outbox's rules): under load a
     batch holds many deltas, and every connection then gets the same few frames, each
     encoded once, instead of merging and encoding its own copies."""
-    if len(frames) < 2:
+    if len(frames) <= MERGE_FROM:
         return frames
     backlog = Backlog()
     for frame in frames:
