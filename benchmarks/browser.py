@@ -422,14 +422,14 @@ async def phase_lag(args: argparse.Namespace, ide: Page, plans: list[Script]) ->
 
 
 # Where the page's elements are: the live page's panels (the rest of the page is small).
-PANELS = ("#transcript", "#history", "#editor", "#tree", "#tabs")
+PANELS = ("#transcript", "#history", "#editor", "#tree", "#tabs", "body")  # body: the whole page in the document
 _COUNT_NODES = """(panels) => Object.fromEntries(panels.map((selector) => {
     const box = document.querySelector(selector);
-    if (!box) return [selector.slice(1), 0];
+    if (!box) return [selector.replace(/^#/, ""), 0];
     const walker = document.createTreeWalker(box, NodeFilter.SHOW_ALL);
     let count = 0;
     while (walker.nextNode()) count += 1;
-    return [selector.slice(1), count];
+    return [selector.replace(/^#/, ""), count];
 }))"""
 
 

@@ -12,6 +12,8 @@ import { renderTabBar } from "../tabbar.js";
 // After a click or keystroke in the editor, the view stops following the model this long;
 // after a person picks a tab, the model's other files do not take it away for this long.
 const USER_FOCUS_MS = 4000;
+// The model's line counts as in sight this many lines inside the editor's visible edges.
+const SIGHT_MARGIN_LINES = 3;
 
 export class EditorTabs {
   constructor({ tabBar, host, fileLabel, files, awareness, canEdit, regions }) {
@@ -261,8 +263,20 @@ export class EditorTabs {
 
   regionEffects({ info, line }, doc) {
     const effects = [setLiveRegion.of(info)];
-    if (line !== null) effects.push(EditorView.scrollIntoView(lineStart(line, doc), { y: "nearest", yMargin: 48 }));
+    if (line !== null && !this.inSight(line)) effects.push(EditorView.scrollIntoView(lineStart(line, doc), { y: "center" }));
     return effects;
+  }
+
+  // Is `line` well inside what the editor showed at its last measure? Then the view stays:
+  // following the model line by line would scroll (and repaint the editor) on every frame;
+  // once it leaves, the view puts it in the middle, which lasts half a screen of lines.
+  inSight(line) {
+    const ranges = this.view.visibleRanges;
+    if (!ranges.length) return false;
+    const doc = this.view.state.doc;
+    const first = doc.lineAt(ranges[0].from).number;
+    const last = doc.lineAt(ranges[ranges.length - 1].to).number;
+    return line >= first + SIGHT_MARGIN_LINES && line <= last - SIGHT_MARGIN_LINES;
   }
 
   // Drawn again only when a tab, the active one or a "model is writing here" mark changed:

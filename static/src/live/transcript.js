@@ -33,10 +33,11 @@ const PART_CHARS = 2048;
 const PART_MAX_CHARS = 16384;
 // The page stays light however long the session: a turn keeps about PROSE_DOM_CHARS of its
 // prose on the page, the parts before that wait behind a "show earlier" button (at most
-// HIDDEN_CHARS of them: the oldest go), and the transcript keeps the last MAX_TURNS turns
-// (the turn history below has every turn).
+// HIDDEN_CHARS of them, as plain text, and only for the last HIDDEN_TURNS finished turns),
+// and the transcript keeps the last MAX_TURNS turns (the turn history below has every turn).
 const PROSE_DOM_CHARS = 32768;
 const HIDDEN_CHARS = 262144;
+const HIDDEN_TURNS = 3; // only the last few finished turns keep their earlier text
 const MAX_TURNS = 30;
 // Prose drawn per animation frame, at most; the rest waits for the next frame. A stall (a
 // hidden tab, a busy machine) must not come back as one long frame.
@@ -128,6 +129,7 @@ export class Transcript {
     this.freezing = []; // [entry, flushes left] of finished turns whose code stops following
     this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
     this.earlier = null; // the note that says so
+    this.withHidden = []; // finished turns that keep earlier text off the page, oldest first
     // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
     // reading the layout after every append would force a layout of the page each time. The
     // scroll itself happens when a turn's box changed size, which a ResizeObserver tells
@@ -250,6 +252,7 @@ export class Transcript {
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
     this.drain(entry);
+    this.keepHidden(entry);
     entry.article.classList.remove("running");
     entry.article.classList.add(`status-${status}`);
     // Its start came before what the server keeps for a new page: it is no longer "in progress".
@@ -362,7 +365,8 @@ export class Transcript {
       const part = entry.parts.shift();
       part.box.remove();
       entry.shownChars -= part.chars;
-      entry.hidden.push(part);
+      // Text alone is kept as a string, not as detached nodes; a part with a chip stays whole.
+      entry.hidden.push(part.box.childElementCount ? part : { box: null, words: part.box.textContent, chars: part.chars });
       entry.hiddenChars += part.chars;
       moved = true;
     }
@@ -382,11 +386,24 @@ export class Transcript {
       entry.prose.prepend(entry.more);
     }
     const kb = (chars) => `${Math.max(1, Math.round(chars / 1024))} KB`;
-    entry.more.hidden = entry.hidden.length === 0;
-    entry.more.textContent = `Show ${kb(entry.hiddenChars)} of earlier text`;
-    entry.more.title = entry.droppedChars
-      ? `The first ${kb(entry.droppedChars)} of this answer are no longer kept on this page`
-      : "Earlier text of this answer, kept off the page while it streams";
+    const dropped = `The first ${kb(entry.droppedChars)} of this answer are no longer kept on this page`;
+    entry.more.disabled = entry.hidden.length === 0;
+    entry.more.textContent = entry.hidden.length ? `Show ${kb(entry.hiddenChars)} of earlier text` : dropped;
+    entry.more.title = entry.droppedChars ? dropped : "Earlier text of this answer, kept off the page while it streams";
+  }
+
+  // A finished turn's earlier text is kept while it is among the last HIDDEN_TURNS to have any.
+  keepHidden(entry) {
+    if (!entry.hidden.length) return;
+    this.withHidden.push(entry);
+    while (this.withHidden.length > HIDDEN_TURNS) {
+      const old = this.withHidden.shift();
+      if (!old.hidden.length) continue; // shown meanwhile
+      old.droppedChars += old.hiddenChars;
+      old.hidden = [];
+      old.hiddenChars = 0;
+      this.showMore(old);
+    }
   }
 
   // The person asked for the earlier prose: it goes back, and this turn is not trimmed again.
@@ -405,8 +422,7 @@ export class Transcript {
     entry.hidden = [];
     entry.hiddenChars = 0;
     if (entry.droppedChars) {
-      entry.more.disabled = true;
-      entry.more.textContent = `The first ${Math.round(entry.droppedChars / 1024)} KB of this answer are no longer kept here`;
+      this.showMore(entry);
     } else {
       entry.more.remove();
       entry.more = null;
@@ -501,6 +517,7 @@ export class Transcript {
     if (this.earlier) this.earlier.remove();
     this.earlier = null;
     this.droppedTurns = 0;
+    this.withHidden = [];
     this.turns.clear();
     this.pending.clear();
     this.repaint.clear();
