@@ -54,7 +54,7 @@ from spark_ide.modelserver.engines.scripted import split_tokens
 from spark_ide.ops.memtrace import ENV_FILE, ENV_SWITCH, ENV_TRACEMALLOC, rss_bytes
 
 SCENARIO = "soak"
-QUICK = ["--minutes", "0.67", "--rooms", "10", "--sample-s", "1"]
+QUICK = ["--minutes", "0.5", "--rooms", "10", "--sample-s", "1"]
 ANSWERS = 16  # answer variants a0..a15: turn i plays a(i % 16), so consecutive turns differ
 STEER_ANSWERS = 8  # what a steer asks for: s0..s7 (other bodies, shorter prose)
 PROSE_TOKENS = 300
@@ -64,6 +64,7 @@ FILES = {"app.py": "def add(a, b):\n    return a + b\n", WRITE_PATH: "# nothing 
 TURN_TIMEOUT_S = 60.0
 LATE_OVER_EARLY_MAX = 1.05
 GROWTH_PER_15_MIN_MAX = 2.0  # percent
+MIN_JUDGED_S = 300.0  # the memory trend is judged only over runs at least this long
 
 T = TypeVar("T")
 
@@ -452,6 +453,12 @@ def figures(
     memory = memory_figures(sampler.samples, wall)
     second = memory["second_half"]
     growth = second.get("percent_per_15_min")
+    # Over the first minutes each room's replay log (10,000 events) and caches still fill:
+    # a short run's growth is warm-up, not a trend.
+    judged = growth is not None and wall >= MIN_JUDGED_S
+    growth_note = f"RSS {second['mb_at_start']} -> {second['mb_at_end']} MB" if growth is not None else ""
+    if growth is not None and not judged:
+        growth_note += f"; not judged: runs under {MIN_JUDGED_S / 60:g} minutes are still warming up"
     ratio = trend.get("late_over_early")
     turns = [t for r in records for t in r]
     plain = [t.seconds * 1000 for t in turns if t.seconds is not None]
@@ -466,8 +473,8 @@ def figures(
         report.row("soak: IDE server memory growth, second half", growth, unit="% per 15 min",
                    baseline=memory["second_half"].get("mb_at_start"),
                    ratio=None, target=f"< {GROWTH_PER_15_MIN_MAX} % per 15 min (flat)",
-                   met=None if growth is None else growth < GROWTH_PER_15_MIN_MAX,
-                   note=f"RSS {second['mb_at_start']} -> {second['mb_at_end']} MB" if growth is not None else ""),
+                   met=growth < GROWTH_PER_15_MIN_MAX if judged and growth is not None else None,
+                   note=growth_note),
         report.row("soak: IDE CPU per turn, late vs early", cpu_turn.get("late_ms"), unit="ms",
                    baseline=cpu_turn.get("early_ms"), ratio=cpu_turn.get("late_over_early"),
                    note="the same comparison in CPU time, unaffected by other load"),
