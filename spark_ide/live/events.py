@@ -130,9 +130,15 @@ class Event:
         return {"type": self.type, **fields}
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # made once: json.dumps with
+# these arguments would build an encoder per call
+
+
 def encode(event: Event, seq: int) -> str:
     """The event as the text frame every client receives (encoded once per room)."""
-    return json.dumps({**event.payload(), "seq": seq}, separators=(",", ":"), ensure_ascii=False)
+    payload = event.payload()
+    payload["seq"] = seq
+    return _ENCODER.encode(payload)
 
 
 # -- ephemeral: answers to one connection, presence ---------------------------------------
@@ -225,6 +231,9 @@ class TurnDelta(TurnEvent):
     type: ClassVar[str] = "turn.delta"
     text: str
 
+    def payload(self) -> dict[str, Any]:  # the hot path: one per model delta (asdict copies deeply)
+        return {"type": self.type, "turn": self.turn, "text": self.text}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnProse(TurnEvent):
@@ -232,6 +241,9 @@ class TurnProse(TurnEvent):
 
     type: ClassVar[str] = "turn.prose"
     text: str
+
+    def payload(self) -> dict[str, Any]:  # as often as deltas
+        return {"type": self.type, "turn": self.turn, "text": self.text}
 
 
 @dataclass(frozen=True, slots=True)

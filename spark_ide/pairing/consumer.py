@@ -96,7 +96,12 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         await self.accept()
         self.text_limit = RateLimit(rate=20, burst=40)
         self.binary_limit = RateLimit(rate=300, burst=600)
-        outbox = Outbox(lambda text: self.send(text_data=text), lambda data: self.send(bytes_data=data))
+        # Straight to the server's send (channels' ``send`` only wraps it in two more coroutines;
+        # a room sends every event to every connection, so this runs per frame per socket).
+        outbox = Outbox(
+            lambda text: self.base_send({"type": "websocket.send", "text": text}),
+            lambda data: self.base_send({"type": "websocket.send", "bytes": data}),
+        )
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),
             role=Role(role), outbox=outbox, hang_up=self._hang_up,
@@ -111,6 +116,16 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 break
             except RoomClosed:
                 continue  # it closed (idle) while we joined: the next attach opens a new one
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """A client message goes straight to ``receive``. channels first closes stale database
+        connections before every message, a hop to the database thread that waits behind the
+        room's writes there: a steer waited for them. Nothing here uses the database on the
+        event loop (the room's storage closes stale connections in its own thread calls)."""
+        if message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
+            return
+        await super().dispatch(message)
 
     def _hang_up(self) -> None:
         """Close the socket a moment later, so the reason waiting in the outbox leaves first."""
