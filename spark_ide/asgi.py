@@ -9,6 +9,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "spark_ide.settings")
 # Django must be set up before anything imports models.
 django_http = get_asgi_application()
 
+from spark_ide.ops.memtrace import install_from_env  # noqa: E402
+
+install_from_env()  # the opt-in memory report on SIGUSR1 (SPARK_MEMTRACE=1; docs/operations.md)
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from spark_ide.pairing.routing import websocket_urlpatterns  # noqa: E402

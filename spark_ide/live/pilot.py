@@ -89,7 +89,8 @@ class Pilot:
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
         self._revertible = Revertible()
-        self._history: list[PastTurn] = []
+        # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
+        self._history: deque[PastTurn] = deque(maxlen=self.style.history_turns)
         self._last_ledger = ""
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)

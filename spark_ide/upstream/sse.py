@@ -145,10 +145,17 @@ class ChatCompletionsClient(ModelClient):
     async def _read_events(self, stream: TurnStream, response: httpx.Response) -> None:
         finish: str | None = None
         usage: Usage | None = None
+        done = False
         async for event in EventSource(response).aiter_sse():
             stream.mark_first_byte()  # activity: keeps the idle timeout from firing
+            if done:
+                # The turn is over; the body is read to its end all the same, or httpx closes
+                # the pooled connection and the next turn pays a new handshake.
+                continue
             if event.data.strip() == "[DONE]":
-                break
+                done = True
+                self._finish(stream, finish, usage)
+                continue
             try:
                 chunk = json.loads(event.data)
             except ValueError:
@@ -165,10 +172,15 @@ class ChatCompletionsClient(ModelClient):
                 stream.response_id = chunk["id"]
             finish = _apply_choices(stream, chunk.get("choices")) or finish
             usage = _usage(chunk.get("usage")) or usage
-        else:
-            if finish is None:
-                stream.error(CONNECTION_LOST, "stream ended without [DONE]", retryable=True)
-                return
+        if done:
+            return
+        if finish is None:
+            stream.error(CONNECTION_LOST, "stream ended without [DONE]", retryable=True)
+            return
+        self._finish(stream, finish, usage)
+
+    @staticmethod
+    def _finish(stream: TurnStream, finish: str | None, usage: Usage | None) -> None:
         if finish in _INCOMPLETE_REASONS:
             stream.incomplete(_INCOMPLETE_REASONS[finish])
         else:

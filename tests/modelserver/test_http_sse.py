@@ -129,3 +129,19 @@ async def test_closing_the_stream_stops_the_engine(server: SseModelServer) -> No
     generation = engine.generations[-1]
     assert generation.end == "stopped"
     assert generation.tokens < 5000
+
+
+async def test_our_sse_client_keeps_one_connection_for_many_turns(server: SseModelServer) -> None:
+    # It reads each body to its end after [DONE]: httpx reuses a pooled connection only then.
+    config = ProviderConfig(provider="openai-compatible", base_url=server.base_url(), model=MODEL, api_key=KEY)
+    client = ChatCompletionsClient(config)
+    await client.connect()
+    try:
+        for turn in range(3):
+            request = TurnRequest(instructions="rules", input=(Message("user", f"[say]turn {turn}[/say]"),))
+            stream = await client.start(request)
+            events = [event async for event in stream]
+            assert isinstance(events[-1], Completed)
+    finally:
+        await client.close()
+    assert server.connections == 1
