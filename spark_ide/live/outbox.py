@@ -68,6 +68,7 @@ class RawBinary:
 
 
 Item = Frame | TextRun | DocUpdate | RawBinary
+_MERGEABLE = (TurnDelta, TurnProse, EditStatus)
 
 
 def _turn_structure(item: Item, turn: str) -> bool:
@@ -88,40 +89,52 @@ class Backlog:
 
     def add_frame(self, frame: Frame) -> None:
         event = frame.event
-        if self.items and isinstance(event, TurnDelta | TurnProse | EditStatus):
-            merged = self._merge(frame, event)
+        if self.items and isinstance(event, _MERGEABLE):
+            if isinstance(event, EditStatus):
+                merged = self._merge_status(frame, event)
+            else:
+                merged = self._merge_text(frame, event)
             if merged is not None:
                 self.items.append(merged)
                 return
         self.items.append(frame)
 
-    def _merge(self, frame: Frame, event: TurnDelta | TurnProse | EditStatus) -> Item | None:
-        """Take out the waiting item ``frame`` can join and return the joined item, or None."""
-        turn = event.turn
-        for index in range(len(self.items) - 1, -1, -1):
-            older = self.items[index]
-            if isinstance(event, TurnDelta | TurnProse):
-                if isinstance(older, TextRun) and older.kind is type(event) and older.turn == turn:
-                    run = older
-                elif isinstance(older, Frame) and type(older.event) is type(event) and older.event.turn == turn:
-                    assert isinstance(older.event, TurnDelta | TurnProse)
-                    run = TextRun(type(event), turn, older.seq, older.seq, [older.event.text])
-                else:
+    # Both run once per event per connection (and for the room's batch and its event log):
+    # types are compared directly, nothing is built while scanning.
+
+    def _merge_text(self, frame: Frame, event: TurnDelta | TurnProse) -> Item | None:
+        """Take out the waiting delta (or prose) run ``frame`` joins and return it joined, or None."""
+        items, turn, kind = self.items, event.turn, type(event)
+        for index in range(len(items) - 1, -1, -1):
+            older = items[index]
+            if type(older) is TextRun:
+                if older.kind is not kind or older.turn != turn:
                     continue
-                later = self.items[index + 1 :]
-                if isinstance(event, TurnProse) and any(_turn_structure(item, turn) for item in later):
-                    return None
-                del self.items[index]
-                run.parts.append(event.text)
-                run.seq = frame.seq
-                return run
+                run = older
+            elif type(older) is Frame and type(older.event) is kind and older.event.turn == turn:
+                run = TextRun(kind, turn, older.seq, older.seq, [older.event.text])
+            else:
+                continue
+            if kind is TurnProse and any(_turn_structure(item, turn) for item in items[index + 1 :]):
+                return None
+            del items[index]
+            run.parts.append(event.text)
+            run.seq = frame.seq
+            return run
+        return None
+
+    def _merge_status(self, frame: Frame, event: EditStatus) -> Item | None:
+        """Drop the waiting progress of ``frame``'s block (a newer progress stands for it)."""
+        items, turn = self.items, event.turn
+        for index in range(len(items) - 1, -1, -1):
+            older = items[index]
             if isinstance(older, Frame) and isinstance(older.event, EditStatus) and older.event.turn == turn:
                 if older.event.block != event.block or older.event.final:
                     return None
-                if any(_turn_structure(item, turn) for item in self.items[index + 1 :]):
+                if any(_turn_structure(item, turn) for item in items[index + 1 :]):
                     return None
-                del self.items[index]
-                return frame  # a block's newer progress stands for its older
+                del items[index]
+                return frame
         return None
 
     def add_update(self, update: bytes) -> None:
