@@ -39,7 +39,7 @@ from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.engines.scripted import split_tokens
 
 SCENARIO = "fanout"
-LEVELS = (25, 50, 100, 200, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000)
+LEVELS = (10, 25, 50, 100, 200, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000)
 QUICK = ["--tokens", "1000", "--budget-s", "30"]
 LIMIT_MS = 100.0
 TARGET_RATIO = 0.8

@@ -39,7 +39,7 @@ from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.engines.scripted import split_tokens
 
 SCENARIO = "rooms"
-LEVELS = (10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
+LEVELS = (5, 10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
 QUICK = ["--tokens", "1000", "--budget-s", "30"]
 LIMIT_MS = 50.0
 TARGET_RATIO = 0.8
