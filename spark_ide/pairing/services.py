@@ -207,6 +207,11 @@ def room_turns(session: Session) -> list[Turn]:
     return list(reversed(latest[:HISTORY_LIMIT]))
 
 
+def room_turn(session: Session, turn_id: str) -> Turn | None:
+    """A turn of any session of the session's workspace, or None."""
+    return Turn.objects.filter(session__workspace_id=session.workspace_id, id=turn_id).first()
+
+
 def turns_for(session: Session) -> list[dict[str, Any]]:
     return [
         {

@@ -9,6 +9,7 @@ urlpatterns = [
     path("sessions/", views.guest_home, name=GUEST_HOME),
     path("sessions/<str:session_id>/", views.session_page, name="session"),
     path("sessions/<str:session_id>/history", views.session_history, name="session-history"),
+    path("sessions/<str:session_id>/history/<str:turn_id>/diff", views.session_turn_diff, name="session-turn-diff"),
     path("sessions/<str:session_id>/tree", views.session_tree, name="session-tree"),
     path("sessions/<str:session_id>/members", views.session_members, name="session-members"),
     path("sessions/<str:session_id>/invites", views.session_invites, name="session-invites"),

@@ -13,7 +13,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 from pygments import highlight
@@ -133,6 +132,9 @@ def guest_home(request: HttpRequest) -> HttpResponse:
     return redirect("workspace-list")
 
 
+HISTORY_SHOWN = 30  # turns the history panel shows until "show all" is asked for
+
+
 def diff_html(diff: str) -> str:
     return str(highlight(diff, DiffLexer(), DIFF_FORMATTER))
 
@@ -142,17 +144,41 @@ def diff_html(diff: str) -> str:
 @require_GET
 @no_access_page
 def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The turn history panel: the newest turns (``?all=1``: up to the history limit), each
+    with the paths it changed. A diff is rendered only when its file is opened
+    (``session_turn_diff``): the panel is redrawn after every turn, and drawing every turn's
+    highlighted diff each time made that a long task on the page."""
     session, role = _session_and_role(request, session_id)
+    everything = request.GET.get("all") == "1"
+    latest = services.room_turns(session)
+    shown = latest if everything else latest[-HISTORY_SHOWN:]
     turns = [
         {
             "id": turn.id, "prompt": turn.prompt, "status": turn.status, "steered_from": turn.steered_from_id,
             "metrics": turn.metrics, "reverted": turn.reverted, "created_at": turn.created_at, "error": turn.error,
-            "files": [{"path": path, "diff_html": mark_safe(diff_html(diff))} for path, diff in turn.diff.items()],  # noqa: S308 - Pygments escapes
+            "paths": list(turn.diff),
         }
-        for turn in reversed(services.room_turns(session))
+        for turn in reversed(shown)
     ]
-    context = {"turns": turns, "can_drive": role in DRIVER_ROLES, "session": session}
+    context = {
+        "turns": turns, "can_drive": role in DRIVER_ROLES, "session": session,
+        "hidden": len(latest) - len(shown), "history_url": reverse("session-history", args=[session.id]),
+    }
     return render(request, "pairing/_history.html", context)
+
+
+@guests_allowed
+@login_required
+@require_GET
+@no_access_page
+def session_turn_diff(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    """One file's highlighted diff of one turn of the session's workspace (``?path=``)."""
+    session, _ = _session_and_role(request, session_id)
+    turn = services.room_turn(session, turn_id)
+    path = request.GET.get("path", "")
+    if turn is None or path not in turn.diff:
+        return HttpResponse("No such change in this workspace's history.", status=404, content_type="text/plain")
+    return HttpResponse(diff_html(turn.diff[path]))
 
 
 @guests_allowed

@@ -105,6 +105,10 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_se
     revert.click()
     _wait_document(page, "a.py", lambda text: text == SEED)
     history.locator(".badge.reverted").wait_for(timeout=WAIT_MS)
+    # A turn's diff is fetched when its file is opened in the history.
+    diff = history.locator(f"[data-turn='{second.get_attribute('data-turn')}'] details.history-diff").first
+    diff.locator("summary").click()
+    diff.locator(".diff-body .diff", has_text='print("steered")').wait_for(timeout=WAIT_MS)
     _shot(page, "reverted")
 
     page.goto(ide_server.url + "/")  # away and back: a real reload, not a jump within the page

@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from spark_ide.pairing import services
 from spark_ide.pairing.models import Participant, Session, Turn
@@ -161,7 +162,9 @@ def test_the_history_lists_the_latest_turns_only(api: Any, ws: Any, user: Any, m
     assert [r["id"] for r in rows] == ["t2", "t3", "t4"]
 
 
-def test_the_history_shows_highlighted_diffs(client: Client, ws: Any, user: Any) -> None:
+def test_the_history_shows_each_changed_file_and_its_highlighted_diff_on_demand(
+    client: Client, ws: Any, user: Any, other_user: Any
+) -> None:
     session = session_create(workspace=ws, by=user)
     Turn.objects.create(
         id="t1", session=session, prompt="bump", status="completed",
@@ -170,9 +173,37 @@ def test_the_history_shows_highlighted_diffs(client: Client, ws: Any, user: Any)
     client.force_login(user)
     response = client.get(f"/sessions/{session.id}/history")
     assert response.status_code == 200
-    turn = response.context["turns"][0]
-    assert turn["id"] == "t1"
-    assert 'class="diff"' in turn["files"][0]["diff_html"]
+    assert response.context["turns"][0]["paths"] == ["a.py"]
+    page = response.content.decode()
+    diff_url = f"/sessions/{session.id}/history/t1/diff?path=a.py"
+    assert f'hx-get="{diff_url}"' in page
+    assert 'class="diff"' not in page  # drawn only when the file is opened
+
+    diff = client.get(diff_url)
+    assert diff.status_code == 200
+    assert 'class="diff"' in diff.content.decode() and "x = 2" in diff.content.decode()
+    assert client.get(f"/sessions/{session.id}/history/t1/diff?path=b.py").status_code == 404
+    assert client.get(f"/sessions/{session.id}/history/nope/diff?path=a.py").status_code == 404
+    elsewhere = session_create(workspace=workspace_create(owner=user, name="other"), by=user)
+    assert client.get(f"/sessions/{elsewhere.id}/history/t1/diff?path=a.py").status_code == 404
+    client.force_login(other_user)  # not in the session
+    assert client.get(diff_url).status_code in (403, 404)
+
+
+def test_the_history_panel_shows_the_newest_turns_and_offers_the_rest(client: Client, ws: Any, user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    base = timezone.now()
+    for i in range(33):
+        Turn.objects.create(id=f"t{i}", session=session, prompt=str(i), status="completed")
+        Turn.objects.filter(pk=f"t{i}").update(created_at=base + timedelta(seconds=i))  # auto_now_add
+    client.force_login(user)
+    panel = client.get(f"/sessions/{session.id}/history")
+    assert [t["id"] for t in panel.context["turns"]][:2] == ["t32", "t31"]
+    assert len(panel.context["turns"]) == 30
+    assert "3 earlier turns not shown." in panel.content.decode()
+    everything = client.get(f"/sessions/{session.id}/history?all=1")
+    assert len(everything.context["turns"]) == 33
+    assert "not shown" not in everything.content.decode()
 
 
 def test_participants_use_the_session_tree_by_role(client: Client, ws: Any, user: Any, other_user: Any) -> None:
