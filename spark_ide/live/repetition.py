@@ -28,12 +28,17 @@ class RepetitionGuard:
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
         self._partial += text
+        if "\n" not in text:  # most deltas: the line goes on, nothing to split (it ran per delta)
+            return self._inline_loop()
         *complete, self._partial = self._partial.split("\n")
         if complete:
             self._lines.extend(line.strip() for line in complete)
             del self._lines[: -MAX_PERIOD * MIN_REPEATS]
             if self._looping():
                 return True
+        return self._inline_loop()
+
+    def _inline_loop(self) -> bool:
         return len(self._partial) >= LONG_LINE and _INLINE.search(self._partial[-LONG_LINE:]) is not None
 
     def _looping(self) -> bool:
