@@ -30,9 +30,11 @@ from benchmarks.pairing.scale import (
     answers_by_text,
     cpu_row,
     level_figures,
+    parse_ramp,
     raise_open_files,
     ramp,
     ramp_figures,
+    ramp_parser,
     server_pids,
 )
 from benchmarks.pairing.stack import Stack
@@ -114,7 +116,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for side in (ide, bare):  # warm: the first turn, imports, connections
                 await play(side.driver, f"[say]warm up[/say][rate:{PACED_RATE}][ttft:0]")
             ramps = await ramp(
-                SCENARIO, [n for n in args.levels if n <= args.max_watchers],
+                SCENARIO, [n for n in args.levels if n <= args.max],
                 {"ide": ide.measure, "bare": bare.measure}, args.limit_ms, args.budget_s,
             )
         finally:
@@ -161,31 +163,11 @@ def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_bench fanout", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, default=2_000, help="prose tokens per measured answer (at 1,000/s)")
-    parser.add_argument("--levels", default=",".join(map(str, LEVELS)), help="watcher counts to try, rising")
-    parser.add_argument("--max-watchers", type=int, default=LEVELS[-1], help="stop the ramp past this many")
-    parser.add_argument("--limit-ms", type=float, default=LIMIT_MS, help="p99 added latency a level must keep")
-    parser.add_argument("--budget-s", type=float, default=240.0, help="no new level after this many seconds")
-    args = parser.parse_args(argv)
-    try:
-        args.levels = [int(n) for n in args.levels.split(",") if n]
-    except ValueError:
-        parser.error("--levels takes comma-separated whole numbers")
-    if not args.levels or args.levels != sorted(set(args.levels)) or args.levels[0] < 1:
-        parser.error("--levels must rise, from >= 1")
-    if args.tokens < 1 or args.limit_ms <= 0 or args.budget_s <= 0:
-        parser.error("--tokens must be >= 1, --limit-ms and --budget-s > 0")
-    return args
+    parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "watchers", LEVELS, LIMIT_MS)
+    return parse_ramp(parser, argv)
 
 
 def main(argv: list[str]) -> dict[str, Any]:
     raise_open_files()
     return asyncio.run(run(parse(argv)))
 
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    print(json.dumps(main(sys.argv[1:]), indent=2))

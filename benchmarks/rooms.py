@@ -30,9 +30,11 @@ from benchmarks.pairing.scale import (
     answers_by_text,
     cpu_row,
     level_figures,
+    parse_ramp,
     raise_open_files,
     ramp,
     ramp_figures,
+    ramp_parser,
     server_pids,
 )
 from benchmarks.pairing.stack import Stack
@@ -115,7 +117,7 @@ class Side:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     setup = report.Setup()
-    levels = [n for n in args.levels if n <= args.max_rooms]
+    levels = [n for n in args.levels if n <= args.max]
     texts = {script(room): answer(room, args.tokens) for room in range(levels[-1])}
     this_run = asyncio.current_task()
     assert this_run is not None
@@ -180,33 +182,11 @@ def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_bench rooms", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, default=2_000, help="prose tokens per room's answer (at 1,000/s)")
-    parser.add_argument("--levels", default=",".join(map(str, LEVELS)), help="room counts to try, rising")
-    parser.add_argument("--max-rooms", type=int, default=LEVELS[-1], help="stop the ramp past this many")
-    parser.add_argument("--limit-ms", type=float, default=LIMIT_MS, help="p99 added latency a level must keep")
-    parser.add_argument("--budget-s", type=float, default=240.0, help="no new level after this many seconds")
-    args = parser.parse_args(argv)
-    try:
-        args.levels = [int(n) for n in args.levels.split(",") if n]
-    except ValueError:
-        parser.error("--levels takes comma-separated whole numbers")
-    if not args.levels or args.levels != sorted(set(args.levels)) or args.levels[0] < 1:
-        parser.error("--levels must rise, from >= 1")
-    if not [n for n in args.levels if n <= args.max_rooms]:
-        parser.error("--max-rooms is below every level")
-    if args.tokens < 1 or args.limit_ms <= 0 or args.budget_s <= 0:
-        parser.error("--tokens must be >= 1, --limit-ms and --budget-s > 0")
-    return args
+    parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "rooms", LEVELS, LIMIT_MS)
+    return parse_ramp(parser, argv)
 
 
 def main(argv: list[str]) -> dict[str, Any]:
     raise_open_files()
     return asyncio.run(run(parse(argv)))
 
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    print(json.dumps(main(sys.argv[1:]), indent=2))

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import signal
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -36,6 +37,7 @@ from spark_ide.upstream.request import Message, TurnRequest, responses_create
 
 MODEL = "smollm2"
 TERMINAL = {*protocol.FINAL_STATUSES, protocol.ERROR}
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 def _create(text: str) -> str:
@@ -44,21 +46,20 @@ def _create(text: str) -> str:
     return json.dumps(body)
 
 
-async def _answer(client: ServerConnection, upstream: ClientConnection, text: str, turn: int) -> None:
-    """Play one turn: the model's deltas straight to the client."""
-    turn_id = f"bare-{turn}"
-    await client.send(json.dumps({"type": "turn.started", "turn": turn_id, "steered_from": None}))
+async def _relay_turn(upstream: ClientConnection, text: str, turn_id: str, send: Send) -> None:
+    """Play one turn: ``turn.started``, the model's deltas straight through, ``turn.finished``."""
+    await send({"type": "turn.started", "turn": turn_id, "steered_from": None})
     await upstream.send(_create(text))
     status = TurnStatus.FAILED
     async for frame in upstream:
         event: dict[str, Any] = json.loads(frame)
         kind = event.get("type")
         if kind == protocol.OUTPUT_TEXT_DELTA:
-            await client.send(json.dumps({"type": "turn.delta", "turn": turn_id, "text": event["delta"]}))
+            await send({"type": "turn.delta", "turn": turn_id, "text": event["delta"]})
         elif kind in TERMINAL:
             status = TurnStatus.COMPLETED if kind == protocol.COMPLETED else TurnStatus.FAILED
             break
-    await client.send(json.dumps({"type": "turn.finished", "turn": turn_id, "status": status}))
+    await send({"type": "turn.finished", "turn": turn_id, "status": status})
 
 
 async def _session(client: ServerConnection, upstream_url: str) -> None:
@@ -69,7 +70,11 @@ async def _session(client: ServerConnection, upstream_url: str) -> None:
             request = json.loads(message)
             if request.get("type") == "prompt":
                 turns += 1
-                await _answer(client, upstream, str(request["text"]), turns)
+
+                async def send(event: dict[str, Any]) -> None:
+                    await client.send(json.dumps(event))
+
+                await _relay_turn(upstream, str(request["text"]), f"bare-{turns}", send)
 
 
 class Watched:
@@ -89,26 +94,14 @@ class Watched:
                 self.upstream = await connect(upstream_url, compression=None, max_size=None)
             return self.upstream
 
-    def send_all(self, event: dict[str, Any]) -> None:
+    async def send_all(self, event: dict[str, Any]) -> None:
         broadcast(self.watchers, json.dumps(event))  # encoded once for every socket
 
     async def answer(self, upstream_url: str, text: str) -> None:
         async with self.lock:
             upstream = await self.model(upstream_url)
             self.turns += 1
-            turn_id = f"bare-{self.name}-{self.turns}"
-            self.send_all({"type": "turn.started", "turn": turn_id, "steered_from": None})
-            await upstream.send(_create(text))
-            status = TurnStatus.FAILED
-            async for frame in upstream:
-                event: dict[str, Any] = json.loads(frame)
-                kind = event.get("type")
-                if kind == protocol.OUTPUT_TEXT_DELTA:
-                    self.send_all({"type": "turn.delta", "turn": turn_id, "text": event["delta"]})
-                elif kind in TERMINAL:
-                    status = TurnStatus.COMPLETED if kind == protocol.COMPLETED else TurnStatus.FAILED
-                    break
-            self.send_all({"type": "turn.finished", "turn": turn_id, "status": status})
+            await _relay_turn(upstream, text, f"bare-{self.name}-{self.turns}", self.send_all)
 
 
 async def _watch(client: ServerConnection, room: Watched, upstream_url: str) -> None:

@@ -9,6 +9,7 @@ the ratio of the two largest loads is the figure that counts.
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import time
@@ -171,6 +172,35 @@ def cpu_row(figures: dict[str, Any], unit: str) -> report.Row | None:
         note=f"generator CPU share: IDE {at[0]['generator_cpu_share']:.0%}, bare {at[1]['generator_cpu_share']:.0%}; "
         f"server CPU share: IDE {at[0]['server_cpu_share']:.0%}, bare {at[1]['server_cpu_share']:.0%}",
     )
+
+
+def ramp_parser(
+    prog: str, description: str, unit: str, levels: Sequence[int], limit_ms: float
+) -> argparse.ArgumentParser:
+    """The flags every scale scenario takes: its answer's size and the ramp of ``unit`` counts."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--tokens", type=int, default=2_000, help="prose tokens per measured answer (at 1,000/s)")
+    parser.add_argument("--levels", default=",".join(map(str, levels)), help=f"{unit} counts to try, rising")
+    parser.add_argument(f"--max-{unit}", dest="max", type=int, default=levels[-1], help="stop the ramp past this many")
+    parser.add_argument("--limit-ms", type=float, default=limit_ms, help="p99 added latency a level must keep")
+    parser.add_argument("--budget-s", type=float, default=240.0, help="no new level after this many seconds")
+    return parser
+
+
+def parse_ramp(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parsed and checked ramp flags: ``levels`` a rising list of counts."""
+    args = parser.parse_args(argv)
+    try:
+        args.levels = [int(n) for n in args.levels.split(",") if n]
+    except ValueError:
+        parser.error("--levels takes comma-separated whole numbers")
+    if not args.levels or args.levels != sorted(set(args.levels)) or args.levels[0] < 1:
+        parser.error("--levels must rise, from >= 1")
+    if not [n for n in args.levels if n <= args.max]:
+        parser.error("the --max-... flag is below every level")
+    if args.tokens < 1 or args.limit_ms <= 0 or args.budget_s <= 0:
+        parser.error("--tokens must be >= 1, --limit-ms and --budget-s > 0")
+    return args
 
 
 def raise_open_files() -> None:
