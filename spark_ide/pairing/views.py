@@ -149,7 +149,12 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     (``session_turn_diff``): the panel is redrawn after every turn, and drawing every turn's
     highlighted diff each time made that a long task on the page."""
     session, role = _session_and_role(request, session_id)
-    everything = request.GET.get("all") == "1"
+    # "Show all" / "Show fewer" is remembered for the browser session: the panel is redrawn
+    # after every turn, and would otherwise fold up again at the next one.
+    key = f"history-all-{session.id}"
+    if "all" in request.GET:
+        request.session[key] = request.GET["all"] == "1"
+    everything = bool(request.session.get(key, False))
     latest = services.room_turns(session)
     shown = latest if everything else latest[-HISTORY_SHOWN:]
     turns = [
@@ -162,7 +167,9 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     ]
     context = {
         "turns": turns, "can_drive": role in DRIVER_ROLES, "session": session,
-        "hidden": len(latest) - len(shown), "history_url": reverse("session-history", args=[session.id]),
+        "hidden": len(latest) - len(shown), "shown_limit": HISTORY_SHOWN,
+        "everything": everything and len(latest) > HISTORY_SHOWN,
+        "history_url": reverse("session-history", args=[session.id]),
     }
     return render(request, "pairing/_history.html", context)
 

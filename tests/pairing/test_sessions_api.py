@@ -204,6 +204,11 @@ def test_the_history_panel_shows_the_newest_turns_and_offers_the_rest(client: Cl
     everything = client.get(f"/sessions/{session.id}/history?all=1")
     assert len(everything.context["turns"]) == 33
     assert "not shown" not in everything.content.decode()
+    # The choice holds when the panel is redrawn after the next turn, until "show fewer".
+    assert len(client.get(f"/sessions/{session.id}/history").context["turns"]) == 33
+    fewer = client.get(f"/sessions/{session.id}/history?all=0")
+    assert len(fewer.context["turns"]) == 30
+    assert len(client.get(f"/sessions/{session.id}/history").context["turns"]) == 30
 
 
 def test_participants_use_the_session_tree_by_role(client: Client, ws: Any, user: Any, other_user: Any) -> None:
