@@ -25,11 +25,8 @@ from benchmarks import report
 from benchmarks.pairing.client import Browser, Watcher, play
 from benchmarks.pairing.run import FILES, PACED_RATE, prose
 from benchmarks.pairing.scale import (
-    Clocks,
-    Received,
-    answers_by_text,
     cpu_row,
-    level_figures,
+    measure_level,
     parse_ramp,
     raise_open_files,
     ramp,
@@ -38,7 +35,6 @@ from benchmarks.pairing.scale import (
     server_pids,
 )
 from benchmarks.pairing.stack import Stack
-from spark_ide.modelserver.engines.scripted import split_tokens
 
 SCENARIO = "fanout"
 LEVELS = (10, 25, 50, 100, 200, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000)
@@ -75,26 +71,13 @@ class Side:
 
     async def measure(self, count: int) -> dict[str, Any]:
         await self.fill(count)
-        tap = self.stack.tap
-        assert tap is not None
-        marks = [(w, len(w.frames), w.finished) for w in self.watchers]
-        clocks = Clocks(self.pids)
-        tap.recording = []
-        clocks.start()
-        try:
+
+        async def drive() -> None:
             await play(self.driver, f"[script:fanout][rate:{PACED_RATE}][ttft:0]")
-            await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
-        finally:
-            usage = clocks.stop()
-            frames, tap.recording = tap.recording, None
-        upstream = answers_by_text(frames).get(self.text)
-        received = Received()
-        tokens = len(split_tokens(self.text))
-        for watcher, mark, _ in marks:
-            received.add(watcher, mark, upstream, self.text, tokens)
-            watcher.frames.clear()  # measured: what a level holds stays bounded
+
+        figures = await measure_level(self.stack, self.pids, self.watchers, drive, lambda _: self.text)
         self.driver.events.clear()
-        return level_figures(received, usage)
+        return figures
 
     def close(self) -> None:
         for watcher in self.watchers:

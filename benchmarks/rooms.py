@@ -25,11 +25,8 @@ from benchmarks import report
 from benchmarks.pairing.client import Watcher
 from benchmarks.pairing.run import FILES, PACED_RATE, prose
 from benchmarks.pairing.scale import (
-    Clocks,
-    Received,
-    answers_by_text,
     cpu_row,
-    level_figures,
+    measure_level,
     parse_ramp,
     raise_open_files,
     ramp,
@@ -38,7 +35,6 @@ from benchmarks.pairing.scale import (
     server_pids,
 )
 from benchmarks.pairing.stack import Stack
-from spark_ide.modelserver.engines.scripted import split_tokens
 
 SCENARIO = "rooms"
 LEVELS = (5, 10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
@@ -89,26 +85,14 @@ class Side:
 
     async def measure(self, count: int) -> dict[str, Any]:
         await self.fill(count)
-        tap = self.stack.tap
-        assert tap is not None
-        marks = [(w, len(w.frames), w.finished) for w in self.sockets]
-        clocks = Clocks(self.pids)
-        tap.recording = []
-        clocks.start()
-        try:
+
+        async def drive() -> None:
             for room, watcher in enumerate(self.sockets):
                 watcher.send({"type": "prompt", "text": f"[script:{script(room)}][rate:{PACED_RATE}][ttft:0]"})
-            await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
-        finally:
-            usage = clocks.stop()
-            frames, tap.recording = tap.recording, None
-        answers = answers_by_text(frames)
-        received = Received()
-        for room, (watcher, mark, _) in enumerate(marks):
-            text = self.texts[script(room)]
-            received.add(watcher, mark, answers.get(text), text, len(split_tokens(text)))
-            watcher.frames.clear()  # measured: what a level holds stays bounded
-        return level_figures(received, usage)
+
+        return await measure_level(
+            self.stack, self.pids, self.sockets, drive, lambda room: self.texts[script(room)]
+        )
 
     def close(self) -> None:
         for watcher in self.sockets:

@@ -10,6 +10,7 @@ the ratio of the two largest loads is the figure that counts.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import resource
 import time
@@ -22,6 +23,7 @@ from benchmarks.pairing.client import Watcher
 from benchmarks.pairing.run import added_latency_ms
 from benchmarks.pairing.stack import Stack, Tapped, tap_deltas
 from benchmarks.report import progress, summary
+from spark_ide.modelserver.engines.scripted import split_tokens
 
 RELAYS = ("ide", "bare")
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -107,6 +109,34 @@ def level_figures(received: Received, usage: dict[str, float]) -> dict[str, Any]
         "frames_per_socket": round(received.frames / max(received.sockets, 1), 1), "tokens": received.tokens,
         "server_cpu_ms_per_1k_tokens": round(usage["server_cpu_s"] * 1e6 / max(received.tokens, 1), 3), **usage,
     }
+
+
+async def measure_level(
+    stack: Stack, pids: dict[str, int], sockets: Sequence[Watcher], drive: Callable[[], Awaitable[None]],
+    expected: Callable[[int], str],
+) -> dict[str, Any]:
+    """One level: ``drive()`` starts the answers, every socket's turn is awaited while the tap
+    records and the processes' clocks run; then what socket ``i`` got is checked against the
+    answer ``expected(i)`` the model sent, and the frames kept are let go."""
+    tap = stack.tap
+    assert tap is not None
+    marks = [(w, len(w.frames), w.finished) for w in sockets]
+    clocks = Clocks(pids)
+    tap.recording = []
+    clocks.start()
+    try:
+        await drive()
+        await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
+    finally:
+        usage = clocks.stop()
+        frames, tap.recording = tap.recording, None
+    answers = answers_by_text(frames)
+    received = Received()
+    for index, (watcher, mark, _) in enumerate(marks):
+        text = expected(index)
+        received.add(watcher, mark, answers.get(text), text, len(split_tokens(text)))
+        watcher.frames.clear()  # measured: what a level holds stays bounded
+    return level_figures(received, usage)
 
 
 Measure = Callable[[int], Awaitable[dict[str, Any]]]
