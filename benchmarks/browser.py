@@ -257,13 +257,6 @@ class Page:
         return str(await self.page.locator("[data-field=file]").text_content() or "")
 
 
-async def _sign_in_url(stack: Stack) -> str:
-    """A one-time sign-in link for the stack's API user, from the IDE's own command."""
-    env = stack._env(SPARK_DATA_DIR=str(stack.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings")
-    out = await stack._manage(env, "spark_login_url", "bench", "--base", stack.ide_url)
-    return out.strip().splitlines()[-1]
-
-
 @asynccontextmanager
 async def chromium() -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
@@ -304,7 +297,7 @@ async def ide_page(browser: Any, stack: Stack, errors: list[str]) -> Page:
     context = await _context(browser)
     page = await context.new_page()
     _watch_errors(page, "ide", errors)
-    await page.goto(await _sign_in_url(stack))
+    await page.goto(await stack.login_url("bench"))
     await page.wait_for_url(f"{stack.ide_url}/")
     await page.goto(f"{stack.ide_url}/w/{workspace_id}/")
     await page.locator("[data-field=connection]", has_text="live").wait_for(timeout=60_000)

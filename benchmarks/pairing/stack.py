@@ -137,6 +137,7 @@ class Stack:
         self.scripts = scripts
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
         self.processes: list[subprocess.Popen[bytes]] = []
+        self._ide_env: dict[str, str] = {}  # the IDE's environment, for its manage.py commands
         self.pids: dict[str, int] = {}  # "modelserver", "daphne", "relay": for their CPU clocks
         self._logs: list[IO[bytes]] = []
         self.tap: FrameTap | None = None
@@ -178,6 +179,7 @@ class Stack:
             SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
             SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
         )
+        self._ide_env = env
         await self._manage(env, "migrate", "--verbosity", "0")
         self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()
         ide_port, relay_port = _free_port(), _free_port()
@@ -238,6 +240,11 @@ class Stack:
                 log = (self.dir / f"{name}.log").read_text(errors="replace")[-2000:]
                 raise StackError(f"{name} did not start: {log}")
             await asyncio.sleep(0.05)
+
+    async def login_url(self, username: str) -> str:
+        """A one-time sign-in link for ``username``, from the IDE's own command."""
+        out = await self._manage(self._ide_env, "spark_login_url", username, "--base", self.ide_url)
+        return out.strip().splitlines()[-1]
 
     async def session(self, files: dict[str, str]) -> tuple[str, str]:
         """A new workspace with ``files`` and a session on it: (workspace id, ws URL)."""

@@ -225,25 +225,28 @@ class TurnQueued(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class TurnDelta(TurnEvent):
-    """Raw model output: a turn's deltas concatenate to exactly what the model wrote."""
+class TurnText(TurnEvent):
+    """A piece of a turn's text: as many as the model's deltas, so its payload is built
+    directly (``dataclasses.asdict`` copies deeply)."""
 
-    type: ClassVar[str] = "turn.delta"
     text: str
 
-    def payload(self) -> dict[str, Any]:  # the hot path: one per model delta (asdict copies deeply)
+    def payload(self) -> dict[str, Any]:
         return {"type": self.type, "turn": self.turn, "text": self.text}
 
 
 @dataclass(frozen=True, slots=True)
-class TurnProse(TurnEvent):
+class TurnDelta(TurnText):
+    """Raw model output: a turn's deltas concatenate to exactly what the model wrote."""
+
+    type: ClassVar[str] = "turn.delta"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnProse(TurnText):
     """The model's text outside edit blocks (the server parses; browsers only render)."""
 
     type: ClassVar[str] = "turn.prose"
-    text: str
-
-    def payload(self) -> dict[str, Any]:  # as often as deltas
-        return {"type": self.type, "turn": self.turn, "text": self.text}
 
 
 @dataclass(frozen=True, slots=True)
