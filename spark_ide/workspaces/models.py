@@ -25,6 +25,8 @@ class Workspace(models.Model):
     # The live document (pycrdt/Yjs) as a compacted update; later changes are DocumentUpdate
     # rows. Null until the workspace is first opened live: then it is built from the files.
     ydoc = models.BinaryField(null=True, blank=True)
+    # Anyone may read the files at the public page (``public.py``) while this is on; off by default.
+    public = models.BooleanField(default=False)
 
     objects = WorkspaceManager()
 
