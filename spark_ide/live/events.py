@@ -11,7 +11,9 @@ statuses, the reasons a turn ended, the error codes, the effort levels.
 
 from __future__ import annotations
 
+import colorsys
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -115,8 +117,46 @@ class ErrorCode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Participant:
+    """One person in the room (``presence``): their name, role, colour, and how many sockets
+    (browser tabs, scripts) they have open."""
+
     user: str
     role: Role
+    user_id: int | None
+    colour: str  # "#rrggbb", the same in every browser: their dot, caret and selections
+    connections: int = 1
+
+    # Hues a golden angle apart for consecutive user ids: the first people of a workspace
+    # (who have near ids) get colours far apart on the wheel, and any two ids differ.
+    GOLDEN_ANGLE: ClassVar[float] = 137.50776405003785
+    LIGHTNESS: ClassVar[float] = 0.45
+    SATURATION: ClassVar[float] = 0.7
+    # A caret's name label is white on the colour: yellows and greens are darkened until
+    # their luminance gives that text a contrast of at least 4.5:1 (WCAG).
+    MAX_LUMINANCE: ClassVar[float] = 0.18
+
+    @classmethod
+    def of(cls, user_id: int | None, user: str, role: Role, connections: int = 1) -> Participant:
+        return cls(user=user, role=role, user_id=user_id, colour=cls.colour_for(user_id, user), connections=connections)
+
+    @classmethod
+    def colour_for(cls, user_id: int | None, user: str) -> str:
+        """The person's colour, decided here only: from the user id (a hash of the name for
+        someone without one), so every process and browser agrees without asking."""
+        seed = user_id if user_id is not None else zlib.crc32(user.encode())
+        hue = (seed * cls.GOLDEN_ANGLE) % 360 / 360
+        lightness = cls.LIGHTNESS
+        channels = colorsys.hls_to_rgb(hue, lightness, cls.SATURATION)
+        while cls.luminance(channels) > cls.MAX_LUMINANCE:
+            lightness -= 0.01
+            channels = colorsys.hls_to_rgb(hue, lightness, cls.SATURATION)
+        return "#" + "".join(f"{round(channel * 255):02x}" for channel in channels)
+
+    @staticmethod
+    def luminance(channels: tuple[float, float, float]) -> float:
+        """Relative luminance (WCAG 2) of an sRGB colour with channels in 0..1."""
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
 class Event:
@@ -191,6 +231,8 @@ class Resync(Event):
 
 @dataclass(frozen=True, slots=True)
 class Presence(Event):
+    """Who is in the room: one entry per person and role, however many tabs they have open."""
+
     type: ClassVar[str] = "presence"
     ephemeral: ClassVar[bool] = True
     participants: tuple[Participant, ...]
@@ -284,6 +326,7 @@ class TurnFinished(TurnEvent):
     reason: FinishReason
     metrics: Mapping[str, float | int | str | None]
     error: str = ""
+    by: str = ""  # who stopped, steered or reverted it (their username); "" when nobody did
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -292,6 +335,8 @@ class TurnFinished(TurnEvent):
         }
         if self.error:
             out["error"] = self.error
+        if self.by:
+            out["by"] = self.by
         return out
 
 

@@ -172,7 +172,7 @@ class Pilot:
                 await self._steer(run, command)
         elif kind is CommandKind.STOP:
             if run is not None:
-                await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED)
+                await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
         elif kind is CommandKind.REVERT:
             await self._revert(command)
         elif kind is CommandKind.NEXT and run is None:
@@ -239,7 +239,7 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command) -> None:
-        self._finish(old, TurnStatus.STEERED, FinishReason.STEERED)  # (a) and (b), then its end
+        self._finish(old, TurnStatus.STEERED, FinishReason.STEERED, by=command.author)  # (a) and (b), then its end
         run = self._new_run(command, steered_from=old)
         self._announce(run)
         try:
@@ -318,17 +318,21 @@ class Pilot:
     # -- the one way a turn ends -------------------------------------------------------------
 
     async def _end(
-        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", then_next: bool = True
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", then_next: bool = True,
+        by: str = "",
     ) -> None:
         """End ``run`` while the model may still be writing it: finish it, stop the generation
         upstream, then start what is queued."""
-        self._finish(run, status, reason, error=error)
+        self._finish(run, status, reason, error=error, by=by)
         await self._stop_upstream(run)
         if then_next:
             await self._next()
 
-    def _finish(self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "") -> None:
-        """Announce the end of ``run``; after this nothing of it is sent but its rollback."""
+    def _finish(
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = ""
+    ) -> None:
+        """Announce the end of ``run``; after this nothing of it is sent but its rollback.
+        ``by``: the person who stopped, steered or reverted it."""
         if not run.live:
             return
         run.live = False
@@ -342,7 +346,7 @@ class Pilot:
         else:
             self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
         metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
-        self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error))
+        self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
         meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
         if self._run is run:
             self._run = None
@@ -381,7 +385,7 @@ class Pilot:
             return
         running = self._run if self._run is not None and self._run.id == turn else None
         if running is not None:
-            self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED)
+            self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED, by=command.author)
         self._publish_edits(editor.revert())
         # Announced once recorded, so a history panel refreshed on it shows the revert.
         self._records.put(

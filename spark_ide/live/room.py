@@ -237,9 +237,14 @@ class Room:
             task.add_done_callback(self._background.discard)
 
     def _presence(self) -> None:
-        people = tuple(Participant(c.username, c.role) for c in self.transport.members())
+        members = self.transport.members()
+        keys = [(conn.user_id, conn.username, conn.role) for conn in members]
+        sockets = dict.fromkeys(keys, 0)  # a person's tabs count once, in the order they came
+        for key in keys:
+            sockets[key] += 1
+        people = tuple(Participant.of(*key, connections=count) for key, count in sockets.items())
         self.announce(Presence(participants=people))
-        self.settings.meter.sockets(self.workspace, len(people))
+        self.settings.meter.sockets(self.workspace, len(members))
 
     # -- replay ------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-// Small notices: error toasts, presence list, invite links with copy buttons, the top bar's
+// Small notices: error toasts, invite links with copy buttons, the top bar's
 // panels, short labels.
 
 const TOAST_MS = 6000;
@@ -34,17 +34,6 @@ export function shortPrompt(prompt) {
 export function userName(user) {
   if (user && typeof user === "object") return user.name || user.username || String(user.id ?? "?");
   return String(user ?? "?");
-}
-
-export function renderPresence(list, participants) {
-  const items = (participants || []).map(({ user, role }) => {
-    const item = document.createElement("li");
-    item.className = `person role-${role}`;
-    item.textContent = userName(user);
-    item.title = `${userName(user)} (${role})`;
-    return item;
-  });
-  list.replaceChildren(...items);
 }
 
 async function copy(text) {

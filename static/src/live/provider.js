@@ -132,6 +132,11 @@ export class YjsProvider {
     this.send(encoding.toUint8Array(encoder));
   }
 
+  // This page's awareness state again, for someone who just came.
+  announce() {
+    this.sendAwareness([this.doc.clientID]);
+  }
+
   leave() {
     awarenessProtocol.removeAwarenessStates(this.awareness, [this.doc.clientID], "local");
   }

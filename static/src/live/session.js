@@ -10,17 +10,13 @@ import { LiveRegions, followLine } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
-import { Toasts, keepPanelsInView, renderPresence, userName, wireCopyButtons } from "./notices.js";
+import { Toasts, keepPanelsInView, userName, wireCopyButtons } from "./notices.js";
 import { IN_FLIGHT } from "./block_states.js";
+import { PeerColours, PresenceList, cursorColours } from "./peers.js";
+import { FollowMode } from "./follow.js";
+import { PresenterMode } from "./presenter.js";
 
 const REVERT_REFRESH_MS = 800;
-const CURSOR_COLORS = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#d6336c"];
-
-function colorFor(name) {
-  let hash = 0;
-  for (const char of name) hash = (hash * 31 + char.codePointAt(0)) >>> 0;
-  return CURSOR_COLORS[hash % CURSOR_COLORS.length];
-}
 
 class LiveSession {
   constructor(root) {
@@ -29,6 +25,8 @@ class LiveSession {
     this.treeUrl = data.treeUrl;
     this.running = null; // id of the turn the model is writing, if any
     this.joinedSeq = null; // the room's seq at our hello: turn events up to it are a replay
+    this.me = null; // {name, role} from hello
+    this.sockets = 0; // everyone's open sockets, as the last presence counted them
     this.loop = new FrameLoop();
     this.doc = new Y.Doc();
     this.connection = new SessionConnection(data.wsPath, {
@@ -43,13 +41,23 @@ class LiveSession {
       tabBar: root.querySelector("#tabs"), host: root.querySelector("#editor"),
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
+      onByHand: () => this.follow.byHand(),
+    });
+    this.colours = new PeerColours();
+    this.presence = new PresenceList(document.getElementById("presence"), this.provider.awareness, this.colours);
+    this.follow = new FollowMode({
+      button: root.querySelector("#follow"), who: root.querySelector("[data-field=follow]"), tabs: this.tabs,
+      awareness: this.provider.awareness, files: this.doc.getMap("files"), modelWriting: () => this.running !== null,
+    });
+    this.presenter = new PresenterMode(document.getElementById("present"), {
+      onChange: (on) => this.presenting(on),
     });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
+      peerClass: (name) => this.colours.classOf(name),
     });
     this.status = new StatusBar(root.querySelector(".statusbar"), { requestFrame: () => this.loop.request() });
     this.toasts = new Toasts(document.getElementById("toasts"));
-    this.presence = document.getElementById("presence");
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -73,12 +81,20 @@ class LiveSession {
       // A file the model (or someone) created or removed: the server-rendered tree follows.
       if (this.provider.synced && transaction.origin === this.provider) this.refreshTree();
     });
+    this.presenter.start();
     this.connection.connect();
+  }
+
+  // Presenter mode: large type (the editor measures its lines again) and following the driver.
+  presenting(on) {
+    this.follow.set(on ? "follow" : "auto");
+    if (this.tabs.view) this.tabs.view.requestMeasure();
   }
 
   openInitial() {
     const initial = decodeURIComponent(window.location.hash.slice(1));
     if (initial) this.tabs.open(initial, { focus: false });
+    else if (this.follow.following) this.follow.go(); // a driver's place that came before the files
   }
 
   connectionState(state, retryMs) {
@@ -105,7 +121,7 @@ class LiveSession {
         return this.loop.request();
       case "edit.status": return this.editStatus(event);
       case "turn.finished": return this.turnFinished(event);
-      case "presence": return renderPresence(this.presence, event.participants);
+      case "presence": return this.presenceChanged(event.participants);
       case "error": return this.refused(event);
       case "resync": return this.resync();
       case "turn.steered": return this.turnSteered(event);
@@ -120,12 +136,29 @@ class LiveSession {
   }
 
   hello(event) {
-    const name = userName(event.user);
-    const color = colorFor(name);
-    this.provider.awareness.setLocalStateField("user", { name, color, colorLight: `${color}33` });
+    this.me = { name: userName(event.user), role: event.role };
+    this.presence.me = this.me.name;
     this.provider.connected();
     this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
     this.setRunning(event.turn || null);
+  }
+
+  // Who is here. This page's own entry gives its colour to its cursor (Yjs awareness
+  // `user`); when someone came, a driver's page tells its cursor again, so the newcomer sees
+  // it before it moves (the server relays awareness, it does not keep it).
+  presenceChanged(participants) {
+    this.presence.update(participants);
+    const mine = this.presence.mine();
+    if (mine && this.me) {
+      const user = { name: this.me.name, ...cursorColours(mine.colour), id: mine.user_id, role: this.me.role };
+      const current = this.provider.awareness.getLocalState();
+      if (JSON.stringify(current && current.user) !== JSON.stringify(user)) {
+        this.provider.awareness.setLocalStateField("user", user);
+      }
+    }
+    const sockets = this.presence.participants.reduce((sum, person) => sum + (person.connections || 1), 0);
+    if (sockets > this.sockets && this.sockets > 0 && this.tabs.canEdit) this.provider.announce();
+    this.sockets = sockets;
   }
 
   turnStarted(event) {
@@ -166,7 +199,8 @@ class LiveSession {
     const writing = IN_FLIGHT.has(event.state)
       || (event.state === "applied" && event.turn === this.running && !this.replayed(event));
     if (writing && event.path) {
-      const follow = this.tabs.mayFollowTo(event.path);
+      this.follow.modelAt(event.path, followLine({ detail: event.detail || {} }));
+      const follow = this.follow.mayFollowTo(event.path);
       if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false, later: true });
       else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
     }
@@ -212,7 +246,7 @@ class LiveSession {
       const info = this.regions.get(active);
       // While a block streams, its ghost; once it is applied, the last line it wrote.
       const end = this.regions.takeEnd(active);
-      const line = this.tabs.userBusy() ? null : (info ? followLine(info) : end);
+      const line = this.follow.mayScroll() ? (info ? followLine(info) : end) : null;
       this.tabs.stageRegion(active, info, line);
     }
     this.tabs.render(); // the tabs' "model is writing here" marks
@@ -277,6 +311,7 @@ class LiveSession {
       const link = event.target.closest("[data-open]");
       if (link) {
         event.preventDefault();
+        if (link.dataset.open !== this.tabs.active) this.follow.byHand();
         this.tabs.filePicked();
         this.tabs.open(link.dataset.open);
         return;

@@ -16,7 +16,8 @@ const USER_FOCUS_MS = 4000;
 const SIGHT_MARGIN_LINES = 3;
 
 export class EditorTabs {
-  constructor({ tabBar, host, fileLabel, files, awareness, canEdit, regions }) {
+  // onByHand(): the person scrolled or typed in the editor, or picked another tab
+  constructor({ tabBar, host, fileLabel, files, awareness, canEdit, regions, onByHand = () => {} }) {
     this.tabBar = tabBar;
     this.host = host;
     this.fileLabel = fileLabel;
@@ -24,6 +25,7 @@ export class EditorTabs {
     this.awareness = awareness;
     this.canEdit = canEdit;
     this.regions = regions;
+    this.onByHand = onByHand;
     this.tabs = new Map(); // path -> {ytext, undo, state, scroll (a scroll effect, or null: the top)}
     this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
     this.vanished = new Map(); // path -> was active: tabs closed because their file went away
@@ -36,6 +38,10 @@ export class EditorTabs {
     const touched = () => { this.lastUserAction = performance.now(); };
     host.addEventListener("pointerdown", touched);
     host.addEventListener("keydown", touched);
+    // Scrolling by hand (the view's own scrolling raises no wheel or touch events) and keys.
+    for (const kind of ["wheel", "touchmove", "keydown"]) {
+      host.addEventListener(kind, () => this.onByHand(), { passive: true });
+    }
     tabBar.addEventListener("pointerdown", () => this.filePicked());
     files.observe((event) => this.filesChanged(event.keysChanged));
   }
@@ -124,6 +130,8 @@ export class EditorTabs {
     }
     this.stash();
     this.active = path;
+    // Who is on which file (presence, following), told before the cursor the new view sets.
+    this.awareness.setLocalStateField("file", path);
     // An inactive state is not bound to Yjs (the view's sync plugin is), so it may be behind.
     if (tab.state.doc.toString() !== tab.ytext.toString()) tab.state = this.rebuilt(path, tab);
     if (!this.view) {
@@ -182,6 +190,7 @@ export class EditorTabs {
     hint.textContent = "Open a file from the tree, or ask the model below.";
     this.host.replaceChildren(hint);
     this.fileLabel.textContent = "";
+    this.awareness.setLocalStateField("file", null);
     history.replaceState(null, "", "#");
   }
 
@@ -288,6 +297,23 @@ export class EditorTabs {
     const drawn = JSON.stringify(tabs);
     if (drawn === this.drawn && this.tabBar.childElementCount === tabs.length) return;
     this.drawn = drawn;
-    renderTabBar(this.tabBar, tabs, { onPick: (path) => this.activate(path), onClose: (path) => this.close(path) });
+    renderTabBar(this.tabBar, tabs, { onPick: (path) => this.picked(path), onClose: (path) => this.close(path) });
+  }
+
+  picked(path) {
+    if (path !== this.active) this.onByHand();
+    this.activate(path);
+  }
+
+  // Bring a line (or a position) of the active file into view, unless it is well in sight.
+  revealLine(line) {
+    if (!this.view || this.inSight(line)) return;
+    this.view.dispatch({ effects: EditorView.scrollIntoView(lineStart(line, this.view.state.doc), { y: "center" }) });
+  }
+
+  revealIndex(index) {
+    if (!this.view) return;
+    const doc = this.view.state.doc;
+    this.revealLine(doc.lineAt(Math.min(Math.max(index, 0), doc.length)).number);
   }
 }

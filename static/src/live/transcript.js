@@ -24,6 +24,8 @@ const REASON_LABELS = {
   answered: "", steered: "", no_changes: "no changes", repetition: "the model repeated itself",
   incomplete: "cut short by the model", stopped: "stopped", reverted: "reverted",
 };
+// Who ended a turn (turn.finished `by`), for the reasons a person causes: "stopped by Ben".
+const BY_LABELS = { stopped: "stopped", steered: "steered", reverted: "reverted" };
 const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started arrives
 // At Spark's speed a turn's prose grows by tens of kilobytes a second. Laying out one
 // growing paragraph costs the whole text on every frame, so prose goes into parts: a part
@@ -117,11 +119,13 @@ function parserFor(path, language) {
 
 export class Transcript {
   // files: the document's path -> Y.Text map (fenced blocks show their region of it);
-  // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked.
-  constructor(container, { files, requestFrame, onOpenPath }) {
+  // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked;
+  // peerClass(username): the class that gives a person's colour ("" for none).
+  constructor(container, { files, requestFrame, onOpenPath, peerClass = () => "" }) {
     this.container = container;
     this.files = files;
     this.requestFrame = requestFrame;
+    this.peerClass = peerClass;
     this.turns = new Map(); // turn id -> entry (see entry())
     this.pending = new Set(); // entries with buffered prose
     this.repaint = new Set(); // blocks whose status or document region changed
@@ -197,13 +201,21 @@ export class Transcript {
     }
   }
 
-  started({ turn, prompt, steered_from: steeredFrom, effort }) {
+  started({ turn, prompt, steered_from: steeredFrom, effort, author }) {
     const entry = this.entry(turn);
     entry.prompt = prompt || "";
     const header = entry.header;
     header.replaceChildren(element("span", "turn-prompt", entry.prompt));
     if (steeredFrom) header.prepend(this.steerBadge(steeredFrom));
     if (effort) header.append(element("span", "badge", effort));
+    if (author) header.append(this.person("turn-author", String(author), steeredFrom ? "Steered by" : "Asked by"));
+  }
+
+  // A person's name in their colour (a dot before it), as in the presence list.
+  person(className, name, what) {
+    const span = element("span", `person-ref ${className} ${this.peerClass(name)}`.trim(), name);
+    span.title = `${what} ${name}`;
+    return span;
   }
 
   // "steered from" the earlier turn's prompt (its id in the tooltip).
@@ -247,7 +259,7 @@ export class Transcript {
     this.repaint.add(view);
   }
 
-  finished({ turn, status, reason, metrics, error }) {
+  finished({ turn, status, reason, metrics, error, by }) {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
@@ -260,7 +272,13 @@ export class Transcript {
     const footer = element("footer", "turn-foot");
     footer.append(element("span", `badge outcome ${status}`, status));
     const why = reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
-    if (why) footer.append(element("span", "reason", why));
+    if (by && reason in BY_LABELS) {
+      const label = element("span", "reason", `${BY_LABELS[reason]} by `);
+      label.append(this.person("turn-by", String(by), `${BY_LABELS[reason]} by`));
+      footer.append(label);
+    } else if (why) {
+      footer.append(element("span", "reason", why));
+    }
     const figures = turnFigures(metrics || {}, entry.steerMs);
     if (figures) footer.append(element("span", "metric", figures));
     if (metrics && typeof metrics.model === "string" && metrics.model) {
