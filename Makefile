@@ -76,7 +76,7 @@ test-services: install
 	    echo "SKIPPED: the PostgreSQL/Redis pass (nothing listens on 127.0.0.1:$$port)"; exit 0; \
 	  fi; \
 	done; \
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model" tests/workspaces tests/accounts tests/pairing
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model and not processes" tests/workspaces tests/accounts tests/pairing
 
 clean:
 	rm -rf $(VENV) node_modules static/dist

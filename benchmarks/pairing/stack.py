@@ -5,6 +5,10 @@ process in front of it, the IDE under Daphne (its own SQLite, migrated, one API 
 model base URL is the tap, and the bare relay (``relay``) whose upstream is the tap
 too, so both relays pay the same extra hop. Every subprocess runs in its own process group
 and is ended with it, however the benchmark ends.
+
+``Stack(..., daphnes=N, database_url=..., redis_url=...)`` runs N Daphne processes sharing
+PostgreSQL and Redis, as a production deployment does (``ide_urls``; rooms are shared by the
+processes through Redis, ``spark_ide.live.cluster``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,20 @@ _MAKE_USER = (
     "from spark_ide.accounts.services import api_token_create;"
     "print(api_token_create(user=get_user_model().objects.create_user('bench')))"
 )
+
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def fresh_postgres_database(name: str) -> str:
+    """A new, empty PostgreSQL database ``name`` on the local server (dropped first if it
+    was there); its URL, for ``Stack(database_url=...)``."""
+    import psycopg  # only runs with PostgreSQL there
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    return f"postgres://postgres@127.0.0.1:5432/{name}"
 
 
 class StackError(Exception):
@@ -133,8 +151,17 @@ def tap_deltas(frames: list[Tapped]) -> list[tuple[float, str, str]]:
 class Stack:
     """Everything the benchmark talks to; ``async with Stack(scripts) as stack``."""
 
-    def __init__(self, scripts: dict[str, str]) -> None:
+    def __init__(
+        self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
+        relay: bool = True,
+    ) -> None:
         self.scripts = scripts
+        self.daphnes = daphnes
+        self.database_url = database_url
+        self.redis_url = redis_url
+        self.with_relay = relay
+        self.ide_urls: list[str] = []
+        self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
         self.processes: list[subprocess.Popen[bytes]] = []
         self._ide_env: dict[str, str] = {}  # the IDE's environment, for its manage.py commands
@@ -179,21 +206,35 @@ class Stack:
             SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
             SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
         )
+        if self.database_url:
+            env["DATABASE_URL"] = self.database_url
+        if self.redis_url:
+            env["REDIS_URL"] = self.redis_url
         self._ide_env = env
         await self._manage(env, "migrate", "--verbosity", "0")
         self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()
-        ide_port, relay_port = _free_port(), _free_port()
-        daphne = self._spawn("daphne", [
-            "-m", "daphne", "-b", "127.0.0.1", "-p", str(ide_port), "spark_ide.asgi:application",
-        ], env)
-        relay = self._spawn("relay", [
-            "-m", "benchmarks.pairing.relay", "--port", str(relay_port),
-            "--upstream", f"ws://127.0.0.1:{tap_port}/v1/responses",
-        ], self._env())
-        await self._wait_port("daphne", daphne, ide_port)
-        await self._wait_port("relay", relay, relay_port)
-        self.ide_url = f"http://127.0.0.1:{ide_port}"
-        self.relay_url = f"ws://127.0.0.1:{relay_port}/"
+        ports = [_free_port() for _ in range(self.daphnes)]
+        for index, port in enumerate(ports):
+            name = "daphne" if index == 0 else f"daphne-{index + 1}"
+            self.daphne_processes.append(self._spawn(name, [
+                "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application",
+            ], env))
+        if self.with_relay:
+            relay_port = _free_port()
+            relay = self._spawn("relay", [
+                "-m", "benchmarks.pairing.relay", "--port", str(relay_port),
+                "--upstream", f"ws://127.0.0.1:{tap_port}/v1/responses",
+            ], self._env())
+            await self._wait_port("relay", relay, relay_port)
+            self.relay_url = f"ws://127.0.0.1:{relay_port}/"
+        for index, (port, process) in enumerate(zip(ports, self.daphne_processes, strict=True)):
+            await self._wait_port("daphne" if index == 0 else f"daphne-{index + 1}", process, port)
+            self.ide_urls.append(f"http://127.0.0.1:{port}")
+        self.ide_url = self.ide_urls[0]
+
+    async def manage(self, *args: str) -> str:
+        """A ``manage.py`` command against the IDE's database; its output."""
+        return await self._manage(self._ide_env, *args)
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pycrdt import create_update_message, merge_updates
 
@@ -31,6 +32,13 @@ class Frame:
         self.event = event
         self.seq = seq
         self._text: str | None = None
+
+    @classmethod
+    def encoded(cls, event: Event, seq: int, text: str) -> Frame:
+        """A frame whose text was encoded already (by the process that owns the room)."""
+        frame = cls(event, seq)
+        frame._text = text
+        return frame
 
     @property
     def text(self) -> str:
@@ -67,7 +75,15 @@ class RawBinary:
     data: bytes
 
 
-Item = Frame | TextRun | DocUpdate | RawBinary
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    """An item that nothing later merges past (``live.cluster``: an item addressed to one
+    connection in a room's shared stream)."""
+
+    payload: list[Any]
+
+
+Item = Frame | TextRun | DocUpdate | RawBinary | Barrier
 _MERGEABLE = (TurnDelta, TurnProse, EditStatus)
 
 
@@ -113,6 +129,8 @@ class Backlog:
                 run = older
             elif type(older) is Frame and type(older.event) is kind and older.event.turn == turn:
                 run = TextRun(kind, turn, older.seq, older.seq, [older.event.text])
+            elif type(older) is Barrier:
+                return None
             else:
                 continue
             if kind is TurnProse and any(_turn_structure(item, turn) for item in items[index + 1 :]):
@@ -128,6 +146,8 @@ class Backlog:
         items, turn = self.items, event.turn
         for index in range(len(items) - 1, -1, -1):
             older = items[index]
+            if type(older) is Barrier:
+                return None
             if isinstance(older, Frame) and isinstance(older.event, EditStatus) and older.event.turn == turn:
                 if older.event.block != event.block or older.event.final:
                     return None
@@ -140,6 +160,8 @@ class Backlog:
     def add_update(self, update: bytes) -> None:
         for index in range(len(self.items) - 1, -1, -1):
             older = self.items[index]
+            if type(older) is Barrier:
+                break
             if isinstance(older, DocUpdate):
                 del self.items[index]
                 update = merge_updates(older.data, update)
@@ -148,6 +170,9 @@ class Backlog:
 
     def add_raw(self, message: bytes) -> None:
         self.items.append(RawBinary(message))
+
+    def add_barrier(self, barrier: Barrier) -> None:
+        self.items.append(barrier)
 
     def take(self) -> list[Item]:
         items, self.items = self.items, []
@@ -200,6 +225,6 @@ class Outbox:
                     await self._send_text(item.text)
                 elif isinstance(item, DocUpdate):
                     await self._send_bytes(create_update_message(item.data))
-                else:
+                elif isinstance(item, RawBinary):
                     await self._send_bytes(item.data)
                 items = self._pending.items

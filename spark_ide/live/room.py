@@ -34,6 +34,7 @@ from spark_ide.editing import workspace_files
 from spark_ide.editing.document import document_texts, set_file_text, sync_step2
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
+from .cluster import BAD_BINARY, RoomClosed
 from .events import (
     DRIVER_ROLES,
     ErrorCode,
@@ -54,6 +55,7 @@ from .pilot import Pilot
 from .pipeline import Pipeline
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
+from .turns import Command, CommandKind
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +159,14 @@ class Room:
         """An ephemeral answer to one connection."""
         conn.outbox.put_frame(Frame(event, self.seq))
 
+    def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
+        """A participant's command for the Pilot (role and fields checked by the consumer);
+        what goes wrong with it is told to that connection."""
+        self.pilot.submit(Command(
+            kind=kind, session=conn.session, user_id=conn.user_id, author=conn.username,
+            reply=lambda event: self.tell(conn, event), **fields,
+        ))
+
     def _on_doc_change(self, event: TransactionEvent) -> None:
         self.pipeline.put_update(bytes(event.update))
 
@@ -217,12 +227,15 @@ class Room:
         if not self.transport.members():
             self._idle_close = self._loop.call_later(self.settings.idle_close_s, self._close_if_idle)
 
+    def members(self) -> list[Connection]:
+        return self.transport.members()
+
     def expel(self, user_id: int) -> None:
         """Hang up on every connection of ``user_id`` (removed from the workspace); callable
         from any thread."""
-        self._loop.call_soon_threadsafe(self._expel, user_id)
+        self._loop.call_soon_threadsafe(self.expel_now, user_id)
 
-    def _expel(self, user_id: int) -> None:
+    def expel_now(self, user_id: int) -> None:
         for conn in self.transport.members():
             if conn.user_id == user_id:
                 self.tell(conn, ErrorEvent(ErrorCode.FORBIDDEN, "you were removed from this workspace"))
@@ -380,7 +393,11 @@ class Room:
 
     def apply_file(self, path: str, text: str | None) -> None:
         """Apply (path, text, or None to delete) on the room's loop; returns at once."""
-        self._loop.call_soon_threadsafe(set_file_text, self.doc, path, text, "http")
+        self._loop.call_soon_threadsafe(self.set_file, path, text)
+
+    def set_file(self, path: str, text: str | None) -> None:
+        """A file changed over HTTP (on the room's loop)."""
+        set_file_text(self.doc, path, text, "http")
 
     def read_files(self) -> dict[str, str]:
         """Every file's current text, read on the room's loop (the document is not shared)."""
@@ -413,9 +430,5 @@ def within_budget(frames: list[Frame], running: str | None, budget: int) -> list
     return [frame for frame in frames if isinstance(frame.event, TurnEvent) and frame.event.turn in kept]
 
 
-class RoomClosed(Exception):
-    """The room closed while a connection was joining it: join the next one."""
-
-
 def _bad_binary() -> ErrorEvent:
-    return ErrorEvent(ErrorCode.MALFORMED_BINARY, "the binary message is not a valid Yjs sync or awareness message")
+    return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)

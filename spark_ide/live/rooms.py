@@ -1,20 +1,37 @@
-"""The rooms this process holds, one per workspace, opened on first use."""
+"""The rooms this process takes part in, one per workspace, opened on first use.
+
+Alone (no ``Cluster``), every room is this process's own. In a cluster, the first process
+to need a room takes its lease and owns it (``live.cluster.OwnerDesk``); any other holds a
+``Replica`` of it while its connections take part.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Callable
 
+from .cluster import Cluster, ClusterTransport, GroupLink, OwnerDesk, Place, Replica, room_group
 from .room import Room
+from .transport import Transport
 
-RoomFactory = Callable[[str, Callable[[Room], None]], Room]
-"""Builds the room of a workspace; the callable it is given must run when the room closes."""
+log = logging.getLogger(__name__)
+
+RoomFactory = Callable[[str, Callable[[Room], None], Transport | None], Room]
+"""Builds the room of a workspace: the callable it is given must run when the room closes;
+the transport is None for a room of this process alone."""
+
+ATTACH_TRIES = 20
 
 
 class Rooms:
-    def __init__(self, factory: RoomFactory) -> None:
+    def __init__(self, factory: RoomFactory, cluster: Cluster | None = None) -> None:
         self._factory = factory
-        self._rooms: dict[str, Room] = {}
+        self.cluster = cluster
+        self._places: dict[str, Room | Replica] = {}
+        self._desks: dict[str, OwnerDesk] = {}
+        self._background: set[asyncio.Future[None]] = set()
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
 
@@ -24,30 +41,77 @@ class Rooms:
             self._lock, self._lock_loop = asyncio.Lock(), loop
         return self._lock
 
-    async def attach(self, workspace: str) -> Room:
-        """The workspace's room, opened if this process does not hold it yet."""
+    async def attach(self, workspace: str) -> Room | Replica:
+        """Where this process's connections take part in the workspace's room."""
         async with self._guard():
-            room = self._rooms.get(workspace)
-            if room is not None and room.closed:
-                await room.wait_closed()  # its last writes land before a new room reads them
-                room = None
-            if room is None:
-                room = self._factory(workspace, self._forget)
-                await room.open()
-                self._rooms[workspace] = room
-                room.settings.meter.room_opened(workspace)
-            return room
+            place: Room | Replica | None = self._places.get(workspace)
+            if isinstance(place, Room) and place.closed:
+                await place.wait_closed()  # its last writes land before a new room reads them
+                place = None
+            if place is None or place.closed:
+                place = await (self._open(workspace) if self.cluster is None else self._attach(workspace, self.cluster))
+                self._places[workspace] = place
+            return place
 
-    def held(self, workspace: str) -> Room | None:
-        room = self._rooms.get(workspace)
-        return None if room is None or room.closed else room
+    async def _open(self, workspace: str, transport: Transport | None = None) -> Room:
+        room = self._factory(workspace, self._forget, transport)
+        await room.open()
+        room.settings.meter.room_opened(workspace)
+        return room
+
+    async def _attach(self, workspace: str, cluster: Cluster) -> Room | Replica:
+        for _ in range(ATTACH_TRIES):
+            owner = await cluster.lease.holder(workspace)
+            if owner is None:
+                channel = await cluster.bus.new_channel()
+                if not await cluster.lease.acquire(workspace, channel):
+                    continue  # another process was quicker: be its replica
+                link = GroupLink(cluster.bus, room_group(workspace))
+                try:
+                    room = await self._open(workspace, ClusterTransport(link))
+                except BaseException:
+                    await cluster.lease.release(workspace, channel)
+                    raise
+                link.start()
+                desk = OwnerDesk(room, cluster, channel, link)
+                desk.start()
+                self._desks[workspace] = desk
+                return room
+            replica = Replica(workspace, cluster=cluster, owner=owner, on_closed=self._forget_replica)
+            await replica.start()
+            return replica
+        raise RuntimeError(f"could not settle who owns room {workspace}")
+
+    def held(self, workspace: str) -> Place | None:
+        place = self._places.get(workspace)
+        return None if place is None or place.closed else place
+
+    def owned(self, workspace: str) -> Room | None:
+        """The workspace's room when this process owns it (and it is open)."""
+        place = self._places.get(workspace)
+        return place if isinstance(place, Room) and not place.closed else None
 
     def _forget(self, room: Room) -> None:
-        if self._rooms.get(room.workspace) is room:
-            del self._rooms[room.workspace]
+        if self._places.get(room.workspace) is room:
+            del self._places[room.workspace]
             room.settings.meter.room_closed(room.workspace)
+        desk = self._desks.pop(room.workspace, None)
+        if desk is not None and desk.room is room:
+            task = asyncio.ensure_future(desk.stop())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    def _forget_replica(self, replica: Replica) -> None:
+        if self._places.get(replica.workspace) is replica:
+            del self._places[replica.workspace]
 
     async def close_all(self) -> None:
-        for room in list(self._rooms.values()):
-            await room.close()
-        self._rooms.clear()
+        for place in list(self._places.values()):
+            if isinstance(place, Room):
+                await place.close()
+            else:
+                place.let_go()
+        self._places.clear()
+        for task in list(self._background):
+            with contextlib.suppress(Exception):
+                await task

@@ -1,6 +1,6 @@
 """How a room reaches its participants: a connection per browser tab or script, and the
-fan-out over them. In-process today; the team issue puts the channel layer behind the same
-protocol, so the room does not change."""
+fan-out over them. In one process ``LocalTransport``; across processes ``live.cluster.ClusterTransport``
+(the channel layer behind the same protocol: the room does not change)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .events import Role
-from .outbox import Frame, Outbox
+from .outbox import Frame
+
+
+class Sink(Protocol):
+    """Where a connection's messages go: its ``Outbox``, or (for a connection another
+    process serves) the room's shared stream (``live.cluster.RemoteSink``)."""
+
+    def put_frame(self, frame: Frame) -> None: ...
+
+    def put_update(self, update: bytes) -> None: ...
+
+    def put_raw(self, message: bytes) -> None: ...
 
 
 @dataclass(eq=False)
@@ -21,9 +32,11 @@ class Connection:
     user_id: int | None
     username: str
     role: Role
-    outbox: Outbox
+    outbox: Sink
     joined_at: int = 0  # the room's seq when it joined the live stream
     hang_up: Callable[[], None] = lambda: None  # closes the socket (the participant was removed)
+    move: Callable[[], None] = lambda: None  # closes it so that it reconnects (the room moved)
+    remote: str = ""  # the channel of the process that serves it, when that is not the room's
 
 
 class Transport(Protocol):

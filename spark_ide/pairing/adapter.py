@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
@@ -18,21 +20,46 @@ from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.live.transport import Transport
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents
 
 from . import services
+from .cluster import cluster_from_settings
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
 
+T = TypeVar("T")
+
+
+class StaleOwner(Exception):
+    """The room was opened again (by another process) since this store opened it."""
+
 
 class DatabaseRoomStore:
-    """``live.store.RoomStore`` over the database: every call runs off the event loop."""
+    """``live.store.RoomStore`` over the database: every call runs off the event loop.
+
+    Every write is fenced: it runs in a transaction that first confirms, by a conditional
+    update of the room's row, that the epoch this store opened is still the room's. A process
+    that lost the room (its lease expired while it stalled, say) cannot write after the next
+    owner opened it; the next owner's opening waits for a write in progress (the row lock).
+    """
 
     def __init__(self, workspace: uuid.UUID) -> None:
         self.workspace = workspace
+        self.epoch = 0
         self.room: Room | None = None  # the room to hand HTTP requests to, once open
+
+    def _fenced(self, write: Callable[[], T]) -> T:
+        with transaction.atomic():
+            if not RoomRow.objects.filter(workspace_id=self.workspace, epoch=self.epoch).update(epoch=self.epoch):
+                raise StaleOwner(f"room {self.workspace} was opened again since epoch {self.epoch}")
+            return write()
+
+    async def _write(self, write: Callable[[], T]) -> T:
+        result: T = await database_sync_to_async(self._fenced)(write)
+        return result
 
     async def open(self) -> RoomState:
         state: RoomState = await database_sync_to_async(self._open)()
@@ -49,16 +76,17 @@ class DatabaseRoomStore:
             lost = Turn.objects.filter(session__workspace_id=self.workspace, status=TurnStatus.RUNNING)
             unfinished = tuple(lost.values_list("id", flat=True))
             lost.update(status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, error="the server running it stopped")
+        self.epoch = row.epoch
         return RoomState(document=doc.get_update(), epoch=row.epoch, unfinished=unfinished)
 
     async def append_update(self, update: bytes) -> int:
-        return int(await database_sync_to_async(documents.document_append)(self.workspace, update))
+        return int(await self._write(lambda: documents.document_append(self.workspace, update)))
 
     async def compact(self, state: bytes, *, through_id: int) -> None:
-        await database_sync_to_async(documents.document_compact)(self.workspace, state, through_id=through_id)
+        await self._write(lambda: documents.document_compact(self.workspace, state, through_id=through_id))
 
     async def write_files(self, texts: Mapping[str, str]) -> None:
-        await database_sync_to_async(documents.files_materialize)(self.workspace, dict(texts))
+        await self._write(lambda: documents.files_materialize(self.workspace, dict(texts)))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         def write() -> None:  # rows and their JSON are made in the database thread, off the loop
@@ -70,7 +98,7 @@ class DatabaseRoomStore:
                 for entry in events
             ])
 
-        await database_sync_to_async(write)()
+        await self._write(write)
 
     async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
         def read() -> list[StoredEvent]:
@@ -91,13 +119,13 @@ class DatabaseRoomStore:
         return events
 
     async def turn_started(self, record: TurnRecord) -> None:
-        await database_sync_to_async(services.turn_create)(record)
+        await self._write(lambda: services.turn_create(record))
 
     async def turn_finished(self, outcome: TurnOutcome) -> None:
-        await database_sync_to_async(services.turn_finish)(outcome)
+        await self._write(lambda: services.turn_finish(outcome))
 
     async def turn_reverted(self, turn: str) -> None:
-        await database_sync_to_async(services.turn_mark_reverted)(turn)
+        await self._write(lambda: services.turn_mark_reverted(turn))
 
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room)
@@ -133,11 +161,28 @@ def live_settings() -> LiveSettings:
     )
 
 
-def make_room(workspace: str, on_closed: Callable[[Room], None]) -> Room:
+def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
     store = DatabaseRoomStore(uuid.UUID(workspace))
-    room = Room(workspace, store=store, settings=live_settings(), on_closed=on_closed)
+    room = Room(workspace, store=store, settings=live_settings(), transport=transport, on_closed=on_closed)
     store.room = room
     return room
 
 
-ROOMS = Rooms(make_room)
+ROOMS = Rooms(make_room, cluster=cluster_from_settings())
+
+
+def expel_everywhere(workspace_id: uuid.UUID, user_ids: list[int]) -> None:
+    """Hang up on the users' live connections, on whichever process serves them (the owner
+    tells the replicas). From a request thread."""
+    place = ROOMS.held(str(workspace_id))
+    if place is not None:
+        for user_id in user_ids:
+            place.expel(user_id)
+        return
+    cluster = ROOMS.cluster
+    if cluster is None:
+        return
+    owner = async_to_sync(cluster.lease.holder)(str(workspace_id))
+    if owner is not None:
+        for user_id in user_ids:
+            async_to_sync(cluster.bus.send)(owner, {"type": "room.expel", "user": user_id})

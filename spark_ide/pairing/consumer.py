@@ -18,11 +18,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from spark_ide.live.cluster import Place, RoomClosed
 from spark_ide.live.events import DRIVER_ROLES, EFFORTS, ErrorCode, ErrorEvent, Pong, Role
 from spark_ide.live.outbox import Outbox
-from spark_ide.live.room import Room, RoomClosed
+from spark_ide.live.rooms import Rooms
 from spark_ide.live.transport import Connection
-from spark_ide.live.turns import Command, CommandKind
+from spark_ide.live.turns import CommandKind
 
 from .adapter import ROOMS
 from .services import SessionError, role_for, session_get
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 MAX_PROMPT_CHARS = 20_000
 HANG_UP_AFTER_S = 0.2
+MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
+REFUSED = 4403
 DRIVING = {"prompt", "steer", "stop", "revert", "run"}
 
 
@@ -80,8 +83,12 @@ def _after(query: bytes) -> int | None:
 
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
-    room: Room
+    room: Place
     conn: Connection
+
+    def __init__(self, *args: Any, rooms: Rooms | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rooms = rooms or ROOMS  # this process's rooms (``as_asgi(rooms=...)``: another set)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -104,18 +111,18 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         )
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),
-            role=Role(role), outbox=outbox, hang_up=self._hang_up,
+            role=Role(role), outbox=outbox, hang_up=self._hang_up, move=self._move,
         )
         self.outbox_task = asyncio.create_task(outbox.run())
         self.pending: set[asyncio.Task[None]] = set()
         after = _after(self.scope.get("query_string", b""))
         while True:
-            self.room = await ROOMS.attach(str(session.workspace_id))
+            self.room = await self.rooms.attach(str(session.workspace_id))
             try:
                 await self.room.join(self.conn, after=after)
                 break
-            except RoomClosed:
-                continue  # it closed (idle) while we joined: the next attach opens a new one
+            except RoomClosed:  # it closed (idle, or its owner went) while we joined: the next
+                await asyncio.sleep(0.05)  # attach opens a new one, or finds the next owner
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """A client message goes straight to ``receive``. channels first closes stale database
@@ -129,10 +136,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     def _hang_up(self) -> None:
         """Close the socket a moment later, so the reason waiting in the outbox leaves first."""
-        asyncio.get_running_loop().call_later(HANG_UP_AFTER_S, self._close_now)
+        asyncio.get_running_loop().call_later(HANG_UP_AFTER_S, self._close_now, REFUSED)
 
-    def _close_now(self) -> None:
-        task = asyncio.ensure_future(self.close(code=4403))
+    def _move(self) -> None:
+        """The room moved to another process: close now, so that the client reconnects (and
+        resumes from its last ``seq`` wherever the room is now)."""
+        self._close_now(MOVED)
+
+    def _close_now(self, code: int) -> None:
+        task = asyncio.ensure_future(self.close(code=code))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 
@@ -191,10 +203,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         handler(message)
 
     def _command(self, kind: CommandKind, **fields: Any) -> None:
-        self.room.pilot.submit(Command(
-            kind=kind, session=self.conn.session, user_id=self.conn.user_id, author=self.conn.username,
-            reply=lambda event: self.room.tell(self.conn, event), **fields,
-        ))
+        self.room.command(self.conn, kind, **fields)
 
     def _on_ping(self, message: dict[str, Any]) -> None:
         self.room.tell(self.conn, Pong(id=message.get("id"), t=round(time.time() * 1000)))

@@ -27,7 +27,7 @@ from spark_ide.workspaces.services import WorkspaceError, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
 from . import services
-from .adapter import ROOMS
+from .adapter import expel_everywhere
 from .api import session_links
 from .models import Role, Session
 
@@ -227,11 +227,8 @@ def session_join(request: HttpRequest, session_id: str, key: str) -> HttpRespons
 
 
 def _expel(session: Session, user_ids: Iterable[int]) -> None:
-    """Hang up on the users' live connections, if the workspace's room is open here."""
-    room = ROOMS.held(str(session.workspace_id))
-    if room is not None:
-        for user_id in user_ids:
-            room.expel(user_id)
+    """Hang up on the users' live connections, on every process."""
+    expel_everywhere(session.workspace_id, list(user_ids))
 
 
 def _members_partial(

@@ -6,14 +6,16 @@ sent to anyone (so a restart loses no edit a client saw acknowledged). ``File`` 
 materialised text, refreshed from the document, for listings, the HTTP API and export.
 
 Changes made over HTTP while a process holds the document live are handed to that holder
-(``LIVE``), which applies them on its event loop; otherwise they are applied to the stored
-document directly.
+(``LIVE``), which applies them on its event loop, or, when another process owns the room
+(``spark_ide.pairing.cluster``), sent to that process; otherwise they are applied to the
+stored document directly.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from django.db import transaction
@@ -42,6 +44,8 @@ class LiveDocuments:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._holders: dict[uuid.UUID, LiveHolder] = {}
+        # The holder in another process, if any (set when rooms are shared by processes).
+        self.elsewhere: Callable[[uuid.UUID], LiveHolder | None] = lambda workspace_id: None
 
     def register(self, workspace_id: uuid.UUID, holder: LiveHolder) -> None:
         with self._lock:
@@ -55,7 +59,8 @@ class LiveDocuments:
 
     def holder(self, workspace_id: uuid.UUID) -> LiveHolder | None:
         with self._lock:
-            return self._holders.get(workspace_id)
+            holder = self._holders.get(workspace_id)
+        return holder if holder is not None else self.elsewhere(workspace_id)
 
 
 LIVE = LiveDocuments()

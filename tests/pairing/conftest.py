@@ -135,11 +135,12 @@ def live(transactional_db: None, django_user_model: Any, settings: Any) -> Itera
     yield Live(str(session.id), str(workspace.id), api_token_create(user=owner), owner)
 
 
-async def connect(live: Live, token: str | None = None, path: str | None = None) -> LiveClient:
+async def connect(live: Live, token: str | None = None, path: str | None = None, app: Any = None) -> LiveClient:
+    """A socket to the session through ``app`` (the IDE's ASGI application by default)."""
     from spark_ide.asgi import application
 
     headers = [(b"authorization", f"Token {token or live.owner_token}".encode())]
-    comm = WebsocketCommunicator(application, path or f"/ws/sessions/{live.session_id}/", headers=headers)
+    comm = WebsocketCommunicator(app or application, path or f"/ws/sessions/{live.session_id}/", headers=headers)
     connected, _ = await comm.connect(timeout=10)
     assert connected
     client = LiveClient(comm)

@@ -39,7 +39,7 @@ async def test_edits_survive_a_restart_and_reach_the_file_rows(live: Live, model
     await client.type_text("util.py", 0, "# typed\n")
     await client.pump(0.3)
     await client.close()
-    room = ROOMS.held(live.workspace_id)
+    room = ROOMS.owned(live.workspace_id)
     assert room is not None
     await room.close()  # what a server shutdown does
 

@@ -146,7 +146,7 @@ async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server:
     await _wait_second_block_streaming(client)
     await client.send({"type": "steer", "text": say(STEERED)})
     await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
-    room = ROOMS.held(live.workspace_id)
+    room = ROOMS.owned(live.workspace_id)
     assert room is not None
     history = room.pilot._history
     assert len(history) == 1  # the steered turn is not history of its own

@@ -1,0 +1,114 @@
+"""The Django side of rooms shared by several processes (``spark_ide.live.cluster``): the
+lease in Redis, the Channels layer as the bus, and HTTP requests that reach a room owned by
+another process.
+
+Only with ``SPARK_CLUSTER`` (on whenever ``REDIS_URL`` is set); the embedded default keeps
+every room in its one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import redis.asyncio as aioredis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from spark_ide.live.cluster import LEASE_TTL_S, Bus, Cluster, ask_owner
+from spark_ide.workspaces import documents
+
+KEY_PREFIX = "spark:room-owner:"
+
+_RENEW = """
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+elseif not held then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class RedisLease:
+    """``live.cluster.Lease`` in Redis: one key per room holding the owner's channel, with a
+    time to live the owner renews. Redis keeps nothing on disk here: after a restart the
+    owners take their keys back on their next renewal (the epoch in the database still
+    fences a process that lost its room meanwhile)."""
+
+    def __init__(self, url: str, ttl_s: float = LEASE_TTL_S) -> None:
+        self.url = url
+        self.ttl_ms = int(ttl_s * 1000)
+        self._clients: dict[asyncio.AbstractEventLoop, aioredis.Redis] = {}
+
+    def _redis(self) -> aioredis.Redis:
+        """A client per event loop (a redis.asyncio connection belongs to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for stale in [known for known in self._clients if known.is_closed()]:
+                del self._clients[stale]
+            client = self._clients[loop] = aioredis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
+        return client
+
+    async def acquire(self, workspace: str, holder: str) -> bool:
+        return bool(await self._redis().set(KEY_PREFIX + workspace, holder, nx=True, px=self.ttl_ms))
+
+    async def renew(self, workspace: str, holder: str) -> bool:
+        return bool(await self._redis().eval(_RENEW, 1, KEY_PREFIX + workspace, holder, self.ttl_ms))
+
+    async def holder(self, workspace: str) -> str | None:
+        value = await self._redis().get(KEY_PREFIX + workspace)
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    async def release(self, workspace: str, holder: str) -> None:
+        await self._redis().eval(_RELEASE, 1, KEY_PREFIX + workspace, holder)
+
+
+def cluster_from_settings() -> Cluster | None:
+    if not settings.SPARK_CLUSTER:
+        return None
+    bus: Bus = get_channel_layer()
+    cluster = Cluster(bus=bus, lease=RedisLease(settings.REDIS_URL))
+    documents.LIVE.elsewhere = lambda workspace_id: _owner_elsewhere(cluster, workspace_id)
+    return cluster
+
+
+class RemoteDocument:
+    """``documents.LiveHolder`` for a room another process owns: HTTP changes and reads go
+    to the owner and wait for its answer."""
+
+    def __init__(self, cluster: Cluster, owner: str) -> None:
+        self.cluster = cluster
+        self.owner = owner
+
+    def apply_file(self, path: str, text: str | None) -> None:
+        self._ask({"type": "room.set_file", "path": path, "text": text})
+
+    def read_files(self) -> dict[str, str]:
+        texts = self._ask({"type": "room.read_files"})["texts"]
+        return {str(path): str(text) for path, text in texts.items()}
+
+    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = async_to_sync(ask_owner)(self.cluster.bus, self.owner, message)
+        return answer
+
+
+def _owner_elsewhere(cluster: Cluster, workspace_id: uuid.UUID) -> RemoteDocument | None:
+    """The room's owner when another process holds it (HTTP runs in a thread: this asks Redis)."""
+    owner = async_to_sync(cluster.lease.holder)(str(workspace_id))
+    return None if owner is None else RemoteDocument(cluster, owner)

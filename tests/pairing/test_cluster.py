@@ -1,0 +1,198 @@
+"""One room served by two sets of rooms sharing Redis (``live.cluster``), as two processes
+would: each set has its own channel layer connection and the same Redis lease. The real
+two-process run (two Daphne) is tests/pairing/test_two_processes.py; here every step can
+be looked at closely and the owner's death staged without killing the test's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.db import connections
+from django.urls import path
+
+from spark_ide.live.cluster import Cluster, Replica
+from spark_ide.live.room import Room
+from spark_ide.live.rooms import Rooms
+from spark_ide.pairing.adapter import make_room
+from spark_ide.pairing.cluster import RedisLease, RemoteDocument
+from spark_ide.pairing.consumer import SessionConsumer
+from spark_ide.pairing.models import Participant, Turn
+from spark_ide.pairing.models import Room as RoomRow
+from spark_ide.pairing.ws_auth import SessionSocketAuth
+from tests.conftest import port_open, require
+
+from .conftest import Live, LiveClient, connect, say, token_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("model_server")]
+
+REDIS = "redis://127.0.0.1:6379/3"
+BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\nY = 3\n</new_text>\n</edit>\n'
+
+
+class Process:
+    """The rooms of one (pretend) process and the ASGI app that serves its sockets."""
+
+    def __init__(self) -> None:
+        self.layer = RedisPubSubChannelLayer(hosts=[REDIS])
+        self.rooms = Rooms(make_room, cluster=Cluster(bus=self.layer, lease=RedisLease(REDIS)))
+        route = path("ws/sessions/<str:session_id>/", SessionConsumer.as_asgi(rooms=self.rooms))
+        self.app = SessionSocketAuth(URLRouter([route]))
+
+    async def connect(self, live: Live, token: str, after: int | None = None) -> LiveClient:
+        url = f"/ws/sessions/{live.session_id}/" + ("" if after is None else f"?after={after}")
+        return await connect(live, token, url, app=self.app)
+
+
+@pytest.fixture
+async def two(live: Live) -> AsyncIterator[tuple[Process, Process]]:
+    require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
+    a, b = Process(), Process()
+    yield a, b
+    for process in (b, a):
+        await process.rooms.close_all()
+        await process.layer.flush()
+    await database_sync_to_async(connections.close_all)()
+
+
+async def _collaborator(live: Live, name: str, role: str) -> str:
+    def make() -> Any:
+        from django.contrib.auth import get_user_model
+
+        user = get_user_model().objects.create_user(username=name, password=f"pw-{name}-123")
+        Participant.objects.create(session_id=live.session_id, user=user, role=role)
+        return user
+
+    return await token_for(await database_sync_to_async(make)())
+
+
+def _turn_events(client: LiveClient) -> list[tuple[int, str, str]]:
+    """The turn events a client holds, as (seq, type, text) in arrival order, deltas joined."""
+    out: list[tuple[int, str, str]] = []
+    for event in client.events:
+        if event["type"].startswith(("turn.", "edit.")):
+            out.append((event["seq"], event["type"], event.get("text", "")))
+    return out
+
+
+def _text_by_type(client: LiveClient, kind: str) -> str:
+    return "".join(e.get("text", "") for e in client.events if e["type"] == kind)
+
+
+async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process, Process]) -> None:
+    a, b = two
+    driver = await a.connect(live, live.owner_token)
+    viewer = await b.connect(live, await _collaborator(live, "vic", "viewer"))
+    helper = await b.connect(live, await _collaborator(live, "cole", "collaborator"))
+    assert isinstance(a.rooms.held(live.workspace_id), Room)
+    assert isinstance(b.rooms.held(live.workspace_id), Replica)
+    for client in (driver, viewer, helper):  # everyone sees everyone, wherever they are served
+        await client.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 3)
+
+    # The driver (on A) prompts; a collaborator on B steers it; everyone sees one sequence.
+    await driver.send({"type": "prompt", "text": say(" ".join(f"count{i}" for i in range(300)), rate=300)})
+    await viewer.until(lambda e: e["type"] == "turn.delta")
+    await helper.send({"type": "steer", "text": say("Now the edit.\n" + BLOCK)})
+    for client in (driver, viewer, helper):
+        await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed", timeout=15)
+        await client.until_true(lambda c=client: c.text("util.py") == "X = 2\nY = 3\n")
+    steered = driver.of("turn.finished")[0]
+    assert steered["status"] == "steered"
+    seqs = {name: [seq for seq, _, _ in _turn_events(c)] for name, c in (("a", driver), ("v", viewer), ("h", helper))}
+    for name, numbers in seqs.items():
+        assert numbers == sorted(numbers), f"{name} got events out of order"
+    # Deltas may arrive merged differently per connection; the text and the structure agree.
+    for kind in ("turn.delta", "turn.prose"):
+        assert _text_by_type(viewer, kind) == _text_by_type(driver, kind) == _text_by_type(helper, kind)
+    runs = ("turn.delta", "turn.prose")
+    structure = [[(s, t) for s, t, _ in _turn_events(c) if t not in runs] for c in (driver, viewer, helper)]
+    assert structure[0] == structure[1] == structure[2]
+
+    # A person's edit on B reaches the owner's document and the driver on A.
+    await helper.type_text("app.py", 0, "# shared\n")
+    await driver.until_true(lambda: (driver.text("app.py") or "").startswith("# shared\n"))
+    room = a.rooms.held(live.workspace_id)
+    assert isinstance(room, Room)
+    await asyncio.sleep(0.3)
+    assert room.texts()["app.py"].startswith("# shared\n")
+
+    # A viewer on B cannot write, and is told so by the owner.
+    await viewer.type_text("app.py", 0, "nope")
+    error = await viewer.until(lambda e: e["type"] == "error" and e["code"] == "forbidden")
+    assert "viewer" in error["message"]
+
+    # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
+    replica = b.rooms.held(live.workspace_id)
+    assert isinstance(replica, Replica) and b.rooms.cluster is not None
+    remote = RemoteDocument(b.rooms.cluster, replica.owner)
+    await asyncio.to_thread(remote.apply_file, "notes.md", "from HTTP on B\n")
+    await driver.until_true(lambda: driver.text("notes.md") == "from HTTP on B\n")
+    texts = await asyncio.to_thread(remote.read_files)
+    assert texts["notes.md"] == "from HTTP on B\n" and texts["app.py"].startswith("# shared\n")
+
+    # The owner removes the viewer: its socket on B is closed as refused, presence follows.
+    last_presence = [e for e in driver.events if e["type"] == "presence"][-1]
+    vic_id = next(person["user_id"] for person in last_presence["participants"] if person["user"] == "vic")
+    room.expel(vic_id)
+    await viewer.until(lambda e: e["type"] == "error" and e["message"] == "you were removed from this workspace")
+    with pytest.raises(ConnectionError, match="4403"):
+        await viewer.until(lambda e: False, timeout=3)
+    await driver.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2)
+    for client in (driver, helper):
+        await client.close()
+
+
+async def test_the_room_moves_when_its_owner_dies(live: Live, two: tuple[Process, Process]) -> None:
+    a, b = two
+    driver = await a.connect(live, live.owner_token)
+    watcher_token = await _collaborator(live, "wes", "collaborator")
+    watcher = await b.connect(live, watcher_token)
+    await driver.send({"type": "prompt", "text": say(" ".join(f"word{i}" for i in range(1500)), rate=100)})
+    await watcher.until(lambda e: e["type"] == "turn.delta")
+    await watcher.type_text("util.py", 0, "# kept\n")
+    await driver.until_true(lambda: (driver.text("util.py") or "").startswith("# kept\n"))
+    room = a.rooms.held(live.workspace_id)
+    assert isinstance(room, Room)
+    epoch_before = room.epoch
+
+    # A "dies": its owner desk stops answering and renewing, its room keeps running as a
+    # stalled process's would (it must not be able to write after B takes over).
+    desk = a.rooms._desks[live.workspace_id]
+    for task in desk._loops:
+        task.cancel()
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(ConnectionError):  # B closes the watcher's socket: reconnect
+        await watcher.until(lambda e: False, timeout=10)
+    last = max(e["seq"] for e in watcher.events if "seq" in e)
+    watcher = await b.connect(live, watcher_token, after=last)
+    took = asyncio.get_running_loop().time() - started
+    assert took < 5.0, f"takeover took {took:.1f}s"
+    new_room = b.rooms.held(live.workspace_id)
+    assert isinstance(new_room, Room) and new_room.epoch > epoch_before
+    # The turn that was running is recorded as lost by its owner; the watcher is told.
+    lost = await watcher.until(lambda e: e["type"] == "turn.finished" and e.get("reason") == "owner_lost")
+    assert lost["status"] == "failed"
+    await watcher.until_true(lambda: (watcher.text("util.py") or "").startswith("# kept\n"))
+
+    # The stale owner's writes are refused from now on (fencing by epoch).
+    row = await database_sync_to_async(RoomRow.objects.get)(workspace_id=live.workspace_id)
+    assert row.epoch == new_room.epoch
+    await asyncio.sleep(0.8)  # the stale room's pipeline tries to store its deltas meanwhile
+    turns = await database_sync_to_async(lambda: list(Turn.objects.filter(session_id=live.session_id)))()
+    assert [t.status for t in turns] == ["failed"]
+
+    # Work goes on, on B.
+    await watcher.send({"type": "prompt", "text": say("After the move.\n" + BLOCK)})
+    await watcher.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed", timeout=15)
+    await watcher.until_true(lambda: "X = 2" in (watcher.text("util.py") or ""))
+    await room.close()
+    await driver.comm.disconnect()
+    await watcher.close()
+    assert json.dumps(lost)  # the event is plain JSON

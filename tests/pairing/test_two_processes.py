@@ -1,0 +1,225 @@
+"""One room served by two Daphne processes on loopback, sharing Redis and PostgreSQL, as
+behind a load balancer: a driver on A, viewers spread over A and B, a collaborator on B who
+steers and types; then A is killed (SIGKILL) and B takes the room over with nothing lost.
+
+It runs once, in the SQLite pass of ``make test`` (its processes use a PostgreSQL database
+of their own), and not again in the services pass (marker ``processes``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pycrdt import Doc, Map, Text, YMessageType, create_update_message, handle_sync_message
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from benchmarks.pairing.stack import Stack, fresh_postgres_database
+from tests.conftest import port_open, require
+
+pytestmark = pytest.mark.processes
+
+REDIS = "redis://127.0.0.1:6379/4"
+VIEWERS = 20
+FILES = {"app.py": "def add(a, b):\n    return a + b\n", "util.py": "X = 1\n"}
+BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\nY = 3\n</new_text>\n</edit>\n'
+_MAKE_PEOPLE = """
+from django.contrib.auth import get_user_model
+from spark_ide.accounts.services import api_token_create
+from spark_ide.pairing.models import Participant
+User = get_user_model()
+for name, role in (("vic", "viewer"), ("cole", "collaborator")):
+    user = User.objects.create_user(name)
+    Participant.objects.create(session_id="{session}", user=user, role=role)
+    print("TOKEN", name, api_token_create(user=user))
+"""
+
+
+def say(text: str, rate: int = 1000) -> str:
+    return f"[rate:{rate}][say]{text}[/say]"
+
+
+class Peer:
+    """A session socket with a Yjs replica that reconnects (``?after=``) when closed, to
+    whichever process is given."""
+
+    def __init__(self, name: str, token: str) -> None:
+        self.name = name
+        self.token = token
+        self.events: list[dict[str, Any]] = []
+        self.doc: Doc[Any] = Doc()
+        self.ws: ClientConnection | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.closed_with: int | None = None
+        self.hellos = 0
+
+    async def open(self, ws_url: str) -> None:
+        last = max((e["seq"] for e in self.events if "seq" in e), default=None)
+        url = ws_url if last is None else f"{ws_url}?after={last}"
+        self.closed_with = None
+        self.ws = await connect(url, additional_headers={"Authorization": f"Token {self.token}"}, max_size=None)
+        self.reader = asyncio.create_task(self._read(self.ws))
+        await self.until(lambda e: e["type"] == "hello", start=len(self.events))
+
+    async def _read(self, ws: ClientConnection) -> None:
+        try:
+            async for message in ws:
+                if isinstance(message, bytes):
+                    if message[0] == YMessageType.SYNC:
+                        reply = handle_sync_message(message[1:], self.doc)
+                        if reply is not None:
+                            await ws.send(reply)
+                    continue
+                event = json.loads(message)
+                self.hellos += event["type"] == "hello"
+                self.events.append(event)
+        except ConnectionClosed:
+            pass
+        self.closed_with = ws.close_code if ws.close_code is not None else 1006
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.ws is not None
+        await self.ws.send(json.dumps(message))
+
+    async def type_text(self, path: str, index: int, text: str) -> None:
+        files = self.doc.get("files", type=Map)
+        before = self.doc.get_state()
+        target: Text = files[path]
+        target.insert(index, text)
+        assert self.ws is not None
+        await self.ws.send(create_update_message(self.doc.get_update(before)))
+
+    def text(self, path: str) -> str | None:
+        files = self.doc.get("files", type=Map)
+        return str(files[path]) if path in files else None
+
+    async def until(self, predicate: Any, *, start: int = 0, timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            for event in self.events[start:]:
+                if predicate(event):
+                    return event
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: nothing matched in {timeout}s; {[e['type'] for e in self.events]}")
+            await asyncio.sleep(0.02)
+
+    async def until_true(self, check: Any, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: not reached in {timeout}s")
+            await asyncio.sleep(0.02)
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self.reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.reader
+
+    def sequence(self) -> list[tuple[int, str]]:
+        """The turn events' structure as received: (seq, type), text runs left out (they
+        merge differently per connection)."""
+        return [(e["seq"], e["type"]) for e in self.events
+                if e["type"].startswith(("turn.", "edit.")) and e["type"] not in ("turn.delta", "turn.prose")]
+
+    def joined(self, kind: str) -> str:
+        return "".join(e.get("text", "") for e in self.events if e["type"] == kind)
+
+
+@pytest.fixture
+async def stack() -> AsyncIterator[Stack]:
+    require(port_open("127.0.0.1", 5432), "PostgreSQL is not running on 127.0.0.1:5432")
+    require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
+    database = fresh_postgres_database("spark_two_processes")
+    async with Stack({}, daphnes=2, database_url=database, redis_url=REDIS, relay=False) as running:
+        yield running
+
+
+def _sockets(presence: dict[str, Any]) -> int:
+    return sum(int(person.get("connections", 1)) for person in presence["participants"])
+
+
+def _ws(http_url: str, path: str) -> str:
+    return http_url.replace("http://", "ws://") + path
+
+
+async def test_two_processes_serve_one_room_and_survive_losing_one(stack: Stack) -> None:
+    workspace_id, ws_url = await stack.session(FILES)
+    path = "/" + ws_url.split("/", 3)[3]
+    a_url, b_url = (_ws(url, path) for url in stack.ide_urls)
+    session_id = path.rstrip("/").rsplit("/", 1)[1]
+    made = await stack.manage("shell", "-c", _MAKE_PEOPLE.format(session=session_id))
+    people = {line.split()[1]: line.split()[2] for line in made.splitlines() if line.startswith("TOKEN ")}
+
+    driver = Peer("driver", stack.token)
+    await driver.open(a_url)  # A opens the room first: it owns it
+    viewers = [Peer(f"viewer{i}", people["vic"]) for i in range(VIEWERS)]
+    await asyncio.gather(*(v.open(a_url if i % 2 == 0 else b_url) for i, v in enumerate(viewers)))
+    cole = Peer("cole", people["cole"])
+    await cole.open(b_url)
+    everyone = [driver, cole, *viewers]
+    for peer in everyone:
+        await peer.until(lambda e: e["type"] == "presence" and _sockets(e) == VIEWERS + 2)
+
+    # The driver prompts; the collaborator on B steers; the driver types meanwhile.
+    await driver.send({"type": "prompt", "text": say(" ".join(f"w{i}" for i in range(400)), rate=400)})
+    await cole.until(lambda e: e["type"] == "turn.delta")
+    await driver.type_text("app.py", 0, "# by the driver\n")
+    await cole.send({"type": "steer", "text": say("Steered.\n" + BLOCK)})
+    for peer in everyone:
+        await peer.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
+        await peer.until_true(lambda p=peer: p.text("util.py") == "X = 2\nY = 3\n"
+                              and (p.text("app.py") or "").startswith("# by the driver\n"))
+    reference = driver.sequence()
+    assert [s for s, _ in reference] == sorted(s for s, _ in reference)
+    for peer in everyone:
+        assert peer.sequence() == reference, f"{peer.name} saw another sequence"
+        assert peer.joined("turn.delta") == driver.joined("turn.delta"), f"{peer.name} lost or doubled text"
+    assert next(e for e in driver.events if e["type"] == "turn.finished")["status"] == "steered"
+
+    # A dies in the middle of a turn. B takes the room over; everyone comes back to B.
+    await driver.send({"type": "prompt", "text": say(" ".join(f"long{i}" for i in range(2000)), rate=200)})
+    await cole.until(lambda e: e["type"] == "turn.started" and "long0" in e.get("prompt", ""))
+    await cole.type_text("util.py", 0, "# typed on B\n")
+    await driver.until_true(lambda: (driver.text("util.py") or "").startswith("# typed on B\n"))
+    killed_at = time.monotonic()
+    os.killpg(stack.daphne_processes[0].pid, signal.SIGKILL)
+    await asyncio.sleep(0.1)
+
+    async def back(peer: Peer) -> None:
+        while peer.closed_with is None:
+            await asyncio.sleep(0.02)
+        for _ in range(100):  # a real page retries too: the room may still be changing hands
+            try:
+                await peer.open(b_url)
+                return
+            except (OSError, ConnectionClosed, AssertionError):
+                await asyncio.sleep(0.1)
+        raise AssertionError(f"{peer.name} could not reconnect")
+
+    await asyncio.gather(*(back(peer) for peer in everyone))
+    took = time.monotonic() - killed_at
+    for peer in everyone:
+        lost = await peer.until(lambda e: e["type"] == "turn.finished" and e.get("reason") == "owner_lost")
+        assert lost["status"] == "failed"
+        await peer.until_true(lambda p=peer: (p.text("util.py") or "").startswith("# typed on B\n"))
+    assert took < 5.0, f"the room took {took:.1f}s to come back"
+
+    # Work goes on on B: a new turn reaches everyone.
+    await cole.send({"type": "prompt", "text": say("After the move.\nDone.\n")})
+    for peer in everyone:
+        await peer.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed"
+                         and e["seq"] >> 32 >= 2)
+    stack.ide_url = stack.ide_urls[1]  # the HTTP API of the process that is left
+    final = "# typed on B\nX = 2\nY = 3\n"
+    assert await stack.file_text(workspace_id, "util.py", final) == final
+    await asyncio.gather(*(peer.close() for peer in everyone))
