@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "spark_ide.accounts",
     "spark_ide.workspaces",
     "spark_ide.pairing",
+    "spark_ide.replay",
     "spark_ide.ops",
 ]
 

@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("spark_ide.accounts.urls")),
     path("", include("spark_ide.workspaces.urls")),
     path("", include("spark_ide.pairing.urls")),
+    path("", include("spark_ide.replay.urls")),
 ]

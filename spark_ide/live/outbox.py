@@ -24,13 +24,15 @@ from .events import EditStatus, Event, TurnDelta, TurnProse, encode
 
 
 class Frame:
-    """A JSON event as sent, encoded on first use and then shared by every connection."""
+    """A JSON event as sent, encoded on first use and then shared by every connection.
+    ``at``: when the room's pipeline took it (ms since the Unix epoch; the event log keeps it)."""
 
-    __slots__ = ("_text", "event", "seq")
+    __slots__ = ("_text", "at", "event", "seq")
 
-    def __init__(self, event: Event, seq: int) -> None:
+    def __init__(self, event: Event, seq: int, at: int | None = None) -> None:
         self.event = event
         self.seq = seq
+        self.at = at
         self._text: str | None = None
 
     @classmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 
 from pycrdt import merge_updates
@@ -60,14 +61,45 @@ def merged(frames: list[Frame]) -> list[Frame]:
     return out
 
 
-def stored(items: list[Waiting]) -> list[StoredEvent]:
-    """A merged backlog of turn events as entries of the event log."""
+def now_ms() -> int:
+    """The wall clock in milliseconds since the Unix epoch (the event log's times)."""
+    return time.time_ns() // 1_000_000
+
+
+class EventLogBacklog(Backlog):
+    """Turn events sent and not yet stored, merged as an outbox merges them, and the time
+    each one was published: a merged run is stored with the times of its first and last
+    part, so a replay can spread its text over that span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: dict[int, int] = {}  # seq -> when it was published
+
+    def add_frame(self, frame: Frame) -> None:
+        if frame.at is not None:
+            self.times[frame.seq] = frame.at
+        super().add_frame(frame)
+
+    def take_entries(self) -> list[StoredEvent]:
+        times, self.times = self.times, {}
+        return stored(self.take(), times)
+
+
+def stored(items: list[Waiting], times: Mapping[int, int]) -> list[StoredEvent]:
+    """A merged backlog of turn events as entries of the event log; ``times``: when each
+    event (by seq) was published."""
     entries = []
     for item in items:
-        first = item.first_seq if isinstance(item, TextRun) else None
-        frame = item.frame() if isinstance(item, TextRun) else item
-        if isinstance(frame, Frame) and isinstance(frame.event, TurnEvent):
-            entries.append(StoredEvent(seq=frame.seq, first_seq=first or frame.seq, event=frame.event))
+        if isinstance(item, TextRun):
+            frame, first = item.frame(), item.first_seq
+        elif isinstance(item, Frame):
+            frame, first = item, item.seq
+        else:
+            continue
+        if isinstance(frame.event, TurnEvent):
+            at = times.get(first, frame.at)
+            until = times.get(frame.seq, at)
+            entries.append(StoredEvent(seq=frame.seq, first_seq=first, event=frame.event, at=at, until=until))
     return entries
 
 
@@ -95,7 +127,7 @@ class Pipeline:
         self._held: list[Frame] = []  # events waiting behind the pending update
         self._failures = 0
         self._since_compact = 0
-        self._unstored = Backlog()  # turn events sent and not yet stored, merged as they wait
+        self._unstored = EventLogBacklog()  # turn events sent and not yet stored, merged as they wait
         self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
         self._log_wake = asyncio.Event()
         self._materialize: asyncio.TimerHandle | None = None
@@ -107,6 +139,7 @@ class Pipeline:
         self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._write_log())]
 
     def put_frame(self, frame: Frame) -> None:
+        frame.at = now_ms()  # published now: the event log keeps the time (replay)
         self._queue.put_nowait(frame)
 
     def put_update(self, update: bytes) -> None:
@@ -244,7 +277,7 @@ class Pipeline:
             await self._store_events()
 
     async def _store_events(self) -> None:
-        batch, self._kept = [*self._kept, *stored(self._unstored.take())], []
+        batch, self._kept = [*self._kept, *self._unstored.take_entries()], []
         if not batch:
             return
         try:

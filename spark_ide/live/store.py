@@ -22,11 +22,17 @@ from .prompting import PromptStyle
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
     """One entry of the room's turn-event log. Runs of deltas (or prose) of a turn may be
-    stored merged: ``first_seq`` is the seq of the first event the entry stands for."""
+    stored merged: ``first_seq`` is the seq of the first event the entry stands for.
+
+    ``at``: when it was published, in ms since the Unix epoch (for a merged run: its first
+    part); ``until``: when its last part was (``at`` for a single event). None for entries
+    stored before the log kept times."""
 
     seq: int
     first_seq: int
     event: TurnEvent
+    at: int | None = None
+    until: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

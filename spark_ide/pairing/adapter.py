@@ -93,7 +93,8 @@ class DatabaseRoomStore:
             RoomEvent.objects.bulk_create([
                 RoomEvent(
                     workspace_id=self.workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
-                    kind=entry.event.type, data=entry.event.payload(),
+                    kind=entry.event.type, data=entry.event.payload(), at=entry.at,
+                    until=None if entry.until == entry.at else entry.until,  # a single event: null
                 )
                 for entry in events
             ])
@@ -132,7 +133,8 @@ class DatabaseRoomStore:
 
 
 def _stored(row: RoomEvent) -> StoredEvent:
-    return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data))
+    until = row.at if row.until is None else row.until
+    return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data), at=row.at, until=until)
 
 
 async def connect_model(instructions: str) -> ModelClient:

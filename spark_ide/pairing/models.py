@@ -73,7 +73,8 @@ class Room(models.Model):
 
 class RoomEvent(models.Model):
     """The room's turn-event log (live.events turn events): replay on reconnect, the
-    transcript after a reload. A merged run of deltas is one row from ``first_seq`` to ``seq``."""
+    transcript after a reload, the session replay. A merged run of deltas is one row from
+    ``first_seq`` to ``seq``, published from ``at`` to ``until``."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="room_events")
     seq = models.BigIntegerField()
@@ -81,6 +82,10 @@ class RoomEvent(models.Model):
     turn = models.CharField(max_length=32)
     kind = models.CharField(max_length=32)
     data = models.JSONField()
+    # When it was published, ms since the Unix epoch (null: stored before times were kept);
+    # ``until``: when the last part of a merged run was (null for a single event: ``at``).
+    at = models.BigIntegerField(null=True, blank=True)
+    until = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["seq"]

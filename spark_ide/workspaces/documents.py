@@ -23,6 +23,7 @@ from pycrdt import Doc, Text
 
 from spark_ide.editing import workspace_files
 from spark_ide.editing.document import set_file_text
+from spark_ide.replay.history import history_begin, history_keep
 
 from .languages import language_for
 from .models import DocumentUpdate, File, Workspace
@@ -71,6 +72,7 @@ def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
     with transaction.atomic():
         workspace = Workspace.objects.select_for_update().defer(None).get(pk=workspace_id)
         doc: Doc[Any] = Doc()
+        through = 0  # the id of the last stored update the document holds
         if workspace.ydoc is None:
             files = workspace_files(doc)
             with doc.transaction(origin="load"):
@@ -80,8 +82,10 @@ def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
             workspace.save(update_fields=["ydoc"])
         else:
             doc.apply_update(bytes(workspace.ydoc))
-            for data in workspace.doc_updates.values_list("data", flat=True):
+            for pk, data in workspace.doc_updates.order_by("id").values_list("id", "data"):
                 doc.apply_update(bytes(data))
+                through = pk
+        history_begin(workspace_id, doc, through=through)  # replay: the document's history starts
     return doc
 
 
@@ -91,8 +95,10 @@ def document_append(workspace_id: uuid.UUID, update: bytes) -> int:
 
 
 def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int) -> None:
-    """Replace the stored state by ``state``, which includes every update up to ``through_id``."""
+    """Replace the stored state by ``state``, which includes every update up to ``through_id``;
+    the updates move into the document's history (replay), not away."""
     with transaction.atomic():
+        history_keep(workspace_id, through_id=through_id, state=state)
         Workspace.objects.filter(pk=workspace_id).update(ydoc=state)
         DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).delete()
 

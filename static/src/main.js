@@ -1,9 +1,11 @@
 // Browser entry point: htmx for server-rendered partials, the live editor and its latency
-// panel on workspace and session pages, the folder import on the workspace list.
+// panel on workspace and session pages, a session's replay, the folder import on the
+// workspace list.
 import htmx from "htmx.org";
 import { wireFolderImport } from "./folder_import.js";
 import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
+import { startReplay } from "./replay/replay.js";
 
 window.htmx = htmx;
 
@@ -12,6 +14,8 @@ function boot() {
   const latency = document.getElementById("latency");
   if (latency) startLatencyPanel(latency); // first: it hears every turn event the session sends
   if (live) startLiveSession(live);
+  const replay = document.getElementById("replay");
+  if (replay) startReplay(replay);
   document.querySelectorAll("form[data-folder-import]").forEach(wireFolderImport);
 }
 
