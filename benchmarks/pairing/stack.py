@@ -153,13 +153,14 @@ class Stack:
 
     def __init__(
         self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
-        relay: bool = True,
+        relay: bool = True, daphne_args: tuple[str, ...] = (),
     ) -> None:
         self.scripts = scripts
         self.daphnes = daphnes
         self.database_url = database_url
         self.redis_url = redis_url
         self.with_relay = relay
+        self.daphne_args = daphne_args
         self.ide_urls: list[str] = []
         self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
@@ -217,7 +218,7 @@ class Stack:
         for index, port in enumerate(ports):
             name = "daphne" if index == 0 else f"daphne-{index + 1}"
             self.daphne_processes.append(self._spawn(name, [
-                "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "spark_ide.asgi:application",
+                "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *self.daphne_args, "spark_ide.asgi:application",
             ], env))
         if self.with_relay:
             relay_port = _free_port()

@@ -15,6 +15,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from spark_ide.accounts.services import AccountError, local_user_ensure, login_token_create
 from spark_ide.accounts.site import running_at
 
+# Daphne has no write backpressure: a socket that cannot keep up buffers without bound. Its
+# WebSocket ping waits behind that buffer, so a socket more than ~10 s behind misses the
+# pong deadline and is closed; the page reconnects with ?after= and catches up or resyncs
+# (docs/cluster.md). The deploy units pass the same flags.
+SLOW_SOCKETS = ("--ping-interval", "10", "--ping-timeout", "10")
+
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
     deadline = time.monotonic() + timeout
@@ -81,7 +87,7 @@ class Command(BaseCommand):
                 env.setdefault("OPENAI_BASE_URL", f"http://127.0.0.1:{model_port}/v1")
             server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                 "--websocket-max-message-size", "1048576", "spark_ide.asgi:application"],
+                 "--websocket-max-message-size", "1048576", *SLOW_SOCKETS, "spark_ide.asgi:application"],
                 env=env,
             )
             children.append(server)
