@@ -12,7 +12,7 @@ JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test bench install lint typecheck pytest test-services browser-deps bundle clean
+.PHONY: run test bench install lint typecheck pytest test-services browser-deps sandbox-runtime bundle clean
 
 run: install
 	$(PY) manage.py spark_run
@@ -24,7 +24,7 @@ test: install browser-deps lint typecheck pytest test-services
 bench: install browser-deps
 	$(PY) -m benchmarks.suite $(BENCH_FLAGS)
 
-install: $(DEPS_STAMP) $(BUNDLE)
+install: $(DEPS_STAMP) $(BUNDLE) sandbox-runtime
 
 # The llama-cpp-python source build takes minutes once; pip keeps the built wheel in its cache.
 $(DEPS_STAMP): pyproject.toml
@@ -58,6 +58,20 @@ browser-deps:
 	  else echo "not root: cannot install$$missing (browser/nginx tests will skip)"; fi; \
 	fi
 
+# The code-run sandbox (docs/sandbox.md): bubblewrap, and pytest for Debian's /usr/bin/python3,
+# the student runtime (the venv is not readable by the sandbox's uids). Installed when missing
+# and we are root; otherwise runs are refused with a message saying what is missing.
+sandbox-runtime:
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	/usr/bin/python3 -c "import pytest" 2>/dev/null || missing="$$missing python3-pytest"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "not root: cannot install$$missing (code runs are refused until it is there)"; fi; \
+	fi
+
 lint: $(DEPS_STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -76,7 +90,7 @@ test-services: install
 	    echo "SKIPPED: the PostgreSQL/Redis pass (nothing listens on 127.0.0.1:$$port)"; exit 0; \
 	  fi; \
 	done; \
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model and not processes" tests/workspaces tests/accounts tests/pairing
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model and not processes" tests/workspaces tests/accounts tests/pairing tests/replay
 
 clean:
 	rm -rf $(VENV) node_modules static/dist
