@@ -102,6 +102,7 @@ def room_group(workspace: str) -> str:
 #   ["a", message, skip]              awareness for everyone but connection ``skip``
 #   ["d", conn, item]                 an item (one of the above but "a") for one connection
 #   ["h", conn]                       hang up on that connection (removed from the room)
+#   ["m", conn]                       that connection is unknown here: it reconnects
 #   ["x"]                             the owner let go of the room: reconnect
 
 
@@ -389,7 +390,9 @@ class OwnerDesk:
             return
         conn = self._remote.get(str(item["conn"]))
         if conn is None:
-            return  # it left, or was removed: what it still sent is void
+            if kind != "leave":  # dropped (its replica fell silent) or joined too late: start over
+                self.link.put_barrier(["m", str(item["conn"])])
+            return
         if kind == "leave":
             self._drop(conn.id)
         elif kind == "yjs":
@@ -587,17 +590,20 @@ class Replica:
                         seat.conn.outbox.put_raw(message)
             elif kind == "d":
                 self._addressed(str(wire[1]), wire[2])
-            elif kind == "h":
+            elif kind == "h" or kind == "m":
                 gone = self._seats.pop(str(wire[1]), None)
-                if gone is not None:
+                if gone is not None and kind == "h":
                     gone.conn.hang_up()
+                elif gone is not None:
+                    gone.conn.move()
             elif kind == "x":
                 self.let_go()
                 return
 
     def _addressed(self, conn_id: str, wire: list[Any]) -> None:
         seat = self._seats.get(conn_id)
-        if seat is None:
+        if seat is None:  # it gave up waiting for its join (or left): the owner forgets it
+            self._forward({"kind": "leave", "conn": conn_id})
             return
         if not seat.live:  # its join: everything after this in the stream is live for it
             seat.live = True

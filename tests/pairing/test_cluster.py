@@ -196,3 +196,26 @@ async def test_the_room_moves_when_its_owner_dies(live: Live, two: tuple[Process
     await driver.comm.disconnect()
     await watcher.close()
     assert json.dumps(lost)  # the event is plain JSON
+
+
+async def test_a_socket_the_owner_forgot_is_told_to_reconnect(live: Live, two: tuple[Process, Process]) -> None:
+    """The owner drops a replica's sockets when it falls silent; if one of them speaks again
+    it is moved (closed with 4012) rather than ignored, and comes back whole."""
+    a, b = two
+    driver = await a.connect(live, live.owner_token)
+    token = await _collaborator(live, "cole", "collaborator")
+    cole = await b.connect(live, token)
+    await driver.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2)
+    desk = a.rooms._desks[live.workspace_id]
+    (forgotten,) = list(desk._remote)
+    desk._drop(forgotten)  # as if its replica had been silent too long
+    await driver.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 1)
+    await cole.send({"type": "prompt", "text": say("Hello again.\n")})
+    with pytest.raises(ConnectionError, match="4012"):
+        await cole.until(lambda e: False, timeout=5)
+    last = max(e["seq"] for e in cole.events if "seq" in e)
+    cole = await b.connect(live, token, after=last)
+    await cole.send({"type": "prompt", "text": say("Hello again.\n")})
+    await cole.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
+    await driver.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
+    await asyncio.gather(driver.close(), cole.close())
