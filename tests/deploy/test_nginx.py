@@ -1,6 +1,5 @@
 """The nginx sites of deploy/nginx/, checked by ``nginx -t`` as files that are not installed:
-a throwaway main config (its own prefix, pid and logs) includes the site inside an ``http``
-block, with the shared locations at ``snippets/`` beside it, as /etc/nginx has them.
+as ``tests.support.nginx`` sets them up.
 
 The compose site names its upstreams daphne-1 and daphne-2, which resolve only on the compose
 network, and nginx -t fails on a name it cannot resolve. So it is checked as a generated copy
@@ -10,32 +9,18 @@ compose services' is checked separately, from the compose file."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from tests.conftest import require
 from tests.deploy.deployfiles import ROOT, compose_services, daphne_sockets, upstream_servers
-
-SITES = ROOT / "deploy/nginx"
-LOCATIONS = SITES / "snippets/spark-ide-locations.conf"
+from tests.support.nginx import LOCATIONS, SITES, nginx_binary, nginx_command, nginx_config
 
 
 def nginx_t(tmp_path: Path, site: str) -> subprocess.CompletedProcess[str]:
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    require(Path(nginx).exists(), "nginx is not installed (make browser-deps installs nginx-light)")
-    conf = tmp_path / "conf"
-    (conf / "snippets").mkdir(parents=True)
-    shutil.copy(LOCATIONS, conf / "snippets" / LOCATIONS.name)
-    (conf / "site.conf").write_text(site)
-    (conf / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-        "http {\n    access_log off;\n    include site.conf;\n}\n"
-    )
-    return subprocess.run(
-        [nginx, "-t", "-p", str(tmp_path), "-c", str(conf / "nginx.conf"), "-e", str(tmp_path / "error.log")],
-        capture_output=True, text=True, timeout=30,
-    )
+    require(nginx_binary() is not None, "nginx is not installed (make browser-deps installs nginx-light)")
+    config = nginx_config(tmp_path, site)
+    return subprocess.run(nginx_command(tmp_path, config, "-t"), capture_output=True, text=True, timeout=30)
 
 
 def test_the_host_site_passes_nginx_t(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 
 from benchmarks.pairing.stack import Stack, fresh_postgres_database
 from tests.conftest import port_open, require
+from tests.support.nginx import compose_site_in_front, nginx_binary
 from tests.support.peer import Peer, say
 
 pytestmark = pytest.mark.processes
@@ -49,6 +51,18 @@ async def stack() -> AsyncIterator[Stack]:
         yield running
 
 
+@pytest.fixture
+def front(stack: Stack, tmp_path: Path) -> Iterator[str | None]:
+    """nginx in front of both processes with the compose site (round-robin), when installed:
+    the viewers come through it, as behind a real load balancer."""
+    if nginx_binary() is None:
+        yield None
+        return
+    ports = [int(url.rsplit(":", 1)[1]) for url in stack.ide_urls]
+    with compose_site_in_front(tmp_path, ports) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
 def _sockets(presence: dict[str, Any]) -> int:
     return sum(int(person.get("connections", 1)) for person in presence["participants"])
 
@@ -57,10 +71,11 @@ def _ws(http_url: str, path: str) -> str:
     return http_url.replace("http://", "ws://") + path
 
 
-async def test_two_processes_serve_one_room_and_survive_losing_one(stack: Stack) -> None:
+async def test_two_processes_serve_one_room_and_survive_losing_one(stack: Stack, front: str | None) -> None:
     workspace_id, ws_url = await stack.session(FILES)
     path = "/" + ws_url.split("/", 3)[3]
     a_url, b_url = (_ws(url, path) for url in stack.ide_urls)
+    lb_url = None if front is None else _ws(front, path)
     session_id = path.rstrip("/").rsplit("/", 1)[1]
     made = await stack.manage("shell", "-c", _MAKE_PEOPLE.format(session=session_id))
     people = {line.split()[1]: line.split()[2] for line in made.splitlines() if line.startswith("TOKEN ")}
@@ -68,7 +83,8 @@ async def test_two_processes_serve_one_room_and_survive_losing_one(stack: Stack)
     driver = Peer("driver", stack.token)
     await driver.open(a_url)  # A opens the room first: it owns it
     viewers = [Peer(f"viewer{i}", people["vic"]) for i in range(VIEWERS)]
-    await asyncio.gather(*(v.open(a_url if i % 2 == 0 else b_url) for i, v in enumerate(viewers)))
+    # Through nginx (round-robin) when it is there, else half on each process directly.
+    await asyncio.gather(*(v.open(lb_url or (a_url if i % 2 == 0 else b_url)) for i, v in enumerate(viewers)))
     cole = Peer("cole", people["cole"])
     await cole.open(b_url)
     everyone = [driver, cole, *viewers]
@@ -105,7 +121,7 @@ async def test_two_processes_serve_one_room_and_survive_losing_one(stack: Stack)
             await asyncio.sleep(0.02)
         for _ in range(100):  # a real page retries too: the room may still be changing hands
             try:
-                await peer.open(b_url)
+                await peer.open(lb_url if peer in viewers and lb_url else b_url)
                 return
             except (OSError, ConnectionClosed, AssertionError):
                 await asyncio.sleep(0.1)

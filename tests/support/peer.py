@@ -19,6 +19,18 @@ def say(text: str, rate: int = 1000) -> str:
     return f"[rate:{rate}][say]{text}[/say]"
 
 
+UNFINISHED_BLOCK = ("locating", "streaming")
+
+
+def mergeable(event: dict[str, Any]) -> bool:
+    """Not a turn event, or one that a busy connection's outbox merges into a later one (a
+    turn's deltas and prose, a block's unfinished statuses): connections differ there."""
+    kind = event["type"]
+    if not kind.startswith(("turn.", "edit.")):
+        return True
+    return kind in ("turn.delta", "turn.prose") or (kind == "edit.status" and event.get("state") in UNFINISHED_BLOCK)
+
+
 class Peer:
     """A session socket with a Yjs replica that reconnects (``?after=``) when closed, to
     whichever process is given."""
@@ -98,10 +110,9 @@ class Peer:
                 await self.reader
 
     def sequence(self) -> list[tuple[int, str]]:
-        """The turn events' structure as received: (seq, type), text runs left out (they
-        merge differently per connection)."""
-        return [(e["seq"], e["type"]) for e in self.events
-                if e["type"].startswith(("turn.", "edit.")) and e["type"] not in ("turn.delta", "turn.prose")]
+        """The turn events' structure as received: (seq, type), without what a busy
+        connection's buffer may merge (text runs, a block's unfinished statuses)."""
+        return [(e["seq"], e["type"]) for e in self.events if not mergeable(e)]
 
     def joined(self, kind: str) -> str:
         return "".join(e.get("text", "") for e in self.events if e["type"] == kind)
