@@ -1,28 +1,61 @@
-"""One room watched by many sockets (``manage.py spark_bench fanout``).
+"""One room watched by many sockets (``manage.py spark_bench fanout``), in one process and
+across processes.
 
-The pairing benchmark's stack (``benchmarks.pairing.stack``: model server, frame tap, the IDE
-under Daphne in one process, the bare relay). One IDE session is watched by N sockets, all
-joined with the owner's API token (a person's tabs, or everyone who came by invite: the room
-treats them the same); the bare relay runs its fan-out mode (``/watch/<name>``: the sockets
-share one model socket and each event is encoded once). A driving socket prompts an answer of
-``--tokens`` tokens of prose at 1,000 tokens/s; for each upstream delta and each watcher, the
-added latency is when the watcher held its last character minus when the tap saw its frame.
+**ramp** (one process). The pairing benchmark's stack (``benchmarks.pairing.stack``: model
+server, frame tap, the IDE under Daphne in one process on SQLite, the bare relay). One IDE
+session is watched by N sockets, all joined with the owner's API token (a person's tabs, or
+everyone who came by invite: the room treats them the same); the bare relay runs its fan-out
+mode (``/watch/<name>``: the sockets share one model socket and each event is encoded once).
+A driving socket prompts an answer of ``--tokens`` tokens of prose at 1,000 tokens/s; for
+each upstream delta and each watcher, the added latency is when the watcher held its last
+character minus when the tap saw its frame. N rises through ``--levels`` (IDE and bare
+alternating, the watchers of a level kept for the next); a relay stops at the first level
+whose p99 passes ``--limit-ms`` or where a watcher lost text. The figure is the largest N
+within the limit, and its ratio to the bare relay's. Watchers are ``client.Watcher``: they
+only time and keep frames, JSON is parsed afterwards.
 
-N rises through ``--levels`` (IDE and bare alternating, the watchers of a level kept for the
-next); a relay stops at the first level whose p99 passes ``--limit-ms`` or where a watcher
-lost text. The figure is the largest N within the limit, and its ratio to the bare relay's.
-Watchers are ``client.Watcher``: they only time and keep frames, JSON is parsed afterwards.
+**processes** (issue 13: one room served by several Daphne processes through Redis). A stack
+of its own: ``--takeovers`` + 1 Daphne processes (at least 2) sharing Redis
+(``--redis-url``, the Channels layer and the rooms' leases) and a fresh PostgreSQL database
+(``--database``), no bare relay. Two rooms, each opened on process A by its driver:
+
+* *spread*: ``--cross-watchers`` viewers, even ones on A (the owner), odd ones on B;
+* *one process*: as many viewers, all on A (same database, same Redis lease, but no
+  connection elsewhere, so nothing goes over Redis): the baseline, measured in the same run.
+
+Each layout streams ``--cross-reps`` answers of ``--cross-tokens`` tokens at 1,000 tokens/s
+(layouts alternating), measured as a ramp level is (``scale.measure_level``: per-delta
+delivery latency, tap to viewer, and every viewer's text against the script). Each viewer
+also checks that the seq of every numbered event rose (``scale.SeqOrder``).
+
+Then the takeover, ``--takeovers`` times: the driver prompts a long answer; once it streams,
+the owner's process group is killed (SIGKILL). Every viewer reconnects, as a page does, with
+``?after=`` its highest seq, to the process that is left (the next one in line, which the odd
+viewers were already on); the driver too, and it prompts a short answer at once. Measured from
+the kill: when each viewer's old connection ended, when it got the new owner's ``hello`` (a
+higher epoch), when the new answer's first delta reached it. The takeover time of a
+repetition is the last viewer's first delta. Checked: the killed turn's text at each viewer
+(before and after the move) is a prefix of its script (nothing lost in between, nothing
+twice), it ends ``owner_lost``, the new answer arrives whole, seqs rise. Before the next
+repetition the odd viewers move to the next process in line.
+
+When Redis or PostgreSQL cannot be reached the part is reported as not measured, with why.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import signal
+import statistics
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from benchmarks import report
 from benchmarks.pairing.client import Browser, Watcher, play
+from benchmarks.pairing.processes import CONNECT_BATCH, JOINED, SETTLE_S, SharedRoom, paced
 from benchmarks.pairing.run import FILES, PACED_RATE, prose
 from benchmarks.pairing.scale import (
     cpu_row,
@@ -34,15 +67,24 @@ from benchmarks.pairing.scale import (
     ramp_parser,
     server_pids,
 )
-from benchmarks.pairing.stack import Stack
+from benchmarks.pairing.stack import Stack, fresh_postgres_database
+from benchmarks.report import progress
 
 SCENARIO = "fanout"
 LEVELS = (10, 25, 50, 100, 200, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000)
-QUICK = ["--tokens", "1000", "--budget-s", "30"]
+PARTS = ("ramp", "processes")
+QUICK = [
+    "--tokens", "1000", "--budget-s", "30", "--cross-tokens", "2000", "--cross-reps", "1", "--takeovers", "1",
+]
 LIMIT_MS = 100.0
 TARGET_RATIO = 0.8
-CONNECT_BATCH = 50  # sockets opened at once while a level fills up
-SETTLE_S = 0.5  # after the last socket of a level joined, before the answer starts
+
+CROSS_TARGET_MS = 100.0  # issue 13: p99 delivery latency across processes
+TAKEOVER_TARGET_S = 5.0  # issue 13: owner takeover after SIGKILL
+REDIS_URL = "redis://127.0.0.1:6379/5"
+DATABASE = "spark_bench_fanout"
+DOOMED_TOKENS = 20_000  # far more than it streams before the kill
+AFTER_TOKENS = 100  # the answer right after the takeover
 
 
 class Side:
@@ -53,7 +95,7 @@ class Side:
         self.watchers: list[Watcher] = []
         # What a joined socket has received last of its join: the IDE's join ends with a
         # presence event (after the transcript), the bare relay's is its hello.
-        self.joined = b'"presence"' if name == "ide" else b'"hello"'
+        self.joined = JOINED if name == "ide" else b'"hello"'
         self.pids = server_pids(stack, name)
 
     async def fill(self, count: int) -> None:
@@ -73,7 +115,7 @@ class Side:
         await self.fill(count)
 
         async def drive() -> None:
-            await play(self.driver, f"[script:fanout][rate:{PACED_RATE}][ttft:0]")
+            await play(self.driver, paced(SCENARIO))
 
         figures = await measure_level(self.stack, self.pids, self.watchers, drive, lambda _: self.text)
         self.driver.events.clear()
@@ -86,11 +128,27 @@ class Side:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     setup = report.Setup()
-    text = prose(args.tokens, salt=7)
     this_run = asyncio.current_task()
     assert this_run is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
-    async with Stack({"fanout": text}) as stack:
+    figures: dict[str, Any] = {}
+    if "ramp" in args.parts:
+        figures.update(await one_process_ramp(args))
+    if "processes" in args.parts:
+        figures["processes"] = await across_processes(args)
+    figures["rows"] = rows(figures, args)
+    figures["charts"] = charts(figures, args)
+    figures["setup"] = setup.finish(
+        tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=args.levels, parts=args.parts,
+        cross_watchers=args.cross_watchers, cross_tokens=args.cross_tokens, cross_reps=args.cross_reps,
+        takeovers=args.takeovers,
+    )
+    return figures
+
+
+async def one_process_ramp(args: argparse.Namespace) -> dict[str, Any]:
+    text = prose(args.tokens, salt=7)
+    async with Stack({SCENARIO: text}) as stack:
         _, ws_url = await stack.session(FILES)
         ide = Side("ide", ws_url, stack.token, await Browser.open(ws_url, stack.token), stack, text)
         bare_url = f"{stack.relay_url}watch/{SCENARIO}"
@@ -106,14 +164,120 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for side in (ide, bare):
                 side.close()
                 await side.driver.close()
-    figures = ramp_figures(ramps)
-    figures["rows"] = rows(figures, args.limit_ms)
-    figures["charts"] = charts(figures, args.limit_ms)
-    figures["setup"] = setup.finish(tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=args.levels)
-    return figures
+    return ramp_figures(ramps)
 
 
-def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
+# -- across processes -------------------------------------------------------------------------
+
+
+def unreachable(redis_url: str) -> str:
+    """Why Redis at ``redis_url`` cannot be used ("" when it answers a PING)."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except redis.RedisError as exc:
+        return f"Redis at {redis_url} did not answer: {exc}"
+    return ""
+
+
+async def across_processes(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``processes`` part (module docstring); ``{"measured": False, "reason": ...}`` when
+    Redis or PostgreSQL cannot be reached."""
+    import psycopg
+
+    reason = unreachable(args.redis_url)
+    if not reason:
+        try:
+            database = fresh_postgres_database(args.database)
+        except psycopg.Error as exc:
+            reason = f"PostgreSQL could not give a fresh database {args.database}: {str(exc).strip()}"
+    if reason:
+        progress(SCENARIO, f"across processes: not measured: {reason}")
+        return {"measured": False, "reason": reason}
+    text = prose(args.cross_tokens, salt=7)
+    doomed_text, after_text = prose(DOOMED_TOKENS, salt=11), prose(AFTER_TOKENS, salt=13)
+    scripts = {SCENARIO: text, "doomed": doomed_text, "after": after_text}
+    started = time.monotonic()
+    async with Stack(scripts, daphnes=max(args.takeovers + 1, 2), database_url=database, redis_url=args.redis_url,
+                     relay=False) as stack:
+        progress(SCENARIO, f"across processes: {len(stack.ide_urls)} Daphne processes up after "
+                 f"{time.monotonic() - started:.1f} s")
+        spread = SharedRoom(stack, "2 processes", (await stack.session(FILES))[1], text)
+        alone = SharedRoom(stack, "one process", (await stack.session(FILES))[1], text)
+        try:
+            for room in (spread, alone):
+                await room.open()
+            await spread.fill(args.cross_watchers, [0, 1])
+            await alone.fill(args.cross_watchers, [0])
+            progress(SCENARIO, f"across processes: {args.cross_watchers} viewers in each room after "
+                     f"{time.monotonic() - started:.1f} s")
+            layouts: dict[str, list[dict[str, Any]]] = {"spread": [], "one_process": []}
+            for _ in range(args.cross_reps):
+                layouts["spread"].append(await spread.measure(SCENARIO))
+                layouts["one_process"].append(await alone.measure(SCENARIO))
+            # The one-process room stays (its sockets end with process A): 100 sockets leaving A
+            # just before the kill would hold up A's stream to B (see docs/benchmarks.md).
+            takeovers: list[dict[str, Any]] = []
+            for owner in range(args.takeovers):
+                takeovers.append(await spread.takeover(owner, ("doomed", doomed_text), ("after", after_text)))
+                if "failed" in takeovers[-1]:
+                    break  # the room is in an unknown state: a next one would measure nothing
+        finally:
+            for room in (spread, alone):
+                await room.close()
+        ending = time.monotonic()
+    progress(SCENARIO, f"across processes: done after {time.monotonic() - started:.1f} s "
+             f"(the stack took {time.monotonic() - ending:.1f} s to stop)")
+    return {"measured": True, "database": "PostgreSQL (both layouts)", "redis": args.redis_url,
+            "spread": layouts["spread"], "one_process": layouts["one_process"],
+            "takeovers": takeovers, **_cross_summary(layouts, takeovers)}
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def _cross_summary(layouts: dict[str, list[dict[str, Any]]], takeovers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The headline figures: medians over the repetitions of each layout, and the takeovers'."""
+    out: dict[str, Any] = {}
+    for name, turns in layouts.items():
+        out[name + "_ms"] = {
+            q: _median([t["added_ms"][q] for t in turns if t["added_ms"].get("n")]) for q in ("p50", "p95", "p99")
+        }
+        for clock in ("generator", "server", "server_b"):  # server: process A (the owner), server_b: B
+            out[f"{name}_{clock}_cpu_share"] = _median([t[f"{clock}_cpu_share"] for t in turns])
+    turns = [t for layout in layouts.values() for t in layout]
+    out["gaps_by_kind"] = {
+        "measured_turns_lossy_sockets": sum(t["lossy_sockets"] for t in turns),
+        "measured_turns_out_of_order": sum(t["disorder"] for t in turns),
+        **{f"takeover_{kind}": sum(t.get(kind, 0) for t in takeovers)
+           for kind in ("lossy_viewers", "disorder", "without_owner_lost")},
+    }
+    out["gaps"] = sum(out["gaps_by_kind"].values())
+    done = [t["back_s"] for t in takeovers if t.get("back_s") is not None]
+    out["takeover_s"] = {"p50": _median(done), "max": max(done) if done else None, "n": len(done),
+                         "failed": len(takeovers) - len(done)}
+    return out
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def rows(figures: dict[str, Any], args: argparse.Namespace) -> list[report.Row]:
+    out: list[report.Row] = []
+    if "ide" in figures:
+        out += ramp_rows(figures, args.limit_ms)
+    if "processes" in figures:
+        out += cross_rows(figures["processes"], args)
+    return out
+
+
+def ramp_rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
     ide, bare, ratio = figures["ide"], figures["bare"], figures["ratio"]
     note = (
         f"IDE stopped: {ide['stopped']}; bare stopped: {bare['stopped']}; generator CPU share at the "
@@ -134,23 +298,106 @@ def _share(side: dict[str, Any]) -> str:
     return "-" if level is None else f"{level['generator_cpu_share']:.0%}"
 
 
-def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
-    series = {
-        name: [(f["level"], f["added_ms"]["p99"]) for f in figures[name]["levels"] if f["added_ms"].get("n")]
-        for name in ("ide", "bare")
-    }
-    return {"fanout_p99": report.chart(
-        f"One room, N watchers at {PACED_RATE:,} tokens/s", "watchers (N)", "p99 added latency (ms)", series,
-        log_y=True, hline=limit_ms,
-    )}
+def cross_rows(cross: dict[str, Any], args: argparse.Namespace) -> list[report.Row]:
+    n = args.cross_watchers
+    latency = f"one room, {n} watchers over 2 processes via Redis at {PACED_RATE:,} tokens/s: delivery latency"
+    gaps = (f"one room, {n} watchers over 2 processes: gaps (watchers that lost or doubled text, events out of "
+            f"seq order or missing)")
+    takeover = (f"owner takeover after SIGKILL, {n} watchers: until every watcher has the new owner's hello "
+                f"and a new turn's first delta (the driver reconnects and prompts at once; worst of {args.takeovers})")
+    if not cross["measured"]:
+        why = f"not measured: {cross['reason']}"
+        return [report.row(f"{latency} p99", None, unit="ms", target=f"<= {CROSS_TARGET_MS:g} ms", note=why),
+                report.row(gaps, None, target="0", note=why),
+                report.row(takeover, None, unit="s", target=f"< {TAKEOVER_TARGET_S:g} s", note=why)]
+    spread, alone = cross["spread_ms"], cross["one_process_ms"]
+    reps = f"median of {args.cross_reps} turn{'s' if args.cross_reps > 1 else ''} of {args.cross_tokens:,} tokens"
+    shares = "; ".join(
+        f"{label}: generator CPU share {_percent(cross[f'{key}_generator_cpu_share'])}, server A "
+        f"{_percent(cross[f'{key}_server_cpu_share'])}, B {_percent(cross[f'{key}_server_b_cpu_share'])}"
+        for label, key in (("2 processes", "spread"), ("one process", "one_process"))
+    )
+    baseline = f"baseline: the same {n} watchers all on one process (same PostgreSQL and Redis lease)"
+    done, failed = cross["takeover_s"], [t["failed"] for t in cross["takeovers"] if "failed" in t]
+    first = next((t for t in cross["takeovers"] if "failed" not in t), None)
+    takeover_note = "; ".join(filter(None, [
+        f"p50 {done['p50']} s over {done['n']}" if done["n"] else "",
+        f"new owner's hello at every watcher p50/max {first['hello_s'].get('p50')}/{first['hello_s'].get('max')} s, "
+        f"{first['resyncs']} resyncs" if first else "",
+        *failed,
+    ]))
+    return [
+        report.row(f"{latency} p50", spread["p50"], unit="ms", baseline=alone["p50"], note=f"{baseline}; {reps}"),
+        report.row(
+            f"{latency} p99", spread["p99"], unit="ms", baseline=alone["p99"], target=f"<= {CROSS_TARGET_MS:g} ms",
+            met=report.at_most(spread["p99"], CROSS_TARGET_MS), note=f"{reps}; {shares}",
+        ),
+        report.row(gaps, cross["gaps"], target="0", met=report.at_most(cross["gaps"], 0), note=_gaps_note(cross)),
+        report.row(takeover, done["max"] if not failed else None, unit="s", target=f"< {TAKEOVER_TARGET_S:g} s",
+                   met=False if failed else report.at_most(done["max"], TAKEOVER_TARGET_S), note=takeover_note),
+    ]
+
+
+def _gaps_note(cross: dict[str, Any]) -> str:
+    kinds = cross["gaps_by_kind"]
+    return (f"measured turns: {kinds['measured_turns_lossy_sockets']} watchers with wrong text, "
+            f"{kinds['measured_turns_out_of_order']} events out of order; takeovers: "
+            f"{kinds['takeover_lossy_viewers']} watchers with lost or doubled text, {kinds['takeover_disorder']} "
+            f"events repeated or out of order, {kinds['takeover_without_owner_lost']} without the killed turn's "
+            f"owner_lost")
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def charts(figures: dict[str, Any], args: argparse.Namespace) -> dict[str, report.Chart]:
+    out: dict[str, report.Chart] = {}
+    if "ide" in figures:
+        series = {
+            name: [(f["level"], f["added_ms"]["p99"]) for f in figures[name]["levels"] if f["added_ms"].get("n")]
+            for name in ("ide", "bare")
+        }
+        out["fanout_p99"] = report.chart(
+            f"One room, N watchers at {PACED_RATE:,} tokens/s", "watchers (N)", "p99 added latency (ms)", series,
+            log_y=True, hline=args.limit_ms,
+        )
+    cross = figures.get("processes", {})
+    if cross.get("measured"):
+        quantiles = ("p50", "p95", "p99")
+        out["fanout_processes"] = report.chart(
+            f"One room, {args.cross_watchers} watchers: 2 processes via Redis against one",
+            "quantile", "delivery latency (ms)",
+            {label: [(q, cross[key][q] or 0.0) for q in quantiles]
+             for label, key in (("2 processes", "spread_ms"), ("one process", "one_process_ms"))},
+            kind="bar", hline=CROSS_TARGET_MS,
+        )
+    return out
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "watchers", LEVELS, LIMIT_MS)
-    return parse_ramp(parser, argv)
+    parser.add_argument("--parts", default=",".join(PARTS), help="which parts run: ramp (one process), processes")
+    parser.add_argument("--cross-watchers", type=int, default=100, help="watchers of the room across processes")
+    parser.add_argument("--cross-tokens", type=int, default=2_000, help="tokens per measured answer across processes")
+    parser.add_argument("--cross-reps", type=int, default=3, help="measured answers per layout (2 processes, one)")
+    parser.add_argument("--takeovers", type=int, default=3, help="owners killed in turn (one more Daphne each)")
+    parser.add_argument("--redis-url", default=REDIS_URL, help="Redis shared by the processes")
+    parser.add_argument("--database", default=DATABASE, help="PostgreSQL database made afresh on 127.0.0.1:5432")
+    args = parse_ramp(parser, argv)
+    args.parts = [part for part in args.parts.split(",") if part]
+    if not args.parts or set(args.parts) - set(PARTS):
+        parser.error(f"--parts takes a comma-separated choice of {', '.join(PARTS)}")
+    if args.cross_watchers < 2 or args.cross_tokens < 1 or args.cross_reps < 1 or args.takeovers < 1:
+        parser.error("--cross-watchers must be >= 2 (they are spread over 2 processes), --cross-tokens, "
+                     "--cross-reps and --takeovers >= 1")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.database):
+        parser.error("--database must be a plain PostgreSQL name: lower-case letters, digits, _")
+    if urlsplit(args.redis_url).scheme not in ("redis", "rediss", "unix"):
+        parser.error("--redis-url must be a redis://, rediss:// or unix:// URL")
+    return args
 
 
 def main(argv: list[str]) -> dict[str, Any]:
     raise_open_files()
     return asyncio.run(run(parse(argv)))
-

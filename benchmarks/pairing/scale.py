@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import time
@@ -23,6 +24,7 @@ from benchmarks.pairing.client import Watcher
 from benchmarks.pairing.run import added_latency_ms
 from benchmarks.pairing.stack import Stack, Tapped, tap_deltas
 from benchmarks.report import progress, summary
+from spark_ide.live.events import Event
 from spark_ide.modelserver.engines.scripted import split_tokens
 
 RELAYS = ("ide", "bare")
@@ -238,3 +240,73 @@ def raise_open_files() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# -- a socket that checks the order of what it got (fanout across processes) --------------------
+
+
+def _event_classes(base: type[Event]) -> list[type[Event]]:
+    found = []
+    for cls in base.__subclasses__():
+        found += [cls, *_event_classes(cls)]
+    return found
+
+
+# Events that carry the room's current seq without taking one: every other event's seq rises.
+UNNUMBERED = frozenset(
+    cls.type for cls in _event_classes(Event) if cls.ephemeral and cls.__module__ == Event.__module__
+)
+
+
+@dataclass
+class SeqOrder:
+    """What one viewer's events showed, across its connections: the seq of every numbered
+    event above the one before (``top``: the highest so far, what a reconnect's ``?after=``
+    carries). After a ``resync`` the recent transcript follows, from lower numbers again."""
+
+    top: int = 0
+    disorder: int = 0  # numbered events at or below an earlier one: repeated or reordered
+    resyncs: int = 0
+
+    def note(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "resync":
+            self.resyncs += 1
+            self.top = 0
+        elif kind not in UNNUMBERED:
+            seq = int(event["seq"])
+            if seq <= self.top:
+                self.disorder += 1
+            self.top = max(self.top, seq)
+
+
+class OrderedWatcher(Watcher):
+    """A ``Watcher`` whose frames, once taken, are checked in ``order`` (shared by the
+    connections of one viewer), and that notes when its connection ended (``lost_at``).
+
+    A frame read twice would count as out of order, so reading lets go: ``take`` reads the
+    frames (from a mark: the ones before it are dropped unread) and clears them, and
+    ``deltas_since`` (how ``measure_level`` reads a measured turn) takes them too."""
+
+    def __init__(self, request: bytes, ready_marker: bytes) -> None:
+        super().__init__(request, ready_marker)
+        self.order = SeqOrder()
+        self.lost_at: float | None = None
+        self.gone = asyncio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost_at = time.monotonic()
+        super().connection_lost(exc)
+        self.gone.set()
+
+    def take(self, mark: int = 0) -> list[tuple[float, dict[str, Any]]]:
+        """The text frames from ``mark`` as ``(arrival, event)``, each noted in ``order``; every
+        frame held is let go."""
+        events = [(at, json.loads(payload)) for at, payload in self.frames[mark:]]
+        self.frames.clear()
+        for _, event in events:
+            self.order.note(event)
+        return events
+
+    def deltas_since(self, mark: int) -> list[tuple[float, str]]:
+        return [(at, str(event["text"])) for at, event in self.take(mark) if event["type"] == "turn.delta"]
