@@ -110,6 +110,28 @@ SPARK_CLUSTER = bool(REDIS_URL) and envbool("SPARK_CLUSTER", True)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_SERIALIZER = "json"
+# The sandbox is no Django app (no models): name its task module so workers import it.
+CELERY_IMPORTS = ["spark_ide.sandbox.tasks"]
+# A task past this is killed with its pool process (a code run's jail dies with its parent);
+# a pool process is replaced after this many tasks, so no leak outlives a few hundred runs.
+CELERY_TASK_TIME_LIMIT = 300
+CELERY_WORKER_MAX_TASKS_PER_CHILD = 200
+
+# Code runs (spark_ide.sandbox, docs/sandbox.md): limits per run, the student runtime, and the
+# uids reserved for runs (one each, when the worker is root).
+SPARK_SANDBOX_CPU_S = envint("SPARK_SANDBOX_CPU_S", 10)
+SPARK_SANDBOX_WALL_S = envint("SPARK_SANDBOX_WALL_S", 15)
+SPARK_SANDBOX_MEMORY_MB = envint("SPARK_SANDBOX_MEMORY_MB", 256)
+SPARK_SANDBOX_PROCESSES = envint("SPARK_SANDBOX_PROCESSES", 64)
+SPARK_SANDBOX_FILE_BYTES = envint("SPARK_SANDBOX_FILE_BYTES", 1048576)
+SPARK_SANDBOX_OPEN_FILES = envint("SPARK_SANDBOX_OPEN_FILES", 64)
+SPARK_SANDBOX_OUTPUT_BYTES = envint("SPARK_SANDBOX_OUTPUT_BYTES", 65536)
+SPARK_SANDBOX_DISK_MB = envint("SPARK_SANDBOX_DISK_MB", 32)
+SPARK_SANDBOX_PYTHON = envstr("SPARK_SANDBOX_PYTHON", "/usr/bin/python3")
+SPARK_SANDBOX_UID_FIRST = envint("SPARK_SANDBOX_UID_FIRST", 61000)
+SPARK_SANDBOX_UID_COUNT = envint("SPARK_SANDBOX_UID_COUNT", 1000)
+SPARK_SANDBOX_ALLOW_UNSANDBOXED = envbool("SPARK_SANDBOX_ALLOW_UNSANDBOXED", False)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

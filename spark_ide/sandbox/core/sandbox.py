@@ -1,0 +1,194 @@
+"""Starting runs: checks, a uid, a fresh directory, then bubblewrap (or, only if allowed, no jail)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from spark_ide.sandbox.core.files import BadRun, checked_parts, materialise
+from spark_ide.sandbox.core.jail import (
+    JAIL_TMP,
+    WORK_DIR,
+    Probe,
+    bwrap_argv,
+    child_env,
+    identity_files,
+    prlimit_argv,
+    probe,
+)
+from spark_ide.sandbox.core.limits import Limits, SandboxConfigError
+from spark_ide.sandbox.core.results import RunResult
+from spark_ide.sandbox.core.run import Launch, OutputSink, Run
+from spark_ide.sandbox.core.uids import UidLease, UidPool
+
+DEFAULT_PYTHON = "/usr/bin/python3"
+PYTEST_ARGS = ("-m", "pytest", "-p", "no:cacheprovider")
+
+
+class SandboxUnavailable(RuntimeError):
+    """Runs are refused: bubblewrap (or the runtime) cannot run here, and unsandboxed runs are not allowed."""
+
+
+_probes: dict[tuple[str, str, bool], Probe] = {}  # successful probes, per (bwrap, python, as root)
+_probes_lock = threading.Lock()
+
+
+class Sandbox:
+    """Runs a workspace's file (``python path``) or its tests (``pytest``) within `Limits`.
+
+    As root every run gets a uid of its own from ``uid_pool``; otherwise runs are the
+    caller's, inside bubblewrap's user namespace. Where bubblewrap cannot run, `start`
+    raises `SandboxUnavailable`, unless ``allow_unsandboxed``: then the program runs with
+    the rlimits and the uid only, and its result says so (``sandboxed=False``).
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        python: str = DEFAULT_PYTHON,
+        bwrap: str = "bwrap",
+        uid_pool: UidPool | None = None,
+        allow_unsandboxed: bool = False,
+        flush_interval: float = 0.05,
+    ) -> None:
+        if not os.path.isabs(python) or not python.startswith("/usr/"):
+            raise SandboxConfigError(f"the student runtime must be a path under /usr (the jail's system): {python!r}")
+        self.limits = limits or Limits()
+        self.python = python
+        self.bwrap = bwrap
+        self.uid_pool = uid_pool or UidPool()
+        self.allow_unsandboxed = allow_unsandboxed
+        self.flush_interval = flush_interval
+
+    def run(
+        self, files: Mapping[str, str], *, path: str | None = None, tests: bool = False,
+        on_output: OutputSink | None = None, stdin: str | None = None,
+    ) -> RunResult:
+        """Start, give it ``stdin`` (then end of input) if any, and wait for the end."""
+        run = self.start(files, path=path, tests=tests, on_output=on_output)
+        if stdin is not None:
+            run.write_stdin(stdin)
+            run.close_stdin()
+        return run.wait()
+
+    def start(
+        self, files: Mapping[str, str], *, path: str | None = None, tests: bool = False,
+        on_output: OutputSink | None = None,
+    ) -> Run:
+        """Start a run; the caller must `Run.wait` it (that pumps its output and cleans up)."""
+        program = self._program(files, path=path, tests=tests)
+        as_root = os.geteuid() == 0
+        lease: UidLease | None = self.uid_pool.acquire() if as_root else None
+        uid = lease.uid if lease is not None else os.getuid()
+        run_dir: Path | None = None
+        info_w: int | None = None
+
+        def cleanup() -> None:
+            if run_dir is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            if lease is not None:
+                lease.release()
+
+        try:
+            sandboxed = self._jail_works(uid if as_root else None, tests=tests)
+            run_dir = Path(tempfile.mkdtemp(prefix="spark-run-"))
+            seed = run_dir / "seed"
+            seed.mkdir()
+            seed.chmod(0o755)
+            if as_root:
+                for folder in (run_dir, seed):
+                    os.chown(folder, uid, uid)
+            materialise(files, seed, limits=self.limits, owner=uid if as_root else None)
+            if sandboxed:
+                identity_files(run_dir, uid=uid)
+                info_r, info_w = os.pipe2(os.O_CLOEXEC)
+                argv = bwrap_argv(
+                    bwrap=self.bwrap, run_dir=run_dir, limits=self.limits, info_fd=info_w,
+                    program=[self.python, *program(WORK_DIR)],
+                )
+                env, cwd = child_env(home=JAIL_TMP, tmp=JAIL_TMP), "/"
+            else:
+                info_r = None
+                tmp = run_dir / "tmp"
+                tmp.mkdir(mode=0o700)
+                if as_root:
+                    os.chown(tmp, uid, uid)
+                prlimit = shutil.which("prlimit", path="/usr/bin:/bin") or "prlimit"
+                argv = [prlimit, *prlimit_argv(self.limits)[1:], self.python, *program(str(seed))]
+                env, cwd = child_env(home=str(tmp), tmp=str(tmp)), str(seed)
+            started = time.monotonic()
+            process = subprocess.Popen(  # noqa: S603 - a command line we built, no shell
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                start_new_session=True, pass_fds=() if info_w is None else (info_w,),
+                user=uid if as_root else None, group=uid if as_root else None,
+                extra_groups=[] if as_root else None,
+            )
+        except BaseException:
+            cleanup()
+            if info_w is not None and info_r is not None:
+                os.close(info_r)
+            raise
+        finally:
+            if info_w is not None:
+                os.close(info_w)
+        launch = Launch(
+            process=process, limits=self.limits, uid=uid, sweep_uid=as_root, sandboxed=sandboxed,
+            info_fd=info_r, cleanup=cleanup, started=started,
+        )
+        try:
+            return Run(launch, on_output=on_output, flush_interval=self.flush_interval)
+        except BaseException:
+            process.kill()  # the jail's init dies with it (--die-with-parent)
+            process.wait()
+            cleanup()
+            raise
+
+    @staticmethod
+    def _program(files: Mapping[str, str], *, path: str | None, tests: bool) -> Callable[[str], list[str]]:
+        """The program's arguments after the interpreter, given where the workspace is."""
+        if path is not None:
+            checked_parts(path)
+            if path not in files:
+                raise BadRun(f"there is no file {path[:200]!r} in the workspace")
+        if tests:
+            return lambda base: [*PYTEST_ARGS, *([f"{base}/{path}"] if path is not None else [])]
+        if path is None:
+            raise BadRun("say which file to run (a path), or run the tests")
+        return lambda base: [f"{base}/{path}"]
+
+    def _jail_works(self, uid: int | None, *, tests: bool) -> bool:
+        """True when runs go into bubblewrap; False when it cannot run and that is allowed."""
+        found = shutil.which(self.bwrap)
+        problem = ""
+        result: Probe | None = None
+        if found is None:
+            problem = f"bubblewrap ({self.bwrap}) is not installed"
+        else:
+            key = (found, self.python, uid is not None)
+            with _probes_lock:
+                result = _probes.get(key)
+            if result is None:
+                result = probe(bwrap=found, python=self.python, uid=uid)
+                if result.works:
+                    with _probes_lock:
+                        _probes[key] = result
+                else:
+                    problem = f"bubblewrap cannot run here: {result.detail}"
+        if problem:
+            if self.allow_unsandboxed:
+                return False
+            raise SandboxUnavailable(
+                f"code runs are refused: {problem}. Install it (make sandbox-runtime) or, accepting a weaker "
+                "isolation (limits and uid only), set SPARK_SANDBOX_ALLOW_UNSANDBOXED=true."
+            )
+        if tests and result is not None and not result.has_pytest:
+            raise SandboxUnavailable(f"pytest is not installed for the student runtime {self.python} "
+                                     "(make sandbox-runtime)")
+        return True

@@ -1,0 +1,112 @@
+"""The Celery task of a code run: run it in the sandbox, stream it to a channel-layer group.
+
+JSON arguments only. Output goes out as ``run.output`` batches while the program runs, then
+one ``run.finished``; stdin and Stop reach the run through `spark_ide.sandbox.control`.
+
+Eager (the embedded default) the task runs in the caller's thread, which must be a
+``sync_to_async`` thread of the server (``thread_sensitive=False``: a run may take the wall
+limit, and must not hold up the thread every ORM call shares); the messages then go out on
+the server's own event loop. In a worker it keeps one event loop of its own for the run, so
+the Redis channel layer opens one connection per run, not one per message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
+
+from spark_ide.celery import app
+from spark_ide.sandbox.control import checked_run_id, run_control
+from spark_ide.sandbox.core import BadRun, Limits, NoFreeUid, Sandbox, SandboxUnavailable, UidPool
+from spark_ide.sandbox.core.limits import MB
+from spark_ide.sandbox.events import RunFinished, run_finished, run_output, run_refused
+
+
+def settings_limits() -> Limits:
+    return Limits(
+        cpu_seconds=settings.SPARK_SANDBOX_CPU_S,
+        memory_bytes=settings.SPARK_SANDBOX_MEMORY_MB * MB,
+        processes=settings.SPARK_SANDBOX_PROCESSES,
+        file_bytes=settings.SPARK_SANDBOX_FILE_BYTES,
+        open_files=settings.SPARK_SANDBOX_OPEN_FILES,
+        output_bytes=settings.SPARK_SANDBOX_OUTPUT_BYTES,
+        wall_seconds=settings.SPARK_SANDBOX_WALL_S,
+        disk_bytes=settings.SPARK_SANDBOX_DISK_MB * MB,
+    )
+
+
+def run_limits(overrides: Mapping[str, Any] | None) -> Limits:
+    """The settings' limits, each lowered (never raised) by ``overrides`` (a class's stricter limits)."""
+    limits = settings_limits()
+    if not overrides:
+        return limits
+    known = {field.name for field in dataclasses.fields(Limits)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise BadRun(f"unknown sandbox limits: {', '.join(sorted(unknown))}")
+    lowered = {name: min(value, getattr(limits, name)) for name, value in overrides.items()}
+    return dataclasses.replace(limits, **lowered)
+
+
+def settings_sandbox(limits: Limits) -> Sandbox:
+    return Sandbox(
+        limits=limits,
+        python=settings.SPARK_SANDBOX_PYTHON,
+        uid_pool=UidPool(first=settings.SPARK_SANDBOX_UID_FIRST, count=settings.SPARK_SANDBOX_UID_COUNT),
+        allow_unsandboxed=settings.SPARK_SANDBOX_ALLOW_UNSANDBOXED,
+    )
+
+
+class GroupSender:
+    """``group_send`` from a synchronous task, on the right event loop (see the module's docstring)."""
+
+    def __init__(self, layer: BaseChannelLayer) -> None:
+        self._layer = layer
+        self._loop = None if isinstance(layer, InMemoryChannelLayer) else asyncio.new_event_loop()
+
+    def send(self, group: str, message: Mapping[str, Any]) -> None:
+        if self._loop is None:
+            async_to_sync(self._layer.group_send)(group, dict(message))
+        else:
+            self._loop.run_until_complete(self._layer.group_send(group, dict(message)))
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()  # channels_redis closes this loop's connections with it
+
+
+@app.task(name="spark_ide.sandbox.run_code", ignore_result=False)  # type: ignore[untyped-decorator]
+def run_code(
+    run: str, group: str, files: dict[str, str], path: str | None = None, tests: bool = False,
+    limits: dict[str, float] | None = None,
+) -> RunFinished:
+    """Run ``python path`` (or ``pytest``) on ``files``; stream to ``group``; return ``run.finished``."""
+    layer = get_channel_layer()
+    assert layer is not None, "CHANNEL_LAYERS is not configured"
+    sender = GroupSender(layer)
+    try:
+        try:
+            checked_run_id(run)
+            started = settings_sandbox(run_limits(limits)).start(
+                files, path=path, tests=tests, on_output=lambda stream, text: sender.send(
+                    group, run_output(run, stream, text)),
+            )
+        except BadRun as exc:
+            finished = run_refused(run, "bad_run", str(exc))
+        except SandboxUnavailable as exc:
+            finished = run_refused(run, "sandbox_unavailable", str(exc))
+        except NoFreeUid as exc:
+            finished = run_refused(run, "sandbox_busy", str(exc))
+        else:
+            with run_control().attach(run, started):
+                finished = run_finished(run, started.wait())
+        sender.send(group, finished)
+        return finished
+    finally:
+        sender.close()

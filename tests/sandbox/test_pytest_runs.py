@@ -1,0 +1,31 @@
+"""The workspace's tests run with the student runtime's pytest."""
+
+from __future__ import annotations
+
+from spark_ide.sandbox.core import RunStatus, Sandbox
+
+CALC = "def add(a, b):\n    return a + b\n"
+
+
+def test_pytest_runs_the_workspace_tests(sandbox: Sandbox) -> None:
+    files = {
+        "calc.py": CALC,
+        "tests/test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
+                              "def test_wrong():\n    assert add(1, 1) == 3\n",
+    }
+    result = sandbox.run(files, tests=True)
+    assert result.status is RunStatus.FAILED and result.exit_code == 1, result.stderr
+    assert "1 failed, 1 passed" in result.stdout
+    assert "assert 2 == 3" in result.stdout
+
+
+def test_pytest_on_one_file_passes(sandbox: Sandbox) -> None:
+    files = {
+        "calc.py": CALC,
+        "test_good.py": "from calc import add\n\ndef test_add(tmp_path):\n    (tmp_path / 'x').write_text('ok')\n"
+                        "    assert add(2, 2) == 4\n",
+        "test_bad.py": "def test_bad():\n    assert False\n",
+    }
+    result = sandbox.run(files, path="test_good.py", tests=True)
+    assert result.status is RunStatus.OK, result.stdout + result.stderr
+    assert "1 passed" in result.stdout

@@ -1,0 +1,149 @@
+"""The Celery task: eager in this process (the embedded default), and on a real worker over Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from asgiref.sync import sync_to_async
+from celery import Celery
+from channels.layers import BaseChannelLayer, get_channel_layer
+from django.conf import settings
+
+from spark_ide.sandbox.control import RedisRunControl, run_control
+from spark_ide.sandbox.core import BadRun
+from spark_ide.sandbox.tasks import run_code, run_limits
+from tests.conftest import port_open, require
+from tests.sandbox.conftest import source
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS = "redis://127.0.0.1:6379/6"
+GREETER = source(
+    "name = input('name? ')",
+    "print('hello', name)",
+    "import sys, time",
+    "print('waiting', file=sys.stderr, flush=True)",
+    "time.sleep(60)",
+)
+
+
+async def collect(layer: BaseChannelLayer, channel: str, *, on: dict[str, Any] | None = None,
+                  timeout: float = 30) -> list[dict[str, Any]]:
+    """Messages to ``channel`` up to ``run.finished``; ``on`` maps a text seen to a call to make then."""
+    messages: list[dict[str, Any]] = []
+    pending = dict(on or {})
+    async with asyncio.timeout(timeout):
+        while True:
+            message = await layer.receive(channel)
+            messages.append(message)
+            for seen in list(pending):
+                if seen in message.get("text", ""):
+                    await sync_to_async(pending.pop(seen))()
+            if message["type"] == "run.finished":
+                return messages
+
+
+def texts(messages: list[dict[str, Any]], stream: str) -> str:
+    return "".join(m["text"] for m in messages if m["type"] == "run.output" and m["stream"] == stream)
+
+
+def test_limits_from_a_task_can_only_be_lowered() -> None:
+    assert run_limits({"wall_seconds": 2}).wall_seconds == 2
+    assert run_limits({"wall_seconds": 10_000}).wall_seconds == settings.SPARK_SANDBOX_WALL_S
+    with pytest.raises(BadRun, match="unknown sandbox limits: swap"):
+        run_limits({"swap": 1})
+
+
+async def test_the_eager_task_streams_to_the_group_and_takes_stdin_and_stop() -> None:
+    require(port_open("127.0.0.1", 6379) or not settings.REDIS_URL, "REDIS_URL is set but Redis is not running")
+    layer = get_channel_layer()
+    assert layer is not None
+    channel = await layer.new_channel()
+    group = f"run-{uuid.uuid4().hex}"
+    await layer.group_add(group, channel)
+    run = uuid.uuid4().hex
+    control = run_control()
+    control.send(run, "stdin", "Ada\n")  # typed before the run started: kept for it
+    task = asyncio.ensure_future(sync_to_async(run_code.apply, thread_sensitive=False)(
+        kwargs={"run": run, "group": group, "files": GREETER, "path": "main.py", "limits": {"wall_seconds": 10}}))
+    messages = await collect(layer, channel, on={"waiting": lambda: control.send(run, "stop")})
+    finished = (await task).get()
+    assert texts(messages, "stdout") == "name? hello Ada\n"
+    assert texts(messages, "stderr") == "waiting\n"
+    assert messages[-1] == finished
+    assert finished["type"] == "run.finished" and finished["run"] == run
+    assert finished["status"] == "killed" and finished["exit_code"] is None and finished["truncated"] is False
+    assert finished["message"] == "stopped by a participant" and finished["sandboxed"] is True
+    assert all(m["run"] == run for m in messages)
+
+
+async def test_a_run_that_cannot_start_finishes_at_once_with_the_reason() -> None:
+    layer = get_channel_layer()
+    assert layer is not None
+    channel = await layer.new_channel()
+    group = f"run-{uuid.uuid4().hex}"
+    await layer.group_add(group, channel)
+    await sync_to_async(run_code.apply, thread_sensitive=False)(
+        kwargs={"run": "r1", "group": group, "files": {"main.py": ""}, "path": "missing.py"})
+    messages = await collect(layer, channel, timeout=10)
+    assert messages == [{
+        "type": "run.finished", "run": "r1", "exit_code": None, "duration_ms": 0, "status": "failed",
+        "truncated": False, "message": "there is no file 'missing.py' in the workspace", "sandboxed": False,
+        "error": "bad_run",
+    }]
+
+
+def worker_env() -> dict[str, str]:
+    return {**os.environ, "REDIS_URL": REDIS, "DJANGO_SETTINGS_MODULE": "spark_ide.settings", "CI": "",
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+async def test_a_real_worker_runs_it_over_redis() -> None:
+    require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    queue = f"sandbox-test-{uuid.uuid4().hex[:12]}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "spark_ide", "worker", "-Q", queue, "-n", f"{queue}@%h", "-c", "1",
+         "--pool", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
+        cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    client = Celery("sandbox-test", broker=REDIS, backend=REDIS)
+    client.conf.update(task_serializer="json", accept_content=["json"], result_serializer="json")
+    layer = RedisPubSubChannelLayer(hosts=[REDIS])
+    try:
+        channel = await layer.new_channel()
+        group = f"run-{uuid.uuid4().hex}"
+        await layer.group_add(group, channel)
+        run = uuid.uuid4().hex
+        control = RedisRunControl(REDIS)
+        control.send(run, "stdin", "Grace\n")  # waits in Redis until the worker starts the run
+        sent = client.send_task("spark_ide.sandbox.run_code", queue=queue, kwargs={
+            "run": run, "group": group, "files": GREETER, "path": "main.py", "limits": {"wall_seconds": 10}})
+        messages = await collect(layer, channel, on={"waiting": lambda: control.send(run, "stop")}, timeout=60)
+        finished = await sync_to_async(sent.get)(timeout=10)
+        assert texts(messages, "stdout") == "name? hello Grace\n"
+        assert texts(messages, "stderr") == "waiting\n"
+        assert finished["status"] == "killed" and finished["sandboxed"] is True
+        assert messages[-1] == finished
+        sent.forget()
+    finally:
+        await layer.flush()
+        with redis.Redis.from_url(REDIS) as keys:
+            keys.delete(f"_kombu.binding.{queue}", queue)
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            output = worker.communicate(timeout=15)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            output = worker.communicate()[0]
+        client.close()
+    assert b"Traceback" not in output, output.decode(errors="replace")
