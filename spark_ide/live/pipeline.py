@@ -127,6 +127,9 @@ class Pipeline:
         self._held: list[Frame] = []  # events waiting behind the pending update
         self._failures = 0
         self._since_compact = 0
+        # The highest seq handed to the transport: a joining connection is sent the frames up
+        # to it, and takes the rest from the transport like everyone (none missed, none twice).
+        self.sent_seq = 0
         self._unstored = EventLogBacklog()  # turn events sent and not yet stored, merged as they wait
         self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
         self._log_wake = asyncio.Event()
@@ -213,6 +216,8 @@ class Pipeline:
                 self._log_wake.set()
         for frame in merged(frames):
             self._transport.frame(frame)
+        if frames:
+            self.sent_seq = max(self.sent_seq, frames[-1].seq)
 
     async def _persist(self, update: bytes) -> bool:
         """Write ``update`` (retrying); False when every try failed."""

@@ -106,7 +106,7 @@ class Room:
         self.doc.apply_update(state.document)
         workspace_files(self.doc)
         self.epoch = state.epoch
-        self.seq = self._log_floor = state.epoch << EPOCH_BITS
+        self.seq = self._log_floor = self.pipeline.sent_seq = state.epoch << EPOCH_BITS
         self.doc.observe(self._on_doc_change)
         self.pipeline.start()
         for turn in state.unfinished:
@@ -184,10 +184,13 @@ class Room:
             self._idle_close.cancel()
             self._idle_close = None
         # From here to the end nothing awaits: no event can slip between replay and live.
-        self.tell(conn, Hello(
+        # The cut is what the pipeline has sent: events published but still in the pipeline
+        # (behind a document update being saved) reach this connection from the transport.
+        sent = self.pipeline.sent_seq
+        conn.outbox.put_frame(Frame(Hello(
             session=conn.session, workspace=self.workspace, role=conn.role, user=conn.username,
             turn=self.pilot.running_turn, epoch=self.epoch,
-        ))
+        ), sent))
         conn.outbox.put_raw(create_sync_message(self.doc))
         conn.outbox.put_raw(sync_step2(self.doc.get_update()))
         frames = None if resync else self._catch_up(after, stored)
@@ -196,7 +199,7 @@ class Room:
         else:
             for frame in frames:
                 conn.outbox.put_frame(frame)
-        conn.joined_at = self.seq
+        conn.joined_at = sent
         self.transport.add(conn)
         self._presence()
 
@@ -281,8 +284,9 @@ class Room:
         older = [entry for entry in stored if entry.seq <= self._log_floor]
         if any(entry.first_seq <= after for entry in older):
             return None  # it holds part of a merged run: it cannot be cut where it stopped
+        sent = self.pipeline.sent_seq
         frames = [Frame(entry.event, entry.seq) for entry in older]
-        frames += [frame for frame in self._log if frame.seq > after]
+        frames += [frame for frame in self._log if after < frame.seq <= sent]
         if len(frames) > self.settings.replay_limit:
             return None
         return frames
@@ -294,7 +298,11 @@ class Room:
         frames = [Frame(entry.event, entry.seq) for entry in stored or () if entry.seq <= self._log_floor]
         turns = {frame.event.turn for frame in frames if isinstance(frame.event, TurnStarted)}
         turns.update(self._recent_turns)
-        frames += [frame for frame in self._log if isinstance(frame.event, TurnEvent) and frame.event.turn in turns]
+        sent = self.pipeline.sent_seq  # what is still in the pipeline comes from the transport
+        frames += [
+            frame for frame in self._log
+            if frame.seq <= sent and isinstance(frame.event, TurnEvent) and frame.event.turn in turns
+        ]
         running = self.pilot.running_turn
         frames = [frame for frame in frames if not isinstance(frame.event, TurnDelta) or frame.event.turn == running]
         return within_budget(frames, running, self.settings.transcript_bytes)

@@ -83,6 +83,10 @@ def _after(query: bytes) -> int | None:
 
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+    # No channel-layer channel per socket: nothing is ever sent to one (rooms use the layer,
+    # live.cluster). With Redis each would be a SUBSCRIBE and UNSUBSCRIBE on the connection
+    # a room's stream is published on, delaying it whenever many sockets come or go.
+    channel_layer_alias = "none"
     room: Place
     conn: Connection
 

@@ -3,6 +3,7 @@ one ordered event stream; reconnects replay before live; failures are loud and r
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -302,3 +303,37 @@ async def test_a_participant_removed_from_the_workspace_is_hung_up_on(live: Live
     later = [e for e in owner.events[seen:] if e["type"] == "presence"]
     assert [(p["user"], p["role"]) for p in later[-1]["participants"]] == [("ada", "owner")]
     await owner.close()
+
+
+async def test_a_page_joining_while_events_wait_behind_a_save_gets_each_once(
+    live: Live, model_server: object, rooms: None
+) -> None:
+    """Events published while a document update is being saved wait in the pipeline; a page
+    that joins then is sent the events up to what was sent, and the rest once, live."""
+    writer = await connect(live)
+    await writer.send({"type": "prompt", "text": say("Writing it.\n" + LONG_WRITE, rate=3000)})
+    started = await writer.until(lambda e: e["type"] == "edit.status")
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    saving = room.store.append_update
+    release = asyncio.Event()
+
+    async def slow_save(update: bytes) -> int:
+        await release.wait()  # the pipeline holds what was published meanwhile
+        return await saving(update)
+
+    room.store.append_update = slow_save  # type: ignore[method-assign]
+    await asyncio.sleep(0.3)
+    assert room.seq > room.pipeline.sent_seq, "nothing waited in the pipeline"
+    page = await connect(live)
+    assert page.events[0]["seq"] == room.pipeline.sent_seq  # hello: the cut
+    room.store.append_update = saving  # type: ignore[method-assign]
+    release.set()
+    for client in (writer, page):
+        await client.until(lambda e: e["type"] == "turn.finished", timeout=20)
+    turn = started["turn"]
+    assert turn_text(page, turn) == turn_text(writer, turn)
+    seqs = [e["seq"] for e in page.events if e["type"] == "turn.delta"]
+    assert seqs == sorted(set(seqs))
+    await writer.close()
+    await page.close()
