@@ -28,6 +28,9 @@ _WIRE_LOG = redacting_logger("spark_ide.modelserver.wire")
 HARD_FRAME_LIMIT_FACTOR = 4
 
 
+CLOSE_TIMEOUT_S = 1.0
+
+
 class ModelServer:
     """Serves the OpenAI Responses WebSocket protocol at ``/v1/responses`` for one engine."""
 
@@ -59,6 +62,9 @@ class ModelServer:
             process_request=self._check_upgrade,
             max_size=self.config.max_frame_bytes * HARD_FRAME_LIMIT_FACTOR,
             logger=_WIRE_LOG,
+            # On shutdown each open connection gets this long to answer our close frame (the
+            # default, 10 s, held SIGTERM up that long behind a peer that no longer reads).
+            close_timeout=CLOSE_TIMEOUT_S,
         )
         log.info("model server listening on %s", self.url)
 

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import asyncio
+import time
+
 from spark_ide import responses_protocol as protocol
+from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engines.scripted import split_tokens
+from spark_ide.modelserver.server import CLOSE_TIMEOUT_S, ModelServer
 from tests.support.recording_engine import RecordingEngine
 from tests.support.waits import eventually
 
@@ -30,3 +35,21 @@ async def test_the_server_keeps_serving_after_a_client_vanishes() -> None:
         async with client_for(server) as ws:
             events = await ws.run("[rate:100000][say]fresh[/say]")
     assert events[-1]["type"] == protocol.COMPLETED
+
+
+async def test_stopping_does_not_wait_long_for_a_peer_that_no_longer_reads() -> None:
+    """A client that opened a socket and then stopped answering (its process stalled) holds
+    the server's shutdown up for one short close timeout, not the library's 10 s."""
+    server = ModelServer(RecordingEngine(tokens_per_s=100, ttft_s=0.0), ServerConfig(port=0))
+    await server.start()
+    host, port = server.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    assert b"101" in await reader.readline()  # upgraded; from now on it reads nothing
+    started = time.monotonic()
+    await asyncio.wait_for(server.stop(), CLOSE_TIMEOUT_S + 3)
+    assert time.monotonic() - started < CLOSE_TIMEOUT_S + 2
+    writer.close()
