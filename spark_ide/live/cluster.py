@@ -272,6 +272,12 @@ class Place(Protocol):
 
     def expel(self, user_id: int) -> None: ...
 
+    def run(self, conn: Connection, *, path: str, tests: bool) -> None: ...
+
+    def run_input(self, conn: Connection, run: str, text: str) -> None: ...
+
+    def run_stop(self, conn: Connection, run: str) -> None: ...
+
 
 class OwnedRoom(Place, Protocol):
     """What the owner's desk needs of the room besides (``live.room.Room``)."""
@@ -404,6 +410,12 @@ class OwnerDesk:
             self.room.command(conn, CommandKind(item["command"]), **fields)
         elif kind == "resume":
             self._spawn(self.room.resume(conn, int(item["after"])))
+        elif kind == "run":
+            self.room.run(conn, path=str(item["path"]), tests=bool(item["tests"]))
+        elif kind == "run.input":
+            self.room.run_input(conn, str(item["run"]), str(item["text"]))
+        elif kind == "run.stop":
+            self.room.run_stop(conn, str(item["run"]))
 
     async def _join(self, replica: str, described: dict[str, Any], after: int | None) -> None:
         conn_id = str(described["id"])
@@ -506,6 +518,15 @@ class Replica:
 
     async def resume(self, conn: Connection, after: int) -> None:
         self._forward({"kind": "resume", "conn": conn.id, "after": after})
+
+    def run(self, conn: Connection, *, path: str, tests: bool) -> None:
+        self._forward({"kind": "run", "conn": conn.id, "path": path, "tests": tests})
+
+    def run_input(self, conn: Connection, run: str, text: str) -> None:
+        self._forward({"kind": "run.input", "conn": conn.id, "run": run, "text": text})
+
+    def run_stop(self, conn: Connection, run: str) -> None:
+        self._forward({"kind": "run.stop", "conn": conn.id, "run": run})
 
     def expel(self, user_id: int) -> None:
         """Callable from any thread, as ``Room.expel``."""

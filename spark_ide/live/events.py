@@ -113,6 +113,8 @@ class ErrorCode(StrEnum):
     TOO_MANY_FILES = "too_many_files"
     PATH_CONFLICT = "path_conflict"
     STORAGE_FAILED = "storage_failed"
+    RUN_BUSY = "run_busy"
+    NO_SUCH_RUN = "no_such_run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +183,7 @@ def encode(event: Event, seq: int) -> str:
     return _ENCODER.encode(payload)
 
 
-# -- ephemeral: answers to one connection, presence ---------------------------------------
+# -- ephemeral: answers to one connection, presence, code runs -----------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,53 @@ class Resync(Event):
     type: ClassVar[str] = "resync"
     ephemeral: ClassVar[bool] = True
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(Event):
+    """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone."""
+
+    type: ClassVar[str] = "run.started"
+    ephemeral: ClassVar[bool] = True
+    run: str
+    path: str
+    tests: bool
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutput(Event):
+    type: ClassVar[str] = "run.output"
+    ephemeral: ClassVar[bool] = True
+    run: str
+    stream: str  # "stdout" | "stderr"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished(Event):
+    """How a run ended: ``status`` ok / failed / timeout / killed / output_truncated; no exit
+    code when the sandbox ended it; ``error`` when it could not start."""
+
+    type: ClassVar[str] = "run.finished"
+    ephemeral: ClassVar[bool] = True
+    run: str
+    exit_code: int | None
+    duration_ms: int
+    status: str
+    truncated: bool
+    message: str
+    sandboxed: bool
+    error: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type, "run": self.run, "exit_code": self.exit_code, "duration_ms": self.duration_ms,
+            "status": self.status, "truncated": self.truncated, "message": self.message, "sandboxed": self.sandboxed,
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 @dataclass(frozen=True, slots=True)

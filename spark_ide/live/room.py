@@ -53,6 +53,7 @@ from .events import (
 from .outbox import Frame
 from .pilot import Pilot
 from .pipeline import Pipeline
+from .runs import RoomRuns
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
 from .turns import Command, CommandKind
@@ -97,6 +98,7 @@ class Room:
             on_failed=self._storage_failed, on_recovered=self._storage_recovered,
         )
         self.pilot = Pilot(self, settings=settings)
+        self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -113,6 +115,7 @@ class Room:
             self._recent_turns.append(turn)
             self.pilot.announce_lost(turn)
         self.pilot.start()
+        self.runs.start()
 
     async def close(self) -> None:
         """End the running turn, deliver and save what waits, then let go. From the first
@@ -126,6 +129,7 @@ class Room:
         try:
             await self.store.close()
             await self.pilot.shutdown()
+            await self.runs.close()
             await self.pipeline.close()
         finally:
             self._done.set()
@@ -232,6 +236,23 @@ class Room:
 
     def members(self) -> list[Connection]:
         return self.transport.members()
+
+    # -- code runs (live.runs) ------------------------------------------------------------
+
+    def run(self, conn: Connection, *, path: str, tests: bool) -> None:
+        refused = self.runs.run(conn, path=path, tests=tests)
+        if refused is not None:
+            self.tell(conn, refused)
+
+    def run_input(self, conn: Connection, run: str, text: str) -> None:
+        refused = self.runs.send_input(run, text)
+        if refused is not None:
+            self.tell(conn, refused)
+
+    def run_stop(self, conn: Connection, run: str) -> None:
+        refused = self.runs.stop(run)
+        if refused is not None:
+            self.tell(conn, refused)
 
     def expel(self, user_id: int) -> None:
         """Hang up on every connection of ``user_id`` (removed from the workspace); callable

@@ -71,6 +71,67 @@ class TurnOutcome:
     error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A code run as started: who ran what, in which session."""
+
+    run: str
+    session: str
+    author_id: int | None
+    path: str
+    tests: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """A code run as it ended, with what it printed (as far as the sandbox let it)."""
+
+    run: str
+    status: str
+    exit_code: int | None
+    duration_ms: int
+    output: str
+    message: str
+
+
+RunMessage = Mapping[str, Any]
+"""A run's message from the runner: ``run.output`` {run, stream, text} or ``run.finished``
+{run, exit_code, duration_ms, status, truncated, message, sandboxed, error?}."""
+
+
+class Runner(Protocol):
+    """Runs code in the sandbox (``spark_ide.sandbox``) for a room; injected by the Django side."""
+
+    async def start(
+        self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
+    ) -> None:
+        """Start the run; its messages come to ``on_message`` (on the room's loop), the last
+        one ``run.finished``."""
+
+    def send_input(self, run: str, text: str) -> None: ...
+
+    def stop(self, run: str) -> None: ...
+
+
+class NoRunner:
+    """Where code runs are not set up: every run ends at once, refused."""
+
+    async def start(
+        self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
+    ) -> None:
+        on_message({
+            "type": "run.finished", "run": run, "exit_code": None, "duration_ms": 0, "status": "failed",
+            "truncated": False, "message": "code runs are not set up on this server", "sandboxed": False,
+            "error": "sandbox_unavailable",
+        })
+
+    def send_input(self, run: str, text: str) -> None:
+        return None
+
+    def stop(self, run: str) -> None:
+        return None
+
+
 class RoomStore(Protocol):
     """Storage of one workspace's room. Every method may raise; the room retries or reports."""
 
@@ -101,6 +162,10 @@ class RoomStore(Protocol):
 
     async def turn_reverted(self, turn: str) -> None: ...
 
+    async def run_started(self, record: RunRecord) -> None: ...
+
+    async def run_finished(self, outcome: RunOutcome) -> None: ...
+
     async def close(self) -> None:
         """The room is closing: stop sending other threads' requests to it (its last writes
         still come through this store)."""
@@ -128,3 +193,4 @@ class LiveSettings:
     # larger writes (runs of deltas merged) keep the loop free (the rooms benchmark).
     log_batch_s: float = 0.5
     meter: Meter = NO_METER  # what the room tells the operator's metrics (spark_ide.ops.metrics)
+    runner: Runner = field(default_factory=NoRunner)  # code runs in the sandbox (spark_ide.pairing.runs)

@@ -19,7 +19,15 @@ from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_even
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
-from spark_ide.live.store import LiveSettings, RoomState, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.live.store import (
+    LiveSettings,
+    RoomState,
+    RunOutcome,
+    RunRecord,
+    StoredEvent,
+    TurnOutcome,
+    TurnRecord,
+)
 from spark_ide.live.transport import Transport
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
@@ -29,6 +37,7 @@ from . import services
 from .cluster import cluster_from_settings
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
+from .runs import CeleryRunner
 
 T = TypeVar("T")
 
@@ -128,6 +137,12 @@ class DatabaseRoomStore:
     async def turn_reverted(self, turn: str) -> None:
         await self._write(lambda: services.turn_mark_reverted(turn))
 
+    async def run_started(self, record: RunRecord) -> None:
+        await self._write(lambda: services.run_create(record))
+
+    async def run_finished(self, outcome: RunOutcome) -> None:
+        await self._write(lambda: services.run_finish(outcome))
+
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room)
 
@@ -150,6 +165,9 @@ def prompt_style() -> PromptStyle:
     return PromptStyle(context_tokens=tokens, max_output_tokens=ceiling)
 
 
+RUNNER = CeleryRunner()  # this process's code runs
+
+
 def live_settings() -> LiveSettings:
     return LiveSettings(
         connect_model=connect_model,
@@ -160,6 +178,7 @@ def live_settings() -> LiveSettings:
         ),
         replay_limit=settings.SPARK_REPLAY_LIMIT,
         meter=METER,
+        runner=RUNNER,
     )
 
 

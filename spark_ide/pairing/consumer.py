@@ -31,10 +31,11 @@ from .services import SessionError, role_for, session_get
 log = logging.getLogger(__name__)
 
 MAX_PROMPT_CHARS = 20_000
+MAX_RUN_INPUT_CHARS = 10_000  # one line typed into a running program
 HANG_UP_AFTER_S = 0.2
 MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
 REFUSED = 4403
-DRIVING = {"prompt", "steer", "stop", "revert", "run"}
+DRIVING = {"prompt", "steer", "stop", "revert", "run", "run.input", "run.stop"}
 
 
 class RateLimit:
@@ -199,7 +200,10 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         kind = message["type"]
-        handler = getattr(self, f"_on_{kind}", None)
+        # "run.input" -> _on_run_input; a type spelled with "_" is nobody's (else "run_input"
+        # would slip past the role check below, which knows the types by their dotted names).
+        named = kind.isascii() and "_" not in kind
+        handler = getattr(self, f"_on_{kind.replace('.', '_')}", None) if named else None
         if handler is None:
             raise BadMessage(ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind[:40]!r}")
         if kind in DRIVING and self.conn.role not in DRIVER_ROLES:
@@ -230,7 +234,23 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self._command(CommandKind.REVERT, turn=_text_field(message, "turn", limit=64))
 
     def _on_run(self, message: dict[str, Any]) -> None:
-        raise BadMessage(ErrorCode.NOT_AVAILABLE, "running code arrives with the sandbox; nothing was run")
+        tests = message.get("tests", False)
+        if not isinstance(tests, bool):
+            raise BadMessage(ErrorCode.BAD_FIELD, "'tests' must be true or false")
+        path = "" if tests else _text_field(message, "path", limit=settings.SPARK_MAX_PATH_LENGTH)
+        self.room.run(self.conn, path=path, tests=tests)
+
+    def _on_run_input(self, message: dict[str, Any]) -> None:
+        run = _text_field(message, "run", limit=64)
+        text = message.get("text")
+        if not isinstance(text, str):
+            raise BadMessage(ErrorCode.MISSING_FIELD, "'run.input' needs a string 'text'")
+        if len(text) > MAX_RUN_INPUT_CHARS:
+            raise BadMessage(ErrorCode.TOO_LONG, f"'text' is longer than {MAX_RUN_INPUT_CHARS} characters")
+        self.room.run_input(self.conn, run, text)
+
+    def _on_run_stop(self, message: dict[str, Any]) -> None:
+        self.room.run_stop(self.conn, _text_field(message, "run", limit=64))
 
     def _on_resume(self, message: dict[str, Any]) -> None:
         """For clients that resume by message rather than ``?after=`` in the URL: what they

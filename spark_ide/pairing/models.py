@@ -10,7 +10,7 @@ from django.db import models
 from spark_ide.live.events import Role, TurnStatus
 from spark_ide.workspaces.models import Workspace
 
-__all__ = ["Participant", "Role", "Room", "RoomEvent", "Session", "Turn", "TurnStatus"]
+__all__ = ["Participant", "Role", "Room", "RoomEvent", "Run", "Session", "Turn", "TurnStatus"]
 
 ROLE_CHOICES = [(role.value, role.value) for role in Role]
 STATUS_CHOICES = [(status.value, status.value) for status in TurnStatus]
@@ -59,6 +59,28 @@ class Turn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     reverted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["created_at"]
+
+
+class Run(models.Model):
+    """A code run in the sandbox (``python path`` or the tests) and what it printed."""
+
+    RUNNING = "running"
+
+    id = models.CharField(primary_key=True, max_length=32)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    path = models.CharField(max_length=1024, blank=True)
+    tests = models.BooleanField(default=False)
+    status = models.CharField(max_length=20, default=RUNNING)  # then a sandbox RunStatus
+    exit_code = models.IntegerField(null=True, blank=True)
+    duration_ms = models.IntegerField(default=0)
+    output = models.TextField(blank=True)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]

@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from spark_ide.accounts.models import Guest
 from spark_ide.accounts.services import guest_create
-from spark_ide.live.store import TurnOutcome, TurnRecord
+from spark_ide.live.store import RunOutcome, RunRecord, TurnOutcome, TurnRecord
 from spark_ide.workspaces.models import Workspace
 
-from .models import Participant, Role, Session, Turn, TurnStatus
+from .models import Participant, Role, Run, Session, Turn, TurnStatus
 
 
 class SessionError(Exception):
@@ -193,6 +193,20 @@ def turn_finish(outcome: TurnOutcome) -> None:
     )
 
 
+def run_create(record: RunRecord) -> None:
+    Run.objects.create(
+        id=record.run, session_id=uuid.UUID(record.session), author_id=record.author_id, path=record.path,
+        tests=record.tests,
+    )
+
+
+def run_finish(outcome: RunOutcome) -> None:
+    Run.objects.filter(pk=outcome.run).update(
+        status=outcome.status, exit_code=outcome.exit_code, duration_ms=outcome.duration_ms,
+        output=outcome.output, message=outcome.message, finished_at=timezone.now(),
+    )
+
+
 def turn_mark_reverted(turn_id: str) -> None:
     Turn.objects.filter(pk=turn_id).update(reverted=True)
 
@@ -205,6 +219,12 @@ def room_turns(session: Session) -> list[Turn]:
     """The latest turns of every session of the session's workspace, oldest first."""
     latest = Turn.objects.filter(session__workspace_id=session.workspace_id).order_by("-created_at", "-id")
     return list(reversed(latest[:HISTORY_LIMIT]))
+
+
+def room_runs(session: Session, limit: int) -> list[Run]:
+    """The latest code runs of every session of the session's workspace, newest first."""
+    runs = Run.objects.filter(session__workspace_id=session.workspace_id).select_related("author")
+    return list(runs.order_by("-created_at", "-id")[:limit])
 
 
 def room_turn(session: Session, turn_id: str) -> Turn | None:

@@ -165,8 +165,16 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
         }
         for turn in reversed(shown)
     ]
+    runs = [
+        {
+            "id": run.id, "path": run.path, "tests": run.tests, "by": run.author.get_username() if run.author else "",
+            "status": run.status, "exit_code": run.exit_code, "duration_ms": run.duration_ms, "output": run.output,
+            "message": run.message, "created_at": run.created_at,
+        }
+        for run in services.room_runs(session, HISTORY_SHOWN)
+    ]
     context = {
-        "turns": turns, "can_drive": role in DRIVER_ROLES, "session": session,
+        "turns": turns, "runs": runs, "can_drive": role in DRIVER_ROLES, "session": session,
         "hidden": len(latest) - len(shown), "shown_limit": HISTORY_SHOWN,
         "everything": everything and len(latest) > HISTORY_SHOWN,
         "history_url": reverse("session-history", args=[session.id]),

@@ -53,8 +53,9 @@ class Process:
 
 
 @pytest.fixture
-async def two(live: Live) -> AsyncIterator[tuple[Process, Process]]:
+async def two(live: Live, settings: Any) -> AsyncIterator[tuple[Process, Process]]:
     require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # code runs in this process (the room's owner's)
     a, b = Process(), Process()
     yield a, b
     for process in (b, a):
@@ -127,6 +128,12 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     await viewer.type_text("app.py", 0, "nope")
     error = await viewer.until(lambda e: e["type"] == "error" and e["code"] == "forbidden")
     assert "viewer" in error["message"]
+
+    # A code run asked for on B runs at the owner, on its document; everyone sees it.
+    await helper.send({"type": "run", "path": "app.py"})
+    for client in (driver, viewer, helper):
+        done = await client.until(lambda e: e["type"] == "run.finished")
+        assert done["status"] == "ok" and done["exit_code"] == 0
 
     # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
     replica = b.rooms.held(live.workspace_id)

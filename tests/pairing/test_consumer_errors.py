@@ -45,7 +45,9 @@ async def still_open(client: LiveClient) -> None:
         ('{"type": "steer", "text": 5}', "missing_field"),
         ('{"type": "revert"}', "missing_field"),
         ('{"type": "resume", "after": "x"}', "missing_field"),
-        ('{"type": "run"}', "not_available"),
+        ('{"type": "run"}', "missing_field"),
+        ('{"type": "run.stop"}', "missing_field"),
+        ('{"type": "run.input", "run": "r"}', "missing_field"),
     ],
 )
 async def test_bad_messages_get_an_error_and_the_socket_stays_open(
@@ -99,7 +101,9 @@ async def _viewer(live: Live, django_user_model: Any) -> LiveClient:
         {"type": "steer", "text": "hi"},
         {"type": "stop"},
         {"type": "revert", "turn": "t1"},
-        {"type": "run"},
+        {"type": "run", "path": "app.py"},
+        {"type": "run.input", "run": "r", "text": "x\n"},
+        {"type": "run.stop", "run": "r"},
     ],
 )
 async def test_a_viewer_may_not_drive(live: Live, rooms: None, django_user_model: Any, message: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from spark_ide.pairing import services
-from spark_ide.pairing.models import Participant, Session, Turn
+from spark_ide.pairing.models import Participant, Run, Session, Turn
 from spark_ide.pairing.services import session_create, session_for_workspace
 from spark_ide.workspaces.services import workspace_create
 
@@ -151,6 +151,19 @@ def test_every_session_of_the_workspace_shows_every_turn(api: Any, client: Clien
         assert [r["id"] for r in api.get(f"/api/sessions/{session.id}/turns").json()] == ["in-one", "in-two"]
         history = client.get(f"/sessions/{session.id}/history")
         assert [t["id"] for t in history.context["turns"]] == ["in-two", "in-one"]  # newest first
+
+
+def test_the_history_shows_the_code_runs_of_the_workspace(client: Client, ws: Any, user: Any) -> None:
+    one, two = session_create(workspace=ws, by=user), session_create(workspace=ws, by=user)
+    elsewhere = session_create(workspace=workspace_create(owner=user, name="other"), by=user)
+    Run.objects.create(id="r1", session=one, author=user, path="main.py", status="ok", exit_code=0, output="hi\n")
+    Run.objects.create(id="r2", session=two, author=user, tests=True, status="failed", exit_code=1)
+    Run.objects.create(id="r3", session=elsewhere, author=user, path="x.py")
+    client.force_login(user)
+    runs = client.get(f"/sessions/{one.id}/history").context["runs"]
+    shown = [(r["id"], r["path"], r["tests"], r["by"]) for r in runs]
+    assert shown == [("r2", "", True, "ada"), ("r1", "main.py", False, "ada")]
+    assert runs[1]["output"] == "hi\n" and runs[0]["exit_code"] == 1
 
 
 def test_the_history_lists_the_latest_turns_only(api: Any, ws: Any, user: Any, monkeypatch: Any) -> None:

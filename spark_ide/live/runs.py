@@ -1,0 +1,133 @@
+"""Code runs of a room: one at a time, on the files as the live document holds them, seen by
+every participant as it happens, and recorded.
+
+The sandbox itself (``spark_ide.sandbox``) runs behind the injected ``Runner``; this part
+decides what runs, tells everyone, passes stdin and Stop on, and keeps the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_ide.editing.paths import BadPath, clean_path
+
+from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
+from .records import Records
+from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord
+from .transport import Connection
+
+log = logging.getLogger(__name__)
+
+KEPT_OUTPUT_CHARS = 64_000  # of a run's output in its record (the sandbox caps it about there too)
+
+
+@dataclass
+class _Running:
+    id: str
+    output: list[str] = field(default_factory=list)
+    kept: int = 0
+
+
+class RoomRuns:
+    def __init__(
+        self, *, store: RoomStore, settings: LiveSettings, texts: Callable[[], dict[str, str]],
+        announce: Callable[[Event], None],
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._texts = texts
+        self._announce = announce
+        self._records = Records(settings.persist_retries)
+        self._running: _Running | None = None
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def start(self) -> None:
+        self._records.start()
+
+    async def close(self) -> None:
+        if self._running is not None:
+            self._settings.runner.stop(self._running.id)
+        await self._records.close()
+
+    @property
+    def running(self) -> str | None:
+        return None if self._running is None else self._running.id
+
+    def run(self, conn: Connection, *, path: str, tests: bool) -> ErrorEvent | None:
+        """Start ``python path`` (or the tests) for ``conn``; the error to tell it otherwise."""
+        if self._running is not None:
+            return ErrorEvent(ErrorCode.RUN_BUSY, "a run is going on in this workspace: stop it first")
+        files = self._texts()
+        if not tests:
+            try:
+                path = clean_path(path, max_length=self._settings.limits.max_path_length)
+            except BadPath as exc:
+                return ErrorEvent(ErrorCode.BAD_PATH, f"cannot run {path[:80]!r}: {exc}", ref="run")
+            if path not in files:
+                return ErrorEvent(ErrorCode.BAD_PATH, f"there is no file {path[:80]!r} to run", ref="run")
+        run = self._running = _Running(uuid.uuid4().hex)
+        self._announce(RunStarted(run=run.id, path="" if tests else path, tests=tests, by=conn.username))
+        record = RunRecord(run=run.id, session=conn.session, author_id=conn.user_id, path=path, tests=tests)
+        self._records.put(f"run {run.id}", lambda: self._store.run_started(record))
+        task = asyncio.ensure_future(self._settings.runner.start(
+            run.id, files, path="" if tests else path, tests=tests, on_message=self._on_message,
+        ))
+        self._tasks.add(task)
+        task.add_done_callback(self._started)
+        return None
+
+    def _started(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None or self._running is None:
+            return
+        log.error("a run could not start", exc_info=task.exception())
+        self._on_message({
+            "type": "run.finished", "run": self._running.id, "exit_code": None, "duration_ms": 0,
+            "status": "failed", "truncated": False, "sandboxed": False, "error": "sandbox_unavailable",
+            "message": "the run could not be started (the server's log says why)",
+        })
+
+    def send_input(self, run: str, text: str) -> ErrorEvent | None:
+        if self._running is None or self._running.id != run:
+            return ErrorEvent(ErrorCode.NO_SUCH_RUN, "that run is not going on", ref=run[:64])
+        self._settings.runner.send_input(run, text)
+        return None
+
+    def stop(self, run: str) -> ErrorEvent | None:
+        if self._running is None or self._running.id != run:
+            return ErrorEvent(ErrorCode.NO_SUCH_RUN, "that run is not going on", ref=run[:64])
+        self._settings.runner.stop(run)
+        return None
+
+    def _on_message(self, message: RunMessage) -> None:
+        running = self._running
+        if running is None or message.get("run") != running.id:
+            return  # a late message of a run that has ended
+        if message.get("type") == "run.output":
+            text, stream = str(message["text"]), str(message["stream"])
+            if running.kept < KEPT_OUTPUT_CHARS:
+                running.output.append(text[: KEPT_OUTPUT_CHARS - running.kept])
+                running.kept += len(running.output[-1])
+            self._announce(RunOutput(run=running.id, stream=stream, text=text))
+            return
+        if message.get("type") != "run.finished":
+            return
+        self._running = None
+        exit_code = message.get("exit_code")
+        finished = RunFinished(
+            run=running.id, exit_code=None if exit_code is None else int(exit_code),
+            duration_ms=int(message.get("duration_ms", 0)), status=str(message.get("status", "failed")),
+            truncated=bool(message.get("truncated", False)), message=str(message.get("message", "")),
+            sandboxed=bool(message.get("sandboxed", False)), error=str(message.get("error", "")),
+        )
+        self._announce(finished)
+        outcome = RunOutcome(
+            run=running.id, status=finished.status, exit_code=finished.exit_code,
+            duration_ms=finished.duration_ms, output="".join(running.output), message=finished.message,
+        )
+        self._records.put(f"run {running.id} end", lambda: self._store.run_finished(outcome))
