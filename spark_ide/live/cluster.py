@@ -26,12 +26,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from pycrdt import YMessageType
 
+from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, Role, TurnDelta, TurnProse
 from .outbox import Backlog, Barrier, DocUpdate, Frame, RawBinary, TextRun
 from .transport import Connection, LocalTransport
@@ -318,7 +319,7 @@ class OwnerDesk:
         self.link = link
         self._remote: dict[str, Connection] = {}
         self._heard: dict[str, float] = {}  # replica channel -> when it last spoke
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._background = Background()
         self._loops: list[asyncio.Task[None]] = []
         self.lost = False
 
@@ -334,11 +335,6 @@ class OwnerDesk:
         with contextlib.suppress(Exception):
             await self.cluster.lease.release(self.room.workspace, self.channel)
 
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _keep(self) -> None:
         """Renew the lease; forget replicas that went silent (their process died)."""
         while True:
@@ -353,7 +349,7 @@ class OwnerDesk:
                 self.lost = True
                 for conn in self.room.members():
                     conn.move()
-                self._spawn(self.room.close())
+                self._background.spawn(self.room.close())
                 return
             now = time.monotonic()
             for replica, heard in list(self._heard.items()):
@@ -382,17 +378,17 @@ class OwnerDesk:
         elif kind == "room.set_file":
             text = message["text"]
             self.room.set_file(str(message["path"]), None if text is None else str(text))
-            self._spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "ok": True}))
+            self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "ok": True}))
         elif kind == "room.read_files":
             answer = {"type": "room.reply", "texts": self.room.texts()}
-            self._spawn(self.cluster.bus.send(str(message["reply"]), answer))
+            self._background.spawn(self.cluster.bus.send(str(message["reply"]), answer))
 
     def _upstream(self, replica: str, item: dict[str, Any]) -> None:
         kind = item["kind"]
         if kind == "alive":
             return
         if kind == "join":
-            self._spawn(self._join(replica, item["conn"], item["after"]))
+            self._background.spawn(self._join(replica, item["conn"], item["after"]))
             return
         conn = self._remote.get(str(item["conn"]))
         if conn is None:
@@ -409,7 +405,7 @@ class OwnerDesk:
             fields = {name: item[name] for name in _COMMAND_FIELDS if name in item}
             self.room.command(conn, CommandKind(item["command"]), **fields)
         elif kind == "resume":
-            self._spawn(self.room.resume(conn, int(item["after"])))
+            self._background.spawn(self.room.resume(conn, int(item["after"])))
         elif kind == "run":
             self.room.run(conn, path=str(item["path"]), tests=bool(item["tests"]))
         elif kind == "run.input":
@@ -464,7 +460,7 @@ class Replica:
         self._up: list[dict[str, Any]] = []
         self._up_wake = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._background = Background()
         self._loop = asyncio.get_running_loop()
         self._closed = False
 
@@ -557,12 +553,7 @@ class Replica:
                 return
 
     def _spawn_send(self, channel: str, message: dict[str, Any]) -> None:
-        self._spawn(self.cluster.bus.send(channel, message))
-
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.spawn(self.cluster.bus.send(channel, message))
 
     async def _watch(self) -> None:
         """The owner still holds the room? Say we are alive, so it keeps our connections."""
@@ -659,7 +650,7 @@ class Replica:
             return
         self._closed = True
         self._on_closed(self)
-        self._spawn(self._close())
+        self._background.spawn(self._close())
 
     async def _close(self) -> None:
         current = asyncio.current_task()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 
 from pycrdt import merge_updates
 
+from .background import Background
 from .events import TurnEvent
 from .outbox import Backlog, Frame, TextRun
 from .outbox import Item as Waiting
@@ -136,7 +137,7 @@ class Pipeline:
         self._materialize: asyncio.TimerHandle | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._background: set[asyncio.Task[None]] = set()
+        self._background = Background()
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._write_log())]
@@ -260,9 +261,7 @@ class Pipeline:
 
     def _spawn_materialize(self) -> None:
         self._materialize = None
-        task = asyncio.create_task(self._write_files())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background.spawn(self._write_files())
 
     async def _write_files(self) -> None:
         try:

@@ -34,6 +34,7 @@ from spark_ide.editing import workspace_files
 from spark_ide.editing.document import document_texts, set_file_text, sync_step2
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
+from .background import Background
 from .cluster import BAD_BINARY, RoomClosed
 from .events import (
     DRIVER_ROLES,
@@ -91,7 +92,7 @@ class Room:
         self._idle_close: asyncio.TimerHandle | None = None
         self._closed = False
         self._done = asyncio.Event()  # set once closing has finished
-        self._background: set[asyncio.Future[None]] = set()
+        self._background = Background()
         self.pipeline = Pipeline(
             store=store, transport=self.transport, settings=settings,
             document_state=lambda: self.doc.get_update(), texts=self.texts,
@@ -269,9 +270,7 @@ class Room:
     def _close_if_idle(self) -> None:
         self._idle_close = None
         if not self.transport.members() and not self.pilot.busy:
-            task = asyncio.ensure_future(self.close())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._background.spawn(self.close())
 
     def _presence(self) -> None:
         members = self.transport.members()
@@ -402,9 +401,7 @@ class Room:
 
     def _storage_recovered(self) -> None:
         self.pilot.resume()
-        task = asyncio.ensure_future(self._resync_everyone("storage answered again; the document was saved"))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background.spawn(self._resync_everyone("storage answered again; the document was saved"))
 
     async def _resync_everyone(self, reason: str) -> None:
         """Every participant starts over from the stored state: the transcript from the

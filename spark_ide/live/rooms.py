@@ -8,10 +8,10 @@ to need a room takes its lease and owns it (``live.cluster.OwnerDesk``); any oth
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
+from .background import Background
 from .cluster import Cluster, ClusterTransport, GroupLink, OwnerDesk, Place, Replica, room_group
 from .room import Room
 from .transport import Transport
@@ -31,7 +31,7 @@ class Rooms:
         self.cluster = cluster
         self._places: dict[str, Room | Replica] = {}
         self._desks: dict[str, OwnerDesk] = {}
-        self._background: set[asyncio.Future[None]] = set()
+        self._background = Background()
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
 
@@ -97,9 +97,7 @@ class Rooms:
             room.settings.meter.room_closed(room.workspace)
         desk = self._desks.pop(room.workspace, None)
         if desk is not None and desk.room is room:
-            task = asyncio.ensure_future(desk.stop())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._background.spawn(desk.stop())
 
     def _forget_replica(self, replica: Replica) -> None:
         if self._places.get(replica.workspace) is replica:
@@ -112,6 +110,4 @@ class Rooms:
             else:
                 place.let_go()
         self._places.clear()
-        for task in list(self._background):
-            with contextlib.suppress(Exception):
-                await task
+        await self._background.drain()

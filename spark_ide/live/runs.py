@@ -16,6 +16,7 @@ from typing import Any
 
 from spark_ide.editing.paths import BadPath, clean_path
 
+from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
 from .records import Records
 from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord
@@ -44,7 +45,7 @@ class RoomRuns:
         self._announce = announce
         self._records = Records(settings.persist_retries)
         self._running: _Running | None = None
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._background = Background()
 
     def start(self) -> None:
         self._records.start()
@@ -74,15 +75,13 @@ class RoomRuns:
         self._announce(RunStarted(run=run.id, path="" if tests else path, tests=tests, by=conn.username))
         record = RunRecord(run=run.id, session=conn.session, author_id=conn.user_id, path=path, tests=tests)
         self._records.put(f"run {run.id}", lambda: self._store.run_started(record))
-        task = asyncio.ensure_future(self._settings.runner.start(
+        task = self._background.spawn(self._settings.runner.start(
             run.id, files, path="" if tests else path, tests=tests, on_message=self._on_message,
         ))
-        self._tasks.add(task)
         task.add_done_callback(self._started)
         return None
 
     def _started(self, task: asyncio.Future[Any]) -> None:
-        self._tasks.discard(task)
         if task.cancelled() or task.exception() is None or self._running is None:
             return
         log.error("a run could not start", exc_info=task.exception())
