@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "spark_ide.pairing",
     "spark_ide.replay",
     "spark_ide.ops",
+    "spark_ide.classroom",
 ]
 
 MIDDLEWARE = [
@@ -169,6 +170,7 @@ SPARK_MAX_PATH_LENGTH = envint("SPARK_MAX_PATH_LENGTH", MAX_PATH_LENGTH)
 SPARK_MAX_WORKSPACE_FILES = envint("SPARK_MAX_WORKSPACE_FILES", 2000)
 SPARK_MAX_IMPORT_BYTES = envint("SPARK_MAX_IMPORT_BYTES", 50 * 1024 * 1024)
 SPARK_LOGIN_TOKEN_TTL_S = envint("SPARK_LOGIN_TOKEN_TTL_S", 24 * 3600)
+SPARK_TEACHER_SIGNUP = envbool("SPARK_TEACHER_SIGNUP", False)  # /classroom/signup/ makes teacher accounts
 DATA_UPLOAD_MAX_MEMORY_SIZE = SPARK_MAX_FILE_BYTES + 64 * 1024
 
 LOGGING = {

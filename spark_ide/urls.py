@@ -19,4 +19,5 @@ urlpatterns = [
     path("", include("spark_ide.workspaces.urls")),
     path("", include("spark_ide.pairing.urls")),
     path("", include("spark_ide.replay.urls")),
+    path("", include("spark_ide.classroom.urls")),
 ]

@@ -22,6 +22,7 @@ from pygments.lexers import DiffLexer
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, is_guest, signed_in_user
+from spark_ide.classroom.services import course_notice_for
 from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
@@ -93,6 +94,7 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "invites_url": reverse("session-invites", args=[session.id]) if owner else None,
         "members_url": reverse("session-members", args=[session.id]) if owner else None,
         "history_url": reverse("session-history", args=[session.id]),
+        "course_notice": course_notice_for(workspace.id),  # classroom: rules and who reads prompts
     }
     return render(request, "pairing/session.html", context)
 

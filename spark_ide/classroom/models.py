@@ -1,0 +1,53 @@
+"""Courses (a teacher's template workspace, a join code and the AI rules) and the students
+enrolled in them, each with a copy of the template."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from spark_ide.workspaces.models import Workspace
+
+
+class AiMode(models.TextChoices):
+    OFF = "off", "off"
+    EXPLAIN = "explain", "explain-only"
+    ON = "on", "on"
+
+
+class Course(models.Model):
+    name = models.CharField(max_length=200)
+    teacher = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="courses")
+    # What students type or open (/join/<code>): random, unique, upper case.
+    code = models.CharField(max_length=16, unique=True)
+    template = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="courses")
+    ai_mode = models.CharField(max_length=8, choices=AiMode.choices, default=AiMode.ON)
+    max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
+    token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
+    archived = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Enrollment(models.Model):
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrollments")
+    student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
+    display_name = models.CharField(max_length=100)
+    # The student's own copy of the template (deleting it ends the enrollment).
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="enrollment")
+    # path -> sha256 of the template's text the copy holds (at the copy, then at each push
+    # that replaced it): a file whose text still hashes so is one the student has not changed.
+    template_hashes = models.JSONField(default=dict)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["display_name", "id"]
+        constraints = [models.UniqueConstraint(fields=["course", "student"], name="one_enrollment_per_student")]
+
+    def __str__(self) -> str:
+        return f"{self.display_name} in {self.course}"

@@ -1,0 +1,356 @@
+"""Courses and enrollments: plain typed functions; the views and the live core call these.
+
+``ai_policy_for`` and ``course_notice_for`` are what the rest of the project asks of a
+workspace: the AI rules its course sets (for a student's copy) and the line its student
+sees where they type."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.contrib.auth.models import Group, Permission, User
+from django.db import IntegrityError, transaction
+
+from spark_ide.accounts.services import guest_create
+from spark_ide.live.events import EFFORTS
+from spark_ide.pairing.models import Participant, Role, Session, Turn
+from spark_ide.pairing.services import session_for_workspace
+from spark_ide.workspaces.documents import live_texts
+from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.services import (
+    WorkspaceError,
+    checked_path,
+    file_text,
+    file_write,
+    workspace_create,
+    workspace_import,
+    zip_entries,
+)
+
+from .models import AiMode, Course, Enrollment
+
+TEACHERS_GROUP = "teachers"
+TEACHER_PERMISSION = "classroom.add_course"
+# Join codes: no 0/O or 1/I/L to misread; 10 characters of 31 is about 2^49.
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+CODE_LENGTH = 10
+
+
+class ClassroomError(Exception):
+    """A refused course operation; ``code`` is stable (pages and tests name it)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- teachers ----------------------------------------------------------------------------------
+
+
+def teachers_group() -> Group:
+    """The group whose members may create courses (made with its permission on first use)."""
+    group, _ = Group.objects.get_or_create(name=TEACHERS_GROUP)
+    app, codename = TEACHER_PERMISSION.split(".")
+    permission = Permission.objects.get(content_type__app_label=app, codename=codename)
+    group.permissions.add(permission)
+    return group
+
+
+def teacher_grant(user: User) -> None:
+    user.groups.add(teachers_group())
+
+
+def is_teacher(user: Any) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and user.has_perm(TEACHER_PERMISSION))
+
+
+# -- courses ---------------------------------------------------------------------------------
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def code_clean(raw: str) -> str:
+    """A join code as typed: spaces and dashes dropped, upper case."""
+    return "".join(raw.split()).replace("-", "").upper()[:32]
+
+
+def _name_clean(raw: str) -> str:
+    name = " ".join(raw.split())
+    if not name or len(name) > 200:
+        raise ClassroomError("bad_name", "A course name is 1 to 200 characters.")
+    return name
+
+
+def course_create(*, teacher: User, name: str, template: Workspace) -> Course:
+    """A new course on one of the teacher's workspaces, with a fresh join code."""
+    if not is_teacher(teacher):
+        raise ClassroomError("not_teacher", "Only teachers create courses.")
+    if template.owner_id != teacher.pk:
+        raise ClassroomError("bad_template", "The template must be one of your workspaces.")
+    clean = _name_clean(name)
+    for _ in range(5):  # a clash of random codes is rare; five in a row is something else
+        code = _new_code()
+        if Course.objects.filter(code=code).exists():
+            continue
+        try:
+            with transaction.atomic():
+                return Course.objects.create(name=clean, teacher=teacher, code=code, template=template)
+        except IntegrityError:
+            continue
+    raise ClassroomError("no_code", "Could not pick a free join code: try again.")
+
+
+def course_create_from_zip(*, teacher: User, name: str, data: bytes) -> tuple[Course, list[tuple[str, str]]]:
+    """A course whose template is imported from a zip archive; returns it and the files the
+    import skipped (path, reason)."""
+    clean = _name_clean(name)
+    if not is_teacher(teacher):
+        raise ClassroomError("not_teacher", "Only teachers create courses.")
+    try:
+        with transaction.atomic():
+            report = workspace_import(owner=teacher, name=f"{clean} (template)", entries=zip_entries(data))
+            course = course_create(teacher=teacher, name=clean, template=report.workspace)
+    except WorkspaceError as exc:
+        raise ClassroomError(exc.code, exc.message) from None
+    return course, report.skipped
+
+
+def course_for_teacher(*, teacher: User, course_id: int | str) -> Course:
+    """The teacher's course; anyone else's is missing, not forbidden."""
+    try:
+        return Course.objects.select_related("template").get(pk=int(course_id), teacher=teacher)
+    except (ValueError, Course.DoesNotExist):
+        raise ClassroomError("not_found", f"no course {course_id}") from None
+
+
+def course_by_code(raw: str) -> Course:
+    code = code_clean(raw)
+    found = Course.objects.filter(code=code).first() if code else None
+    if found is None:
+        raise ClassroomError("bad_code", "No course has this code: check it with your teacher.")
+    return found
+
+
+def policy_set(*, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None) -> None:
+    """The course's AI rules; a bad value is refused whole."""
+    if ai_mode not in AiMode.values:
+        raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode.values)}.")
+    if max_effort and max_effort not in EFFORTS:
+        raise ClassroomError("bad_effort", f"The effort cap is one of {', '.join(EFFORTS)}, or none.")
+    quota: int | None
+    if token_quota in (None, ""):
+        quota = None
+    else:
+        try:
+            quota = int(str(token_quota).strip())
+        except ValueError:
+            raise ClassroomError("bad_quota", "The token quota is a whole number, or empty for none.") from None
+        if quota < 0 or quota > 10**9:
+            raise ClassroomError("bad_quota", "The token quota is between 0 and 1,000,000,000.")
+    course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
+    course.save(update_fields=["ai_mode", "max_effort", "token_quota"])
+
+
+def course_archive(*, course: Course, archived: bool = True) -> None:
+    course.archived = archived
+    course.save(update_fields=["archived"])
+
+
+def student_data_delete(*, course: Course) -> int:
+    """Delete every enrollment of the course and the students' copies (their sessions, turns
+    and runs go with them). Returns how many students were removed."""
+    with transaction.atomic():
+        workspace_ids = list(course.enrollments.values_list("workspace_id", flat=True))
+        Workspace.objects.filter(pk__in=workspace_ids).delete()  # enrollments cascade
+    return len(workspace_ids)
+
+
+def course_delete(*, course: Course) -> None:
+    """The course and its student data; the template stays one of the teacher's workspaces."""
+    with transaction.atomic():
+        student_data_delete(course=course)
+        course.delete()
+
+
+# -- joining ---------------------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def current_texts(workspace: Workspace) -> dict[str, str]:
+    """Every file's text now: from the live document when held, else the stored rows."""
+    live = live_texts(workspace.id)
+    if live is not None:
+        return live
+    return dict(workspace.files.values_list("path", "text"))
+
+
+def course_join(*, course: Course, user: User, display_name: str = "") -> tuple[Enrollment, bool]:
+    """The user's enrollment (and copy of the template), made on the first join; joining again
+    returns the same one. Returns ``(enrollment, created)``."""
+    existing = Enrollment.objects.select_related("workspace").filter(course=course, student=user).first()
+    if existing is not None:
+        return existing, False
+    if course.archived:
+        raise ClassroomError("archived", f"“{course.name}” is archived: it takes no new students.")
+    if course.template.owner_id == user.pk:
+        raise ClassroomError("own_course", "This is your course: teachers do not join their own courses.")
+    texts = current_texts(course.template)
+    name = " ".join(display_name.split()) or user.first_name or user.get_username()
+    with transaction.atomic():
+        copy = workspace_create(owner=user, name=course.name, files=texts)
+        enrollment = Enrollment.objects.create(
+            course=course, student=user, display_name=name[:100], workspace=copy,
+            template_hashes={path: _digest(text) for path, text in texts.items()},
+        )
+        session_for_workspace(workspace=copy, by=user)
+    return enrollment, True
+
+
+def course_join_as_guest(*, course: Course, name: str) -> tuple[User, Enrollment]:
+    """A new guest named ``name`` (``accounts.services.guest_create``, as invite links make
+    them) enrolled in the course."""
+    if course.archived:
+        raise ClassroomError("archived", f"“{course.name}” is archived: it takes no new students.")
+    with transaction.atomic():
+        user = guest_create(name)
+        enrollment, _ = course_join(course=course, user=user, display_name=user.first_name)
+    return user, enrollment
+
+
+def student_session(enrollment: Enrollment) -> Session:
+    """The live session of the student's copy (the one its invites point at)."""
+    session, _ = session_for_workspace(workspace=enrollment.workspace, by=enrollment.student)
+    return session
+
+
+def teacher_watch(*, enrollment: Enrollment, teacher: User) -> Session:
+    """The student's session with the teacher in it as a viewer (kept if already more)."""
+    session = student_session(enrollment)
+    Participant.objects.get_or_create(session=session, user=teacher, defaults={"role": Role.VIEWER})
+    return session
+
+
+# -- pushing a file to every copy --------------------------------------------------------------
+
+
+def beside_path(path: str) -> str:
+    """Where the teacher's version lands when the student changed the file:
+    ``src/main.py`` -> ``src/main.teacher.py``; ``Makefile`` -> ``Makefile.teacher``."""
+    pure = PurePosixPath(path)
+    if pure.suffix and pure.stem:
+        return str(pure.with_name(f"{pure.stem}.teacher{pure.suffix}"))
+    return f"{path}.teacher"
+
+
+@dataclass
+class PushReport:
+    path: str
+    replaced: list[str] = field(default_factory=list)  # display names
+    beside: list[str] = field(default_factory=list)  # the student changed it: teacher's copy beside
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (display name, why)
+
+
+def _text_or_none(workspace: Workspace, path: str) -> str | None:
+    try:
+        return file_text(workspace=workspace, path=path)
+    except WorkspaceError:
+        return None
+
+
+def file_push(*, course: Course, path: str, text: str) -> PushReport:
+    """Write ``path`` in the template and in every student's copy. A copy whose file still
+    holds the template's text as copied (or has no such file, never having had it) gets it
+    replaced; a copy whose student changed or deleted it keeps theirs, and the teacher's text
+    lands at ``beside_path(path)``. Writes go through ``file_write``, so an open room sees them."""
+    clean = checked_path(path)
+    file_write(workspace=course.template, path=clean, data=text)  # refuses too large / not UTF-8
+    report = PushReport(path=clean)
+    new_hash = _digest(text)
+    for enrollment in course.enrollments.select_related("workspace"):
+        current = _text_or_none(enrollment.workspace, clean)
+        copied = enrollment.template_hashes.get(clean)
+        unchanged = (current is None and copied is None) or (current is not None and _digest(current) == copied)
+        try:
+            if unchanged or current == text:
+                file_write(workspace=enrollment.workspace, path=clean, data=text)
+                enrollment.template_hashes[clean] = new_hash
+                enrollment.save(update_fields=["template_hashes"])
+                report.replaced.append(enrollment.display_name)
+            else:
+                file_write(workspace=enrollment.workspace, path=beside_path(clean), data=text)
+                report.beside.append(enrollment.display_name)
+        except WorkspaceError as exc:
+            report.failed.append((enrollment.display_name, exc.message))
+    return report
+
+
+# -- what the teacher sees ---------------------------------------------------------------------
+
+
+def prompts_by_student(course: Course) -> list[tuple[Enrollment, list[Turn]]]:
+    """Every student's prompts to the model, oldest first."""
+    enrollments = list(course.enrollments.select_related("workspace"))
+    turns: dict[uuid.UUID, list[Turn]] = {e.workspace_id: [] for e in enrollments}
+    found = Turn.objects.filter(session__workspace_id__in=turns).select_related("session").order_by("created_at")
+    for turn in found:
+        turns[turn.session.workspace_id].append(turn)
+    return [(e, turns[e.workspace_id]) for e in enrollments]
+
+
+# -- what the live core and the session page ask ---------------------------------------------
+
+
+def _tokens_of(metrics: Iterable[Any]) -> int:
+    total = 0
+    for entry in metrics:
+        tokens = entry.get("tokens") if isinstance(entry, dict) else None
+        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+            total += tokens
+    return total
+
+
+def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
+    """The AI rules for a workspace that is a student's copy in a course, else None (a
+    template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
+    None), "tokens_used"}``, tokens used being the sum of the copy's turns' ``metrics["tokens"]``."""
+    enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
+    if enrollment is None:
+        return None
+    course = enrollment.course
+    used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
+    return {
+        "mode": course.ai_mode,
+        "max_effort": course.max_effort or None,
+        "token_quota": course.token_quota,
+        "tokens_used": used,
+    }
+
+
+MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only (it answers but does not edit files)", AiMode.ON: "on"}
+
+
+def course_notice_for(workspace_id: uuid.UUID) -> str | None:
+    """What a student's session says where they type (None outside a course)."""
+    policy = ai_policy_for(workspace_id)
+    if policy is None:
+        return None
+    parts = [f"AI: {MODE_WORDS[AiMode(policy['mode'])]}"]
+    if policy["max_effort"] and policy["mode"] != AiMode.OFF:
+        parts.append(f"effort up to {policy['max_effort']}")
+    quota = policy["token_quota"]
+    if quota is not None and policy["mode"] != AiMode.OFF:
+        left = max(quota - policy["tokens_used"], 0)
+        parts.append(f"{left:,} of {quota:,} tokens left")
+    return "Your teacher can see your prompts. " + ", ".join(parts) + "."

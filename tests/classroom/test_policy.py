@@ -1,0 +1,52 @@
+"""What the live core and the session page ask of a workspace: ai_policy_for, course_notice_for."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from spark_ide.classroom.models import Course
+from spark_ide.classroom.services import ai_policy_for, course_notice_for, policy_set, student_session
+from spark_ide.pairing.models import Turn
+from spark_ide.workspaces.models import Workspace
+
+from .conftest import enrol
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_workspace_outside_any_course_has_no_policy(course: Course, user: object) -> None:
+    assert ai_policy_for(course.template_id) is None  # the teacher's template
+    assert ai_policy_for(uuid.uuid4()) is None
+    assert course_notice_for(course.template_id) is None
+    other = Workspace.objects.create(owner=course.teacher, name="x")
+    assert ai_policy_for(other.pk) is None
+
+
+def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(course: Course) -> None:
+    kim, lee = enrol(course, "kim"), enrol(course, "lee")
+    assert ai_policy_for(kim.workspace_id) == {"mode": "on", "max_effort": None, "token_quota": None, "tokens_used": 0}
+    policy_set(course=course, ai_mode="explain", max_effort="medium", token_quota=20000)
+    session = student_session(kim)
+    Turn.objects.create(id="1", session=session, prompt="a", metrics={"tokens": 12000})
+    Turn.objects.create(id="2", session=session, prompt="b", metrics={"tokens": 3000, "ttft_ms": 5})
+    Turn.objects.create(id="3", session=session, prompt="c", metrics={})  # still running / failed early
+    Turn.objects.create(id="4", session=student_session(lee), prompt="d", metrics={"tokens": 99})
+    assert ai_policy_for(kim.workspace_id) == {
+        "mode": "explain", "max_effort": "medium", "token_quota": 20000, "tokens_used": 15000,
+    }
+    assert ai_policy_for(lee.workspace_id)["tokens_used"] == 99  # type: ignore[index]
+    assert course_notice_for(kim.workspace_id) == (
+        "Your teacher can see your prompts. AI: explain-only (it answers but does not edit files), "
+        "effort up to medium, 5,000 of 20,000 tokens left."
+    )
+
+
+def test_the_notice_when_the_ai_is_off_or_the_quota_spent(course: Course) -> None:
+    kim = enrol(course, "kim")
+    policy_set(course=course, ai_mode="on", max_effort="", token_quota=100)
+    Turn.objects.create(id="1", session=student_session(kim), prompt="a", metrics={"tokens": 150})
+    assert course_notice_for(kim.workspace_id) == "Your teacher can see your prompts. AI: on, 0 of 100 tokens left."
+    policy_set(course=course, ai_mode="off", max_effort="low", token_quota=100)
+    assert course_notice_for(kim.workspace_id) == "Your teacher can see your prompts. AI: off."
