@@ -1,0 +1,68 @@
+"""With the student's room open: the dashboard shows them editing, and a pushed file reaches
+their live document (or lands beside what they typed)."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
+from django.test import Client
+
+from spark_ide.classroom.dashboard import connected_users
+from spark_ide.classroom.models import Course, Enrollment
+from spark_ide.classroom.services import course_create, course_join, file_push, student_session, teacher_grant
+from spark_ide.workspaces.services import workspace_create
+from tests.pairing.conftest import Live, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
+
+from .conftest import TEMPLATE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def setup_course() -> tuple[User, Course, Enrollment]:
+    teacher = User.objects.create_user(username="teach")
+    teacher_grant(teacher)
+    template = workspace_create(owner=teacher, name="Exercise", files=dict(TEMPLATE))
+    course = course_create(teacher=teacher, name="Python 101", template=template)
+    student = User.objects.create_user(username="kim")
+    enrollment, _ = course_join(course=course, user=student, display_name="Kim")
+    return teacher, course, enrollment
+
+
+def dashboard_html(teacher: User, course: Course) -> str:
+    client = Client()
+    client.force_login(teacher)
+    return str(client.get(f"/classroom/{course.pk}/students").content.decode())
+
+
+async def test_an_open_room_shows_the_student_editing_and_gets_pushed_files(rooms: None) -> None:  # noqa: F811
+    teacher, course, enrollment = await database_sync_to_async(setup_course)()
+    session = await database_sync_to_async(student_session)(enrollment)
+    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    away = await database_sync_to_async(dashboard_html)(teacher, course)
+    assert 'data-field="presence">away' in away
+
+    student = await connect(live)
+    await student.pump(0.2)
+    assert connected_users(enrollment.workspace_id) == {enrollment.student_id}
+    editing = await database_sync_to_async(dashboard_html)(teacher, course)
+    assert 'data-field="presence">editing' in editing
+
+    # Unchanged: the pushed text replaces the file in the live document the student holds.
+    await database_sync_to_async(file_push)(course=course, path="main.py", text="print('v2')\n")
+    await student.until_true(lambda: student.text("main.py") == "print('v2')\n")
+    # The student types in README.md; a push of it lands beside, their text stays.
+    await student.type_text("README.md", 0, "my notes\n")
+    await student.until_true(lambda: student.text("README.md") == "my notes\n# Exercise 1\n")
+    report = await database_sync_to_async(file_push)(course=course, path="README.md", text="# Exercise 2\n")
+    assert report.beside == ["Kim"] and report.replaced == []
+    await student.until_true(lambda: student.text("README.teacher.md") == "# Exercise 2\n")
+    assert student.text("README.md") == "my notes\n# Exercise 1\n"
+    await student.close()
+
+
+def test_no_room_means_nobody_connected(course: Course) -> None:
+    student = User.objects.create_user(username="lee")
+    enrollment, _ = course_join(course=course, user=student)
+    assert connected_users(enrollment.workspace_id) is None
+    assert dict(enrollment.workspace.files.values_list("path", "text")) == TEMPLATE
