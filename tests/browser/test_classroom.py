@@ -1,0 +1,58 @@
+"""A classroom in real browsers: a teacher makes a course on a workspace, a student without an
+account joins by its code with a name and types in their copy; the teacher's dashboard (htmx
+polling) shows them editing, and watching their session shows what they typed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS, LIVE_WAIT_MS, IdeServer, create_file, open_new_workspace
+
+pytestmark = pytest.mark.browser
+
+
+def test_teacher_dashboard_shows_a_students_live_edit(ide_server: IdeServer, page: Any, chromium: Any) -> None:
+    open_new_workspace(ide_server, page, "class template")
+    create_file(page, "main.py")
+    ide_server.manage("spark_teacher", "local")
+    page.goto(f"{ide_server.url}/classroom/")
+    page.get_by_label("Name").fill("Browser class")
+    page.get_by_label("Template: one of your workspaces").select_option(label="class template")
+    page.get_by_role("button", name="Create course").click()
+    page.wait_for_url("**/classroom/*/")
+    code = page.locator("#join-code").inner_text()
+    page.locator("#students", has_text="No student has joined yet").wait_for()
+
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})  # not signed in
+    try:
+        student = context.new_page()
+        errors: list[str] = []
+        student.on("pageerror", lambda exc: errors.append(str(exc)))
+        student.goto(f"{ide_server.url}/join/")
+        student.get_by_label("Course code").fill(code.lower())
+        student.get_by_role("button", name="Continue").click()
+        student.get_by_label("Your name").fill("Kim")
+        student.get_by_role("button", name="Join").click()
+        student.wait_for_url("**/sessions/*/")
+        student.locator("#course-notice", has_text="Your teacher can see your prompts").wait_for()
+        student.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+        student.locator(".tree a[data-open='main.py']").click()
+        student.locator(".cm-content").click()
+        student.keyboard.type("print('kim was here')")
+
+        # The dashboard polls every 3 s: Kim appears, editing.
+        row = page.locator("tr[data-student='Kim']")
+        row.locator("[data-field=presence]", has_text="editing").wait_for(timeout=LIVE_WAIT_MS)
+        page.screenshot(path=str(ARTIFACTS / "classroom_dashboard.png"))
+        row.get_by_role("button", name="Watch").click()
+        page.wait_for_url("**/sessions/*/")
+        page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+        page.locator(".tree a[data-open='main.py']").click()
+        page.locator(".cm-content", has_text="print('kim was here')").wait_for(timeout=LIVE_WAIT_MS)
+        student.keyboard.type("\nx = 2")  # and keeps seeing it live
+        page.locator(".cm-content", has_text="x = 2").wait_for(timeout=LIVE_WAIT_MS)
+        assert errors == [], f"JavaScript errors on the student's page: {errors}"
+    finally:
+        context.close()
