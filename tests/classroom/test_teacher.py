@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from spark_ide.classroom.dashboard import dashboard
 from spark_ide.classroom.models import Course, Enrollment
 from spark_ide.classroom.services import beside_path, is_teacher, student_session
 from spark_ide.pairing.models import Participant, Role, Run, Turn, TurnStatus
@@ -128,7 +129,9 @@ def test_a_guest_student_cannot_reach_another_students_session(course: Course) -
 # -- dashboard, watching, prompts --------------------------------------------------------------
 
 
-def test_the_dashboard_partial_shows_turns_running_and_the_last_run(course: Course, teacher: User) -> None:
+def test_the_dashboard_partial_shows_turns_running_and_the_last_run(
+    course: Course, teacher: User, django_assert_max_num_queries: Any
+) -> None:
     kim, lee = enrol(course, "kim"), enrol(course, "lee")
     kim_session = student_session(kim)
     Turn.objects.create(id="t1", session=kim_session, author=kim.student, prompt="help", status=TurnStatus.RUNNING)
@@ -142,6 +145,13 @@ def test_the_dashboard_partial_shows_turns_running_and_the_last_run(course: Cour
     assert 'data-field="presence">away' in kim_row
     assert 'data-field="turn">—' in lee_row and "no run yet" in lee_row
     assert lee.display_name == "Lee"
+    enrol(course, "max")
+    with django_assert_max_num_queries(3):  # polled every 3 s: not a query per student
+        rows = dashboard(course)
+    assert [(row.enrollment.display_name, row.turn_running) for row in rows] == [
+        ("Kim", True), ("Lee", False), ("Max", False),
+    ]
+    assert rows[0].last_run is not None and rows[0].last_run.pk == "r2"
 
 
 def test_watching_a_student_makes_the_teacher_a_viewer_of_their_session(course: Course, teacher: User) -> None:
