@@ -15,6 +15,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from spark_ide.accounts.services import guest_create
@@ -218,13 +220,22 @@ def course_join(*, course: Course, user: User, display_name: str = "") -> tuple[
     return enrollment, True
 
 
-def course_join_as_guest(*, course: Course, name: str) -> tuple[User, Enrollment]:
+def course_join_as_guest(*, course: Course, name: str, password: str = "") -> tuple[User, Enrollment]:
     """A new guest named ``name`` (``accounts.services.guest_create``, as invite links make
-    them) enrolled in the course."""
+    them) enrolled in the course. With a ``password`` (optional, checked by the project's
+    password validators) the student can sign in again from another machine, as the guest's
+    username, and open the course link to reach their copy."""
     if course.archived:
         raise ClassroomError("archived", f"“{course.name}” is archived: it takes no new students.")
     with transaction.atomic():
         user = guest_create(name)
+        if password:
+            try:
+                validate_password(password, user)
+            except ValidationError as exc:
+                raise ClassroomError("weak_password", " ".join(exc.messages)) from None
+            user.set_password(password)
+            user.save(update_fields=["password"])
         enrollment, _ = course_join(course=course, user=user, display_name=user.first_name)
     return user, enrollment
 

@@ -277,12 +277,16 @@ def course_join(request: HttpRequest, code: str) -> HttpResponse:
     name, error = request.POST.get("name", ""), None
     if request.method == "POST":
         try:
-            guest, enrollment = services.course_join_as_guest(course=course, name=name)
+            password = request.POST.get("password", "")
+            guest, enrollment = services.course_join_as_guest(course=course, name=name, password=password)
         except (AccountError, ClassroomError) as exc:
             error = exc
         else:
             login(request, guest, backend=BACKEND)
             messages.success(request, f"Welcome, {guest.first_name}: you joined “{course.name}”.")
+            if password:
+                messages.info(request, f"To come back from another computer, sign in as “{guest.get_username()}” "
+                              "with your password and open the course link again.")
             return redirect("session", session_id=services.student_session(enrollment).id)
     context = {"course": course, "name": name, "error": error, "name_max": GUEST_NAME_MAX}
     return render(request, "classroom/join.html", context, status=400 if error else 200)

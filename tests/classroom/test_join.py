@@ -92,3 +92,15 @@ def test_an_archived_course_refuses_new_students_but_keeps_those_enrolled(course
 def test_the_teacher_cannot_enrol_in_their_own_course(course: Course, teacher: User) -> None:
     response = signed_in(teacher).get(f"/join/{course.code}")
     assert response.status_code == 403 and "your course" in response.content.decode()
+
+
+def test_a_guest_who_chooses_a_password_signs_in_elsewhere_and_reaches_the_same_copy(course: Course) -> None:
+    weak = Client().post(f"/join/{course.code}", {"name": "Ada", "password": "123"})
+    assert weak.status_code == 400 and 'data-code="weak_password"' in weak.content.decode()
+    assert not User.objects.filter(guest__isnull=False).exists()  # nothing half made
+    first = session_id_of(Client().post(f"/join/{course.code}", {"name": "Ada", "password": "a long pass phrase"}))
+    other_machine = Client()
+    signed = other_machine.post("/login/", {"username": "Ada (guest)", "password": "a long pass phrase"})
+    assert signed.status_code == 302
+    assert session_id_of(other_machine.get(f"/join/{course.code}")) == first
+    assert Enrollment.objects.count() == 1
