@@ -45,6 +45,10 @@ class TurnEditor:
 
     `limits` are the workspace's (paths, file count, file size): a block that would break
     one fails with a named reason and leaves nothing behind.
+
+    `explain_only` (a course's AI policy, live.policy): nothing is applied; the model's whole
+    text, its blocks and fences included, comes out as prose (shown, never applied), and
+    `withheld` counts the blocks it held.
     """
 
     def __init__(
@@ -55,8 +59,11 @@ class TurnEditor:
         files_key: str = FILES_KEY,
         fence_path: str | None = None,
         limits: FileLimits = NO_LIMITS,
+        explain_only: bool = False,
     ) -> None:
         self.turn_id = turn_id
+        self.explain_only = explain_only
+        self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits
         self._doc = doc
         self._files = workspace_files(doc, files_key)
@@ -77,6 +84,9 @@ class TurnEditor:
     def feed(self, chunk: str) -> list[EditEvent]:
         """Parse, locate and apply a chunk of model output; returns what changed."""
         self._ensure_open()
+        if self.explain_only:
+            self._withhold(self._parser.feed(chunk))
+            return [ProseEvent(self.turn_id, chunk)] if chunk else []
         self._out = []
         for event in self._parser.feed(chunk):
             self._route(event)
@@ -90,6 +100,10 @@ class TurnEditor:
         """The stream ended normally; a block still open becomes `failed`."""
         self._ensure_open()
         self._out = []
+        if self.explain_only:
+            self._withhold(self._parser.finish())
+            self._closed = True
+            return []
         for event in self._parser.finish():
             self._route(event)
         self._closed = True
@@ -131,6 +145,10 @@ class TurnEditor:
             self._ledger.record(status)
             events.append(status)
         return events
+
+    def _withhold(self, events: list[ParseEvent]) -> None:
+        """Explain-only: the parser only tells which text is a block; nothing is applied."""
+        self.withheld += sum(1 for event in events if isinstance(event, BlockOpened))
 
     # -- routing parser events --
 

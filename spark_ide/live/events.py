@@ -34,6 +34,7 @@ __all__ = [
     "FinishReason",
     "Hello",
     "Participant",
+    "Policy",
     "Pong",
     "Presence",
     "Resync",
@@ -92,6 +93,10 @@ class FinishReason(StrEnum):
     OWNER_LOST = "owner_lost"  # the process running the turn went away
     SHUTDOWN = "shutdown"  # the room closed while the turn ran
     GUARD_HALT = "guard_halt"  # the security watchdog stopped the turn
+    # AI policy (live.policy): the turn passed the student's token quota and was stopped;
+    # an explain-only turn wrote edit blocks, shown as text and not applied.
+    QUOTA = "quota"
+    EXPLAIN_ONLY = "explain_only"
 
 
 class ErrorCode(StrEnum):
@@ -115,6 +120,9 @@ class ErrorCode(StrEnum):
     STORAGE_FAILED = "storage_failed"
     RUN_BUSY = "run_busy"
     NO_SUCH_RUN = "no_such_run"
+    # AI policy (live.policy.Refusal): no turn starts.
+    AI_DISABLED = "ai_disabled"
+    AI_QUOTA = "ai_quota"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +227,21 @@ class ErrorEvent(Event):
         if self.ref is not None:
             out["ref"] = self.ref
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Policy(Event):
+    """The course's AI rules as they stand for this student (live.policy): on join, after each
+    turn and with a refusal. ``mode`` off / explain / on; ``tokens_left`` None: no quota;
+    ``label`` the line the prompt area shows."""
+
+    type: ClassVar[str] = "policy"
+    ephemeral: ClassVar[bool] = True
+    mode: str
+    max_effort: Effort | None
+    token_quota: int | None
+    tokens_left: int | None
+    label: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,9 @@ from .events import (
     DEFAULT_EFFORT,
     EditStatus,
     ErrorCode,
+    Event,
     FinishReason,
+    Policy,
     TurnDelta,
     TurnEvent,
     TurnFinished,
@@ -47,6 +49,7 @@ from .events import (
 )
 from .events import ErrorEvent as SessionError
 from .model_link import ModelLink
+from .policy import AiPolicy, Refusal
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
@@ -55,6 +58,7 @@ from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_d
 log = logging.getLogger(__name__)
 
 DEFAULT_FENCE_PATH = "main.py"
+POLICY_FRESH_S = 2.0  # a course's AI policy read for a prompt serves the commands of the next seconds
 
 
 class Stage(Protocol):
@@ -64,6 +68,8 @@ class Stage(Protocol):
     store: RoomStore
 
     def publish(self, event: TurnEvent) -> None: ...
+
+    def announce(self, event: Event) -> None: ...
 
     def texts(self) -> dict[str, str]: ...
 
@@ -96,6 +102,12 @@ class Pilot:
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
         self._task: asyncio.Task[None] | None = None
+        # -- AI policy (live.policy) --
+        self._policy = AiPolicy.OPEN
+        self._policy_read_at = float("-inf")
+        self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
+        self._spent = 0  # tokens of ended turns the last policy read may not count
+        self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
 
     @property
     def busy(self) -> bool:
@@ -161,6 +173,8 @@ class Pilot:
         kind = command.kind
         if kind is CommandKind.PROMPT:
             if run is not None:
+                if self._refused(command, await self._read_policy()):
+                    return
                 self._queue.append(command)
                 self.stage.publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
             else:
@@ -184,7 +198,7 @@ class Pilot:
 
     # -- starting turns ----------------------------------------------------------------------
 
-    def _new_run(self, command: Command, *, steered_from: TurnRun | None) -> TurnRun:
+    def _new_run(self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy) -> TurnRun:
         """A turn for ``command``. A steer keeps the original request and adds its direction,
         or, for a model that cannot use that (``PromptStyle.steer_as_request``), is a plain
         new request over the current files."""
@@ -198,28 +212,38 @@ class Pilot:
             ))
         active_path = origin.path or (steered_from.origin.path if steered_from is not None else "")
         turn_input = TurnInput(
-            text=origin.text, files=texts, active_path=active_path, effort=origin.effort,
+            text=origin.text, files=texts, active_path=active_path, effort=policy.effort(origin.effort),
             history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
+            explain_only=not policy.edits_apply,
         )
         turn_id = command.turn if command.kind is CommandKind.PROMPT else new_turn_id()
         fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
         return TurnRun(
             id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
-            editor=TurnEditor(self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits),
+            editor=TurnEditor(
+                self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits,
+                explain_only=not policy.edits_apply,
+            ),
             before=texts, steering=steering,
             redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
             steered_from=steered_from.id if steered_from is not None else None,
         )
 
-    def _announce(self, run: TurnRun) -> None:
+    def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
         self._revertible.add(run.id, run.editor)
         command = run.command
-        effort = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
+        requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
+        effort = policy.effort(requested or DEFAULT_EFFORT)
         self.stage.publish(TurnStarted(
-            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort or DEFAULT_EFFORT,
+            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort,
             author=command.author,
         ))
+        if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
+            self.stage.publish(TurnProse(
+                turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "
+                f"this turn runs at {effort}.)\n\n",
+            ))
         record = TurnRecord(
             turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
             effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
@@ -227,8 +251,12 @@ class Pilot:
         self._records.put("turn started", lambda: self.stage.store.turn_started(record))
 
     async def _start(self, command: Command) -> None:
-        run = self._new_run(command, steered_from=None)
-        self._announce(run)
+        policy = await self._read_policy()
+        if self._refused(command, policy):
+            await self._next()
+            return
+        run = self._new_run(command, steered_from=None, policy=policy)
+        self._announce(run, policy)
         try:
             client = await self._link.client()
             run.stream = await client.start(run.request)
@@ -239,9 +267,12 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command) -> None:
+        policy = await self._read_policy()
+        if self._refused(command, policy):
+            return  # the running turn goes on (a quota it passes stops it)
         self._finish(old, TurnStatus.STEERED, FinishReason.STEERED, by=command.author)  # (a) and (b), then its end
-        run = self._new_run(command, steered_from=old)
-        self._announce(run)
+        run = self._new_run(command, steered_from=old, policy=policy)
+        self._announce(run, policy)
         try:
             client = await self._link.client()
             # (c)+(d): the client re-prompts on a warm connection, then stops the old answer.
@@ -276,6 +307,10 @@ class Pilot:
                     if run.repetition.feed(event.text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
+                        break
+                    if self._policy.over_quota(self._spent + run.deltas):
+                        await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
+                                        error=self._policy.quota_message(), then_next=False)
                         break
                     continue
                 if isinstance(event, Completed | Incomplete):
@@ -343,10 +378,13 @@ class Pilot:
             changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
             if reason is FinishReason.ANSWERED and not changed:
                 reason = FinishReason.NO_CHANGES
+            if run.editor.withheld and reason is FinishReason.NO_CHANGES:
+                reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
             self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
         metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
         self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
+        self._spend(run.id, metrics.get("tokens"))
         meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
         if self._run is run:
             self._run = None
@@ -365,7 +403,65 @@ class Pilot:
                 diff=turn_diff(run, now), metrics=metrics, error=error,
             ))
 
-        self._records.put("turn finished", record)
+        self._records.put("turn finished", record, then=lambda: self._recorded(run.id))
+
+    # -- the course's AI policy (live.policy) ---------------------------------------------------
+
+    async def _read_policy(self) -> AiPolicy:
+        """The policy as stored, read again when the last read is more than a moment old (a
+        teacher may change it, the quota is spent while the room is open)."""
+        now = time.monotonic()
+        if now - self._policy_read_at < POLICY_FRESH_S:
+            return self._policy
+        try:
+            policy = await self.stage.store.ai_policy()
+        except Exception:
+            log.exception("could not read the AI policy; the last one read stays")
+            return self._policy
+        self._policy, self._policy_read_at = policy, time.monotonic()
+        # Tokens of turns whose record was written are in what was read; the others are not.
+        self._spent = sum(self._unrecorded.values())
+        return policy
+
+    def _refused(self, command: Command, policy: AiPolicy) -> bool:
+        """Refuse ``command`` (told to the asking connection) when the policy forbids a turn."""
+        refusal = policy.refusal(self._spent)
+        if refusal is None:
+            return False
+        code, message = refusal
+        if command.reply is not None:
+            error_code = ErrorCode.AI_DISABLED if code is Refusal.DISABLED else ErrorCode.AI_QUOTA
+            command.reply(SessionError(error_code, message, ref=command.turn or None))
+        self._show_policy()
+        return True
+
+    def _spend(self, turn: str, tokens: object) -> None:
+        spent = tokens if isinstance(tokens, int) else 0
+        self._unrecorded[turn] = spent
+        self._spent += spent
+        self._show_policy()
+
+    def _show_policy(self) -> None:
+        """Tell everyone the policy (``policy``) if the room is in a course, or was."""
+        if self._policy != AiPolicy.OPEN or self._policy_shown:
+            self._policy_shown = True
+            self.stage.announce(self.policy_event())
+
+    def _recorded(self, turn: str) -> None:
+        self._unrecorded.pop(turn, None)  # the stored tokens used count it from the next read
+
+    def policy_event(self) -> Policy:
+        """The policy as it stands for the student (``policy``: on join, after each turn)."""
+        policy, spent = self._policy, self._spent
+        return Policy(
+            mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
+            tokens_left=policy.tokens_left(spent), label=policy.label(spent),
+        )
+
+    async def current_policy(self) -> Policy:
+        """``policy_event`` after reading the policy if the last read is stale (a joining page)."""
+        await self._read_policy()
+        return self.policy_event()
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

@@ -44,6 +44,12 @@ whole file content
 </write>"""
 
 
+EXPLAIN_ONLY = """\
+This course allows explanations only: you must not edit files. Do not write edit or write
+blocks; explain in prose, with short code snippets where they help. Nothing you write is
+applied to the user's files."""
+
+
 @dataclass(frozen=True)
 class PromptStyle:
     """How turns are put to the model in use.
@@ -90,10 +96,12 @@ class TurnInput:
     history: Sequence[PastTurn] = ()
     last_ledger: str = ""
     steering: list[str] = field(default_factory=list)
+    explain_only: bool = False  # the course's AI policy: the model may not edit files
 
 
-def instructions_for(style: PromptStyle) -> str:
-    return WHOLE_FILE_FORMAT if style.whole_file_only else EDIT_FORMAT
+def instructions_for(style: PromptStyle, *, explain_only: bool = False) -> str:
+    instructions = WHOLE_FILE_FORMAT if style.whole_file_only else EDIT_FORMAT
+    return f"{instructions}\n\n{EXPLAIN_ONLY}" if explain_only else instructions
 
 
 def file_order(files: Mapping[str, str], *, active_path: str, prompt: str) -> list[str]:
@@ -172,7 +180,7 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
         sections.append(steer)
     user = Message("user", "\n".join(sections))
     return TurnRequest(
-        instructions=instructions_for(style), input=(user,), effort=turn.effort,
+        instructions=instructions_for(style, explain_only=turn.explain_only), input=(user,), effort=turn.effort,
         full_context=(*history, user) if history else (), max_output_tokens=style.max_output_tokens,
     )
 

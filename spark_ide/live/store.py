@@ -16,6 +16,7 @@ from spark_ide.upstream import ModelClient
 
 from .events import TurnEvent
 from .meter import NO_METER, Meter
+from .policy import AiPolicy
 from .prompting import PromptStyle
 
 
@@ -165,6 +166,10 @@ class RoomStore(Protocol):
     async def run_started(self, record: RunRecord) -> None: ...
 
     async def run_finished(self, outcome: RunOutcome) -> None: ...
+
+    async def ai_policy(self) -> AiPolicy:
+        """The AI rules of the workspace's course as they stand now (``AiPolicy.OPEN`` outside
+        a course); read for every prompt and steer (live.policy)."""
 
     async def close(self) -> None:
         """The room is closing: stop sending other threads' requests to it (its last writes

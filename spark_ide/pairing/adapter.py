@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
+from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
@@ -142,6 +143,16 @@ class DatabaseRoomStore:
 
     async def run_finished(self, outcome: RunOutcome) -> None:
         await self._write(lambda: services.run_finish(outcome))
+
+    async def ai_policy(self) -> AiPolicy:
+        """The course's AI rules for this workspace (issue 14), from the classroom app; a
+        workspace outside a course, or a server without the classroom app, is open."""
+        try:
+            from spark_ide.classroom.services import ai_policy_for
+        except ImportError:
+            return AiPolicy.OPEN
+        data = await database_sync_to_async(ai_policy_for)(self.workspace)
+        return AiPolicy.from_mapping(data)
 
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room)

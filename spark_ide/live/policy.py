@@ -1,0 +1,135 @@
+"""A course's rules for the AI (issue 14): off, explain-only or on, an effort cap, a token quota.
+
+Pure data and checks (no Django): the room reads an ``AiPolicy`` from its store for every
+prompt and steer (``RoomStore.ai_policy``), and the Pilot enforces it:
+
+* ``off``: no turn starts; the command is answered with ``error`` ``ai_disabled``;
+* ``explain``: the turn runs, but nothing the model writes is applied to the files: its edit
+  blocks (and a small model's code fences) are shown in the transcript as text;
+* ``on``: turns run as usual.
+
+In every mode a request above ``max_effort`` is lowered to it, and a student who has used
+``token_quota`` output tokens gets no more turns (``ai_quota``); a turn that passes the quota
+while it streams is stopped. A workspace outside any course has ``AiPolicy.OPEN``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+from spark_ide.upstream.profiles import EFFORTS, Effort
+
+
+class AiMode(StrEnum):
+    OFF = "off"
+    EXPLAIN = "explain"
+    ON = "on"
+
+
+class Refusal(StrEnum):
+    """Why a prompt may not start (the ``code`` of its ``error``: ``live.events.ErrorCode``)."""
+
+    DISABLED = "ai_disabled"
+    QUOTA = "ai_quota"
+
+
+class BadPolicy(ValueError):
+    """A stored policy that does not make sense (an unknown mode or effort, a negative quota)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AiPolicy:
+    mode: AiMode = AiMode.ON
+    max_effort: Effort | None = None  # None: any effort
+    token_quota: int | None = None  # output tokens a student may use in the course; None: no limit
+    tokens_used: int = 0
+
+    OPEN: ClassVar[AiPolicy]  # outside a course: everything allowed (set below)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mode, AiMode):
+            raise BadPolicy(f"unknown AI mode {self.mode!r}")
+        if self.max_effort is not None and self.max_effort not in EFFORTS:
+            raise BadPolicy(f"unknown effort {self.max_effort!r}; one of {list(EFFORTS)}")
+        if self.token_quota is not None and self.token_quota < 0:
+            raise BadPolicy(f"a token quota cannot be negative ({self.token_quota})")
+        if self.tokens_used < 0:
+            raise BadPolicy(f"tokens used cannot be negative ({self.tokens_used})")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object] | None) -> AiPolicy:
+        """The policy from the classroom's ``ai_policy_for`` (None: not in a course)."""
+        if data is None:
+            return cls.OPEN
+        mode = data.get("mode", AiMode.ON.value)
+        try:
+            ai_mode = AiMode(str(mode))
+        except ValueError:
+            raise BadPolicy(f"unknown AI mode {mode!r}; one of {[m.value for m in AiMode]}") from None
+        effort = data.get("max_effort")
+        if effort is not None and effort not in EFFORTS:
+            raise BadPolicy(f"unknown effort {effort!r}; one of {list(EFFORTS)}")
+        quota, used = data.get("token_quota"), data.get("tokens_used", 0)
+        if quota is not None and (not isinstance(quota, int) or isinstance(quota, bool)):
+            raise BadPolicy(f"the token quota must be a whole number, not {quota!r}")
+        if not isinstance(used, int) or isinstance(used, bool):
+            raise BadPolicy(f"tokens used must be a whole number, not {used!r}")
+        return cls(mode=ai_mode, max_effort=_effort(effort), token_quota=quota, tokens_used=used)
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def tokens_left(self, spent: int = 0) -> int | None:
+        """Tokens the student may still use (``spent``: counted here but not yet in
+        ``tokens_used``); None: no quota."""
+        if self.token_quota is None:
+            return None
+        return max(self.token_quota - self.tokens_used - spent, 0)
+
+    def over_quota(self, spent: int = 0) -> bool:
+        left = self.tokens_left(spent)
+        return left is not None and left <= 0
+
+    def refusal(self, spent: int = 0) -> tuple[Refusal, str] | None:
+        """Why a prompt or steer may not start now, with the message for the student; None: it may."""
+        if self.mode is AiMode.OFF:
+            return Refusal.DISABLED, "the AI is turned off for this course"
+        if self.over_quota(spent):
+            return Refusal.QUOTA, self.quota_message()
+        return None
+
+    def quota_message(self) -> str:
+        return f"you have used your {self.token_quota or 0:,} AI tokens for this course"
+
+    def effort(self, requested: Effort) -> Effort:
+        """The effort a request runs with: ``requested``, lowered to the cap if above it."""
+        if self.max_effort is None or EFFORTS.index(requested) <= EFFORTS.index(self.max_effort):
+            return requested
+        return self.max_effort
+
+    @property
+    def edits_apply(self) -> bool:
+        """Whether the model's edit blocks change the files (not in explain-only mode)."""
+        return self.mode is AiMode.ON
+
+    def label(self, spent: int = 0) -> str:
+        """One line for the student: ``AI: explain-only · 12,400 tokens left``."""
+        parts = [{AiMode.OFF: "AI: off", AiMode.EXPLAIN: "AI: explain-only", AiMode.ON: "AI: on"}[self.mode]]
+        if self.max_effort is not None:
+            parts.append(f"effort up to {self.max_effort}")
+        left = self.tokens_left(spent)
+        if left is not None:
+            parts.append(f"{left:,} tokens left")
+        return " · ".join(parts)
+
+
+AiPolicy.OPEN = AiPolicy()
+
+
+def _effort(value: object) -> Effort | None:
+    for effort in EFFORTS:
+        if value == effort:
+            return effort
+    return None

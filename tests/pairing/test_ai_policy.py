@@ -1,0 +1,231 @@
+"""A course's AI policy enforced in the room (issue 14), through the session socket with the
+scripted model server: the store's ``ai_policy`` is set per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+
+import pytest
+
+from spark_ide.live import pilot as pilot_module
+from spark_ide.live import prompting
+from spark_ide.live.policy import AiMode, AiPolicy
+from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
+from spark_ide.modelserver.config import ServerConfig
+from spark_ide.modelserver.engine import CancelToken, Job, Piece, Tally
+from spark_ide.modelserver.server import ModelServer
+from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore
+from spark_ide.upstream import TurnRequest
+from tests.pairing.conftest import FILES, Live, connect, point_the_ide_at, say
+from tests.support.recording_engine import RecordingEngine
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+EDIT = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\n</new_text>\n</edit>\n'
+LONG = "".join(f"word{i} " for i in range(600)) + "\n"
+
+
+class JobEngine(RecordingEngine):
+    """The recording engine that also keeps each generation's job (effort, instructions)."""
+
+    def __init__(self) -> None:
+        super().__init__(tokens_per_s=2000.0, ttft_s=0.005)
+        self.jobs: list[Job] = []
+
+    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+        self.jobs.append(job)
+        async for piece in super().generate(job, tally, cancel):
+            yield piece
+
+
+class Course:
+    """What the store answers for the workspace's policy; tests change it as a teacher would.
+    ``requests``: every request the Pilot built (the local provider does not send the effort
+    on, so the request is where the cap shows)."""
+
+    def __init__(self) -> None:
+        self.policy = AiPolicy.OPEN
+        self.reads = 0
+        self.requests: list[TurnRequest] = []
+
+
+@pytest.fixture
+async def engine(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[JobEngine]:
+    engine = JobEngine()
+    async with ModelServer(engine, ServerConfig(port=0)) as server:
+        point_the_ide_at(server, monkeypatch)
+        yield engine
+
+
+@pytest.fixture
+def course(monkeypatch: pytest.MonkeyPatch) -> Course:
+    course = Course()
+
+    async def ai_policy(self: DatabaseRoomStore) -> AiPolicy:
+        course.reads += 1
+        return course.policy
+
+    def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
+        request = prompting.build_request(turn, style)
+        course.requests.append(request)
+        return request
+
+    monkeypatch.setattr(DatabaseRoomStore, "ai_policy", ai_policy)
+    monkeypatch.setattr(pilot_module, "build_request", build_request)
+    monkeypatch.setattr(pilot_module, "POLICY_FRESH_S", 0.0)  # every command reads it again
+    return course
+
+
+async def test_off_refuses_the_prompt_and_starts_no_turn(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(mode=AiMode.OFF)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(EDIT)})
+    error = await client.until(lambda e: e["type"] == "error")
+    assert error["code"] == "ai_disabled"
+    assert error["message"] == "the AI is turned off for this course"
+    policy = await client.until(lambda e: e["type"] == "policy")
+    assert policy["mode"] == "off" and policy["label"] == "AI: off"
+    await client.send({"type": "steer", "text": say(EDIT)})  # a steer with nothing running starts a turn: refused too
+    await client.until(lambda e: e["type"] == "error" and e is not error)
+    await client.pump(0.3)
+    assert not client.of("turn.started")
+    assert [e["code"] for e in client.of("error")] == ["ai_disabled", "ai_disabled"]
+    assert engine.jobs == []
+    assert client.text("util.py") == FILES["util.py"]
+    await client.close()
+
+
+async def test_explain_only_shows_the_edit_block_and_applies_nothing(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(mode=AiMode.EXPLAIN)
+    client = await connect(live)
+    answer = "Change X like this:\n" + EDIT + "Then run it.\n"
+    await client.send({"type": "prompt", "text": say(answer)})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    assert (finished["status"], finished["reason"]) == ("completed", "explain_only")
+    await client.pump(0.3)
+    turn = finished["turn"]
+    assert "".join(e["text"] for e in client.of("turn.prose", turn)) == answer  # the block, as text
+    assert not client.of("edit.status")
+    assert client.text("util.py") == FILES["util.py"]
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None and room.texts()["util.py"] == FILES["util.py"]  # the server's document too
+    (job,) = engine.jobs
+    assert job.messages[0].role == "system" and EXPLAIN_ONLY in job.messages[0].content
+    policy = await client.until(lambda e: e["type"] == "policy")
+    assert policy["label"] == "AI: explain-only"
+    # A plain answer in explain-only mode is just answered.
+    await client.send({"type": "prompt", "text": say("X is one.\n")})
+    second = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] != turn)
+    assert second["reason"] == "no_changes"
+    await client.close()
+
+
+async def test_the_effort_is_capped_and_the_turn_says_so(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(max_effort="low")
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say("ok\n"), "effort": "high"})
+    started = await client.until(lambda e: e["type"] == "turn.started")
+    assert started["effort"] == "low"
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    prose = "".join(e["text"] for e in client.of("turn.prose", finished["turn"]))
+    assert prose.startswith("(This course caps the AI's effort at low: asked for high, this turn runs at low.)")
+    await client.send({"type": "prompt", "text": say("fine\n"), "effort": "low"})  # at the cap: no note
+    done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] != finished["turn"])
+    assert "caps" not in "".join(e["text"] for e in client.of("turn.prose", done["turn"]))
+    assert [request.effort for request in course.requests] == ["low", "low"]  # what the model is asked
+    await client.close()
+
+
+async def test_an_exhausted_quota_refuses_the_prompt(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(token_quota=20_000, tokens_used=20_000)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say("hi\n")})
+    error = await client.until(lambda e: e["type"] == "error")
+    assert error["code"] == "ai_quota"
+    assert error["message"] == "you have used your 20,000 AI tokens for this course"
+    policy = await client.until(lambda e: e["type"] == "policy")
+    assert policy["tokens_left"] == 0 and policy["token_quota"] == 20_000
+    await client.pump(0.2)
+    assert not client.of("turn.started") and engine.jobs == []
+    # The teacher raises the quota: the next prompt runs, and what it used is told.
+    course.policy = AiPolicy(token_quota=30_000, tokens_used=20_000)
+    await client.send({"type": "prompt", "text": say("hello there\n")})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    assert finished["status"] == "completed"
+    after = await client.until(lambda e: e["type"] == "policy" and e is not policy)
+    assert after["tokens_left"] == 10_000 - finished["metrics"]["tokens"]
+    assert after["label"] == f"AI: on · {after['tokens_left']:,} tokens left"
+    await client.close()
+
+
+async def test_a_turn_passing_the_quota_is_stopped_and_the_next_refused(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(token_quota=1_030, tokens_used=1_000)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(LONG, rate=800)})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.send({"type": "prompt", "text": say("queued\n")})  # waits behind it
+    await client.until(lambda e: e["type"] == "turn.queued")
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    assert (finished["status"], finished["reason"]) == ("cancelled", "quota")
+    assert finished["error"] == "you have used your 1,030 AI tokens for this course"
+    assert finished["metrics"]["tokens"] == 30
+    error = await client.until(lambda e: e["type"] == "error")  # the queued prompt may not start
+    assert error["code"] == "ai_quota"
+    await client.pump(0.3)
+    assert len(client.of("turn.started")) == 1
+    shown = "".join(e["text"] for e in client.of("turn.delta", turn))  # the outbox may merge deltas
+    assert LONG.startswith(shown) and 0 < len(shown) < len(LONG) // 10
+    assert client.of("policy")[-1]["tokens_left"] == 0
+    await client.until_true(lambda: engine.generations[0].end == "stopped")  # stopped upstream too
+    assert len(engine.jobs) == 1
+    await client.close()
+
+
+async def test_a_steer_obeys_the_policy(live: Live, engine: JobEngine, course: Course, rooms: None) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(LONG, rate=300)})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until(lambda e: e["type"] == "turn.delta")
+    course.policy = AiPolicy(mode=AiMode.OFF)  # the teacher turns the AI off mid-turn
+    await client.send({"type": "steer", "text": say(EDIT)})
+    error = await client.until(lambda e: e["type"] == "error")
+    assert error["code"] == "ai_disabled"
+    course.policy = AiPolicy(mode=AiMode.EXPLAIN, max_effort="low")  # ...then to explain-only
+    await client.send({"type": "steer", "text": say(EDIT)})
+    new = await client.until(lambda e: e["type"] == "turn.started" and e["turn"] != turn)
+    assert new["steered_from"] == turn and new["effort"] == "low"
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new["turn"])
+    assert finished["reason"] == "explain_only"
+    await client.pump(0.3)
+    assert client.text("util.py") == FILES["util.py"]
+    assert course.requests[-1].effort == "low" and EXPLAIN_ONLY in engine.jobs[-1].messages[0].content
+    await client.close()
+
+
+async def test_the_policy_read_serves_a_moment(
+    live: Live, engine: JobEngine, course: Course, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pilot_module, "POLICY_FRESH_S", 60.0)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say("one\n")})
+    await client.until(lambda e: e["type"] == "turn.finished")
+    await client.send({"type": "prompt", "text": say("two\n")})
+    await client.until(lambda e: e["type"] == "turn.finished" and len(client.of("turn.finished")) == 2)
+    assert course.reads == 1  # the second prompt came within the moment the first read serves
+    await client.close()
+
+
+async def test_a_workspace_outside_a_course_is_open(live: Live) -> None:
+    store = DatabaseRoomStore(uuid.UUID(live.workspace_id))
+    assert await store.ai_policy() == AiPolicy.OPEN
