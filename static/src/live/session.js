@@ -124,6 +124,7 @@ class LiveSession {
       case "presence": return this.presenceChanged(event.participants);
       case "error": return this.refused(event);
       case "resync": return this.resync();
+      case "policy": return this.policyChanged(event);
       case "turn.steered": return this.turnSteered(event);
       case "guard.finding":
         return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
@@ -133,6 +134,14 @@ class LiveSession {
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
     }
+  }
+
+  // The course's AI rules as they stand (mode, effort cap, tokens left): one line by the prompt.
+  policyChanged(event) {
+    const line = document.getElementById("ai-policy");
+    if (!line) return;
+    line.textContent = String(event.label || "");
+    line.hidden = !line.textContent;
   }
 
   hello(event) {
