@@ -458,10 +458,11 @@ class Pilot:
             tokens_left=policy.tokens_left(spent), label=policy.label(spent),
         )
 
-    async def current_policy(self) -> Policy:
-        """``policy_event`` after reading the policy if the last read is stale (a joining page)."""
-        await self._read_policy()
-        return self.policy_event()
+    async def current_policy(self) -> Policy | None:
+        """For a joining page: ``policy_event`` after reading the policy if the last read is
+        stale; None for a workspace outside a course (nothing to show)."""
+        policy = await self._read_policy()
+        return self.policy_event() if policy != AiPolicy.OPEN or self._policy_shown else None
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

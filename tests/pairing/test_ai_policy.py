@@ -229,3 +229,20 @@ async def test_the_policy_read_serves_a_moment(
 async def test_a_workspace_outside_a_course_is_open(live: Live) -> None:
     store = DatabaseRoomStore(uuid.UUID(live.workspace_id))
     assert await store.ai_policy() == AiPolicy.OPEN
+
+
+async def test_a_joining_page_can_be_told_the_policy(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    client = await connect(live)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    assert await room.pilot.current_policy() is None  # outside a course: nothing to show
+    course.policy = AiPolicy(mode=AiMode.EXPLAIN, token_quota=20_000, tokens_used=7_600)
+    policy = await room.pilot.current_policy()
+    assert policy is not None and policy.label == "AI: explain-only · 12,400 tokens left"
+    assert policy.payload() == {
+        "type": "policy", "mode": "explain", "max_effort": None, "token_quota": 20_000, "tokens_left": 12_400,
+        "label": "AI: explain-only · 12,400 tokens left",
+    }
+    await client.close()
