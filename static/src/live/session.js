@@ -15,6 +15,7 @@ import { IN_FLIGHT } from "./block_states.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
+import { RUN_EVENTS, RunPanel } from "./run_panel.js";
 
 const REVERT_REFRESH_MS = 800;
 
@@ -35,6 +36,11 @@ class LiveSession {
       onState: (state, retryMs) => this.connectionState(state, retryMs),
       onRtt: (ms) => this.status.rtt(ms),
     });
+    // Run events are ephemeral (not numbered: they repeat the room's seq), which the order
+    // check would take for repeats of turn events: they pass it.
+    const order = this.connection.order;
+    const inOrder = order.accept.bind(order);
+    order.accept = (event) => RUN_EVENTS.has(event.type) || inOrder(event);
     this.provider = new YjsProvider(this.doc, (bytes) => this.connection.sendBinary(bytes), this.loop);
     this.regions = new LiveRegions();
     this.tabs = new EditorTabs({
@@ -58,6 +64,13 @@ class LiveSession {
     });
     this.status = new StatusBar(root.querySelector(".statusbar"), { requestFrame: () => this.loop.request() });
     this.toasts = new Toasts(document.getElementById("toasts"));
+    this.runs = new RunPanel(root.querySelector("#run-controls"), root.querySelector("#run-panel"), {
+      send: (message) => this.connection.send(message), activePath: () => this.tabs.active,
+      toast: (message, kind) => this.toasts.show(message, kind), peerClass: (name) => this.colours.classOf(name),
+      requestFrame: () => this.loop.request(), history: document.getElementById("history"),
+      refreshHistory: () => this.historyChangedSoon(),
+      onDone: () => this.tabs.view && this.tabs.view.focus(),
+    });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -70,6 +83,7 @@ class LiveSession {
     // comes this frame, it goes alone after.
     this.loop.add(() => this.transcript.flush());
     this.loop.add(() => this.status.flush());
+    this.loop.add(() => this.runs.flush());
     this.loop.add(() => this.flushRegions());
     this.loop.add(() => this.provider.flush());
     this.loop.add(() => this.tabs.applyStagedRegion());
@@ -102,6 +116,7 @@ class LiveSession {
     if (state === "refused") this.toasts.show("You no longer have access to this workspace: reload the page", "error");
     if (state !== "offline" && state !== "refused") return;
     this.provider.disconnected();
+    this.runs.disconnected();
     if (this.prompt) this.prompt.release(); // a prompt in flight may be lost: it can go again
   }
 
@@ -122,13 +137,18 @@ class LiveSession {
       case "edit.status": return this.editStatus(event);
       case "turn.finished": return this.turnFinished(event);
       case "presence": return this.presenceChanged(event.participants);
-      case "error": return this.refused(event);
+      case "error":
+        if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
+        return this.refused(event);
       case "resync": return this.resync();
       case "policy": return this.policyChanged(event);
       case "turn.steered": return this.turnSteered(event);
       case "guard.finding":
         return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
           event.severity === "high" ? "error" : "warn");
+      case "run.started": return this.runs.started(event);
+      case "run.output": return this.runs.output(event);
+      case "run.finished": return this.runs.finished(event);
       case "turn.queued":
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
@@ -147,6 +167,7 @@ class LiveSession {
   hello(event) {
     this.me = { name: userName(event.user), role: event.role };
     this.presence.me = this.me.name;
+    this.runs.joined(event.role);
     this.provider.connected();
     this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
     this.setRunning(event.turn || null);
@@ -332,6 +353,7 @@ class LiveSession {
     body.addEventListener("spark:open", (event) => this.tabs.open(event.detail.path));
     body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
     body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
+    this.runs.wireShortcut(document);
     wireCopyButtons(document.body, this.toasts);
     keepPanelsInView(document.body);
     window.addEventListener("pagehide", () => this.provider.leave());

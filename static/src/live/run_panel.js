@@ -1,0 +1,306 @@
+// Code runs in the live session (docs/protocol.md, code runs): the Run, Run tests and Stop
+// buttons over the editor, Ctrl+Enter (Cmd+Enter on a Mac) for the open file, and the run
+// panel under the editor that every participant sees the same run in, live: who started it,
+// its output (stdout and stderr apart, in the order they came), a line for the program's
+// stdin, and at the end how it ended and why. The room runs one thing at a time; run events
+// are not replayed, so a page that joins mid-run picks the run up from its next output.
+import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
+
+// The events of a run, all ephemeral: they carry the room's current seq and are not replayed.
+export const RUN_EVENTS = new Set(["run.started", "run.output", "run.finished"]);
+// How long a sent `run` waits for its run.started (or an error) before the buttons come back.
+const START_WAIT_MS = 5000;
+// Errors that answer a run message whatever else is going on.
+const RUN_ERRORS = new Set(["run_busy", "no_such_run"]);
+// The server records a run's end just after announcing it: the history panel is asked again
+// (up to RECORD_TRIES times, RECORD_RETRY_MS apart) until it shows the run over.
+const RECORD_TRIES = 5;
+const RECORD_RETRY_MS = 700;
+const WATCHING = "The owner and collaborators run code; you see their runs here";
+
+const isMac = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+export const RUN_KEY = isMac ? "⌘+Enter" : "Ctrl+Enter";
+
+// The command a run stands for, as a terminal would show it.
+export function runCommand({ path, tests }) {
+  if (tests) return "pytest";
+  return path ? `python ${path}` : "(a run that started before this page joined)";
+}
+
+// "41 ms", "2.3 s", "1 min 5 s".
+export function duration(ms) {
+  if (typeof ms !== "number" || !Number.isFinite(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+// A finished run's figures: "exit 1 · 41 ms", "no exit code · 15 s".
+export function runFigures({ exit_code: exitCode, duration_ms: ms }) {
+  const parts = [typeof exitCode === "number" ? `exit ${exitCode}` : "no exit code"];
+  const took = duration(ms);
+  if (took) parts.push(took);
+  return parts.join(" · ");
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export class RunPanel {
+  // toolbar: the buttons over the editor; panel: the run panel (both [data-run] inside);
+  // send(message) -> false when the connection is down; activePath() -> the open file or null;
+  // toast(message, kind); peerClass(username) -> the class of a person's colour;
+  // requestFrame(); history: the history panel; refreshHistory(): ask it again soon; onDone():
+  // the program's input line gave the keyboard back.
+  constructor(toolbar, panel, { send, activePath, toast, peerClass, requestFrame, history, refreshHistory, onDone }) {
+    const field = (root, name) => root.querySelector(`[data-run="${name}"]`);
+    this.panel = panel;
+    this.buttons = { run: field(toolbar, "run"), tests: field(toolbar, "tests"), stop: field(toolbar, "stop") };
+    this.fields = {
+      command: field(panel, "command"), by: field(panel, "by"), state: field(panel, "state"),
+      stop: field(panel, "stop"), end: field(panel, "end"), form: field(panel, "input"),
+    };
+    this.input = this.fields.form.querySelector("input");
+    this.queue = new OutputQueue();
+    this.view = new OutputView(field(panel, "scroll"), field(panel, "output"));
+    Object.assign(this, { send, activePath, toast, peerClass, requestFrame, refreshHistory, onDone });
+    this.record = null; // {id, tries}: a run whose end the history panel does not show yet
+    this.recordTimer = 0;
+    if (history) history.addEventListener("htmx:afterSwap", () => this.checkRecord(history));
+    this.canRun = false; // an owner or collaborator (hello)
+    this.run = null; // the run shown: {id, path, tests, by, done, lost, end}
+    this.pending = false; // a `run` was sent, its run.started has not come yet
+    this.pendingTimer = 0;
+    this.stopping = false;
+    this.buttons.run.addEventListener("click", () => this.runFile());
+    this.buttons.tests.addEventListener("click", () => this.runTests());
+    for (const button of [this.buttons.stop, this.fields.stop]) button.addEventListener("click", () => this.stop());
+    field(panel, "hide").addEventListener("click", () => { panel.hidden = true; });
+    this.fields.form.addEventListener("submit", (event) => { event.preventDefault(); this.sendLine(); });
+    this.render();
+  }
+
+  // Ctrl+Enter (Cmd+Enter) anywhere but a text field (the prompt box, the input line) runs
+  // the open file, in the editor too: caught before CodeMirror, whose Mod-Enter inserts a line.
+  wireShortcut(target) {
+    target.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.isComposing) return;
+      const target = event.target instanceof Element ? event.target : null;
+      if (!this.canRun || (target && target.closest("input, textarea, select"))) return;
+      event.preventDefault();
+      event.stopPropagation();
+      this.runFile();
+    }, true);
+  }
+
+  joined(role) {
+    this.canRun = role === "owner" || role === "collaborator";
+    this.fields.form.hidden = !this.canRun;
+    this.render();
+  }
+
+  get active() {
+    return this.run !== null && !this.run.done && !this.run.lost;
+  }
+
+  runFile() {
+    const path = this.activePath();
+    if (!path) {
+      this.toast("Open the file to run first", "warn");
+      return;
+    }
+    this.request({ type: "run", path });
+  }
+
+  runTests() {
+    this.request({ type: "run", tests: true });
+  }
+
+  request(message) {
+    if (!this.canRun || this.active || this.pending) return;
+    if (!this.send(message)) {
+      this.toast("Not run: the connection is down, retrying", "error");
+      return;
+    }
+    this.pending = true;
+    clearTimeout(this.pendingTimer);
+    this.pendingTimer = setTimeout(() => this.settle(), START_WAIT_MS);
+    this.render();
+  }
+
+  settle() {
+    clearTimeout(this.pendingTimer);
+    this.pending = false;
+    this.render();
+  }
+
+  stop() {
+    if (!this.active || !this.canRun || this.stopping) return;
+    if (!this.send({ type: "run.stop", run: this.run.id })) {
+      this.toast("Not stopped: the connection is down, retrying", "error");
+      return;
+    }
+    this.stopping = true;
+    this.render();
+  }
+
+  // Enter in the input line: the line goes to the program, and shows in the output as typed.
+  sendLine() {
+    if (!this.active || !this.canRun) return;
+    const text = `${this.input.value}\n`;
+    if (!this.send({ type: "run.input", run: this.run.id, text })) {
+      this.toast("Not sent: the connection is down, retrying", "error");
+      return;
+    }
+    this.input.value = "";
+    this.queue.push("stdin", text);
+    this.requestFrame();
+  }
+
+  // run.started: the panel shows the new run (the last one's output goes; History keeps it).
+  started({ run, path, tests, by }) {
+    const mine = this.pending;
+    this.settle();
+    this.begin({ id: run, path: path || "", tests: tests === true, by: by || "" });
+    if (mine && this.canRun) this.input.focus({ preventScroll: true });
+  }
+
+  begin(run) {
+    this.run = { ...run, done: false, lost: false };
+    this.stopping = false;
+    this.queue.clear();
+    this.view.clear();
+    this.fields.command.textContent = runCommand(run);
+    this.fields.by.replaceChildren();
+    if (run.by) {
+      const who = element("span", `person-ref ${this.peerClass(run.by)}`.trim(), run.by);
+      who.title = `Started by ${run.by}`;
+      this.fields.by.append("by ", who);
+    }
+    this.fields.end.hidden = true;
+    this.fields.end.replaceChildren();
+    this.panel.hidden = false;
+    this.render();
+  }
+
+  // A run this page has not seen start (it joined mid-run) is picked up from its output.
+  current(id) {
+    if (!this.run || this.run.id !== id) this.begin({ id, path: "", tests: false, by: "" });
+    return this.run;
+  }
+
+  output({ run, stream, text }) {
+    const shown = this.current(run);
+    if (shown.done) return;
+    if (shown.lost) {
+      shown.lost = false; // it is still going: the connection came back in time
+      this.render();
+    }
+    this.queue.push(stream === "stderr" ? "stderr" : stream === "stdin" ? "stdin" : "stdout", String(text || ""));
+    this.requestFrame();
+  }
+
+  finished(event) {
+    const run = this.current(event.run);
+    if (run.done) return;
+    run.done = true;
+    run.end = event;
+    this.stopping = false;
+    this.requestFrame(); // the end line goes after the output still queued
+    this.render();
+    if (document.activeElement === this.input) this.onDone();
+    this.record = { id: run.id, tries: RECORD_TRIES };
+    this.refreshHistory();
+  }
+
+  checkRecord(history) {
+    const record = this.record;
+    if (!record) return;
+    const entry = history.querySelector(`.history-run[data-run="${CSS.escape(record.id)}"]`);
+    record.tries -= 1;
+    if ((entry && !entry.classList.contains("status-running")) || record.tries <= 0) {
+      this.record = null;
+      return;
+    }
+    clearTimeout(this.recordTimer);
+    this.recordTimer = setTimeout(() => this.refreshHistory(), RECORD_RETRY_MS);
+  }
+
+  // An `error` the server answered a run message with: true when it was about a run (the
+  // session shows it and leaves the prompt box alone).
+  refused(event) {
+    const ours = RUN_ERRORS.has(event.code) || event.ref === "run";
+    if (!ours && !this.pending && !this.stopping) return false;
+    this.stopping = false;
+    this.settle();
+    return true;
+  }
+
+  // The connection went: run events are not replayed, so the end of a run may never come.
+  // The buttons come back (the server answers run_busy if it still goes); output that comes
+  // after a reconnect picks the run up again.
+  disconnected() {
+    this.pending = false;
+    clearTimeout(this.pendingTimer);
+    if (this.active) this.run.lost = true;
+    this.stopping = false;
+    this.render();
+  }
+
+  flush() {
+    if (this.queue.dropped) {
+      this.view.skipped(this.queue.dropped);
+      this.queue.dropped = 0;
+    }
+    for (const { stream, text } of this.queue.take(FRAME_CHARS)) this.view.append(stream, text);
+    if (!this.queue.empty) {
+      this.requestFrame(); // the rest next frame
+      return;
+    }
+    if (this.run && this.run.done && this.fields.end.hidden) this.showEnd(this.run.end);
+  }
+
+  showEnd({ status, message, truncated, sandboxed, error }) {
+    const end = this.fields.end;
+    end.dataset.status = status;
+    end.replaceChildren(element("span", `badge outcome run-status ${status}`, String(status).replaceAll("_", " ")));
+    end.append(element("span", "run-figures", runFigures(this.run.end)));
+    if (message) end.append(element("span", "run-message", message));
+    if (truncated) end.append(element("span", "badge run-cut", "output cut at the limit"));
+    if (sandboxed === false && !error) {
+      const warn = element("span", "badge run-unsandboxed", "not sandboxed");
+      warn.title = "This server ran the code without the sandbox (an admin allowed it)";
+      end.append(warn);
+    }
+    end.hidden = false;
+  }
+
+  // Buttons and labels follow the state: Stop instead of Run while a run goes.
+  render() {
+    const { run, tests, stop } = this.buttons;
+    const active = this.active;
+    const busy = active || this.pending;
+    run.hidden = active;
+    tests.hidden = active;
+    stop.hidden = !active;
+    run.disabled = !this.canRun || busy;
+    tests.disabled = !this.canRun || busy;
+    const stoppable = active && this.canRun && !this.stopping;
+    stop.disabled = !stoppable;
+    this.fields.stop.disabled = !stoppable;
+    this.fields.stop.hidden = !active;
+    this.fields.stop.textContent = this.stopping ? "Stopping…" : "Stop";
+    run.title = this.canRun ? `Run the open file (${RUN_KEY})` : WATCHING;
+    tests.title = this.canRun ? "Run the workspace's tests (pytest)" : WATCHING;
+    this.input.disabled = !active || !this.canRun;
+    this.panel.classList.toggle("running", active);
+    const state = this.fields.state;
+    if (!this.run || this.run.done) state.textContent = "";
+    else if (this.run.lost) state.textContent = "connection lost: how it ended shows in History";
+    else state.textContent = this.stopping ? "stopping…" : "running…";
+  }
+}
