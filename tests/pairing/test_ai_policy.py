@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 
+from spark_ide.accounts.services import api_token_create
 from spark_ide.live import pilot as pilot_module
 from spark_ide.live import prompting
 from spark_ide.live.policy import AiMode, AiPolicy
@@ -245,4 +248,35 @@ async def test_a_joining_page_can_be_told_the_policy(
         "type": "policy", "mode": "explain", "max_effort": None, "token_quota": 20_000, "tokens_left": 12_400,
         "label": "AI: explain-only · 12,400 tokens left",
     }
+    await client.close()
+
+
+async def test_a_students_copy_follows_its_course_rules_for_real(
+    live: Live, django_user_model: Any, model_server: object, rooms: None
+) -> None:
+    """No fake store: the classroom app's course (explain-only, a quota) and a student's copy."""
+    from spark_ide.classroom import services as classroom
+    from spark_ide.workspaces.models import Workspace
+
+    def enrol() -> Live:
+        teacher = live.owner
+        classroom.teacher_grant(teacher)
+        course = classroom.course_create(
+            teacher=teacher, name="Python 1", template=Workspace.objects.get(id=live.workspace_id),
+        )
+        classroom.policy_set(course=course, ai_mode="explain", max_effort="", token_quota=20_000)
+        student = django_user_model.objects.create_user(username="bea", password="pw-bea-123")
+        enrollment, _ = classroom.course_join(course=course, user=student)
+        session = classroom.student_session(enrollment)
+        return Live(str(session.id), str(enrollment.workspace_id), api_token_create(user=student), student)
+
+    student = await database_sync_to_async(enrol)()
+    client = await connect(student)
+    await client.send({"type": "prompt", "text": say("Like this:\n" + EDIT)})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    assert finished["reason"] == "explain_only"
+    policy = await client.until(lambda e: e["type"] == "policy")
+    assert policy["mode"] == "explain" and policy["tokens_left"] == 20_000 - finished["metrics"]["tokens"]
+    await client.pump(0.3)
+    assert client.text("util.py") == FILES["util.py"]
     await client.close()
