@@ -271,7 +271,7 @@ class RunOutput(Event):
     type: ClassVar[str] = "run.output"
     ephemeral: ClassVar[bool] = True
     run: str
-    stream: str  # "stdout" | "stderr"
+    stream: str  # "stdout" | "stderr" | "stdin" (a line someone typed, echoed to everyone)
     text: str
 
 

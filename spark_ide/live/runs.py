@@ -92,9 +92,11 @@ class RoomRuns:
         })
 
     def send_input(self, run: str, text: str) -> ErrorEvent | None:
+        """``text`` to the program's stdin, and to everyone as it was typed (stream "stdin")."""
         if self._running is None or self._running.id != run:
             return ErrorEvent(ErrorCode.NO_SUCH_RUN, "that run is not going on", ref=run[:64])
         self._settings.runner.send_input(run, text)
+        self._announce(RunOutput(run=run, stream="stdin", text=text))
         return None
 
     def stop(self, run: str) -> ErrorEvent | None:

@@ -77,7 +77,7 @@ def test_a_run_streams_to_everyone_reads_stdin_and_stops(ide_server: IdeServer, 
             assert "exit 0" in _ended(person, "ok").inner_text()
         assert page.locator("#run-panel .run-output .in").inner_text() == "Ada\n"
         assert page.locator("#run-panel .run-output").inner_text() == "ready\ncareful\nname? Ada\nhello Ada\n"
-        assert viewer.locator("#run-panel .run-output").inner_text() == "ready\ncareful\nname? hello Ada\n"
+        assert viewer.locator("#run-panel .run-output").inner_text() == "ready\ncareful\nname? Ada\nhello Ada\n"
         assert server_text(page, "echo.py") == ECHO  # Ctrl+Enter ran the file, it did not edit it
 
         # An endless loop, from the Run button; the panel's Stop ends it for everyone.

@@ -70,6 +70,7 @@ async def test_a_run_streams_to_everyone_reads_stdin_and_is_recorded(live: Live,
         done = await client.until(lambda e: e["type"] == "run.finished" and e["run"] == run)
         assert done["status"] == "ok" and done["exit_code"] == 0
         assert "hello Ada" in _output(client, run, "stdout")
+        assert _output(client, run, "stdin") == "Ada\n"  # everyone sees what was typed
         assert _output(client, run, "stderr") == "to stderr\n"
     record = await database_sync_to_async(Run.objects.get)(pk=run)
     assert record.status == "ok" and record.path == "echo.py" and "hello Ada" in record.output

@@ -5,9 +5,9 @@
 // stdin, and at the end how it ended and why. The room runs one thing at a time; run events
 // are not replayed, so a page that joins mid-run picks the run up from its next output.
 import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
+import { element } from "./dom.js";
 
 // The events of a run, all ephemeral: they carry the room's current seq and are not replayed.
-export const RUN_EVENTS = new Set(["run.started", "run.output", "run.finished"]);
 // How long a sent `run` waits for its run.started (or an error) before the buttons come back.
 const START_WAIT_MS = 5000;
 // Errors that answer a run message whatever else is going on.
@@ -43,12 +43,6 @@ export function runFigures({ exit_code: exitCode, duration_ms: ms }) {
   return parts.join(" · ");
 }
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 export class RunPanel {
   // toolbar: the buttons over the editor; panel: the run panel (both [data-run] inside);
@@ -148,7 +142,8 @@ export class RunPanel {
     this.render();
   }
 
-  // Enter in the input line: the line goes to the program, and shows in the output as typed.
+  // Enter in the input line: the line goes to the program; the room echoes it to everyone
+  // (run.output, stream "stdin"), where it shows in the output as typed.
   sendLine() {
     if (!this.active || !this.canRun) return;
     const text = `${this.input.value}\n`;
@@ -157,8 +152,6 @@ export class RunPanel {
       return;
     }
     this.input.value = "";
-    this.queue.push("stdin", text);
-    this.requestFrame();
   }
 
   // run.started: the panel shows the new run (the last one's output goes; History keeps it).

@@ -15,7 +15,7 @@ import { IN_FLIGHT } from "./block_states.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
-import { RUN_EVENTS, RunPanel } from "./run_panel.js";
+import { RunPanel } from "./run_panel.js";
 
 const REVERT_REFRESH_MS = 800;
 
@@ -36,11 +36,6 @@ class LiveSession {
       onState: (state, retryMs) => this.connectionState(state, retryMs),
       onRtt: (ms) => this.status.rtt(ms),
     });
-    // Run events are ephemeral (not numbered: they repeat the room's seq), which the order
-    // check would take for repeats of turn events: they pass it.
-    const order = this.connection.order;
-    const inOrder = order.accept.bind(order);
-    order.accept = (event) => RUN_EVENTS.has(event.type) || inOrder(event);
     this.provider = new YjsProvider(this.doc, (bytes) => this.connection.sendBinary(bytes), this.loop);
     this.regions = new LiveRegions();
     this.tabs = new EditorTabs({

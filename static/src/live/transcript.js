@@ -9,6 +9,7 @@ import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
 import { IN_FLIGHT } from "./block_states.js";
 import { shortPrompt } from "./notices.js";
+import { element } from "./dom.js";
 
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
@@ -74,12 +75,6 @@ export function turnFigures(metrics, steerMs = null) {
   return parts.join(" · ");
 }
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // Where to end the piece of `text` that goes into a part holding `chars` characters: all of
 // it while the part is small; past PART_CHARS, just after a line break; past PART_MAX_CHARS
