@@ -204,6 +204,8 @@ class Room:
         else:
             for frame in frames:
                 conn.outbox.put_frame(frame)
+        if (run := self.runs.started) is not None:
+            conn.outbox.put_frame(Frame(run, sent))  # a run is going on: its panel, its stdin
         conn.joined_at = sent
         self.transport.add(conn)
         self._presence()

@@ -30,6 +30,7 @@ KEPT_OUTPUT_CHARS = 64_000  # of a run's output in its record (the sandbox caps 
 @dataclass
 class _Running:
     id: str
+    started: RunStarted
     output: list[str] = field(default_factory=list)
     kept: int = 0
 
@@ -59,6 +60,11 @@ class RoomRuns:
     def running(self) -> str | None:
         return None if self._running is None else self._running.id
 
+    @property
+    def started(self) -> RunStarted | None:
+        """The ``run.started`` of the run going on: a page that joins now is told it too."""
+        return None if self._running is None else self._running.started
+
     def run(self, conn: Connection, *, path: str, tests: bool) -> ErrorEvent | None:
         """Start ``python path`` (or the tests) for ``conn``; the error to tell it otherwise."""
         if self._running is not None:
@@ -71,8 +77,10 @@ class RoomRuns:
                 return ErrorEvent(ErrorCode.BAD_PATH, f"cannot run {path[:80]!r}: {exc}", ref="run")
             if path not in files:
                 return ErrorEvent(ErrorCode.BAD_PATH, f"there is no file {path[:80]!r} to run", ref="run")
-        run = self._running = _Running(uuid.uuid4().hex)
-        self._announce(RunStarted(run=run.id, path="" if tests else path, tests=tests, by=conn.username))
+        run_id = uuid.uuid4().hex
+        started = RunStarted(run=run_id, path="" if tests else path, tests=tests, by=conn.username)
+        run = self._running = _Running(run_id, started)
+        self._announce(started)
         record = RunRecord(run=run.id, session=conn.session, author_id=conn.user_id, path=path, tests=tests)
         self._records.put(f"run {run.id}", lambda: self._store.run_started(record))
         task = self._background.spawn(self._settings.runner.start(

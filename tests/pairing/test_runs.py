@@ -94,6 +94,9 @@ async def test_stop_one_run_at_a_time_and_who_may_run(live: Live, rooms: None) -
     await owner.send({"type": "run", "path": "app.py"})
     busy = await owner.until(lambda e: e["type"] == "error")
     assert busy["code"] == "run_busy"
+    late = await connect(live)  # joins while it runs: told of the run
+    assert (await late.until(lambda e: e["type"] == "run.started"))["run"] == run
+    await late.close()
     await owner.send({"type": "run.stop", "run": run})
     done = await viewer.until(lambda e: e["type"] == "run.finished" and e["run"] == run)
     assert done["status"] == "killed" and done["exit_code"] is None
