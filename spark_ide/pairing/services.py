@@ -112,10 +112,14 @@ def session_join_as_guest(*, session: Session, key: str, name: str) -> User:
 
 
 def latest_joined(user: User) -> Session | None:
-    """The session ``user`` joined last through an invite (where a guest's sign-in lands)."""
+    """Where a guest's sign-in lands: the session it joined last through an invite, or its
+    own (a student's copy of a course's workspace), whichever came last."""
     joined = Participant.objects.filter(user=user).exclude(role=Role.OWNER).order_by("-joined_at", "-id")
     found = joined.select_related("session").first()
-    return found.session if found is not None else None
+    own = Session.objects.filter(workspace__owner=user).order_by("-created_at").first()
+    if found is None or (own is not None and own.created_at > found.joined_at):
+        return own
+    return found.session
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ def test_a_guest_joins_with_a_display_name_and_gets_an_own_copy(course: Course) 
     # The guest is signed in: their session page opens, with the course's notice.
     html = browser.get(f"/sessions/{session_id}/").content.decode()
     assert "Your teacher can see your prompts" in html
+    # Signing in again lands on their own copy (a guest has no workspace list).
+    assert browser.get("/sessions/")["Location"] == f"/sessions/{session_id}/"
 
 
 def test_a_guest_without_a_name_is_asked_again(course: Course) -> None:
