@@ -108,6 +108,7 @@ class Pilot:
         self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
         self._spent = 0  # tokens of ended turns the last policy read may not count
         self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
+        self._policy_refresh: asyncio.Task[AiPolicy] | None = None  # read while a turn streams
 
     @property
     def busy(self) -> bool:
@@ -153,6 +154,8 @@ class Pilot:
         if run is not None:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
+        if self._policy_refresh is not None:
+            self._policy_refresh.cancel()
         await self._link.close()
         await self._records.close()
 
@@ -308,6 +311,7 @@ class Pilot:
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break
+                    self._refresh_policy()
                     if self._policy.over_quota(self._spent + run.deltas):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
@@ -422,6 +426,13 @@ class Pilot:
         # Tokens of turns whose record was written are in what was read; the others are not.
         self._spent = sum(self._unrecorded.values())
         return policy
+
+    def _refresh_policy(self) -> None:
+        """While a turn streams, read the policy again in the background once it is stale: a
+        steer then finds it fresh (no read on its way), and a quota lowered mid-turn counts."""
+        stale = time.monotonic() - self._policy_read_at >= POLICY_FRESH_S
+        if stale and (self._policy_refresh is None or self._policy_refresh.done()):
+            self._policy_refresh = asyncio.create_task(self._read_policy())
 
     def _refused(self, command: Command, policy: AiPolicy) -> bool:
         """Refuse ``command`` (told to the asking connection) when the policy forbids a turn."""

@@ -195,6 +195,21 @@ async def test_a_turn_passing_the_quota_is_stopped_and_the_next_refused(
     await client.close()
 
 
+async def test_a_quota_lowered_mid_turn_stops_it(
+    live: Live, engine: JobEngine, course: Course, rooms: None
+) -> None:
+    course.policy = AiPolicy(token_quota=1_000_000)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(LONG, rate=300)})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until(lambda e: e["type"] == "turn.delta")
+    course.policy = AiPolicy(token_quota=5_000, tokens_used=5_000)  # the teacher lowers it below what was used
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    assert (finished["status"], finished["reason"]) == ("cancelled", "quota")
+    assert finished["metrics"]["tokens"] < 600
+    await client.close()
+
+
 async def test_a_steer_obeys_the_policy(live: Live, engine: JobEngine, course: Course, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(LONG, rate=300)})
