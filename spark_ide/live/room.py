@@ -183,6 +183,7 @@ class Room:
         resync = after is not None and self._catch_up(after, stored) is None
         if resync:
             stored = await self._recent_stored()
+        policy = await self.pilot.current_policy()  # a course's AI rules (None outside one)
         if self._closed:
             raise RoomClosed(self.workspace)
         if self._idle_close is not None:
@@ -196,6 +197,8 @@ class Room:
             session=conn.session, workspace=self.workspace, role=conn.role, user=conn.username,
             turn=self.pilot.running_turn, epoch=self.epoch,
         ), sent))
+        if policy is not None:
+            conn.outbox.put_frame(Frame(policy, sent))
         conn.outbox.put_raw(create_sync_message(self.doc))
         conn.outbox.put_raw(sync_step2(self.doc.get_update()))
         frames = None if resync else self._catch_up(after, stored)

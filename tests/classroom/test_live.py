@@ -11,6 +11,7 @@ from django.test import Client
 from spark_ide.classroom.dashboard import connected_users
 from spark_ide.classroom.models import Course, Enrollment
 from spark_ide.classroom.services import course_create, course_join, file_push, student_session, teacher_grant
+from spark_ide.pairing.adapter import ROOMS
 from spark_ide.workspaces.services import workspace_create
 from tests.pairing.conftest import Live, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
 
@@ -53,7 +54,10 @@ async def test_an_open_room_shows_the_student_editing_and_gets_pushed_files(room
     await student.until_true(lambda: student.text("main.py") == "print('v2')\n")
     # The student types in README.md; a push of it lands beside, their text stays.
     await student.type_text("README.md", 0, "my notes\n")
-    await student.until_true(lambda: student.text("README.md") == "my notes\n# Exercise 1\n")
+    room = ROOMS.owned(str(enrollment.workspace_id))
+    assert room is not None
+    # The push sees what the server holds: wait for the server to have the student's edit.
+    await student.until_true(lambda: room.texts().get("README.md") == "my notes\n# Exercise 1\n")
     report = await database_sync_to_async(file_push)(course=course, path="README.md", text="# Exercise 2\n")
     assert report.beside == ["Kim"] and report.replaced == []
     await student.until_true(lambda: student.text("README.teacher.md") == "# Exercise 2\n")

@@ -164,7 +164,9 @@ async def test_an_exhausted_quota_refuses_the_prompt(
     await client.send({"type": "prompt", "text": say("hello there\n")})
     finished = await client.until(lambda e: e["type"] == "turn.finished")
     assert finished["status"] == "completed"
-    after = await client.until(lambda e: e["type"] == "policy" and e is not policy)
+    told = client.events.index(finished)  # the policy told after the turn (one came on joining too)
+    await client.until_true(lambda: any(e["type"] == "policy" for e in client.events[told:]))
+    after = next(e for e in client.events[told:] if e["type"] == "policy")
     assert after["tokens_left"] == 10_000 - finished["metrics"]["tokens"]
     assert after["label"] == f"AI: on · {after['tokens_left']:,} tokens left"
     await client.close()
@@ -287,10 +289,14 @@ async def test_a_students_copy_follows_its_course_rules_for_real(
 
     student = await database_sync_to_async(enrol)()
     client = await connect(student)
+    joined = await client.until(lambda e: e["type"] == "policy")  # told on joining, before any turn
+    assert joined["mode"] == "explain" and joined["tokens_left"] == 20_000
     await client.send({"type": "prompt", "text": say("Like this:\n" + EDIT)})
     finished = await client.until(lambda e: e["type"] == "turn.finished")
     assert finished["reason"] == "explain_only"
-    policy = await client.until(lambda e: e["type"] == "policy")
+    told = client.events.index(finished)
+    await client.until_true(lambda: any(e["type"] == "policy" for e in client.events[told:]))
+    policy = next(e for e in client.events[told:] if e["type"] == "policy")
     assert policy["mode"] == "explain" and policy["tokens_left"] == 20_000 - finished["metrics"]["tokens"]
     await client.pump(0.3)
     assert client.text("util.py") == FILES["util.py"]

@@ -24,6 +24,8 @@ const MAX_CODE_LINES = 400; // longer files show their start; the editor has the
 const REASON_LABELS = {
   answered: "", steered: "", no_changes: "no changes", repetition: "the model repeated itself",
   incomplete: "cut short by the model", stopped: "stopped", reverted: "reverted",
+  quota: "stopped: the course's AI token quota is used up",
+  explain_only: "explain-only: the model's edits were shown, not applied",
 };
 // Who ended a turn (turn.finished `by`), for the reasons a person causes: "stopped by Ben".
 const BY_LABELS = { stopped: "stopped", steered: "steered", reverted: "reverted" };
