@@ -50,7 +50,9 @@ async def test_a_stalled_viewer_slows_nobody_and_resumes(stack: Stack) -> None:
     assert viewer.joined("turn.delta") == driver.joined("turn.delta") == TEXT  # nothing lost, nobody slowed
 
     # Meanwhile the server closed the stalled socket (its pong deadline passed): when the
-    # page reads again it finds what the network held, then the end, short of the answer.
+    # page reads again it finds what the network held (all of the answer or part of it: the
+    # kernel's buffers may hold a short answer whole), then the end of the connection. Had
+    # the server not cut it, reading would wait for more until the timeout.
     await asyncio.sleep(3)
     got: list[dict[str, Any]] = [hello]
     with pytest.raises(ConnectionClosed):
@@ -58,7 +60,6 @@ async def test_a_stalled_viewer_slows_nobody_and_resumes(stack: Stack) -> None:
             async for message in frozen:
                 if isinstance(message, str):
                     got.append(json.loads(message))
-    assert not any(e["type"] == "turn.finished" for e in got), "the stalled socket was never cut"
     # Coming back: the page reconnects and ends with the whole answer (catch-up or resync).
     stalled.events.extend(got)  # it resumes after the last event it holds
     await stalled.open(ws_url)
