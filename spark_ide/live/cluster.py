@@ -46,6 +46,19 @@ WATCH_EVERY_S = 0.5  # how often a replica checks that its owner still holds the
 REPLICA_SILENT_S = 5.0  # an owner forgets a replica's connections after this long without a word
 JOIN_TIMEOUT_S = 5.0
 BAD_BINARY = "the binary message is not a valid Yjs sync or awareness message"
+
+
+def bad_binary() -> ErrorEvent:
+    return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)
+
+
+def malformed_yjs(message: bytes) -> ErrorEvent | None:
+    """The error for a binary frame that is neither a Yjs sync message (with its sub-type)
+    nor an awareness message, checked before anything reads it (room and replica alike)."""
+    kind = message[0] if message else None
+    if kind == YMessageType.AWARENESS or (kind == YMessageType.SYNC and len(message) >= 2):
+        return None
+    return bad_binary()
 REQUEST_TIMEOUT_S = 5.0
 
 
@@ -208,43 +221,42 @@ class RemoteSink:
 
 
 class ClusterTransport(LocalTransport):
-    """The owner's transport: its own connections directly, every other process's through
-    one stream message per batch (not one per remote connection)."""
+    """The owner's transport: its own connections as ``LocalTransport`` serves them, every
+    other process's through one stream message per batch (not one per remote connection)."""
 
     def __init__(self, link: GroupLink) -> None:
         super().__init__()
         self.link = link
-        self._remote = 0
+        self._remote: dict[str, Connection] = {}
 
     def add(self, conn: Connection) -> None:
-        if conn.remote and conn.id not in self._members:
-            self._remote += 1
-        super().add(conn)
+        if conn.remote:
+            self._remote[conn.id] = conn
+        else:
+            super().add(conn)
 
     def remove(self, conn: Connection) -> None:
-        if conn.remote and conn.id in self._members:
-            self._remote -= 1
-        super().remove(conn)
+        if conn.remote:
+            self._remote.pop(conn.id, None)
+        else:
+            super().remove(conn)
+
+    def members(self) -> list[Connection]:
+        return super().members() + list(self._remote.values())
 
     def frame(self, frame: Frame) -> None:
-        for conn in self._members.values():
-            if not conn.remote:
-                conn.outbox.put_frame(frame)
+        super().frame(frame)
         if self._remote:
             self.link.put_frame(frame)
 
     def update(self, update: bytes) -> None:
-        for conn in self._members.values():
-            if not conn.remote:
-                conn.outbox.put_update(update)
+        super().update(update)
         if self._remote:
             self.link.put_update(update)
 
     def raw(self, message: bytes, *, skip: Connection | None = None) -> None:
-        for conn in self._members.values():
-            if not conn.remote and conn is not skip:
-                conn.outbox.put_raw(message)
-        if self._remote - (1 if skip is not None and skip.remote else 0) > 0:
+        super().raw(message, skip=skip)
+        if len(self._remote) - (1 if skip is not None and skip.id in self._remote else 0) > 0:
             self.link.put_barrier(["a", message, skip.id if skip is not None else ""])
 
 
@@ -501,9 +513,9 @@ class Replica:
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """Checked here as far as it can be without the document; the owner does the rest."""
-        kind = message[0] if message else None
-        if kind not in (YMessageType.SYNC, YMessageType.AWARENESS) or (kind == YMessageType.SYNC and len(message) < 2):
-            return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)
+        refused = malformed_yjs(message)
+        if refused is not None:
+            return refused
         self._forward({"kind": "yjs", "conn": conn.id, "data": message})
         return None
 

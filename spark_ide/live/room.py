@@ -35,7 +35,7 @@ from spark_ide.editing.document import document_texts, set_file_text, sync_step2
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
 from .background import Background
-from .cluster import BAD_BINARY, RoomClosed
+from .cluster import RoomClosed, bad_binary, malformed_yjs
 from .events import (
     DRIVER_ROLES,
     ErrorCode,
@@ -339,14 +339,12 @@ class Room:
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
-        if not message:
-            return _bad_binary()
-        kind = message[0]
-        if kind == YMessageType.AWARENESS:
+        refused = malformed_yjs(message)
+        if refused is not None:
+            return refused
+        if message[0] == YMessageType.AWARENESS:
             self.transport.raw(message, skip=conn)
             return None
-        if kind != YMessageType.SYNC or len(message) < 2:
-            return _bad_binary()
         writes = message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE)
         if writes and conn.role not in DRIVER_ROLES:
             if message[2:] in (b"\x02\x00\x00", b"\x00"):
@@ -358,7 +356,7 @@ class Room:
             reply = handle_sync_message(message[1:], self.doc)
         except Exception:  # a malformed update must not take the room down
             log.warning("bad Yjs message from %s", conn.username, exc_info=True)
-            return _bad_binary()
+            return bad_binary()
         if reply is not None:
             conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return self._enforce_file_rules(files, before) if writes else None
@@ -460,6 +458,3 @@ def within_budget(frames: list[Frame], running: str | None, budget: int) -> list
             kept.add(turn)
     return [frame for frame in frames if isinstance(frame.event, TurnEvent) and frame.event.turn in kept]
 
-
-def _bad_binary() -> ErrorEvent:
-    return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)

@@ -19,7 +19,7 @@ from spark_ide.editing.paths import BadPath, clean_path
 from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
 from .records import Records
-from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord
+from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord, run_refused
 from .transport import Connection
 
 log = logging.getLogger(__name__)
@@ -93,11 +93,7 @@ class RoomRuns:
         if task.cancelled() or task.exception() is None or self._running is None:
             return
         log.error("a run could not start", exc_info=task.exception())
-        self._on_message({
-            "type": "run.finished", "run": self._running.id, "exit_code": None, "duration_ms": 0,
-            "status": "failed", "truncated": False, "sandboxed": False, "error": "sandbox_unavailable",
-            "message": "the run could not be started (the server's log says why)",
-        })
+        self._on_message(run_refused(self._running.id, "the run could not be started (the server's log says why)"))
 
     def send_input(self, run: str, text: str) -> ErrorEvent | None:
         """``text`` to the program's stdin, and to everyone as it was typed (stream "stdin")."""

@@ -100,6 +100,14 @@ RunMessage = Mapping[str, Any]
 {run, exit_code, duration_ms, status, truncated, message, sandboxed, error?}."""
 
 
+def run_refused(run: str, message: str) -> RunMessage:
+    """The ``run.finished`` of a run that could not start (the sandbox is not there for it)."""
+    return {
+        "type": "run.finished", "run": run, "exit_code": None, "duration_ms": 0, "status": "failed",
+        "truncated": False, "message": message, "sandboxed": False, "error": "sandbox_unavailable",
+    }
+
+
 class Runner(Protocol):
     """Runs code in the sandbox (``spark_ide.sandbox``) for a room; injected by the Django side."""
 
@@ -120,11 +128,7 @@ class NoRunner:
     async def start(
         self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
     ) -> None:
-        on_message({
-            "type": "run.finished", "run": run, "exit_code": None, "duration_ms": 0, "status": "failed",
-            "truncated": False, "message": "code runs are not set up on this server", "sandboxed": False,
-            "error": "sandbox_unavailable",
-        })
+        on_message(run_refused(run, "code runs are not set up on this server"))
 
     def send_input(self, run: str, text: str) -> None:
         return None
