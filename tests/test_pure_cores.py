@@ -19,7 +19,7 @@ print(sorted(k for k in sys.modules if k.split(".")[0] in ("django", "channels",
 """
 
 
-@pytest.mark.parametrize("core", ["editing", "upstream", "live", "modelserver", "sandbox.core"])
+@pytest.mark.parametrize("core", ["editing", "upstream", "live", "modelserver", "sandbox.core", "guard"])
 def test_a_pure_core_imports_no_django(core: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", CHECK.format(core=core)], cwd=ROOT, capture_output=True, text=True, timeout=60,
