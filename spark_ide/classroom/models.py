@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.models import GuardMode, Workspace
 
 
 class AiMode(models.TextChoices):
@@ -24,6 +24,8 @@ class Course(models.Model):
     ai_mode = models.CharField(max_length=8, choices=AiMode.choices, default=AiMode.ON)
     max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
     token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
+    # The security watchdog's mode for every student's copy (it wins over the copy's own).
+    guard_mode = models.CharField(max_length=8, choices=GuardMode.choices, default=GuardMode.HALT)
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

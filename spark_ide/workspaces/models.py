@@ -16,6 +16,15 @@ class WorkspaceManager(models.Manager["Workspace"]):
         return super().get_queryset().defer("ydoc")
 
 
+class GuardMode(models.TextChoices):
+    """What the security watchdog does with the model's code (issue 15; ``live.watchdog``): nothing,
+    flag findings, or also halt the stream on a high-severity one and have the model fix it."""
+
+    OFF = "off", "off"
+    FLAG = "flag", "flag findings"
+    HALT = "halt", "halt and correct high-severity findings"
+
+
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspaces")
@@ -27,6 +36,9 @@ class Workspace(models.Model):
     ydoc = models.BinaryField(null=True, blank=True)
     # Anyone may read the files at the public page (``public.py``) while this is on; off by default.
     public = models.BooleanField(default=False)
+    # The watchdog's mode; halt by default, so a new user is protected without configuring anything.
+    # A course's mode wins over its students' copies (``classroom.services.guard_mode_for``).
+    guard_mode = models.CharField(max_length=8, choices=GuardMode.choices, default=GuardMode.HALT)
 
     objects = WorkspaceManager()
 
