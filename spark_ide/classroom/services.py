@@ -163,6 +163,8 @@ def policy_set(*, course: Course, ai_mode: str, max_effort: str, token_quota: st
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:
+    """Archived: no new students (``course_join``), and every copy read-only for everyone
+    (``pairing.services.role_for`` answers viewer there) until the course is reopened."""
     course.archived = archived
     course.save(update_fields=["archived"])
 
@@ -337,15 +339,17 @@ def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
     None), "tokens_used"}``, tokens used being the sum of the copy's turns' ``metrics["tokens"]``."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
-    if enrollment is None:
-        return None
+    return None if enrollment is None else _policy_of(enrollment)
+
+
+def _policy_of(enrollment: Enrollment) -> dict[str, Any]:
     course = enrollment.course
-    used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
+    metrics = Turn.objects.filter(session__workspace_id=enrollment.workspace_id).values_list("metrics", flat=True)
     return {
         "mode": course.ai_mode,
         "max_effort": course.max_effort or None,
         "token_quota": course.token_quota,
-        "tokens_used": used,
+        "tokens_used": _tokens_of(metrics),
     }
 
 
@@ -353,10 +357,16 @@ MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only (it answers but d
 
 
 def course_notice_for(workspace_id: uuid.UUID) -> str | None:
-    """What a student's session says where they type (None outside a course)."""
-    policy = ai_policy_for(workspace_id)
-    if policy is None:
+    """What a student's session says where they type (None outside a course): that the
+    teacher reads the prompts and the AI rules, or, once the course is archived, that the copy
+    is read-only (``pairing.services.role_for`` makes everyone a viewer there)."""
+    enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
+    if enrollment is None:
         return None
+    if enrollment.course.archived:
+        return (f"“{enrollment.course.name}” is archived: this copy is read-only. You can open and read the "
+                "work, not change it, ask the AI or run it.")
+    policy = _policy_of(enrollment)
     parts = [f"AI: {MODE_WORDS[AiMode(policy['mode'])]}"]
     if policy["max_effort"] and policy["mode"] != AiMode.OFF:
         parts.append(f"effort up to {policy['max_effort']}")

@@ -187,8 +187,8 @@ def course_archive(request: HttpRequest, course_id: str) -> HttpResponse:
     course = _course(request, course_id)
     archived = request.POST.get("archived", "1") == "1"
     services.course_archive(course=course, archived=archived)
-    messages.success(request, "The course is archived: it takes no new students." if archived
-                     else "The course is open again for joining.")
+    messages.success(request, "The course is archived: it takes no new students, and their copies are read-only."
+                     if archived else "The course is open again: new students can join and copies can be edited.")
     return redirect("course", course_id=course.pk)
 
 

@@ -73,13 +73,32 @@ def session_get(session_id: str | uuid.UUID) -> Session:
 
 
 def role_for(*, session: Session, user: Any) -> str | None:
-    """The user's role in the session (the workspace owner is always owner), or None."""
+    """The user's role in the session (the workspace owner is always owner), or None.
+
+    A student's copy in an archived course is read-only for everyone: whoever holds a role
+    there (the student, anyone they invited, their teacher watching) holds it as a viewer, so
+    the page, the socket and the API all open it for reading and refuse edits, prompts and runs.
+    """
     if not getattr(user, "is_authenticated", False):
         return None
     if session.workspace.owner_id == user.pk:
-        return Role.OWNER.value
-    found = Participant.objects.filter(session=session, user=user).values_list("role", flat=True).first()
-    return str(found) if found else None
+        role = Role.OWNER.value
+    else:
+        found = Participant.objects.filter(session=session, user=user).values_list("role", flat=True).first()
+        if not found:
+            return None
+        role = str(found)
+    if role != Role.VIEWER and _in_archived_course(session.workspace_id):
+        return Role.VIEWER.value
+    return role
+
+
+def _in_archived_course(workspace_id: uuid.UUID) -> bool:
+    """Whether the workspace is a student's copy in an archived course (``role_for``)."""
+    # The classroom app builds on this one (it makes sessions): imported here, not at the top.
+    from spark_ide.classroom.models import Enrollment
+
+    return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
 
 
 def invite_role(*, session: Session, key: str) -> Role:

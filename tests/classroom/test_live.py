@@ -10,8 +10,18 @@ from django.test import Client
 
 from spark_ide.classroom.dashboard import connected_users
 from spark_ide.classroom.models import Course, Enrollment
-from spark_ide.classroom.services import course_create, course_join, file_push, student_session, teacher_grant
+from spark_ide.classroom.services import (
+    course_archive,
+    course_create,
+    course_join,
+    file_push,
+    student_session,
+    teacher_grant,
+    teacher_watch,
+)
 from spark_ide.pairing.adapter import ROOMS
+from spark_ide.pairing.models import Role
+from spark_ide.pairing.services import role_for
 from spark_ide.workspaces.services import workspace_create
 from tests.pairing.conftest import Live, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
 
@@ -70,3 +80,41 @@ def test_no_room_means_nobody_connected(course: Course) -> None:
     enrollment, _ = course_join(course=course, user=student)
     assert connected_users(enrollment.workspace_id) is None
     assert dict(enrollment.workspace.files.values_list("path", "text")) == TEMPLATE
+
+
+async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readable_by_the_teacher(
+    rooms: None,  # noqa: F811
+) -> None:
+    teacher, course, enrollment = await database_sync_to_async(setup_course)()
+    session = await database_sync_to_async(teacher_watch)(enrollment=enrollment, teacher=teacher)
+    await database_sync_to_async(course_archive)(course=course)
+
+    def page_of(user: User) -> str:
+        browser = Client()
+        browser.force_login(user)
+        response = browser.get(f"/sessions/{session.id}/")
+        assert response.status_code == 200
+        return str(response.content.decode())
+
+    html = await database_sync_to_async(page_of)(enrollment.student)
+    assert "“Python 101” is archived: this copy is read-only" in html
+    assert 'id="prompt"' not in html and "You are watching" in html  # no prompt box, no Run
+    assert "is archived" in await database_sync_to_async(page_of)(teacher)
+    assert await database_sync_to_async(role_for)(session=session, user=teacher) == Role.VIEWER
+
+    # The socket: the student joins as a viewer; an edit and a run are refused, reading works.
+    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    student = await connect(live)
+    assert student.of("hello")[0]["role"] == Role.VIEWER
+    await student.until_true(lambda: student.text("main.py") == TEMPLATE["main.py"])
+    await student.type_text("main.py", 0, "# mine\n")
+    await student.until(lambda e: e["type"] == "error" and "cannot edit" in e["message"])
+    await student.send({"type": "run", "path": "main.py"})
+    await student.until(lambda e: e["type"] == "error" and e["code"] == "forbidden" and "run" in e["message"])
+    room = ROOMS.owned(str(enrollment.workspace_id))
+    assert room is not None and room.texts()["main.py"] == TEMPLATE["main.py"]
+    await student.close()
+
+    # Reopened, the copy is the student's to edit again.
+    await database_sync_to_async(course_archive)(course=course, archived=False)
+    assert await database_sync_to_async(role_for)(session=session, user=enrollment.student) == Role.OWNER
