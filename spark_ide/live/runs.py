@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from .transport import Connection
 log = logging.getLogger(__name__)
 
 KEPT_OUTPUT_CHARS = 64_000  # of a run's output in its record (the sandbox caps it about there too)
+ROOM_CLOSED = "stopped: the room closed while it ran"
 
 
 @dataclass
@@ -33,6 +35,7 @@ class _Running:
     started: RunStarted
     output: list[str] = field(default_factory=list)
     kept: int = 0
+    began: float = field(default_factory=time.monotonic)
 
 
 class RoomRuns:
@@ -52,8 +55,16 @@ class RoomRuns:
         self._records.start()
 
     async def close(self) -> None:
-        if self._running is not None:
-            self._settings.runner.stop(self._running.id)
+        """A run going on when the room closes (idle, shut down, moved to another process) is
+        stopped and recorded as ended here: its own ``run.finished`` would come after the
+        records are closed, to a room that no longer listens, and leave it ``running``."""
+        running = self._running
+        if running is not None:
+            self._settings.runner.stop(running.id)
+            self._finish(running, {
+                "run": running.id, "status": "killed", "exit_code": None,
+                "duration_ms": round((time.monotonic() - running.began) * 1000), "message": ROOM_CLOSED,
+            })
         await self._records.close()
 
     @property
@@ -120,8 +131,11 @@ class RoomRuns:
                 running.kept += len(running.output[-1])
             self._announce(RunOutput(run=running.id, stream=stream, text=text))
             return
-        if message.get("type") != "run.finished":
-            return
+        if message.get("type") == "run.finished":
+            self._finish(running, message)
+
+    def _finish(self, running: _Running, message: RunMessage) -> None:
+        """Tell everyone how the run ended and record it (its output as kept)."""
         self._running = None
         exit_code = message.get("exit_code")
         finished = RunFinished(

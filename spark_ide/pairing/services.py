@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -14,9 +15,12 @@ from django.utils import timezone
 from spark_ide.accounts.models import Guest
 from spark_ide.accounts.services import guest_create
 from spark_ide.live.store import RunOutcome, RunRecord, TurnOutcome, TurnRecord
+from spark_ide.sandbox.control import run_control
 from spark_ide.workspaces.models import Workspace
 
 from .models import Participant, Role, Run, Session, Turn, TurnStatus
+
+log = logging.getLogger(__name__)
 
 
 class SessionError(Exception):
@@ -216,11 +220,44 @@ def turn_finish(outcome: TurnOutcome) -> None:
     )
 
 
+# What a run's record says when the process running it went away before it ended.
+RUN_OWNER_LOST = "the server running it stopped before the run ended: its result is unknown"
+
+
 def run_create(record: RunRecord) -> None:
+    """Record a run as started. Its room runs one at a time and writes in order (this under the
+    room's fence), so any other run of the workspace still recorded as running is one an earlier
+    owner of the room lost: it is recorded failed first (``runs_lost``)."""
+    session_id = uuid.UUID(record.session)
+    workspace_id = Session.objects.filter(pk=session_id).values_list("workspace_id", flat=True).first()
+    if workspace_id is not None:
+        runs_lost(workspace_id)
     Run.objects.create(
-        id=record.run, session_id=uuid.UUID(record.session), author_id=record.author_id, path=record.path,
-        tests=record.tests,
+        id=record.run, session_id=session_id, author_id=record.author_id, path=record.path, tests=record.tests,
     )
+
+
+def runs_lost(workspace_id: uuid.UUID) -> list[str]:
+    """Record the workspace's runs still marked running as failed, their owner lost, and send
+    each a Stop (a Celery worker may still run one whose room went away: its output has nowhere
+    to go). For the room's opening, which starts with no run going, and for ``run_create``.
+    Returns the ids."""
+    lost = Run.objects.filter(session__workspace_id=workspace_id, status=Run.RUNNING)
+    ids = list(lost.values_list("id", flat=True))
+    if ids:
+        Run.objects.filter(pk__in=ids, status=Run.RUNNING).update(
+            status="failed", message=RUN_OWNER_LOST, finished_at=timezone.now(),
+        )
+        transaction.on_commit(lambda: _stop_runs(ids))
+    return ids
+
+
+def _stop_runs(ids: list[str]) -> None:
+    for run in ids:
+        try:
+            run_control().send(run, "stop")
+        except Exception:  # Redis away: the run's own wall limit still ends it
+            log.warning("could not send Stop to the lost run %s", run, exc_info=True)
 
 
 def run_finish(outcome: RunOutcome) -> None:
