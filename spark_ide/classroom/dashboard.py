@@ -1,46 +1,51 @@
-"""The teacher's dashboard: each student's live status. Apart from ``services`` because it
-asks this process's rooms (``pairing.adapter``), which ask ``services`` for the AI rules."""
+"""The teacher's dashboard: each student's live status, from the database alone.
+
+*Editing* is "the student's copy changed in the last ``EDITING_WINDOW``", read from the time
+of its newest file row change (``File.updated_at``). The room's owner keeps the file rows in
+line with the live document at most ``LiveSettings.materialize_after_s`` (0.2 s) after each
+change, whichever process owns the room, so every process answers the same; who is connected
+is only known to the room's owner, and asking it from the process serving the teacher's
+request would be a round trip per student every poll. See docs/classroom.md.
+"""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db.models import OuterRef, Subquery
+from django.utils import timezone
 
-from spark_ide.live.cluster import Replica
-from spark_ide.live.room import Room
-from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import Run, Turn, TurnStatus
+from spark_ide.workspaces.models import File
 
 from .models import Course, Enrollment
 
-
-def connected_users(workspace_id: uuid.UUID) -> set[int] | None:
-    """Who has a socket in the workspace's room as this process sees it; None: no room here."""
-    place = ROOMS.held(str(workspace_id))
-    if not isinstance(place, Room | Replica):
-        return None
-    try:
-        return {conn.user_id for conn in list(place.members()) if conn.user_id is not None}
-    except RuntimeError:  # the room's loop changed its members while we read them
-        return set()
+# A copy changed this recently is being edited: long enough to cover reading a line and typing
+# the next, short enough that a student who left shows idle within the minute.
+EDITING_WINDOW = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
 class StudentStatus:
     enrollment: Enrollment
-    editing: bool
+    last_edit: datetime | None  # the copy's newest change since the student joined; None: none yet
+    editing: bool  # last_edit within EDITING_WINDOW
     turn_running: bool
     last_run: Run | None
 
 
 def dashboard(course: Course) -> list[StudentStatus]:
-    """Each student with what they are doing now: connected to their room (editing), a model
-    turn running, their latest run. Three queries whatever the class size (it is polled)."""
+    """Each student with what they are doing now: editing (a change to their copy within
+    ``EDITING_WINDOW``), a model turn running, their latest run. Three queries whatever the
+    class size (it is polled)."""
     latest_run = Run.objects.filter(session__workspace_id=OuterRef("workspace_id")).order_by("-created_at", "-id")
+    newest_file = File.objects.filter(workspace_id=OuterRef("workspace_id")).order_by("-updated_at")
     enrollments = list(
-        course.enrollments.select_related("student").annotate(last_run_id=Subquery(latest_run.values("id")[:1]))
+        course.enrollments.select_related("student").annotate(
+            last_run_id=Subquery(latest_run.values("id")[:1]),
+            last_change=Subquery(newest_file.values("updated_at")[:1]),
+        )
     )
     ids = [enrollment.workspace_id for enrollment in enrollments]
     running = set(
@@ -49,11 +54,15 @@ def dashboard(course: Course) -> list[StudentStatus]:
     )
     wanted = [getattr(enrollment, "last_run_id", None) for enrollment in enrollments]
     runs = Run.objects.in_bulk([run_id for run_id in wanted if run_id is not None])
+    now = timezone.now()
     rows = []
     for enrollment, run_id in zip(enrollments, wanted, strict=True):
-        present = connected_users(enrollment.workspace_id) or set()
+        changed: datetime | None = getattr(enrollment, "last_change", None)
+        # The copy's files were written as it was made, just before the enrollment: not an edit.
+        last_edit = changed if changed is not None and changed > enrollment.joined_at else None
         rows.append(StudentStatus(
-            enrollment=enrollment, editing=enrollment.student_id in present,
+            enrollment=enrollment, last_edit=last_edit,
+            editing=last_edit is not None and now - last_edit <= EDITING_WINDOW,
             turn_running=enrollment.workspace_id in running, last_run=runs.get(run_id) if run_id else None,
         ))
     return rows

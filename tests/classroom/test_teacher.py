@@ -18,10 +18,11 @@ from spark_ide.classroom.dashboard import dashboard
 from spark_ide.classroom.models import Course, Enrollment
 from spark_ide.classroom.services import beside_path, is_teacher, student_session
 from spark_ide.pairing.models import Participant, Role, Run, Turn, TurnStatus
-from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.documents import files_materialize
+from spark_ide.workspaces.models import File, Workspace
 from spark_ide.workspaces.services import file_delete, file_write
 
-from .conftest import enrol, signed_in
+from .conftest import TEMPLATE, enrol, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +143,7 @@ def test_the_dashboard_partial_shows_turns_running_and_the_last_run(
     kim_row = html.split('data-student="Kim"')[1].split("</tr>")[0]
     lee_row = html.split('data-student="Lee"')[1].split("</tr>")[0]
     assert 'data-field="turn">running' in kim_row and "error (exit 1)" in kim_row
-    assert 'data-field="presence">away' in kim_row
+    assert 'data-field="presence">no edit yet' in kim_row
     assert 'data-field="turn">—' in lee_row and "no run yet" in lee_row
     assert lee.display_name == "Lee"
     enrol(course, "max")
@@ -152,6 +153,22 @@ def test_the_dashboard_partial_shows_turns_running_and_the_last_run(
         ("Kim", True), ("Lee", False), ("Max", False),
     ]
     assert rows[0].last_run is not None and rows[0].last_run.pk == "r2"
+
+
+def test_editing_is_a_change_the_rooms_owner_persisted_within_the_window(course: Course, teacher: User) -> None:
+    kim = enrol(course, "kim")
+    assert dashboard(course)[0].last_edit is None  # the copy as made: no edit
+    # What the room's owner does, on whichever process holds the room, 0.2 s after Kim types:
+    # no room in this process, the dashboard still sees it.
+    files_materialize(kim.workspace_id, {**TEMPLATE, "main.py": "print('kim')\n"})
+    row = dashboard(course)[0]
+    assert row.editing and row.last_edit is not None
+    Enrollment.objects.filter(pk=kim.pk).update(joined_at=timezone.now() - timedelta(minutes=10))
+    File.objects.filter(workspace_id=kim.workspace_id).update(updated_at=timezone.now() - timedelta(minutes=3))
+    row = dashboard(course)[0]
+    assert not row.editing and row.last_edit is not None
+    html = signed_in(teacher).get(f"/classroom/{course.pk}/students").content.decode()
+    assert 'data-field="presence">idle · last edit 3\xa0minutes ago' in html
 
 
 def test_watching_a_student_makes_the_teacher_a_viewer_of_their_session(course: Course, teacher: User) -> None:
