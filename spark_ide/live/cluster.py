@@ -37,6 +37,7 @@ from .events import ErrorCode, ErrorEvent, Event, Role, TurnDelta, TurnProse
 from .outbox import Backlog, Barrier, DocUpdate, Frame, RawBinary, TextRun
 from .transport import Connection, LocalTransport
 from .turns import CommandKind
+from .yjs_check import BadFrames, BadUpdate, check_sync
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +49,31 @@ JOIN_TIMEOUT_S = 5.0
 BAD_BINARY = "the binary message is not a valid Yjs sync or awareness message"
 
 
-def bad_binary() -> ErrorEvent:
+BAD_FRAMES = BadFrames(log)  # refused binary frames of this process: a counter, a warning now and then
+
+
+def bad_binary(who: str = "", reason: str = "") -> ErrorEvent:
+    """The answer to a refused binary frame; the refusal is counted and, rate-limited, logged
+    (``BadFrames``): bad input from a client is no fault of ours and earns no traceback."""
+    BAD_FRAMES.note(who, reason or BAD_BINARY)
     return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)
 
 
-def malformed_yjs(message: bytes) -> ErrorEvent | None:
-    """The error for a binary frame that is neither a Yjs sync message (with its sub-type)
-    nor an awareness message, checked before anything reads it (room and replica alike)."""
+def malformed_yjs(message: bytes, who: str = "") -> ErrorEvent | None:
+    """The error for a binary frame that is neither a Yjs sync message nor an awareness
+    message, or a sync message whose lengths do not fit in it (``yjs_check``: pycrdt would
+    allocate what a crafted count claims), checked before anything decodes it (room and
+    replica alike). Awareness is relayed, never decoded here."""
     kind = message[0] if message else None
-    if kind == YMessageType.AWARENESS or (kind == YMessageType.SYNC and len(message) >= 2):
+    if kind == YMessageType.AWARENESS:
         return None
-    return bad_binary()
+    if kind != YMessageType.SYNC:
+        return bad_binary(who, f"unknown message type {kind}")
+    try:
+        check_sync(message)
+    except BadUpdate as exc:
+        return bad_binary(who, str(exc))
+    return None
 REQUEST_TIMEOUT_S = 5.0
 
 
@@ -512,8 +527,9 @@ class Replica:
         conn.outbox.put_frame(Frame(event, self.seq))
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
-        """Checked here as far as it can be without the document; the owner does the rest."""
-        refused = malformed_yjs(message)
+        """Checked here as far as it can be without the document (its structure, so garbage
+        never crosses the bus); the owner does the rest."""
+        refused = malformed_yjs(message, conn.username)
         if refused is not None:
             return refused
         self._forward({"kind": "yjs", "conn": conn.id, "data": message})

@@ -339,7 +339,7 @@ class Room:
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
-        refused = malformed_yjs(message)
+        refused = malformed_yjs(message, conn.username)
         if refused is not None:
             return refused
         if message[0] == YMessageType.AWARENESS:
@@ -354,9 +354,11 @@ class Room:
         before = set(files.keys()) if writes else set()
         try:
             reply = handle_sync_message(message[1:], self.doc)
-        except Exception:  # a malformed update must not take the room down
-            log.warning("bad Yjs message from %s", conn.username, exc_info=True)
-            return bad_binary()
+        except ValueError as exc:  # pycrdt could not decode it: the client's fault, counted
+            return bad_binary(conn.username, str(exc))
+        except Exception:  # anything else is a bug (ours or pycrdt's): a traceback, and the room goes on
+            log.exception("a Yjs message from %s failed", conn.username)
+            return bad_binary(conn.username, "failed while applying it")
         if reply is not None:
             conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return self._enforce_file_rules(files, before) if writes else None
