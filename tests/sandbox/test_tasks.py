@@ -135,6 +135,25 @@ async def test_a_real_worker_runs_it_over_redis() -> None:
         assert finished["status"] == "killed" and finished["sandboxed"] is True
         assert messages[-1] == finished
         sent.forget()
+        # Hostile runs on the same worker (one pool process): each is contained and reported,
+        # and the worker still runs the next one.
+        hostile = {
+            "processes": source("import os", "while True:", "    os.fork()"),
+            "ran out of memory": source("chunks = []", "while True:", "    chunks.append(b'x' * 10_000_000)"),
+            "output passed": source("while True:", "    print('x' * 10_000)"),
+        }
+        for said, files in hostile.items():
+            bomb = client.send_task("spark_ide.sandbox.run_code", queue=queue, kwargs={
+                "run": uuid.uuid4().hex, "group": group, "files": files, "path": "main.py",
+                "limits": {"wall_seconds": 5, "processes": 16}})
+            ended = await sync_to_async(bomb.get)(timeout=30)
+            assert ended["status"] in ("failed", "output_truncated") and said in ended["message"], ended
+            bomb.forget()
+        fine = client.send_task("spark_ide.sandbox.run_code", queue=queue, kwargs={
+            "run": uuid.uuid4().hex, "group": group, "files": source("print('fine')"), "path": "main.py"})
+        assert (await sync_to_async(fine.get)(timeout=30))["status"] == "ok"
+        fine.forget()
+        assert worker.poll() is None  # the worker is still up
     finally:
         await layer.flush()
         with redis.Redis.from_url(REDIS) as keys:
