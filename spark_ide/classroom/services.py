@@ -18,6 +18,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 
 from spark_ide.accounts.services import guest_create
 from spark_ide.live.events import EFFORTS
@@ -171,11 +172,16 @@ def course_archive(*, course: Course, archived: bool = True) -> None:
 
 def student_data_delete(*, course: Course) -> int:
     """Delete every enrollment of the course and the students' copies (their sessions, turns
-    and runs go with them). Returns how many students were removed."""
+    and runs go with them), and the guest accounts the course made (a display name, maybe a
+    password) that are left with nothing: no other course, workspace or session. Accounts
+    of their own stay. Returns how many students were removed."""
     with transaction.atomic():
-        workspace_ids = list(course.enrollments.values_list("workspace_id", flat=True))
-        Workspace.objects.filter(pk__in=workspace_ids).delete()  # enrollments cascade
-    return len(workspace_ids)
+        rows = list(course.enrollments.values_list("workspace_id", "student_id"))
+        Workspace.objects.filter(pk__in=[workspace for workspace, _ in rows]).delete()  # enrollments cascade
+        left = User.objects.filter(pk__in=[student for _, student in rows], guest__isnull=False)
+        in_use = Participant.objects.filter(user=OuterRef("pk"))
+        left.exclude(Exists(in_use)).filter(enrollments__isnull=True, workspaces__isnull=True).delete()
+    return len(rows)
 
 
 def course_delete(*, course: Course) -> None:
@@ -339,17 +345,15 @@ def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
     None), "tokens_used"}``, tokens used being the sum of the copy's turns' ``metrics["tokens"]``."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
-    return None if enrollment is None else _policy_of(enrollment)
-
-
-def _policy_of(enrollment: Enrollment) -> dict[str, Any]:
+    if enrollment is None:
+        return None
     course = enrollment.course
-    metrics = Turn.objects.filter(session__workspace_id=enrollment.workspace_id).values_list("metrics", flat=True)
+    used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
     return {
         "mode": course.ai_mode,
         "max_effort": course.max_effort or None,
         "token_quota": course.token_quota,
-        "tokens_used": _tokens_of(metrics),
+        "tokens_used": used,
     }
 
 
@@ -358,20 +362,22 @@ MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only (it answers but d
 
 def course_notice_for(workspace_id: uuid.UUID) -> str | None:
     """What a student's session says where they type (None outside a course): that the
-    teacher reads the prompts and the AI rules, or, once the course is archived, that the copy
-    is read-only (``pairing.services.role_for`` makes everyone a viewer there)."""
+    teacher reads the prompts, and the course's AI rules; once the course is archived, that
+    the copy is read-only (``pairing.services.role_for`` makes everyone a viewer there).
+
+    The tokens *left* are not in it: the page is drawn once, and the live ``policy`` event
+    (``live.policy.AiPolicy.label``, beside the prompt box) counts them down after each turn."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
-    if enrollment.course.archived:
-        return (f"“{enrollment.course.name}” is archived: this copy is read-only. You can open and read the "
+    course = enrollment.course
+    if course.archived:
+        return (f"“{course.name}” is archived: this copy is read-only. You can open and read the "
                 "work, not change it, ask the AI or run it.")
-    policy = _policy_of(enrollment)
-    parts = [f"AI: {MODE_WORDS[AiMode(policy['mode'])]}"]
-    if policy["max_effort"] and policy["mode"] != AiMode.OFF:
-        parts.append(f"effort up to {policy['max_effort']}")
-    quota = policy["token_quota"]
-    if quota is not None and policy["mode"] != AiMode.OFF:
-        left = max(quota - policy["tokens_used"], 0)
-        parts.append(f"{left:,} of {quota:,} tokens left")
+    parts = [f"AI: {MODE_WORDS[AiMode(course.ai_mode)]}"]
+    if course.ai_mode != AiMode.OFF:
+        if course.max_effort:
+            parts.append(f"effort up to {course.max_effort}")
+        if course.token_quota is not None:
+            parts.append(f"{course.token_quota:,} tokens for the course")
     return "Your teacher can see your prompts. " + ", ".join(parts) + "."

@@ -70,7 +70,7 @@ class AiPolicy:
         except ValueError:
             raise BadPolicy(f"unknown AI mode {mode!r}; one of {[m.value for m in AiMode]}") from None
         effort = data.get("max_effort")
-        if effort is not None and effort not in EFFORTS:
+        if effort is not None and _effort(effort) is None:
             raise BadPolicy(f"unknown effort {effort!r}; one of {list(EFFORTS)}")
         quota, used = data.get("token_quota"), data.get("tokens_used", 0)
         if quota is not None and (not isinstance(quota, int) or isinstance(quota, bool)):
@@ -115,8 +115,11 @@ class AiPolicy:
         return self.mode is AiMode.ON
 
     def label(self, spent: int = 0) -> str:
-        """One line for the student: ``AI: explain-only · 12,400 tokens left``."""
-        parts = [{AiMode.OFF: "AI: off", AiMode.EXPLAIN: "AI: explain-only", AiMode.ON: "AI: on"}[self.mode]]
+        """One line for the student: ``AI: explain-only · 12,400 tokens left`` (just ``AI: off``
+        when off: an effort cap or tokens left mean nothing then)."""
+        if self.mode is AiMode.OFF:
+            return "AI: off"
+        parts = [{AiMode.EXPLAIN: "AI: explain-only", AiMode.ON: "AI: on"}[self.mode]]
         if self.max_effort is not None:
             parts.append(f"effort up to {self.max_effort}")
         left = self.tokens_left(spent)

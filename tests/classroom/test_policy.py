@@ -8,6 +8,7 @@ import pytest
 
 from spark_ide.classroom.models import Course
 from spark_ide.classroom.services import ai_policy_for, course_notice_for, policy_set, student_session
+from spark_ide.live.policy import AiPolicy
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import Workspace
 
@@ -39,7 +40,11 @@ def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(co
     assert ai_policy_for(lee.workspace_id)["tokens_used"] == 99  # type: ignore[index]
     assert course_notice_for(kim.workspace_id) == (
         "Your teacher can see your prompts. AI: explain-only (it answers but does not edit files), "
-        "effort up to medium, 5,000 of 20,000 tokens left."
+        "effort up to medium, 20,000 tokens for the course."
+    )
+    # What is left is the live label's to say (the page's notice is drawn once).
+    assert AiPolicy.from_mapping(ai_policy_for(kim.workspace_id)).label() == (
+        "AI: explain-only · effort up to medium · 5,000 tokens left"
     )
 
 
@@ -47,6 +52,9 @@ def test_the_notice_when_the_ai_is_off_or_the_quota_spent(course: Course) -> Non
     kim = enrol(course, "kim")
     policy_set(course=course, ai_mode="on", max_effort="", token_quota=100)
     Turn.objects.create(id="1", session=student_session(kim), prompt="a", metrics={"tokens": 150})
-    assert course_notice_for(kim.workspace_id) == "Your teacher can see your prompts. AI: on, 0 of 100 tokens left."
+    notice = course_notice_for(kim.workspace_id)
+    assert notice == "Your teacher can see your prompts. AI: on, 100 tokens for the course."
+    assert AiPolicy.from_mapping(ai_policy_for(kim.workspace_id)).label() == "AI: on · 0 tokens left"
     policy_set(course=course, ai_mode="off", max_effort="low", token_quota=100)
     assert course_notice_for(kim.workspace_id) == "Your teacher can see your prompts. AI: off."
+    assert AiPolicy.from_mapping(ai_policy_for(kim.workspace_id)).label() == "AI: off"  # no cap, no count

@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from spark_ide.classroom.dashboard import dashboard
 from spark_ide.classroom.models import Course, Enrollment
-from spark_ide.classroom.services import beside_path, is_teacher, student_session
+from spark_ide.classroom.services import beside_path, course_join_as_guest, is_teacher, student_session
 from spark_ide.pairing.models import Participant, Role, Run, Turn, TurnStatus
+from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import files_materialize
 from spark_ide.workspaces.models import File, Workspace
 from spark_ide.workspaces.services import file_delete, file_write
@@ -264,13 +265,20 @@ def test_the_policy_form_saves_and_refuses_bad_values(course: Course, teacher: U
 
 def test_deleting_student_data_asks_for_the_course_name_first(course: Course, teacher: User) -> None:
     kim, lee = enrol(course, "kim"), enrol(course, "lee")
+    ada, _ = course_join_as_guest(course=course, name="Ada")  # a guest the course made: goes too
+    bea, _ = course_join_as_guest(course=course, name="Bea")  # a guest also invited elsewhere: stays
+    Participant.objects.create(session=student_session(lee), user=bea, role=Role.VIEWER)
+    Participant.objects.create(session=session_for_workspace(workspace=course.template, by=teacher)[0],
+                               user=bea, role=Role.VIEWER)
     browser = signed_in(teacher)
     url = f"/classroom/{course.pk}/delete/students"
     assert browser.get(url).status_code == 200
     assert browser.post(url, {"confirm": "wrong"}).status_code == 400
-    assert Enrollment.objects.count() == 2
+    assert Enrollment.objects.count() == 4
     assert browser.post(url, {"confirm": "Python 101"}).status_code == 302
     assert not Enrollment.objects.exists()
+    assert not User.objects.filter(pk=ada.pk).exists() and User.objects.filter(pk=bea.pk).exists()
+    assert User.objects.filter(pk__in=[kim.student_id, lee.student_id]).count() == 2  # own accounts stay
     assert not Workspace.objects.filter(pk__in=[kim.workspace_id, lee.workspace_id]).exists()
     assert Course.objects.filter(pk=course.pk).exists() and Workspace.objects.filter(pk=course.template_id).exists()
 
