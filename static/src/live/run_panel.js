@@ -4,6 +4,9 @@
 // its output (stdout and stderr apart, in the order they came), a line for the program's
 // stdin, and at the end how it ended and why. The room runs one thing at a time; run events
 // are not replayed, so a page that joins mid-run picks the run up from its next output.
+// When the security watchdog has high-severity findings in the files, the server answers a run
+// with `error` run_needs_confirmation: a dialog lists them, and "Run anyway" sends the same run
+// again with `confirm: true`.
 import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
 import { element } from "./dom.js";
 
@@ -17,6 +20,8 @@ const RUN_ERRORS = new Set(["run_busy", "no_such_run"]);
 const RECORD_TRIES = 5;
 const RECORD_RETRY_MS = 700;
 const WATCHING = "The owner and collaborators run code; you see their runs here";
+const NEEDS_CONFIRMATION = "run_needs_confirmation";
+const CONFIRM_LISTED = 20; // findings listed in the dialog; the rest are counted
 
 const isMac = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 export const RUN_KEY = isMac ? "⌘+Enter" : "Ctrl+Enter";
@@ -49,8 +54,11 @@ export class RunPanel {
   // send(message) -> false when the connection is down; activePath() -> the open file or null;
   // toast(message, kind); peerClass(username) -> the class of a person's colour;
   // requestFrame(); history: the history panel; refreshHistory(): ask it again soon; onDone():
-  // the program's input line gave the keyboard back.
-  constructor(toolbar, panel, { send, activePath, toast, peerClass, requestFrame, history, refreshHistory, onDone }) {
+  // the program's input line gave the keyboard back; confirm: the <dialog> that asks before
+  // running code with high-severity findings.
+  constructor(toolbar, panel, {
+    send, activePath, toast, peerClass, requestFrame, history, refreshHistory, onDone, confirm = null,
+  }) {
     const field = (root, name) => root.querySelector(`[data-run="${name}"]`);
     this.panel = panel;
     this.buttons = { run: field(toolbar, "run"), tests: field(toolbar, "tests"), stop: field(toolbar, "stop") };
@@ -75,6 +83,10 @@ export class RunPanel {
     for (const button of [this.buttons.stop, this.fields.stop]) button.addEventListener("click", () => this.stop());
     field(panel, "hide").addEventListener("click", () => { panel.hidden = true; });
     this.fields.form.addEventListener("submit", (event) => { event.preventDefault(); this.sendLine(); });
+    this.lastRequest = null; // the last `run` sent: "Run anyway" sends it again, confirmed
+    this.confirm = confirm;
+    this.confirming = null; // the run message the dialog asks about
+    if (confirm) confirm.addEventListener("close", () => this.confirmed(confirm.returnValue === "run"));
     this.render();
   }
 
@@ -120,6 +132,7 @@ export class RunPanel {
       this.toast("Not run: the connection is down, retrying", "error");
       return;
     }
+    this.lastRequest = message;
     this.pending = true;
     clearTimeout(this.pendingTimer);
     this.pendingTimer = setTimeout(() => this.settle(), START_WAIT_MS);
@@ -231,6 +244,49 @@ export class RunPanel {
     this.stopping = false;
     this.settle();
     return true;
+  }
+
+  // error run_needs_confirmation: the watchdog found high-severity flaws in the files. The
+  // dialog lists them (path:line, what is wrong); "Run anyway" sends the run again with
+  // `confirm: true`, Cancel (or Esc) runs nothing. False for any other event.
+  needsConfirmation(event) {
+    if (event.code !== NEEDS_CONFIRMATION) return false;
+    this.settle();
+    const ref = event.ref && typeof event.ref === "object" ? event.ref : {};
+    const asked = this.lastRequest || { type: "run", ...(ref.tests ? { tests: true } : { path: ref.path }) };
+    if (!this.confirm) { // no dialog on this page: the server's message says it all
+      this.toast(event.message || "The watchdog found high-severity problems: not run", "error");
+      return true;
+    }
+    this.confirming = { ...asked, confirm: true };
+    const findings = Array.isArray(ref.findings) ? ref.findings : [];
+    const field = (name) => this.confirm.querySelector(`[data-confirm="${name}"]`);
+    const what = asked.tests ? "the tests" : asked.path || "the file";
+    field("intro").textContent = findings.length
+      ? `The watchdog found ${findings.length} high-severity problem${findings.length === 1 ? "" : "s"} `
+        + `in the code. Run ${what} anyway?`
+      : String(event.message || "The watchdog found high-severity problems in the code.");
+    field("list").replaceChildren(...findings.slice(0, CONFIRM_LISTED).map((finding) => {
+      const item = element("li", "run-confirm-finding");
+      item.append(element("code", "run-confirm-place", `${finding.path}:${finding.line}`), " ",
+        element("span", "run-confirm-message", String(finding.message || "")));
+      if (finding.rule) item.append(" ", element("span", "run-confirm-rule", String(finding.rule)));
+      return item;
+    }));
+    if (findings.length > CONFIRM_LISTED) {
+      field("list").append(element("li", "hint", `and ${findings.length - CONFIRM_LISTED} more`));
+    }
+    this.confirm.returnValue = "";
+    if (!this.confirm.open) this.confirm.showModal();
+    field("cancel").focus(); // the safe answer is the default one
+    return true;
+  }
+
+  // The dialog closed: run anyway, or not at all.
+  confirmed(runAnyway) {
+    const message = this.confirming;
+    this.confirming = null;
+    if (runAnyway && message) this.request(message);
   }
 
   // The connection went: run events are not replayed, so the end of a run may never come.

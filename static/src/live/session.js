@@ -16,6 +16,8 @@ import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
 import { RunPanel } from "./run_panel.js";
+import { GuardDiagnostics } from "./diagnostics.js";
+import { findingPlace } from "./transcript.js";
 
 const REVERT_REFRESH_MS = 800;
 
@@ -38,11 +40,12 @@ class LiveSession {
     });
     this.provider = new YjsProvider(this.doc, (bytes) => this.connection.sendBinary(bytes), this.loop);
     this.regions = new LiveRegions();
+    this.diagnostics = new GuardDiagnostics();
     this.tabs = new EditorTabs({
       tabBar: root.querySelector("#tabs"), host: root.querySelector("#editor"),
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
-      onByHand: () => this.follow.byHand(),
+      diagnostics: this.diagnostics, onByHand: () => this.follow.byHand(),
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(document.getElementById("presence"), this.provider.awareness, this.colours);
@@ -55,7 +58,7 @@ class LiveSession {
     });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
-      peerClass: (name) => this.colours.classOf(name),
+      onOpenLine: (path, line) => this.openAt(path, line), peerClass: (name) => this.colours.classOf(name),
     });
     this.status = new StatusBar(root.querySelector(".statusbar"), { requestFrame: () => this.loop.request() });
     this.toasts = new Toasts(document.getElementById("toasts"));
@@ -64,7 +67,7 @@ class LiveSession {
       toast: (message, kind) => this.toasts.show(message, kind), peerClass: (name) => this.colours.classOf(name),
       requestFrame: () => this.loop.request(), history: document.getElementById("history"),
       refreshHistory: () => this.historyChangedSoon(),
-      onDone: () => this.tabs.view && this.tabs.view.focus(),
+      onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
@@ -133,14 +136,16 @@ class LiveSession {
       case "turn.finished": return this.turnFinished(event);
       case "presence": return this.presenceChanged(event.participants);
       case "error":
+        if (this.runs.needsConfirmation(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
       case "resync": return this.resync();
       case "policy": return this.policyChanged(event);
       case "turn.steered": return this.turnSteered(event);
-      case "guard.finding":
-        return this.toasts.show(`${event.path}:${event.line} ${event.message} (${event.action})`,
-          event.severity === "high" ? "error" : "warn");
+      case "guard.finding": return this.guardFinding(event);
+      case "guard.diagnostics":
+        if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
+        return undefined;
       case "run.started": return this.runs.started(event);
       case "run.output": return this.runs.output(event);
       case "run.finished": return this.runs.finished(event);
@@ -159,7 +164,27 @@ class LiveSession {
     line.hidden = !line.textContent;
   }
 
+  // The watchdog flagged or halted what the model wrote: in the transcript under its turn; a
+  // halt as it happens is also a toast (a replayed one is history).
+  guardFinding(event) {
+    this.transcript.finding(event);
+    if (event.action === "halted" && !this.replayed(event)) {
+      this.toasts.show(`Watchdog halted the model: ${findingPlace(event)} — ${event.message}`, "warn");
+    }
+    this.loop.request();
+  }
+
+  // A finding's place clicked: that file, at that line.
+  openAt(path, line) {
+    if (path !== this.tabs.active) this.follow.byHand();
+    this.tabs.filePicked();
+    this.tabs.goToLine(path, line);
+  }
+
   hello(event) {
+    // The server sends every file's current diagnostics just after hello: those held go.
+    this.diagnostics.clear();
+    if (this.tabs.active) this.tabs.showDiagnostics(this.tabs.active);
     this.me = { name: userName(event.user), role: event.role };
     this.presence.me = this.me.name;
     this.runs.joined(event.role);

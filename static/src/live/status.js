@@ -104,10 +104,10 @@ export class StatusBar {
     this.changed = true;
   }
 
-  finished({ turn, status, metrics }) {
+  finished({ turn, status, metrics, reason }) {
     if (this.turn && this.turn.id !== turn && !this.turn.final) return; // another turn runs
     if (!this.turn || this.turn.id !== turn) this.turn = { id: turn, label: "turn", tokens: 0 };
-    this.turn.final = { status, metrics: metrics || {} };
+    this.turn.final = { status, metrics: metrics || {}, reason: reason || "" };
     this.tick(false);
     if (metrics && typeof metrics.steer_ms === "number") this.steerServer = metrics.steer_ms;
     this.changed = true;
@@ -142,7 +142,9 @@ export class StatusBar {
   // The turn's prompt, shortened; its id only in the tooltip and a data attribute.
   setTurn(turn) {
     const status = turn.final ? turn.final.status : "running";
-    this.set("turn", `${turn.label} · ${status}`, status);
+    // A watchdog halt says so: "steered" alone would read as a person's doing.
+    const shown = turn.final && turn.final.reason === "guard_halt" ? "halted by the watchdog" : status;
+    this.set("turn", `${turn.label} · ${shown}`, status);
     const node = this.fields.turn;
     if (node && node.dataset.turn !== turn.id) {
       node.dataset.turn = turn.id;

@@ -8,6 +8,7 @@ import { yCollab, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next"
 import { languageFor } from "../languages.js";
 import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
+import { diagnosticsExtensions } from "./diagnostics.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
 // after a person picks a tab, the model's other files do not take it away for this long.
@@ -16,8 +17,11 @@ const USER_FOCUS_MS = 4000;
 const SIGHT_MARGIN_LINES = 3;
 
 export class EditorTabs {
-  // onByHand(): the person scrolled or typed in the editor, or picked another tab
-  constructor({ tabBar, host, fileLabel, files, awareness, canEdit, regions, onByHand = () => {} }) {
+  // onByHand(): the person scrolled or typed in the editor, or picked another tab;
+  // diagnostics: the watchdog's findings per path (GuardDiagnostics), shown in each file's tab
+  constructor({
+    tabBar, host, fileLabel, files, awareness, canEdit, regions, diagnostics = null, onByHand = () => {},
+  }) {
     this.tabBar = tabBar;
     this.host = host;
     this.fileLabel = fileLabel;
@@ -25,6 +29,7 @@ export class EditorTabs {
     this.awareness = awareness;
     this.canEdit = canEdit;
     this.regions = regions;
+    this.diagnostics = diagnostics;
     this.onByHand = onByHand;
     this.tabs = new Map(); // path -> {ytext, undo, state, scroll (a scroll effect, or null: the top)}
     this.waiting = new Map(); // path -> activate? (opened before its Y.Text exists)
@@ -74,6 +79,7 @@ export class EditorTabs {
       EditorView.editable.of(this.canEdit),
       yCollab(tab.ytext, this.awareness, { undoManager: tab.undo }),
       liveDecorations(),
+      diagnosticsExtensions(),
       EditorState.transactionExtender.of((transaction) => this.extendRemote(transaction)),
     ];
   }
@@ -143,7 +149,9 @@ export class EditorTabs {
     // Where the tab was scrolled, as an effect: CodeMirror applies it when it measures,
     // where setting scrollTop here would lay the new editor out at once, a second time.
     const scroll = tab.scroll || EditorView.scrollIntoView(0, { y: "start" });
-    this.view.dispatch({ effects: [setLiveRegion.of(this.regions.get(path)), scroll] });
+    // The watchdog's findings as they are now: an inactive tab's state did not hear of changes.
+    const found = this.diagnostics ? this.diagnostics.spec(path, this.view.state).effects : [];
+    this.view.dispatch({ effects: [setLiveRegion.of(this.regions.get(path)), scroll, ...found] });
     this.fileLabel.textContent = path;
     if (window.location.hash !== `#${encodeURI(path)}`) history.replaceState(null, "", `#${path}`);
     this.render();
@@ -303,6 +311,24 @@ export class EditorTabs {
   picked(path) {
     if (path !== this.active) this.onByHand();
     this.activate(path);
+  }
+
+  // The watchdog's findings for `path` changed: the open editor shows them now; another
+  // tab's are drawn when it is next shown (activate).
+  showDiagnostics(path) {
+    if (!this.diagnostics || path !== this.active || !this.view) return;
+    this.view.dispatch(this.diagnostics.spec(path, this.view.state));
+  }
+
+  // Open `path` with the cursor at the start of `line` (clamped into the file), in the middle
+  // of the view: a finding's location clicked in the transcript.
+  goToLine(path, line) {
+    this.open(path);
+    if (this.active !== path || !this.view) return;
+    const doc = this.view.state.doc;
+    const at = doc.line(Math.min(Math.max(Number(line) || 1, 1), doc.lines)).from;
+    this.view.dispatch({ selection: { anchor: at }, effects: EditorView.scrollIntoView(at, { y: "center" }) });
+    this.view.focus();
   }
 
   // Bring a line (or a position) of the active file into view, unless it is well in sight.

@@ -4,6 +4,8 @@
 // what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
+// The watchdog's `guard.finding`s go under the turn's prose: a halt stands out (where, what,
+// the fix asked for, a link to the correction turn), a flag is one quiet line.
 // Work is buffered and drawn at most once per animation frame (flush()).
 import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
@@ -27,6 +29,25 @@ const REASON_LABELS = {
   quota: "stopped: the course's AI token quota is used up",
   explain_only: "explain-only: the model's edits were shown, not applied",
 };
+// A watchdog halt (reason guard_halt), by how the turn ended: steered into a correction turn,
+// or stopped because the model wrote the flaw again after the corrections it may have.
+const GUARD_HALT_LABELS = {
+  steered: "halted by the watchdog: insecure code, the model was asked to fix it",
+  cancelled: "stopped by the watchdog: the model kept writing the flaw",
+};
+// The author of the turns the watchdog starts (turn.started `author`, turn.finished `by`).
+export const WATCHDOG = "watchdog";
+// What a turn.finished reason says, given its status ("" for nothing to add).
+export function reasonLabel(status, reason) {
+  if (reason === "guard_halt") return GUARD_HALT_LABELS[status] || "halted by the watchdog";
+  return reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
+}
+
+// Where a finding is, as people say it: "users.py line 5".
+export function findingPlace({ path, line }) {
+  return Number.isInteger(line) && line > 0 ? `${path} line ${line}` : String(path || "");
+}
+
 // Who ended a turn (turn.finished `by`), for the reasons a person causes: "stopped by Ben".
 const BY_LABELS = { stopped: "stopped", steered: "steered", reverted: "reverted" };
 const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started arrives
@@ -118,7 +139,8 @@ export class Transcript {
   // files: the document's path -> Y.Text map (fenced blocks show their region of it);
   // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked;
   // peerClass(username): the class that gives a person's colour ("" for none).
-  constructor(container, { files, requestFrame, onOpenPath, peerClass = () => "" }) {
+  // onOpenLine(path, line): a finding's location was clicked.
+  constructor(container, { files, requestFrame, onOpenPath, onOpenLine = onOpenPath, peerClass = () => "" }) {
     this.container = container;
     this.files = files;
     this.requestFrame = requestFrame;
@@ -145,6 +167,10 @@ export class Transcript {
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
+      const place = event.target.closest(".guard-loc[data-guard-path]");
+      if (place) onOpenLine(place.dataset.guardPath, Number(place.dataset.line));
+      const correction = event.target.closest(".guard-correction[data-correction]");
+      if (correction) this.showTurn(correction.dataset.correction);
     });
     files.observeDeep((events) => this.documentChanged(events));
   }
@@ -205,7 +231,15 @@ export class Transcript {
     header.replaceChildren(element("span", "turn-prompt", entry.prompt));
     if (steeredFrom) header.prepend(this.steerBadge(steeredFrom));
     if (effort) header.append(element("span", "badge", effort));
-    if (author) header.append(this.person("turn-author", String(author), steeredFrom ? "Steered by" : "Asked by"));
+    if (author === WATCHDOG) {
+      // The watchdog's correction of a halted turn: its prompt is the finding and the fix.
+      entry.article.classList.add("watchdog-turn");
+      const badge = element("span", "badge watchdog-steer", steeredFrom ? "steered by watchdog" : "by watchdog");
+      badge.title = "The security watchdog halted the turn before and asked the model to fix the flaw";
+      header.append(badge);
+    } else if (author) {
+      header.append(this.person("turn-author", String(author), steeredFrom ? "Steered by" : "Asked by"));
+    }
   }
 
   // A person's name in their colour (a dot before it), as in the presence list.
@@ -230,6 +264,57 @@ export class Transcript {
     if (typeof steerMs !== "number") return;
     const entry = this.turns.get(turn);
     if (entry) entry.steerMs = steerMs;
+  }
+
+  // guard.finding: under the turn's prose (a finding of the scan after the turn may come once
+  // the turn is over: it goes before the footer). A turn this page never saw is left to the
+  // history panel.
+  finding(event) {
+    const entry = this.turns.get(event.turn);
+    if (!entry) return;
+    if (!entry.findings) {
+      entry.findings = element("div", "guard-findings");
+      entry.article.insertBefore(entry.findings, entry.article.querySelector(":scope > .turn-foot"));
+    }
+    const halted = event.action === "halted";
+    const severity = ["high", "medium", "low"].includes(event.severity) ? event.severity : "low";
+    const row = element("div", `guard-finding ${halted ? "halted" : "flagged"} severity-${severity}`);
+    row.dataset.rule = String(event.rule || "");
+    const place = element("button", "guard-loc", halted ? findingPlace(event) : `${event.path}:${event.line}`);
+    place.type = "button";
+    place.dataset.guardPath = String(event.path || "");
+    place.dataset.line = String(event.line || 1);
+    place.title = `Open ${event.path} at line ${event.line}`;
+    const message = element("span", "guard-message", String(event.message || ""));
+    const rule = element("span", "guard-rule", String(event.rule || ""));
+    rule.title = `Rule ${event.rule} (${event.tier || "watchdog"}), ${severity} severity`;
+    if (halted) {
+      row.setAttribute("role", "alert");
+      row.append(element("strong", "guard-title", "Watchdog halted the model:"), " ", place, " — ", message, " ", rule);
+      if (event.fix) row.append(element("span", "guard-fix", `Fix asked for: ${event.fix}`));
+      if (event.correction) {
+        const link = element("button", "guard-correction", "→ correction turn");
+        link.type = "button";
+        link.dataset.correction = String(event.correction);
+        link.title = "Show the turn in which the model corrects it";
+        row.append(link);
+      }
+    } else {
+      row.append(element("span", "guard-flag", `⚑ ${severity}`), " ", place, " ", message, " ", rule);
+      if (event.fix) row.title = `Fix: ${event.fix}`;
+    }
+    entry.findings.append(row);
+  }
+
+  // Bring a turn into view and mark it a moment (the link from a halt to its correction).
+  showTurn(turn) {
+    const entry = this.turns.get(turn);
+    if (!entry) return;
+    this.stick = false;
+    entry.article.scrollIntoView({ block: "nearest" });
+    entry.article.classList.remove("flash");
+    void entry.article.offsetWidth; // the animation starts again
+    entry.article.classList.add("flash");
   }
 
   prose({ turn, text }) {
@@ -267,8 +352,9 @@ export class Transcript {
     // Its start came before what the server keeps for a new page: it is no longer "in progress".
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
     const footer = element("footer", "turn-foot");
+    if (reason) footer.dataset.reason = reason;
     footer.append(element("span", `badge outcome ${status}`, status));
-    const why = reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
+    const why = reasonLabel(status, reason);
     if (by && reason in BY_LABELS) {
       const label = element("span", "reason", `${BY_LABELS[reason]} by `);
       label.append(this.person("turn-by", String(by), `${BY_LABELS[reason]} by`));
