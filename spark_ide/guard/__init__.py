@@ -1,0 +1,35 @@
+"""The real-time security watchdog's pure core (issue 15): scans code while it streams, no Django.
+
+Tier 1 (secrets, every completed line of every file) and tier 2 (Python rules on every completed statement) run in
+``FileScanner`` as the text arrives; tier 3 runs bandit on completed top-level blocks (``bandit_scan``, blocking,
+for a worker thread); ``full_scan`` adds ruff's S rules over whole files after a turn. See docs/guard.md.
+"""
+
+from spark_ide.guard.bandit_tier import bandit_scan, warm_up
+from spark_ide.guard.catalog import RULES, Rule
+from spark_ide.guard.findings import Finding, Severity, Tier, merge_findings, rule_family
+from spark_ide.guard.full_scan import full_scan, ruff_scan
+from spark_ide.guard.languages import CodeBlock, Language, LineRule, StatementChecker, language_for, register_language
+from spark_ide.guard.scanner import FileScanner, scan_text
+
+__all__ = [
+    "RULES",
+    "CodeBlock",
+    "FileScanner",
+    "Finding",
+    "Language",
+    "LineRule",
+    "Rule",
+    "Severity",
+    "StatementChecker",
+    "Tier",
+    "bandit_scan",
+    "full_scan",
+    "language_for",
+    "merge_findings",
+    "register_language",
+    "ruff_scan",
+    "rule_family",
+    "scan_text",
+    "warm_up",
+]

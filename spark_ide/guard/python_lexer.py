@@ -1,0 +1,174 @@
+"""Where a Python statement ends, found one streamed line at a time, and how a lone statement is parsed.
+
+Python's ``tokenize`` decides that a logical line ends at a NEWLINE token: at a line break outside brackets, strings
+and backslash continuations. ``tokenize.generate_tokens`` cannot be paused between lines (it pulls them itself), and
+re-tokenizing the pending text on every new line is quadratic in a long literal, so ``LogicalLines`` keeps exactly the
+state tokenize keeps between lines (bracket depth, the open string's quote, a trailing backslash) and updates it in
+one regex pass per line. The statement it hands over is then parsed with ``ast``; a compound statement's header
+(``if x:``, ``elif``, ``except E as e:``, a decorator) is parsed inside a minimal scaffold so its expressions are
+checked as soon as the header is written, before its body exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+_CODE = re.compile(r"""[()\[\]{}#\\]|'''|\"\"\"|'|\"""")
+_STRING_END = {
+    "'": re.compile(r"\\.?|'"),
+    '"': re.compile(r'\\.?|"'),
+    "'''": re.compile(r"\\.|'''"),
+    '"""': re.compile(r'\\.|"""'),
+}
+_OPENERS = frozenset("([{")
+_FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
+_SOFT_KEYWORDS = frozenset({"match", "case"})
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One logical line: its physical lines (no line breaks) and the file line of the first."""
+
+    first_line: int
+    lines: tuple[str, ...]
+    header: bool  # ends with ":" outside strings and comments: a compound statement waiting for its body
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class LogicalLines:
+    """Groups completed physical lines into logical lines, as the tokenizer would."""
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._quote: str | None = None
+        self._continued = False
+        self._last = ""  # the last significant character of the logical line so far
+        self._pending: list[str] = []
+        self._first_line = 0
+
+    @property
+    def open(self) -> bool:
+        """A logical line has started and not ended (the next physical line continues it)."""
+        return bool(self._pending)
+
+    def push(self, text: str, number: int) -> Statement | None:
+        """Take the next completed line; the logical line it completes, or None (blank, comment, or still open)."""
+        if not self._pending:
+            stripped = text.lstrip(" \t\f")
+            if not stripped or stripped[0] == "#":
+                return None
+            self._first_line = number
+        self._pending.append(text)
+        self._scan(text)
+        if self._depth or self._quote is not None or self._continued:
+            return None
+        return self._take()
+
+    def finish(self) -> Statement | None:
+        """The stream ended: whatever logical line is still open, complete or not."""
+        return self._take() if self._pending else None
+
+    def _take(self) -> Statement:
+        statement = Statement(self._first_line, tuple(self._pending), self._last == ":")
+        self._pending = []
+        self._depth = 0
+        self._quote = None
+        self._continued = False
+        self._last = ""
+        return statement
+
+    def _scan(self, text: str) -> None:
+        pos = 0
+        size = len(text)
+        self._continued = False
+        while pos < size:
+            if self._quote is not None:
+                pos = self._close_string(text, pos)
+                if pos < 0:
+                    return
+                continue
+            match = _CODE.search(text, pos)
+            if match is None:
+                self._note_code(text[pos:])
+                return
+            piece = match.group()
+            if piece == "#":
+                self._note_code(text[pos : match.start()])
+                return
+            if piece == "\\":
+                if match.end() == size:
+                    self._note_code(text[pos : match.start()])
+                    self._continued = True
+                    return
+            elif piece in _OPENERS:
+                self._depth += 1
+                self._last = piece
+            elif piece in ")]}":
+                self._depth = max(0, self._depth - 1)  # a stray closer: tokenize would fail; do not stay stuck
+                self._last = piece
+            else:
+                self._quote = piece
+            pos = match.end()
+
+    def _close_string(self, text: str, pos: int) -> int:
+        """Past the end of the open string from ``pos``; -1 if it runs on to the next line."""
+        quote = self._quote
+        assert quote is not None
+        for match in _STRING_END[quote].finditer(text, pos):
+            piece = match.group()
+            if piece[0] != "\\":
+                self._quote = None
+                self._last = quote[0]
+                return match.end()
+            if len(quote) == 1 and piece == "\\":  # backslash at the end of the line: the string goes on
+                return -1
+        if len(quote) == 1:
+            # A one-quote string left open at a line break is a syntax error; end it here, as the tokenizer's error
+            # recovery would, so one typo does not swallow the rest of the file.
+            self._quote = None
+            self._last = quote
+        return -1
+
+    def _note_code(self, segment: str) -> None:
+        segment = segment.rstrip()
+        if segment:
+            self._last = segment[-1]
+
+
+def parse_statement(statement: Statement) -> tuple[ast.Module, int] | None:
+    """The statement's syntax tree and how many scaffold lines precede it; None if it does not parse."""
+    first = statement.lines[0].lstrip(" \t\f")
+    lines = "\n".join((first, *statement.lines[1:]))
+    found = _FIRST_WORD.match(first)
+    word = found.group() if found else ""
+    prefix, indent, suffix = "", "", ""
+    if word in ("elif", "else"):
+        prefix = "if 0:\n pass\n"
+    elif word in ("except", "finally"):
+        prefix = "try:\n pass\n"
+    elif word == "case":
+        prefix, indent = "match 0:\n", " "
+    if statement.header:
+        suffix = f"\n{indent} case _: pass" if word == "match" else f"\n{indent} pass"
+    elif first.startswith("@"):
+        suffix = "\ndef _(): pass"
+    tree = _parse(prefix + indent + lines + suffix)
+    if tree is None and word in _SOFT_KEYWORDS and (prefix or suffix):
+        return _with_offset(_parse(lines), 0)  # `match = ...`, `case(x)`: soft keywords used as names
+    return _with_offset(tree, prefix.count("\n"))
+
+
+def _with_offset(tree: ast.Module | None, offset: int) -> tuple[ast.Module, int] | None:
+    return None if tree is None else (tree, offset)
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None  # partial or broken code: nothing to report, never an error in the stream
