@@ -8,6 +8,7 @@ urlpatterns = [
     path("workspaces/import", views.workspace_import, name="workspace-import"),
     path("w/<str:workspace_id>/export.zip", views.workspace_export, name="workspace-export"),
     path("w/<str:workspace_id>/public", public.public_toggle, name="workspace-public-toggle"),
+    path("w/<str:workspace_id>/guard", views.guard_setting, name="workspace-guard-setting"),
     # The public read-only pages: no sign-in, 404 unless the owner switched them on.
     path("p/highlight.css", public.public_css, name="workspace-public-css"),
     path("p/<str:workspace_id>/", public.public_page, name="workspace-public"),

@@ -1,4 +1,4 @@
-"""Pages: the workspace list, import and export, the htmx tree partial.
+"""Pages: the workspace list, import and export, the htmx tree partial, the watchdog's setting.
 
 Opening a workspace opens its live session: ``spark_ide.pairing.views.workspace_page``.
 """
@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
 from spark_ide.accounts.services import signed_in_user
 
 from . import services
-from .models import Workspace
+from .models import GuardMode, Workspace
 from .services import WorkspaceError
 from .tree import Node, build_tree
 
@@ -82,6 +82,48 @@ def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
     filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in found.name) or "workspace"
     response["Content-Disposition"] = f'attachment; filename="{filename}.zip"'
     return response
+
+
+# What each watchdog mode does, as the setting's panel explains it.
+GUARD_MODE_HELP: dict[str, str] = {
+    GuardMode.HALT.value: "stop the model at a high-severity flaw and have it fix it; flag the rest",
+    GuardMode.FLAG.value: "let the model finish; mark every finding in the editor and the transcript",
+    GuardMode.OFF.value: "do not scan the code",
+}
+
+
+def _guard_setting(request: HttpRequest, workspace: Workspace, *, opened: bool, status: int = 200) -> HttpResponse:
+    # Imported here: the pairing app builds on this one (its module imports our models).
+    from spark_ide.pairing.guard import guard_mode_for
+
+    by_course = Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists()
+    context = {
+        "workspace": workspace, "mode": guard_mode_for(workspace.id), "by_course": by_course, "opened": opened,
+        "choices": list(GUARD_MODE_HELP.items()),
+    }
+    return render(request, "workspaces/_guard_setting.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def guard_setting(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    """The owner's choice of what the security watchdog does in this workspace: GET the panel
+    (the live page loads it with htmx), POST ``mode`` = ``off`` | ``flag`` | ``halt`` to set it.
+    A student's copy in a course follows the course's mode: the panel shows it, a POST is
+    refused (409). Anyone else's workspace is not found. The room reads the mode again
+    within seconds (``live.watchdog``), so a change applies to the next scan or turn."""
+    workspace = _owned(request, workspace_id)
+    if request.method == "GET":
+        return _guard_setting(request, workspace, opened=False)
+    mode = request.POST.get("mode", "")
+    if mode not in GuardMode.values:
+        return HttpResponseBadRequest("mode must be 'off', 'flag' or 'halt'")
+    if Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists():
+        return HttpResponse("the course sets this workspace's watchdog mode", status=409)
+    Workspace.objects.filter(pk=workspace.pk).update(guard_mode=mode)
+    if getattr(request, "htmx", False):
+        return _guard_setting(request, workspace, opened=True)
+    return redirect("workspace", workspace_id=workspace.id)
 
 
 def tree_nodes(workspace: Workspace) -> list[Node]:
