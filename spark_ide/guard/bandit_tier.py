@@ -12,6 +12,7 @@ import ast
 import io
 import logging
 import threading
+import warnings
 from typing import Any
 
 from spark_ide.guard.external import EXCLUDED, ToolIssue, bandit_severity, to_finding
@@ -27,10 +28,12 @@ _LITERAL_HINT = "seems safe"
 def _bandit_tests() -> Any:
     """The process's bandit test set (built on first use; call with the lock held)."""
     if not _test_set:
-        from bandit.core import config, test_set
-
         profile = {"exclude": [f"B{number}" for number in sorted(EXCLUDED)]}
-        _test_set.append(test_set.BanditTestSet(config.BanditConfig(), profile))
+        with warnings.catch_warnings():  # its plugin loader's deprecation notices are not ours to act on
+            warnings.simplefilter("ignore")
+            from bandit.core import config, test_set
+
+            _test_set.append(test_set.BanditTestSet(config.BanditConfig(), profile))
     return _test_set[0]
 
 
