@@ -128,6 +128,7 @@ export class RunPanel {
 
   request(message) {
     if (!this.canRun || this.active || this.pending) return;
+    if (this.confirm && this.confirm.open) return; // the dialog asks about a run already
     if (!this.send(message)) {
       this.toast("Not run: the connection is down, retrying", "error");
       return;
