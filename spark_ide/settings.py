@@ -115,11 +115,18 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_SERIALIZER = "json"
 # The sandbox is no Django app (no models): name its task module so workers import it.
-CELERY_IMPORTS = ["spark_ide.sandbox.tasks"]
+CELERY_IMPORTS = ["spark_ide.sandbox.tasks", "spark_ide.pairing.guard"]
 # A task past this is killed with its pool process (a code run's jail dies with its parent);
 # a pool process is replaced after this many tasks, so no leak outlives a few hundred runs.
 CELERY_TASK_TIME_LIMIT = 300
 CELERY_WORKER_MAX_TASKS_PER_CHILD = 200
+
+# The security watchdog (spark_ide.guard, live.watchdog, docs/guard.md): the severity from which a
+# model's finding halts the stream (in a workspace whose mode is halt), and how many automatic
+# corrections a turn may have before the model is stopped instead.
+SPARK_GUARD_HALT_SEVERITY = envstr("SPARK_GUARD_HALT_SEVERITY", "high")
+SPARK_GUARD_MAX_CORRECTIONS = envint("SPARK_GUARD_MAX_CORRECTIONS", 2)
+SPARK_GUARD_SCAN_TIMEOUT_S = envint("SPARK_GUARD_SCAN_TIMEOUT_S", 60)
 
 # Code runs (spark_ide.sandbox, docs/sandbox.md): limits per run, the student runtime, and the
 # uids reserved for runs (one each, when the worker is root).

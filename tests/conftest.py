@@ -64,3 +64,15 @@ def api(client: Any, token: str) -> Iterator[Any]:
     """A Django test client that authenticates with an API token."""
     client.defaults["HTTP_AUTHORIZATION"] = f"Token {token}"
     yield client
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(request: pytest.FixtureRequest) -> None:
+    """Tasks (code runs, the watchdog's full scan) run in the test's process unless a test
+    starts a real worker: with the Redis settings and no worker, a task would wait for one.
+    The tests that need a real worker over Redis (tests/sandbox, tests/guard) use their own
+    Celery client and queue."""
+    from django.conf import settings
+
+    if settings.configured and not settings.CELERY_TASK_ALWAYS_EAGER:
+        request.getfixturevalue("settings").CELERY_TASK_ALWAYS_EAGER = True

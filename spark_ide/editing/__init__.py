@@ -10,7 +10,7 @@ from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
-from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
+from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
 from spark_ide.editing.turn import FILES_KEY, TurnEditor, workspace_files
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "NO_LIMITS",
     "BlockKind",
     "BlockStatus",
+    "CodeText",
     "EditEvent",
     "EditState",
     "EditStreamParser",

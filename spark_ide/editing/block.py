@@ -148,6 +148,11 @@ class EditBlock:
         self._strategy = found.strategy
         self._start_applier(doc, snapshot, found.first_line, found.lines, found.offset)
 
+    @property
+    def code_line(self) -> int | None:
+        """The file line (1-based) the block's new text starts on; None before it streams."""
+        return self._applier.first_line + 1 if self._applier is not None else None
+
     def take_new_text(self, text: str) -> None:
         if self._applier is not None:
             self._applier.feed(text)

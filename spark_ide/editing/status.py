@@ -101,4 +101,18 @@ class ProseEvent:
     text: str
 
 
+@dataclass(slots=True)
+class CodeText:
+    """New text a block sent to its file (what the watchdog reads, in stream order).
+
+    `first_line` is the file line (1-based) the block's first new line lands on; the text
+    of one block concatenates, chunk after chunk, to what the block wrote.
+    """
+
+    block: int
+    path: str
+    first_line: int
+    text: str
+
+
 EditEvent = BlockStatus | ProseEvent

@@ -24,7 +24,7 @@ from spark_ide.editing.parse_events import (
 )
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.reasons import EditorClosedError, RollbackReason
-from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
+from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
 
 FILES_KEY = "files"
 
@@ -76,10 +76,17 @@ class TurnEditor:
         self._reverted = False
         self._watched: dict[str, tuple[Text, Subscription]] = {}
         self._created: dict[str, str] = {}  # path -> origin of the files this turn created
+        self._code: list[CodeText] = []  # new text sent to files since the last take_code()
 
     @property
     def ledger(self) -> Ledger:
         return self._ledger
+
+    def take_code(self) -> list[CodeText]:
+        """The new text blocks sent to their files since the last call (the watchdog's feed).
+        A block that fails or is rolled back afterwards says so in its final `BlockStatus`."""
+        code, self._code = self._code, []
+        return code
 
     def feed(self, chunk: str) -> list[EditEvent]:
         """Parse, locate and apply a chunk of model output; returns what changed."""
@@ -161,6 +168,9 @@ class TurnEditor:
                 block.take_old_text(event.text)
             else:
                 block.take_new_text(event.text)
+                line = block.code_line
+                if line is not None and event.text:
+                    self._code.append(CodeText(block.index, block.path, line, event.text))
         elif isinstance(event, ProseText):
             self._report_progress()
             self._out.append(ProseEvent(self.turn_id, event.text))

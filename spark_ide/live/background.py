@@ -24,3 +24,9 @@ class Background:
         for task in list(self._tasks):
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await task
+
+    async def close(self) -> None:
+        """Cancel the tasks there are now and wait for them to end."""
+        for task in list(self._tasks):
+            task.cancel()
+        await self.drain()

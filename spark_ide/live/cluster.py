@@ -300,7 +300,7 @@ class Place(Protocol):
 
     def expel(self, user_id: int) -> None: ...
 
-    def run(self, conn: Connection, *, path: str, tests: bool) -> None: ...
+    def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None: ...
 
     def run_input(self, conn: Connection, run: str, text: str) -> None: ...
 
@@ -434,7 +434,7 @@ class OwnerDesk:
         elif kind == "resume":
             self._background.spawn(self.room.resume(conn, int(item["after"])))
         elif kind == "run":
-            self.room.run(conn, path=str(item["path"]), tests=bool(item["tests"]))
+            self.room.run(conn, path=str(item["path"]), tests=bool(item["tests"]), confirm=bool(item.get("confirm")))
         elif kind == "run.input":
             self.room.run_input(conn, str(item["run"]), str(item["text"]))
         elif kind == "run.stop":
@@ -543,8 +543,8 @@ class Replica:
     async def resume(self, conn: Connection, after: int) -> None:
         self._forward({"kind": "resume", "conn": conn.id, "after": after})
 
-    def run(self, conn: Connection, *, path: str, tests: bool) -> None:
-        self._forward({"kind": "run", "conn": conn.id, "path": path, "tests": tests})
+    def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None:
+        self._forward({"kind": "run", "conn": conn.id, "path": path, "tests": tests, "confirm": confirm})
 
     def run_input(self, conn: Connection, run: str, text: str) -> None:
         self._forward({"kind": "run.input", "conn": conn.id, "run": run, "text": text})

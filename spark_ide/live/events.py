@@ -32,6 +32,8 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "FinishReason",
+    "GuardDiagnostics",
+    "GuardFinding",
     "Hello",
     "Participant",
     "Policy",
@@ -120,6 +122,8 @@ class ErrorCode(StrEnum):
     STORAGE_FAILED = "storage_failed"
     RUN_BUSY = "run_busy"
     NO_SUCH_RUN = "no_such_run"
+    # The watchdog found high-severity flaws in the files: the run waits for ``confirm``.
+    RUN_NEEDS_CONFIRMATION = "run_needs_confirmation"
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
@@ -302,6 +306,21 @@ class RunFinished(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class GuardDiagnostics(Event):
+    """The watchdog's findings in one file as it is now (the editor's lint gutter): the whole
+    set, replacing the one sent before; an empty set clears them. Sent when they change and
+    to a joining page."""
+
+    type: ClassVar[str] = "guard.diagnostics"
+    ephemeral: ClassVar[bool] = True
+    path: str
+    findings: tuple[Mapping[str, object], ...]
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "path": self.path, "findings": [dict(f) for f in self.findings]}
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -417,9 +436,29 @@ class TurnReverted(TurnEvent):
     type: ClassVar[str] = "turn.reverted"
 
 
+@dataclass(frozen=True, slots=True)
+class GuardFinding(TurnEvent):
+    """The watchdog found a flaw in what ``turn`` wrote: ``action`` ``halted`` (the stream was
+    stopped and the model re-prompted: ``correction`` is that turn) or ``flagged``."""
+
+    type: ClassVar[str] = "guard.finding"
+    path: str
+    line: int
+    rule: str
+    severity: str
+    message: str
+    action: str
+    fix: str = ""
+    tier: str = ""  # secret / statement / bandit / ruff
+    correction: str | None = None
+
+
 _TURN_EVENTS: dict[str, type[TurnEvent]] = {
     cls.type: cls
-    for cls in (TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted)
+    for cls in (
+        TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted,
+        GuardFinding,
+    )
 }
 
 

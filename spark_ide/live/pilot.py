@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, Outcome, ProseEvent, TurnEditor
+from spark_ide.guard import Finding, bandit_scan
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 
 from .events import (
@@ -54,6 +55,7 @@ from .prompting import PastTurn, TurnInput, build_request, instructions_for, ste
 from .records import Records
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
 from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
+from .watchdog import CORRECTOR, RoomGuard, TurnWatch, correction_prompt, finding_event
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,7 @@ class Stage(Protocol):
 
     doc: Doc[Any]
     store: RoomStore
+    guard: RoomGuard
 
     def publish(self, event: TurnEvent) -> None: ...
 
@@ -82,6 +85,14 @@ class Halt:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class GuardHalt:
+    """The watchdog found a flaw in what ``run`` writes that halts it (``_correct``)."""
+
+    run: TurnRun
+    findings: tuple[Finding, ...]
+
+
 def new_turn_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -91,7 +102,7 @@ class Pilot:
         self.stage = stage
         self.settings = settings
         self.style = settings.prompt_style
-        self._commands: asyncio.Queue[Command | Halt] = asyncio.Queue()
+        self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
         self._revertible = Revertible()
@@ -109,6 +120,7 @@ class Pilot:
         self._spent = 0  # tokens of ended turns the last policy read may not count
         self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
         self._policy_refresh: asyncio.Task[AiPolicy] | None = None  # read while a turn streams
+        self._scans: set[asyncio.Task[None]] = set()  # bandit over the running turn's blocks
 
     @property
     def busy(self) -> bool:
@@ -156,6 +168,8 @@ class Pilot:
             await self._stop_upstream(run)
         if self._policy_refresh is not None:
             self._policy_refresh.cancel()
+        for scan in list(self._scans):
+            scan.cancel()
         await self._link.close()
         await self._records.close()
 
@@ -167,11 +181,15 @@ class Pilot:
             except Exception:
                 log.exception("the Pilot failed on %s", command)
 
-    async def _handle(self, command: Command | Halt) -> None:
+    async def _handle(self, command: Command | Halt | GuardHalt) -> None:
         run = self._run
         if isinstance(command, Halt):
             if run is not None:
                 await self._end(run, TurnStatus.FAILED, command.reason, error=command.error, then_next=False)
+            return
+        if isinstance(command, GuardHalt):
+            if run is command.run and run.live:
+                await self._correct(run, command.findings)
             return
         kind = command.kind
         if kind is CommandKind.PROMPT:
@@ -212,6 +230,7 @@ class Pilot:
         if steered_from is not None and chained:
             steering.append(steering_note(
                 partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
+                by_user=not command.correction,
             ))
         active_path = origin.path or (steered_from.origin.path if steered_from is not None else "")
         turn_input = TurnInput(
@@ -219,8 +238,9 @@ class Pilot:
             history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
             explain_only=not policy.edits_apply,
         )
-        turn_id = command.turn if command.kind is CommandKind.PROMPT else new_turn_id()
+        turn_id = command.turn or new_turn_id()
         fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
+        rules = self.stage.guard.rules
         return TurnRun(
             id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(
@@ -230,6 +250,9 @@ class Pilot:
             before=texts, steering=steering,
             redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
             steered_from=steered_from.id if steered_from is not None else None,
+            watch=TurnWatch(rules) if rules.active and policy.edits_apply else None,
+            corrections=(steered_from.corrections if steered_from is not None else 0) + int(command.correction),
+            touched=set(steered_from.touched) if steered_from is not None else set(),
         )
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
@@ -254,7 +277,7 @@ class Pilot:
         self._records.put("turn started", lambda: self.stage.store.turn_started(record))
 
     async def _start(self, command: Command) -> None:
-        policy = await self._read_policy()
+        policy, _ = await asyncio.gather(self._read_policy(), self.stage.guard.read_rules())
         if self._refused(command, policy):
             await self._next()
             return
@@ -269,11 +292,14 @@ class Pilot:
             return
         run.task = asyncio.create_task(self._consume(run))
 
-    async def _steer(self, old: TurnRun, command: Command) -> None:
+    async def _steer(self, old: TurnRun, command: Command, reason: FinishReason = FinishReason.STEERED) -> None:
         policy = await self._read_policy()
         if self._refused(command, policy):
+            if command.correction:  # the watchdog halted it: it cannot go on
+                await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
+                                error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
-        self._finish(old, TurnStatus.STEERED, FinishReason.STEERED, by=command.author)  # (a) and (b), then its end
+        self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
         run = self._new_run(command, steered_from=old, policy=policy)
         self._announce(run, policy)
         try:
@@ -306,12 +332,17 @@ class Pilot:
                 if isinstance(event, TextDelta):
                     run.deltas += 1
                     self.stage.publish(TurnDelta(turn=run.id, text=event.text))
-                    self._publish_edits(run.editor.feed(event.text))
+                    edits = run.editor.feed(event.text)
+                    self._publish_edits(edits)
+                    code = run.editor.take_code()
+                    if run.watch is not None and (code or edits) and self._watch(run, run.watch.feed(code, edits)):
+                        return  # halted: the Pilot corrects it (nothing more of this answer is applied)
                     if run.repetition.feed(event.text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break
                     self._refresh_policy()
+                    self.stage.guard.refresh_rules()
                     if self._policy.over_quota(self._spent + run.deltas):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
@@ -343,6 +374,65 @@ class Pilot:
             if run.live:
                 self._finish(run, TurnStatus.FAILED, FinishReason.INTERNAL_ERROR, error=f"internal error: {exc}")
         self.submit(Command(kind=CommandKind.NEXT))
+
+    # -- the watchdog (live.watchdog) ------------------------------------------------------------
+
+    def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
+        """What the watchdog found in ``run``'s newest code: flagged findings go to the
+        transcript; a halting one is handed to the Pilot's loop (True: stop reading the
+        answer). Completed top-level blocks go to bandit in a thread."""
+        assert run.watch is not None
+        for source in run.watch.blocks():
+            self._scan_block(run, *source)
+        if not found:
+            return False
+        halting = tuple(finding for finding in found if run.watch.rules.halts(finding))
+        for finding in found:
+            if finding not in halting:
+                self.stage.publish(finding_event(run.id, finding, "flagged"))
+        if not halting:
+            return False
+        self._commands.put_nowait(GuardHalt(run, halting))
+        return True
+
+    def _scan_block(self, run: TurnRun, path: str, first_line: int, source: str) -> None:
+        async def scan() -> None:
+            found = await asyncio.to_thread(bandit_scan, path, source, first_line=first_line)
+            if run.watch is None:
+                return
+            fresh = run.watch.fresh(found)
+            if run.live and self._run is run:
+                self._watch(run, fresh)
+            else:  # the turn ended meanwhile: flagged, as the full scan would
+                for finding in fresh:
+                    self.stage.publish(finding_event(run.id, finding, "flagged"))
+
+        task = asyncio.create_task(scan())
+        self._scans.add(task)
+        task.add_done_callback(self._scans.discard)
+
+    async def _correct(self, run: TurnRun, findings: tuple[Finding, ...]) -> None:
+        """The watchdog halted ``run``: its block in flight is rolled back, and the model is
+        re-prompted with the findings on the warm connection (a steer by the watchdog) — at
+        most ``max_corrections`` times in a chain; then the turn is stopped and flagged."""
+        assert run.watch is not None
+        if run.corrections >= run.watch.rules.max_corrections:
+            for finding in findings:
+                self.stage.publish(finding_event(run.id, finding, "flagged"))
+            first = findings[0]
+            await self._end(
+                run, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
+                error=f"the model wrote the same kind of flaw again ({first.rule}, {first.path} line {first.line}) "
+                f"after {run.corrections} corrections; it was stopped",
+            )
+            return
+        correction = Command(
+            kind=CommandKind.STEER, session=run.command.session, user_id=run.command.user_id, author=CORRECTOR,
+            text=correction_prompt(findings), turn=new_turn_id(), correction=True,
+        )
+        for finding in findings:
+            self.stage.publish(finding_event(run.id, finding, "halted", correction=correction.turn))
+        await self._steer(run, correction, FinishReason.GUARD_HALT)
 
     def _publish_edits(self, events: list[EditEvent]) -> None:
         for event in events:
@@ -378,7 +468,11 @@ class Pilot:
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
         if status is TurnStatus.COMPLETED:
-            self._publish_edits(run.editor.finish())
+            finished = run.editor.finish()
+            self._publish_edits(finished)
+            if run.watch is not None:  # the last statement of the answer (it halts nothing now)
+                for finding in run.watch.feed(run.editor.take_code(), finished):
+                    self.stage.publish(finding_event(run.id, finding, "flagged"))
             changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
             if reason is FinishReason.ANSWERED and not changed:
                 reason = FinishReason.NO_CHANGES
@@ -398,6 +492,10 @@ class Pilot:
             self._history.append(run.as_past())
         self._last_ledger = run.editor.ledger.as_prompt()
         now, ledger = self.stage.texts(), run.editor.ledger.as_dicts()
+        run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
+        if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
+            reported = run.watch.reported if run.watch is not None else frozenset()
+            self.stage.guard.turn_ended(run.id, run.touched, reported)
 
         async def record() -> None:
             # The diff is made when the record is written, off a steer's way to its re-prompt

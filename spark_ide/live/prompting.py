@@ -185,12 +185,13 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     )
 
 
-def steering_note(*, partial_output: str, ledger: str, text: str) -> str:
-    """What a re-prompt adds after a steer: the interrupted answer, its edits, the new direction."""
+def steering_note(*, partial_output: str, ledger: str, text: str, by_user: bool = True) -> str:
+    """What a re-prompt adds after a steer: the interrupted answer, its edits, the new direction
+    (``by_user`` False: the watchdog's correction, which says itself who stopped the model)."""
     return (
         "You were interrupted while answering. What you had written so far:\n"
         f"<partial>\n{partial_output}\n</partial>\n"
         f"Your edits so far:\n{ledger or '(none)'}\n"
         "Blocks marked applied are already in the files shown above; do not repeat them.\n"
-        f"The user redirects you: {text}"
+        + (f"The user redirects you: {text}" if by_user else text)
     )

@@ -58,6 +58,7 @@ from .runs import RoomRuns
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
 from .turns import Command, CommandKind
+from .watchdog import RoomGuard
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,10 @@ class Room:
             document_state=lambda: self.doc.get_update(), texts=self.texts,
             on_failed=self._storage_failed, on_recovered=self._storage_recovered,
         )
+        self.guard = RoomGuard(
+            texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
+            settings=settings.guard,
+        )
         self.pilot = Pilot(self, settings=settings)
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
 
@@ -111,6 +116,8 @@ class Room:
         self.epoch = state.epoch
         self.seq = self._log_floor = self.pipeline.sent_seq = state.epoch << EPOCH_BITS
         self.doc.observe(self._on_doc_change)
+        await self.guard.read_rules()
+        self.guard.changed()  # the files as they are: their diagnostics
         self.pipeline.start()
         for turn in state.unfinished:
             self._recent_turns.append(turn)
@@ -130,6 +137,7 @@ class Room:
         try:
             await self.store.close()
             await self.pilot.shutdown()
+            await self.guard.close()
             await self.runs.close()
             await self.pipeline.close()
         finally:
@@ -174,6 +182,7 @@ class Room:
 
     def _on_doc_change(self, event: TransactionEvent) -> None:
         self.pipeline.put_update(bytes(event.update))
+        self.guard.changed()
 
     # -- participants ------------------------------------------------------------------------
 
@@ -199,6 +208,8 @@ class Room:
         ), sent))
         if policy is not None:
             conn.outbox.put_frame(Frame(policy, sent))
+        for diagnostics in self.guard.diagnostics():
+            conn.outbox.put_frame(Frame(diagnostics, sent))
         conn.outbox.put_raw(create_sync_message(self.doc))
         conn.outbox.put_raw(sync_step2(self.doc.get_update()))
         frames = None if resync else self._catch_up(after, stored)
@@ -245,7 +256,19 @@ class Room:
 
     # -- code runs (live.runs) ------------------------------------------------------------
 
-    def run(self, conn: Connection, *, path: str, tests: bool) -> None:
+    def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None:
+        """Run ``path`` (or the tests) in the sandbox; with high-severity watchdog findings in
+        the files, only once the person confirms (``confirm``: they were shown the findings)."""
+        if not confirm and (high := self.guard.high_findings()):
+            listed = "; ".join(f"{f.path} {f.message}" for f in high[:5])
+            more = f" (and {len(high) - 5} more)" if len(high) > 5 else ""
+            self.tell(conn, ErrorEvent(
+                ErrorCode.RUN_NEEDS_CONFIRMATION,
+                f"the watchdog found {len(high)} high-severity problem{'s' if len(high) > 1 else ''} in the code: "
+                f"{listed}{more}. Run it anyway?",
+                ref={"path": path, "tests": tests, "findings": [f.as_dict() for f in high]},
+            ))
+            return
         refused = self.runs.run(conn, path=path, tests=tests)
         if refused is not None:
             self.tell(conn, refused)

@@ -18,6 +18,7 @@ from .events import TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
+from .watchdog import GuardMode, GuardSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +176,9 @@ class RoomStore(Protocol):
         """The AI rules of the workspace's course as they stand now (``AiPolicy.OPEN`` outside
         a course); read for every prompt and steer (live.policy)."""
 
+    async def guard_mode(self) -> GuardMode:
+        """The security watchdog's mode for this workspace (its course's, for a student's copy)."""
+
     async def close(self) -> None:
         """The room is closing: stop sending other threads' requests to it (its last writes
         still come through this store)."""
@@ -203,3 +207,4 @@ class LiveSettings:
     log_batch_s: float = 0.5
     meter: Meter = NO_METER  # what the room tells the operator's metrics (spark_ide.ops.metrics)
     runner: Runner = field(default_factory=NoRunner)  # code runs in the sandbox (spark_ide.pairing.runs)
+    guard: GuardSettings = field(default_factory=GuardSettings)  # the security watchdog (live.watchdog)

@@ -17,6 +17,7 @@ from .events import DEFAULT_EFFORT, Effort, ErrorEvent
 from .meter import Meter
 from .prompting import PastTurn
 from .repetition import RepetitionGuard
+from .watchdog import TurnWatch
 
 KEEP_REVERTIBLE = 50
 
@@ -43,6 +44,7 @@ class Command:
     turn: str = ""  # revert: which turn; prompt: the id the turn will have (given when queued)
     received_at: float = field(default_factory=time.monotonic)
     reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
+    correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
 
 
 @dataclass
@@ -65,6 +67,9 @@ class TurnRun:
     repetition: RepetitionGuard = field(default_factory=RepetitionGuard)
     output_tokens: int | None = None  # as the provider counted them, when it says
     steer_ms: float | None = None
+    watch: TurnWatch | None = None  # the watchdog over its code (None: off, or nothing is applied)
+    corrections: int = 0  # the watchdog's corrections in its steering chain so far
+    touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
 
     @property
     def output(self) -> str:

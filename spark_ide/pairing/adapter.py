@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
+from spark_ide.guard import Severity
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
@@ -30,12 +31,14 @@ from spark_ide.live.store import (
     TurnRecord,
 )
 from spark_ide.live.transport import Transport
+from spark_ide.live.watchdog import GuardMode, GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents
 
 from . import services
 from .cluster import cluster_from_settings
+from .guard import celery_full_scan, guard_mode_for
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
 from .runs import CeleryRunner
@@ -154,6 +157,10 @@ class DatabaseRoomStore:
         data = await database_sync_to_async(ai_policy_for)(self.workspace)
         return AiPolicy.from_mapping(data)
 
+    async def guard_mode(self) -> GuardMode:
+        """The watchdog's mode: the course's for a student's copy, else the workspace's own."""
+        return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
+
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room)
 
@@ -190,6 +197,11 @@ def live_settings() -> LiveSettings:
         replay_limit=settings.SPARK_REPLAY_LIMIT,
         meter=METER,
         runner=RUNNER,
+        guard=GuardSettings(
+            halt_at=Severity.parse(settings.SPARK_GUARD_HALT_SEVERITY),
+            max_corrections=settings.SPARK_GUARD_MAX_CORRECTIONS,
+            full_scan=celery_full_scan,
+        ),
     )
 
 

@@ -1,0 +1,67 @@
+"""The Django side of the security watchdog (``live.watchdog``): the mode stored for a workspace,
+and the full scan after a turn as a Celery task.
+
+The full scan (bandit and ruff ``S`` over whole files) takes tens to hundreds of milliseconds
+of CPU: with ``REDIS_URL`` it runs in a Celery worker, so it never takes the CPU of the
+process serving sockets; in the embedded default (eager Celery) it runs in a thread.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from spark_ide.celery import app
+from spark_ide.guard import Finding, Severity, Tier, full_scan
+from spark_ide.workspaces.models import GuardMode, Workspace
+
+MAX_SCAN_FILES = 200  # a turn touches a few files; a task's arguments stay small
+
+
+def guard_mode_for(workspace_id: uuid.UUID) -> str:
+    """The watchdog's mode for a workspace: its course's for a student's copy (a course's rules
+    win over its students'), else its own; a workspace that is gone: halt."""
+    from spark_ide.classroom.models import Enrollment  # the classroom app builds on this one
+
+    enrollment = Enrollment.objects.filter(workspace_id=workspace_id).select_related("course").first()
+    if enrollment is not None:
+        return str(enrollment.course.guard_mode)
+    mode = Workspace.objects.filter(pk=workspace_id).values_list("guard_mode", flat=True).first()
+    return str(mode) if mode is not None else GuardMode.HALT.value
+
+
+@app.task(name="spark_ide.guard.full_scan", serializer="json")  # type: ignore[untyped-decorator]
+def full_scan_task(files: dict[str, str]) -> list[dict[str, object]]:
+    """JSON in, JSON out: the findings of the full scan of ``files`` (path -> text)."""
+    if not isinstance(files, dict):
+        return []
+    texts = {str(path): text for path, text in list(files.items())[:MAX_SCAN_FILES] if isinstance(text, str)}
+    return [finding.as_dict() for finding in full_scan(texts)]
+
+
+def finding_from(data: Mapping[str, Any]) -> Finding:
+    """A finding back from the task's JSON."""
+    return Finding(
+        rule=str(data["rule"]), severity=Severity.parse(str(data["severity"])), path=str(data["path"]),
+        line=int(data["line"]), message=str(data["message"]), fix=str(data.get("fix", "")),
+        tier=Tier(str(data["tier"])),
+    )
+
+
+def _scan(files: dict[str, str]) -> list[dict[str, object]]:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        result: list[dict[str, object]] = full_scan_task.apply(kwargs={"files": files}).get()
+        return result
+    pending = full_scan_task.apply_async(kwargs={"files": files}, serializer="json")
+    found: list[dict[str, object]] = pending.get(timeout=settings.SPARK_GUARD_SCAN_TIMEOUT_S)
+    return found
+
+
+async def celery_full_scan(files: Mapping[str, str]) -> list[Finding]:
+    """``live.watchdog.FullScan`` over Celery: off the event loop, waiting for the result."""
+    found = await sync_to_async(_scan, thread_sensitive=False)(dict(files))
+    return [finding_from(item) for item in found]
