@@ -331,6 +331,7 @@ class Pilot:
                     return
                 if isinstance(event, TextDelta):
                     run.deltas += 1
+                    run.chars += len(event.text)
                     self.stage.publish(TurnDelta(turn=run.id, text=event.text))
                     edits = run.editor.feed(event.text)
                     self._publish_edits(edits)
@@ -343,7 +344,7 @@ class Pilot:
                         break
                     self._refresh_policy()
                     self.stage.guard.refresh_rules()
-                    if self._policy.over_quota(self._spent + run.deltas):
+                    if self._policy.over_quota(self._spent + run.streamed_tokens):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
                         break

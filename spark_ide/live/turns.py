@@ -64,12 +64,19 @@ class TurnRun:
     task: asyncio.Task[None] | None = None
     live: bool = True  # False from the moment it ends: nothing of it is forwarded after
     deltas: int = 0
+    chars: int = 0  # of the answer so far
     repetition: RepetitionGuard = field(default_factory=RepetitionGuard)
     output_tokens: int | None = None  # as the provider counted them, when it says
     steer_ms: float | None = None
     watch: TurnWatch | None = None  # the watchdog over its code (None: off, or nothing is applied)
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
+
+    @property
+    def streamed_tokens(self) -> int:
+        """Output tokens so far, while the provider has not counted them: a delta may carry
+        several tokens, and a token is about four characters, so the larger estimate counts."""
+        return max(self.deltas, self.chars // 4)
 
     @property
     def output(self) -> str:
@@ -86,14 +93,14 @@ class TurnRun:
 def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
     """``turn.finished`` metrics, counted in one place.
 
-    ``tokens`` is the provider's count of output tokens when it gave one, else the number of
-    text deltas (most providers send about one token per delta); ``ttft_ms`` runs from the
+    ``tokens`` is the provider's count of output tokens when it gave one, else an estimate
+    (``TurnRun.streamed_tokens``: the deltas, or a quarter of the characters when that is more); ``ttft_ms`` runs from the
     moment the prompt (or steer) reached the server to the first text of the answer;
     ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at
     first = run.stream.first_token_at if run.stream is not None else None
-    tokens = run.output_tokens if run.output_tokens is not None else run.deltas
+    tokens = run.output_tokens if run.output_tokens is not None else run.streamed_tokens
     generating = ended - first if first is not None else 0.0
     metrics: dict[str, float | int | str | None] = {
         "ttft_ms": None if first is None else round((first - received) * 1000, 2),

@@ -89,6 +89,7 @@ class DatabaseRoomStore:
             lost = Turn.objects.filter(session__workspace_id=self.workspace, status=TurnStatus.RUNNING)
             unfinished = tuple(lost.values_list("id", flat=True))
             lost.update(status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, error="the server running it stopped")
+            services.runs_lost(self.workspace)  # a room opens with no run going: any left running was lost
         self.epoch = row.epoch
         return RoomState(document=doc.get_update(), epoch=row.epoch, unfinished=unfinished)
 

@@ -116,8 +116,8 @@ def invite_role(*, session: Session, key: str) -> Role:
 def session_join(*, session: Session, user: User, key: str) -> str:
     """Join through an invite link; a collaborator link upgrades a viewer. Returns the role."""
     current = role_for(session=session, user=user)
-    if current == Role.OWNER:
-        return current
+    if current == Role.OWNER or (current is not None and session.workspace.owner_id == user.pk):
+        return current  # an owner (read-only in an archived course's copy) stays the owner
     granted = invite_role(session=session, key=key)
     if current == Role.COLLABORATOR:
         return current
