@@ -25,7 +25,7 @@ from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
-from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.models import GuardMode, Workspace
 from spark_ide.workspaces.services import (
     WorkspaceError,
     checked_path,
@@ -143,8 +143,11 @@ def course_by_code(raw: str) -> Course:
     return found
 
 
-def policy_set(*, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None) -> None:
-    """The course's AI rules; a bad value is refused whole."""
+def policy_set(
+    *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
+) -> None:
+    """The course's AI rules (and the security watchdog's mode, when given); a bad value is
+    refused whole."""
     if ai_mode not in AiMode.values:
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode.values)}.")
     if max_effort and max_effort not in EFFORTS:
@@ -159,8 +162,12 @@ def policy_set(*, course: Course, ai_mode: str, max_effort: str, token_quota: st
             raise ClassroomError("bad_quota", "The token quota is a whole number, or empty for none.") from None
         if quota < 0 or quota > 10**9:
             raise ClassroomError("bad_quota", "The token quota is between 0 and 1,000,000,000.")
+    if guard_mode is not None and guard_mode not in GuardMode.values:
+        raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode.values)}.")
     course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota"])
+    if guard_mode is not None:
+        course.guard_mode = guard_mode
+    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode"])
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:

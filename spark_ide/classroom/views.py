@@ -24,7 +24,7 @@ from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, signed_in_user
 from spark_ide.live.events import EFFORTS
-from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.models import GuardMode, Workspace
 from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_text
 
 from . import services
@@ -132,6 +132,7 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
         "course": course,
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
         "modes": AiMode.choices,
+        "guard_modes": GuardMode.choices,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
         "rows": dashboard(course),
@@ -153,7 +154,7 @@ def course_policy(request: HttpRequest, course_id: str) -> HttpResponse:
     try:
         services.policy_set(
             course=course, ai_mode=request.POST.get("ai_mode", ""), max_effort=request.POST.get("max_effort", ""),
-            token_quota=request.POST.get("token_quota", ""),
+            token_quota=request.POST.get("token_quota", ""), guard_mode=request.POST.get("guard_mode"),
         )
     except ClassroomError as exc:
         course.refresh_from_db()

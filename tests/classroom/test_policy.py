@@ -58,3 +58,29 @@ def test_the_notice_when_the_ai_is_off_or_the_quota_spent(course: Course) -> Non
     policy_set(course=course, ai_mode="off", max_effort="low", token_quota=100)
     assert course_notice_for(kim.workspace_id) == "Your teacher can see your prompts. AI: off."
     assert AiPolicy.from_mapping(ai_policy_for(kim.workspace_id)).label() == "AI: off"  # no cap, no count
+
+
+def test_the_courses_watchdog_mode_wins_over_its_students_copies(course: Course, client: object) -> None:
+    from django.test import Client
+
+    from spark_ide.classroom.services import ClassroomError
+    from spark_ide.pairing.guard import guard_mode_for
+
+    kim = enrol(course, "kim")
+    Workspace.objects.filter(pk=kim.workspace_id).update(guard_mode="off")  # the copy's own setting
+    assert guard_mode_for(kim.workspace_id) == "halt"  # the course's default wins
+    assert guard_mode_for(course.template_id) == "halt"
+    other = Workspace.objects.create(owner=course.teacher, name="x", guard_mode="flag")
+    assert guard_mode_for(other.pk) == "flag"
+    assert guard_mode_for(uuid.uuid4()) == "halt"  # gone: the safe default
+    assert isinstance(client, Client)
+    client.force_login(course.teacher)
+    url = f"/classroom/{course.pk}/policy"
+    answer = client.post(url, {"ai_mode": "on", "max_effort": "", "token_quota": "", "guard_mode": "flag"})
+    assert answer.status_code == 302
+    assert guard_mode_for(kim.workspace_id) == "flag"
+    answer = client.post(url, {"ai_mode": "on", "max_effort": "", "token_quota": "", "guard_mode": "loud"})
+    assert answer.status_code == 400 and b"watchdog" in answer.content
+    assert guard_mode_for(kim.workspace_id) == "flag"
+    with pytest.raises(ClassroomError):
+        policy_set(course=course, ai_mode="on", max_effort="", token_quota=None, guard_mode="")
