@@ -37,7 +37,7 @@ from .events import ErrorCode, ErrorEvent, Event, Role, TurnDelta, TurnProse
 from .outbox import Backlog, Barrier, DocUpdate, Frame, RawBinary, TextRun
 from .transport import Connection, LocalTransport
 from .turns import CommandKind
-from .yjs_check import BadFrames, BadUpdate, check_sync
+from .yjs_check import BadFrames, BadUpdate, check_awareness, check_sync
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +59,21 @@ def bad_binary(who: str = "", reason: str = "") -> ErrorEvent:
     return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)
 
 
-def malformed_yjs(message: bytes, who: str = "") -> ErrorEvent | None:
+def malformed_yjs(message: bytes, who: str = "", state: Callable[[], bytes] | None = None) -> ErrorEvent | None:
     """The error for a binary frame that is neither a Yjs sync message nor an awareness
     message, or a sync message whose lengths do not fit in it (``yjs_check``: pycrdt would
-    allocate what a crafted count claims), checked before anything decodes it (room and
-    replica alike). Awareness is relayed, never decoded here."""
+    allocate what a crafted count claims), or an awareness message whose lengths do not
+    fit, checked before anything decodes or relays it (room and replica alike). The room
+    also gives its document's ``state`` vector: an update with a gap in a client's changes
+    is refused too (``yjs_check.check_sync``)."""
     kind = message[0] if message else None
-    if kind == YMessageType.AWARENESS:
-        return None
-    if kind != YMessageType.SYNC:
+    if kind not in (YMessageType.SYNC, YMessageType.AWARENESS):
         return bad_binary(who, f"unknown message type {kind}")
     try:
-        check_sync(message)
+        if kind == YMessageType.SYNC:
+            check_sync(message, state=state)
+        else:
+            check_awareness(message)
     except BadUpdate as exc:
         return bad_binary(who, str(exc))
     return None

@@ -362,7 +362,7 @@ class Room:
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
-        refused = malformed_yjs(message, conn.username)
+        refused = malformed_yjs(message, conn.username, state=self.doc.get_state)
         if refused is not None:
             return refused
         if message[0] == YMessageType.AWARENESS:
@@ -377,7 +377,7 @@ class Room:
         before = set(files.keys()) if writes else set()
         try:
             reply = handle_sync_message(message[1:], self.doc)
-        except ValueError as exc:  # pycrdt could not decode it: the client's fault, counted
+        except (ValueError, RuntimeError) as exc:  # pycrdt could not decode or integrate it: the client's fault
             return bad_binary(conn.username, str(exc))
         except Exception:  # anything else is a bug (ours or pycrdt's): a traceback, and the room goes on
             log.exception("a Yjs message from %s failed", conn.username)

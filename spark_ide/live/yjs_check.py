@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 
-__all__ = ["MAX_DEPTH", "BadFrames", "BadUpdate", "check_state_vector", "check_sync", "check_update"]
+__all__ = [
+    "MAX_DEPTH", "BadFrames", "BadUpdate", "check_awareness", "check_state_vector", "check_sync", "check_update",
+]
 
 MAX_DEPTH = 64  # nested arrays/objects in an Any value; ours are flat, yrs recurses on them
 MAX_VARINT_BYTES = 10  # 64 bits; lib0 writes at most 8 (53 bits), yrs reads at most 10
@@ -181,14 +184,23 @@ def _skip_uint(data: bytes, pos: int, end: int) -> int:
     raise BadUpdate(f"a number before byte {pos} is cut off or longer than {MAX_VARINT_BYTES} bytes")
 
 
-def _walk_update(reader: _Reader) -> None:
+def _walk_update(reader: _Reader, known: Mapping[int, int] | None = None) -> None:
     # Structs. The smallest struct is two bytes (an info byte and one more). The loop reads
     # the bytes itself where it only needs to know where a number ends (IDs, clocks, GC
     # lengths): it runs for every struct of every frame.
     data, end = reader.data, reader.end
     for _ in range(reader.count("the number of clients", 3)):
         structs = reader.count("the number of structs", 2)
-        pos = _skip_uint(data, _skip_uint(data, reader.pos, end), end)  # client, clock
+        if known is None:
+            pos = _skip_uint(data, _skip_uint(data, reader.pos, end), end)  # client, clock
+        else:
+            client, clock = reader.varuint(), reader.varuint()
+            if clock > known.get(client, 0):
+                raise BadUpdate(
+                    f"client {client}'s changes start at clock {clock}, after {known.get(client, 0)}: "
+                    "they depend on changes the document never had"
+                )
+            pos = reader.pos
         for _ in range(structs):
             if pos >= end:
                 raise BadUpdate(f"the frame ends at byte {pos} where a struct was due")
@@ -222,23 +234,36 @@ def _walk_update(reader: _Reader) -> None:
             reader.varuint()  # length
 
 
-def check_update(update: bytes) -> None:
-    """Raise ``BadUpdate`` unless ``update`` (Yjs v1) reads to its end within its bytes."""
-    _walk_update(_Reader(update))
+def check_update(update: bytes, known: Mapping[int, int] | None = None) -> None:
+    """Raise ``BadUpdate`` unless ``update`` (Yjs v1) reads to its end within its bytes, and,
+    given ``known`` (the document's state vector: client -> next clock), unless it leaves a
+    gap in some client's changes (see ``check_sync``)."""
+    _walk_update(_Reader(update), known)
 
 
-def check_state_vector(vector: bytes) -> None:
-    """Raise ``BadUpdate`` unless ``vector`` (sync step 1's payload) fits in its bytes."""
+def check_state_vector(vector: bytes) -> dict[int, int]:
+    """``vector`` (sync step 1's payload, or ``Doc.get_state()``) as client -> next clock;
+    ``BadUpdate`` unless it fits in its bytes."""
     reader = _Reader(vector)
+    clocks = {}
     for _ in range(reader.count("the number of clients", 2)):
-        reader.varuint()
-        reader.varuint()
+        client = reader.varuint()
+        clocks[client] = reader.varuint()
+    return clocks
 
 
-def check_sync(message: bytes, start: int = 1) -> None:
+def check_sync(message: bytes, start: int = 1, state: Callable[[], bytes] | None = None) -> None:
     """A y-protocols sync message from ``start`` (after its leading message type): the
     sub-type, then one varuint-prefixed payload, walked as a state vector (step 1) or an
-    update (step 2, update). Raises ``BadUpdate``."""
+    update (step 2, update). Raises ``BadUpdate``.
+
+    ``state`` gives the document's state vector (``Doc.get_state``, asked only for an update
+    with changes in it): an update whose
+    changes of some client start past what the document holds of that client is refused. A
+    real client never sends one (it sends its own changes in order, and answers our step 1
+    with what we lack); pycrdt would integrate such structs without telling the update
+    observer, so the room's document and everyone's copy would differ from then on (the
+    fuzz test found it with a flipped bit in a client id)."""
     reader = _Reader(message, start)
     sub = reader.byte()
     if sub > SYNC_UPDATE:
@@ -252,7 +277,21 @@ def check_sync(message: bytes, start: int = 1) -> None:
             payload.varuint()
             payload.varuint()
     else:
-        _walk_update(payload)
+        _walk_update(payload, None if state is None else check_state_vector(state()))
+
+
+def check_awareness(message: bytes, start: int = 1) -> None:
+    """A y-protocols awareness message from ``start``: one varuint-prefixed payload holding a
+    count of clients and, per client, its id, its clock and its state (a JSON string). The
+    server relays it without reading the states; this keeps garbage from reaching the
+    other pages' decoders. Raises ``BadUpdate``."""
+    reader = _Reader(message, start)
+    begin = reader.buffer("the payload")
+    payload = _Reader(message, begin, reader.pos)
+    for _ in range(payload.count("the number of clients", 3)):
+        payload.varuint()
+        payload.varuint()
+        payload.buffer("a client's state")
 
 
 class BadFrames:

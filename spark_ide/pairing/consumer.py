@@ -11,6 +11,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -19,7 +20,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from spark_ide.live.cluster import Place, RoomClosed
-from spark_ide.live.events import DRIVER_ROLES, EFFORTS, ErrorCode, ErrorEvent, Pong, Role
+from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role
+from spark_ide.live.messages import MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.transport import Connection
@@ -30,12 +32,9 @@ from .services import SessionError, role_for, session_get
 
 log = logging.getLogger(__name__)
 
-MAX_PROMPT_CHARS = 20_000
-MAX_RUN_INPUT_CHARS = 10_000  # one line typed into a running program
 HANG_UP_AFTER_S = 0.2
 MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
 REFUSED = 4403
-DRIVING = {"prompt", "steer", "stop", "revert", "run", "run.input", "run.stop"}
 
 
 class RateLimit:
@@ -55,23 +54,6 @@ class RateLimit:
         return True
 
 
-class BadMessage(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
-def _text_field(message: dict[str, Any], name: str, *, required: bool = True, limit: int = MAX_PROMPT_CHARS) -> str:
-    value = message.get(name)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise BadMessage(ErrorCode.MISSING_FIELD, f"'{message['type']}' needs a non-empty string '{name}'")
-    if len(value) > limit:
-        raise BadMessage(ErrorCode.TOO_LONG, f"'{name}' is longer than {limit} characters")
-    return value
-
-
 def _after(query: bytes) -> int | None:
     """``?after=N``: the last seq the client holds (absent on a first connection)."""
     values = parse_qs(query.decode("latin-1")).get("after")
@@ -88,6 +70,8 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     # live.cluster). With Redis each would be a SUBSCRIBE and UNSUBSCRIBE on the connection
     # a room's stream is published on, delaying it whenever many sockets come or go.
     channel_layer_alias = "none"
+    text_rate = (20.0, 40.0)  # per socket: messages a second, burst (docs/pairing.md)
+    binary_rate = (300.0, 600.0)
     room: Place
     conn: Connection
 
@@ -106,8 +90,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             await self.close(code=4403)  # before accept: the upgrade is refused
             return
         await self.accept()
-        self.text_limit = RateLimit(rate=20, burst=40)
-        self.binary_limit = RateLimit(rate=300, burst=600)
+        self.limits = Limits(path_chars=settings.SPARK_MAX_PATH_LENGTH)
+        self.text_limit = RateLimit(*self.text_rate)
+        self.binary_limit = RateLimit(*self.binary_rate)
         # Straight to the server's send (channels' ``send`` only wraps it in two more coroutines;
         # a room sends every event to every connection, so this runs per frame per socket).
         outbox = Outbox(
@@ -175,16 +160,18 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             return
         try:
             message = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self._error(ErrorCode.MALFORMED_JSON, f"not valid JSON: {exc}")
+        except (ValueError, RecursionError) as exc:
+            # ValueError: JSONDecodeError, and an integer past Python's 4,300 digits;
+            # RecursionError: arrays nested deeper than the parser's stack.
+            self._error(ErrorCode.MALFORMED_JSON, f"not valid JSON: {str(exc)[:200]}")
             return
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             self._error(ErrorCode.BAD_MESSAGE, "a message is a JSON object with a string 'type'")
             return
         try:
             self._dispatch(message)
-        except BadMessage as exc:
-            self._error(exc.code, exc.message, ref=message.get("type"))
+        except Invalid as exc:
+            self._error(exc.code, exc.message, ref=message["type"][:40])
 
     def _receive_binary(self, data: bytes) -> None:
         limit = settings.SPARK_WS_MAX_MESSAGE_BYTES
@@ -199,65 +186,65 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             self.room.tell(self.conn, refused)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        """Look the type up in the registry (``live.messages``), check the sender's role, then
+        every declared field, and only then hand the checked values to the type's handler."""
         kind = message["type"]
-        # "run.input" -> _on_run_input; a type spelled with "_" is nobody's (else "run_input"
-        # would slip past the role check below, which knows the types by their dotted names).
-        named = kind.isascii() and "_" not in kind
-        handler = getattr(self, f"_on_{kind.replace('.', '_')}", None) if named else None
-        if handler is None:
-            raise BadMessage(ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind[:40]!r}")
-        if kind in DRIVING and self.conn.role not in DRIVER_ROLES:
-            raise BadMessage(ErrorCode.FORBIDDEN, f"a {self.conn.role} cannot {kind}")
-        handler(message)
+        spec = MESSAGES.get(kind)
+        if spec is None:
+            raise Invalid(ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind[:40]!r}")
+        if self.conn.role not in spec.roles:
+            raise Invalid(ErrorCode.FORBIDDEN, f"a {self.conn.role} cannot {kind}")
+        HANDLERS[kind](self, validate(spec, message, self.limits))
 
     def _command(self, kind: CommandKind, **fields: Any) -> None:
         self.room.command(self.conn, kind, **fields)
 
-    def _on_ping(self, message: dict[str, Any]) -> None:
-        self.room.tell(self.conn, Pong(id=message.get("id"), t=round(time.time() * 1000)))
+    def _on_ping(self, values: dict[str, Any]) -> None:
+        self.room.tell(self.conn, Pong(id=values["id"], t=round(time.time() * 1000)))
 
-    def _on_prompt(self, message: dict[str, Any]) -> None:
-        text = _text_field(message, "text")
-        effort = message.get("effort", "medium")
-        if effort not in EFFORTS:
-            raise BadMessage(ErrorCode.BAD_FIELD, f"'effort' must be one of {list(EFFORTS)}")
-        path = _text_field(message, "path", required=False, limit=settings.SPARK_MAX_PATH_LENGTH)
-        self._command(CommandKind.PROMPT, text=text, effort=effort, path=path)
+    def _on_prompt(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"])
 
-    def _on_steer(self, message: dict[str, Any]) -> None:
-        self._command(CommandKind.STEER, text=_text_field(message, "text"))
+    def _on_steer(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.STEER, text=values["text"])
 
-    def _on_stop(self, message: dict[str, Any]) -> None:
+    def _on_stop(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.STOP)
 
-    def _on_revert(self, message: dict[str, Any]) -> None:
-        self._command(CommandKind.REVERT, turn=_text_field(message, "turn", limit=64))
+    def _on_revert(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.REVERT, turn=values["turn"])
 
-    def _on_run(self, message: dict[str, Any]) -> None:
-        tests = message.get("tests", False)
-        if not isinstance(tests, bool):
-            raise BadMessage(ErrorCode.BAD_FIELD, "'tests' must be true or false")
-        path = "" if tests else _text_field(message, "path", limit=settings.SPARK_MAX_PATH_LENGTH)
-        self.room.run(self.conn, path=path, tests=tests)
+    def _on_run(self, values: dict[str, Any]) -> None:
+        tests = values["tests"]
+        path = "" if tests else values["path"]
+        self.room.run(self.conn, path=path, tests=tests, confirm=values["confirm"])
 
-    def _on_run_input(self, message: dict[str, Any]) -> None:
-        run = _text_field(message, "run", limit=64)
-        text = message.get("text")
-        if not isinstance(text, str):
-            raise BadMessage(ErrorCode.MISSING_FIELD, "'run.input' needs a string 'text'")
-        if len(text) > MAX_RUN_INPUT_CHARS:
-            raise BadMessage(ErrorCode.TOO_LONG, f"'text' is longer than {MAX_RUN_INPUT_CHARS} characters")
-        self.room.run_input(self.conn, run, text)
+    def _on_run_input(self, values: dict[str, Any]) -> None:
+        self.room.run_input(self.conn, values["run"], values["text"])
 
-    def _on_run_stop(self, message: dict[str, Any]) -> None:
-        self.room.run_stop(self.conn, _text_field(message, "run", limit=64))
+    def _on_run_stop(self, values: dict[str, Any]) -> None:
+        self.room.run_stop(self.conn, values["run"])
 
-    def _on_resume(self, message: dict[str, Any]) -> None:
+    def _on_resume(self, values: dict[str, Any]) -> None:
         """For clients that resume by message rather than ``?after=`` in the URL: what they
         missed before they joined comes now, after live events they may already hold."""
-        after = message.get("after")
-        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-            raise BadMessage(ErrorCode.MISSING_FIELD, "'resume' needs an integer 'after' >= 0")
-        task = asyncio.create_task(self.room.resume(self.conn, after))
+        task = asyncio.create_task(self.room.resume(self.conn, values["after"]))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
+
+
+Handler = Callable[[SessionConsumer, dict[str, Any]], None]
+
+HANDLERS: dict[str, Handler] = {
+    "ping": SessionConsumer._on_ping,
+    "prompt": SessionConsumer._on_prompt,
+    "steer": SessionConsumer._on_steer,
+    "stop": SessionConsumer._on_stop,
+    "revert": SessionConsumer._on_revert,
+    "run": SessionConsumer._on_run,
+    "run.input": SessionConsumer._on_run_input,
+    "run.stop": SessionConsumer._on_run_stop,
+    "resume": SessionConsumer._on_resume,
+}
+if set(HANDLERS) != set(MESSAGES):  # a declared message nobody handles, or the reverse
+    raise RuntimeError(f"session messages without a handler or a declaration: {set(HANDLERS) ^ set(MESSAGES)}")

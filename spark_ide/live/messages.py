@@ -1,0 +1,189 @@
+"""Every message a client may send on the session socket, declared once (docs/protocol.md §2).
+
+A declaration names the type, the roles that may send it and each field: its JSON type,
+whether it is required, its default and its limits. The consumer looks a message up here,
+checks the sender's role, then ``validate`` turns the untrusted JSON object into plain
+values of the declared types, or says which field is wrong. No handler ever sees a field
+that was not checked: a list where a string belongs used to reach a set lookup and close
+the socket (issue 16). The authorisation test walks ``MESSAGES`` too, so a new message
+without a rule in its table fails there.
+
+Fields a declaration does not name are ignored, so clients may send more than a server
+knows (the contract may grow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import DRIVER_ROLES, EFFORTS, ErrorCode, Role
+
+__all__ = [
+    "ALL_ROLES",
+    "MESSAGES",
+    "Field",
+    "Invalid",
+    "Limits",
+    "MessageSpec",
+    "validate",
+]
+
+ALL_ROLES = frozenset(Role)
+MAX_ID_CHARS = 64  # turn and run ids are 32 hex characters; room to spare, not for abuse
+MAX_SAFE_INT = 2**53 - 1  # the largest integer every client (JavaScript) reads exactly
+MAX_SEQ = 2**63 - 1  # a seq travels between processes as a 64-bit integer (msgpack)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Lengths that come from settings (the consumer fills them in); the defaults are the
+    documented ones."""
+
+    prompt_chars: int = 20_000
+    path_chars: int = 512
+    run_input_chars: int = 10_000  # one line typed into a running program
+    id_chars: int = MAX_ID_CHARS
+
+
+class Invalid(Exception):
+    """A message refused for one field: the error code and a message naming the field."""
+
+    def __init__(self, code: ErrorCode, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.field = code, message, field
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a message.
+
+    ``kinds``: the JSON types accepted (``bool`` is never taken for ``int``). ``limit``: for a
+    string, the ``Limits`` attribute bounding its length. ``blank``: whether a string of only
+    spaces counts as given. ``choices``: the values allowed. ``minimum``/``maximum``: for an
+    integer. ``required_unless``: required except when that boolean field is true.
+    """
+
+    name: str
+    kinds: tuple[type, ...]
+    required: bool = False
+    default: Any = None
+    limit: str | None = None
+    blank: bool = True
+    choices: tuple[str, ...] | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    required_unless: str | None = None
+
+    def describe(self) -> str:
+        """What the field must be, in words, for error messages and the docs."""
+        names = {str: "a string", bool: "true or false", int: "an integer"}
+        kind = " or ".join(names.get(kind, kind.__name__) for kind in self.kinds)
+        if self.choices is not None:
+            return f"one of {list(self.choices)}"
+        if str in self.kinds and not self.blank:
+            kind = "a non-empty string"
+        if self.kinds == (int,) and self.minimum is not None and self.maximum is not None:
+            kind += f" from {self.minimum} to {self.maximum}"
+        return kind
+
+
+@dataclass(frozen=True)
+class MessageSpec:
+    """One client message type: who may send it and what it carries."""
+
+    type: str
+    roles: frozenset[Role]
+    fields: tuple[Field, ...] = ()
+    doc: str = ""
+    names: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(f.name for f in self.fields))
+
+
+def _text(name: str, *, limit: str, required: bool = True, blank: bool = False, **rest: Any) -> Field:
+    return Field(name, (str,), required=required, default="", limit=limit, blank=blank, **rest)
+
+
+def _flag(name: str) -> Field:
+    return Field(name, (bool,), default=False)
+
+
+_DECLARED = (
+    MessageSpec("prompt", DRIVER_ROLES, (
+        _text("text", limit="prompt_chars"),
+        Field("effort", (str,), default="medium", choices=tuple(EFFORTS)),
+        _text("path", limit="path_chars", required=False, blank=True),
+    ), "start a turn (queued while one runs)"),
+    MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"),),
+                "stop the running turn and prompt again"),
+    MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
+    MessageSpec("revert", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "undo a turn's edits"),
+    MessageSpec("run", DRIVER_ROLES, (
+        _flag("tests"),
+        _text("path", limit="path_chars", required=False, required_unless="tests"),
+        _flag("confirm"),  # run despite the watchdog's high-severity findings
+    ), "run a file, or the tests, in the sandbox"),
+    MessageSpec("run.input", DRIVER_ROLES, (
+        _text("run", limit="id_chars"),
+        _text("text", limit="run_input_chars", blank=True),
+    ), "a line for the running program's stdin"),
+    MessageSpec("run.stop", DRIVER_ROLES, (_text("run", limit="id_chars"),), "kill a run"),
+    MessageSpec("resume", ALL_ROLES, (
+        Field("after", (int,), required=True, minimum=0, maximum=MAX_SEQ),
+    ), "replay what came before joining, after that seq"),
+    MessageSpec("ping", ALL_ROLES, (
+        Field("id", (int, str), limit="id_chars", minimum=-MAX_SAFE_INT, maximum=MAX_SAFE_INT),
+    ), "answered by pong with the same id"),
+)
+
+MESSAGES: Mapping[str, MessageSpec] = {spec.type: spec for spec in _DECLARED}
+"""The client message types by name (dotted names; ``run_input`` is not ``run.input``)."""
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in kinds  # JSON true is not the integer 1
+    return isinstance(value, kinds)
+
+
+def validate(spec: MessageSpec, message: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
+    """The declared fields of ``message`` as checked values (defaults filled in), or ``Invalid``.
+
+    A required field that is absent, null or not of its type is ``missing_field`` (the
+    message says what it must be); an optional one of the wrong type, or any value outside
+    its choices or range, is ``bad_field``; a string over its limit is ``too_long``.
+    """
+    values: dict[str, Any] = {}
+    for spec_field in spec.fields:
+        name = spec_field.name
+        value = message.get(name)
+        required = spec_field.required or (
+            spec_field.required_unless is not None and values.get(spec_field.required_unless) is not True
+        )
+        given = value is not None and _is(value, spec_field.kinds)
+        if given and isinstance(value, str) and not spec_field.blank and not value.strip():
+            given = False  # only spaces: as good as absent
+        if not given:
+            if required:
+                raise Invalid(
+                    ErrorCode.MISSING_FIELD, f"'{spec.type}' needs '{name}': {spec_field.describe()}", name
+                )
+            if value is not None and not (isinstance(value, str) and str in spec_field.kinds):
+                raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+            values[name] = spec_field.default
+            continue
+        if isinstance(value, str):
+            limit = getattr(limits, spec_field.limit) if spec_field.limit is not None else None
+            if limit is not None and len(value) > limit:
+                raise Invalid(ErrorCode.TOO_LONG, f"'{name}' is longer than {limit} characters", name)
+            if spec_field.choices is not None and value not in spec_field.choices:
+                raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            low, high = spec_field.minimum, spec_field.maximum
+            if (low is not None and value < low) or (high is not None and value > high):
+                raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+        values[name] = value
+    return values
