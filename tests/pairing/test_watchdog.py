@@ -166,3 +166,24 @@ async def test_people_are_flagged_never_halted_and_a_run_asks_first(
     finally:
         await client.close()
         await ROOMS.close_all()
+
+
+async def test_in_flag_mode_the_same_turn_is_flagged_not_halted(live: Live, corrector: Corrector) -> None:
+    from channels.db import database_sync_to_async
+
+    from spark_ide.workspaces.models import Workspace
+
+    await database_sync_to_async(Workspace.objects.filter(pk=live.workspace_id).update)(guard_mode="flag")
+    client = await connect(live)
+    try:
+        await client.send({"type": "prompt", "text": say(VULNERABLE, rate=2000)})
+        done = await client.until(lambda e: e["type"] == "turn.finished")
+        assert done["status"] == "completed"
+        findings = client.of("guard.finding", done["turn"])
+        assert [(f["rule"], f["action"], f["line"]) for f in findings][:1] == [("sql-format", "flagged", 5)]
+        assert len(corrector.requests) == 1  # no correction turn
+        assert "{name}" in (client.text("users.py") or "")  # flagged: the code stays, marked
+        await client.until(lambda e: e["type"] == "guard.diagnostics" and e["path"] == "users.py" and e["findings"])
+    finally:
+        await client.close()
+        await ROOMS.close_all()

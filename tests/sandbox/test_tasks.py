@@ -153,6 +153,13 @@ async def test_a_real_worker_runs_it_over_redis() -> None:
             "run": uuid.uuid4().hex, "group": group, "files": source("print('fine')"), "path": "main.py"})
         assert (await sync_to_async(fine.get)(timeout=30))["status"] == "ok"
         fine.forget()
+        # The watchdog's full scan after a turn is a task of the same workers (JSON in and out).
+        scan = client.send_task("spark_ide.guard.full_scan", queue=queue, kwargs={
+            "files": {"db.py": "def find(cur, name):\n    cur.execute(f'SELECT * FROM t WHERE n = {name}')\n"}})
+        found = await sync_to_async(scan.get)(timeout=60)
+        assert [(f["rule"], f["line"], f["severity"]) for f in found if f["rule"] == "sql-format"] == [
+            ("sql-format", 2, "high")]
+        scan.forget()
         assert worker.poll() is None  # the worker is still up
     finally:
         await layer.flush()
