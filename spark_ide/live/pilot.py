@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, Outcome, ProseEvent, TurnEditor
-from spark_ide.guard import Finding, bandit_scan
+from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 
 from .events import (
@@ -55,7 +55,7 @@ from .prompting import PastTurn, TurnInput, build_request, instructions_for, ste
 from .records import Records
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
 from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
-from .watchdog import CORRECTOR, RoomGuard, TurnWatch, correction_prompt, finding_event
+from .watchdog import CORRECTOR, RoomGuard, TurnWatch, bandit_in_process, correction_prompt, finding_event
 
 log = logging.getLogger(__name__)
 
@@ -398,7 +398,7 @@ class Pilot:
 
     def _scan_block(self, run: TurnRun, path: str, first_line: int, source: str) -> None:
         async def scan() -> None:
-            found = await asyncio.to_thread(bandit_scan, path, source, first_line=first_line)
+            found = await bandit_in_process(path, source, first_line)
             if run.watch is None:
                 return
             fresh = run.watch.fresh(found)

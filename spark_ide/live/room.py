@@ -101,7 +101,7 @@ class Room:
         )
         self.guard = RoomGuard(
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
-            settings=settings.guard,
+            settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
         self.pilot = Pilot(self, settings=settings)
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)

@@ -2,19 +2,22 @@
 
 Two readers, one set of rules:
 
-* ``TurnWatch`` reads what one turn's blocks commit to their files, as they commit it: secret
-  patterns on every completed line and the statement rules on every completed statement
-  inline (tiers 1-2 cost microseconds a line), bandit on every completed top-level block in a
-  thread. The Pilot asks it after every chunk; a finding the rules say halts makes the Pilot
-  stop the stream, roll back the block in flight and re-prompt the model with the finding
-  (``Pilot._correct``); the others are flagged in the transcript (``guard.finding``).
+* ``TurnWatch`` reads what one turn's blocks commit to their files, as they commit it:
+  secret patterns on every completed line and the statement rules on every completed
+  statement inline (tiers 1-2 cost microseconds a line), bandit on every completed top-level
+  block in the scan process (``scan_pool``). The Pilot asks it after every chunk; a finding
+  the rules say halts makes the Pilot stop the stream, roll back the block in flight and re-
+  prompt the model with the finding (``Pilot._correct``); the others are flagged in the
+  transcript (``guard.finding``).
 * ``RoomGuard`` keeps the diagnostics of the document as it is (``guard.diagnostics``, one
   per file: what the editor's lint gutter shows), whoever typed it: a moment after the
-  document changes it scans the files that changed (tiers 1-2 and bandit, in a thread).
-  People's code is only ever flagged. After each turn it runs the full scan (bandit and ruff
-  ``S`` over the files the turn touched, a Celery task on the Django side) and flags what it
-  finds that the stream did not. Before a code run it names the high-severity findings, so
-  the run asks for confirmation (``Room.run``).
+  document changes it scans the files that changed (tiers 1-2, in a thread: a 2,000-line
+  file takes ~150 ms), and once the document has been quiet a little longer, the full scan
+  (bandit and ruff ``S``). While a turn streams it waits: the turn's own watch reads the
+  model's code, and the turn's end rescans. People's code is only ever flagged. After each
+  turn the full scan runs over the files the turn touched and flags what the stream did not.
+  Before a code run it names the high-severity findings, so the run asks for confirmation
+  (``Room.run``).
 
 The mode is the workspace's, or its course's (``RoomStore.guard_mode``): ``off``, ``flag``, or
 ``halt`` (the default: high severity halts, the rest is flagged).
@@ -24,16 +27,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
+import multiprocessing
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from spark_ide.editing import BlockStatus, CodeText, EditEvent, EditState
-from spark_ide.guard import FileScanner, Finding, Severity, bandit_scan, full_scan, merge_findings, scan_text
+from spark_ide.guard import (
+    FileScanner,
+    Finding,
+    Severity,
+    bandit_scan,
+    full_scan,
+    merge_findings,
+    scan_text,
+    warm_up,
+)
 
 from .background import Background
 from .events import Event, GuardDiagnostics, GuardFinding, TurnEvent
@@ -83,17 +100,73 @@ class FullScan(Protocol):
     async def __call__(self, files: Mapping[str, str]) -> list[Finding]: ...
 
 
-async def scan_in_thread(files: Mapping[str, str]) -> list[Finding]:
-    return await asyncio.to_thread(full_scan, dict(files))
+# -- the scan process ---------------------------------------------------------------------------
+#
+# bandit is pure Python and slow (~4 ms for a 10-line block, ~1 s for a 2,000-line file). In a
+# thread of the server it holds the GIL that the event loop needs: streaming a 2,000-line
+# answer with bandit in a thread ran at 0.35x the speed without it (``spark_bench guard``).
+# So bandit and the full scan run in one long-lived process of their own, started on first
+# use with bandit loaded once (its Python API, not a command per block); the loop only waits.
+
+T = TypeVar("T")
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def scan_pool() -> ProcessPoolExecutor:
+    """The scan process (spawned: the server has threads, and forking it would copy their locks)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up,
+            )
+        return _pool
+
+
+async def in_scan_process(work: Callable[[], T]) -> T:
+    """Run ``work`` (a picklable call: a module function with its arguments) in the scan
+    process; a process that died is replaced once."""
+    global _pool
+    for attempt in (1, 2):
+        pool = scan_pool()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, work)
+        except BrokenProcessPool:
+            log.warning("the watchdog's scan process died; starting another")
+            with _pool_lock:
+                if _pool is pool:
+                    _pool = None
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def shutdown_scan_pool() -> None:
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def scan_in_process(files: Mapping[str, str]) -> list[Finding]:
+    """The full scan in the scan process (where no Celery worker does it)."""
+    return await in_scan_process(functools.partial(full_scan, dict(files)))
+
+
+async def bandit_in_process(path: str, source: str, first_line: int) -> list[Finding]:
+    return await in_scan_process(functools.partial(bandit_scan, path, source, first_line=first_line))
 
 
 @dataclass(frozen=True)
 class GuardSettings:
     halt_at: Severity = Severity.HIGH
     max_corrections: int = 2
-    full_scan: FullScan = scan_in_thread
+    full_scan: FullScan = scan_in_process
     scan_delay_s: float = 0.4  # people's edits: rescan once the document is this long quiet
-    scan_max_delay_s: float = 1.5  # and at least this often while it keeps changing (a turn)
+    scan_max_delay_s: float = 1.5  # and at least this often while someone keeps typing
+    full_scan_delay_s: float = 2.0  # and run the full scan once it has been quiet this long
 
     def rules(self, mode: GuardMode) -> GuardRules:
         return GuardRules(mode=mode, halt_at=self.halt_at, max_corrections=self.max_corrections)
@@ -176,15 +249,6 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def quick_scan(path: str, text: str) -> list[Finding]:
-    """Tiers 1-3 over one whole file (blocking: the room runs it in a thread)."""
-    return merge_findings(scan_text(path, text), bandit_scan(path, text) if _is_python(path) else ())
-
-
-def _is_python(path: str) -> bool:
-    return path.endswith((".py", ".pyw"))
-
-
 @dataclass
 class _FileState:
     digest: str = ""
@@ -205,17 +269,20 @@ class RoomGuard:
         announce: Callable[[Event], None],
         read_mode: Callable[[], Awaitable[GuardMode]],
         settings: GuardSettings,
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self._texts = texts
         self._publish = publish
         self._announce = announce
         self._read_mode = read_mode
+        self._busy = busy  # a turn streams: rescans wait for its end (``turn_ended``)
         self.settings = settings
         self.rules = settings.rules(GuardMode.HALT)
         self._read_at = float("-inf")
         self._reading: asyncio.Task[GuardRules] | None = None
         self._files: dict[str, _FileState] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._full_timer: asyncio.TimerHandle | None = None
         self._first_change: float | None = None
         self._scanning: asyncio.Task[None] | None = None
         self._again = False
@@ -232,12 +299,11 @@ class RoomGuard:
         except Exception:
             log.exception("could not read the watchdog's mode; the last one read stays")
             return self.rules
-        rules = self.settings.rules(mode)
+        rules, was_active = self.settings.rules(mode), self.rules.active
         self._read_at = time.monotonic()
-        if rules.active != self.rules.active:
-            self.rules = rules
-            self.changed()  # turned on: scan; turned off: clear the diagnostics
         self.rules = rules
+        if rules.active != was_active:
+            self.changed()  # turned on: scan; turned off: clear the diagnostics
         return rules
 
     def refresh_rules(self) -> None:
@@ -258,10 +324,15 @@ class RoomGuard:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = loop.call_at(due, self._start_scan)
+        if self._full_timer is not None:
+            self._full_timer.cancel()
+            self._full_timer = None
 
     def _start_scan(self) -> None:
         self._timer = None
         self._first_change = None
+        if self._busy():
+            return  # the turn's end rescans
         if self._scanning is not None and not self._scanning.done():
             self._again = True  # one more pass when this one ends
             return
@@ -275,21 +346,33 @@ class RoomGuard:
         if self._again:
             self._again = False
             self.changed()
+        elif self.rules.active and self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._full_timer = loop.call_later(self.settings.full_scan_delay_s, self._start_full_scan)
 
     async def _scan_once(self) -> None:
-        texts = self._texts()
-        if not self.rules.active:
-            texts = {}
+        texts = self._texts() if self.rules.active else {}
         todo = {path: text for path, text in texts.items() if self._state(path).digest != _digest(text)}
-        scanned = await asyncio.to_thread(lambda: {path: quick_scan(path, text) for path, text in todo.items()})
-        for path, findings in scanned.items():
-            state = self._state(path)
-            state.digest, state.quick = _digest(todo[path]), findings
-            self._show(path, state)
+        if todo:
+            scanned = await asyncio.to_thread(lambda: {path: scan_text(path, text) for path, text in todo.items()})
+            for path, findings in scanned.items():
+                state = self._state(path)
+                state.digest, state.quick = _digest(todo[path]), findings
+                self._show(path, state)
         for path in [path for path in self._files if path not in texts]:
             state = self._files.pop(path)
             if state.shown:
                 self._announce(GuardDiagnostics(path=path, findings=()))
+
+    def _start_full_scan(self) -> None:
+        """The document has been quiet a while: the full scan of the files it has not read."""
+        self._full_timer = None
+        if self._busy() or not self.rules.active:
+            return
+        texts = self._texts()
+        files = {path: text for path, text in texts.items() if self._state(path).full_digest != _digest(text)}
+        if files:
+            self._background.spawn(self._full(None, files, frozenset()))
 
     def _state(self, path: str) -> _FileState:
         state = self._files.get(path)
@@ -314,7 +397,7 @@ class RoomGuard:
     def high_findings(self, paths: Iterable[str] | None = None) -> list[Finding]:
         """Findings of high severity in ``paths`` (all files: None) as the files are now: a run
         asks for confirmation when there are any. Files changed since the last scan are scanned
-        here (tiers 1-2: fast enough to do inline)."""
+        here (tiers 1-2: fast enough to do inline for a run)."""
         if not self.rules.active:
             return []
         texts = self._texts()
@@ -333,19 +416,23 @@ class RoomGuard:
     # -- after a turn ----------------------------------------------------------------------------
 
     def turn_ended(self, turn: str, paths: Iterable[str], reported: frozenset[object]) -> None:
-        """Run the full scan over the files ``turn`` touched; flag what the stream did not."""
+        """Rescan the document; run the full scan over the files ``turn`` touched and flag what
+        the stream did not."""
         if not self.rules.active:
             return
+        self.changed()
         texts = self._texts()
         files = {path: texts[path] for path in paths if path in texts}
         if files:
             self._background.spawn(self._full(turn, files, reported))
 
-    async def _full(self, turn: str, files: dict[str, str], reported: frozenset[object]) -> None:
+    async def _full(self, turn: str | None, files: dict[str, str], reported: frozenset[object]) -> None:
+        """The full scan of ``files``: the diagnostics' second half; after a turn, its findings
+        the stream did not report go to the transcript as flagged."""
         try:
             findings = await self.settings.full_scan(files)
         except Exception:
-            log.exception("the watchdog's full scan failed for turn %s", turn)
+            log.exception("the watchdog's full scan failed")
             return
         for path, text in files.items():
             state = self._state(path)
@@ -353,13 +440,15 @@ class RoomGuard:
             state.full_digest = _digest(text)
             if state.digest == state.full_digest:
                 self._show(path, state)
-        for finding in findings:
-            if finding.key not in reported:
-                self._publish(finding_event(turn, finding, "flagged"))
+        if turn is not None:
+            for finding in findings:
+                if finding.key not in reported:
+                    self._publish(finding_event(turn, finding, "flagged"))
 
     async def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._full_timer):
+            if timer is not None:
+                timer.cancel()
         for task in (self._scanning, self._reading):
             if task is not None:
                 task.cancel()
