@@ -280,3 +280,23 @@ def test_bad_frames_are_one_warning_line_now_and_then(caplog: pytest.LogCaptureF
     assert not any(record.exc_info for record in lines)
     assert "1 bad Yjs frame(s)" in lines[0].getMessage()
     assert "refused 1000 bad Yjs frame(s)" in lines[1].getMessage()  # the 999 unlogged, and this one
+
+
+def test_an_update_with_a_gap_in_a_clients_changes_is_refused() -> None:
+    """pycrdt integrates such structs without telling the update observer: the room's
+    document and its peers' copies would part (the fuzz test found it)."""
+    doc: Doc[Any] = Doc()
+    files = doc.get("files", type=Map)
+    files["a.py"] = Text("abc")
+    server: Doc[Any] = Doc()
+    server.apply_update(doc.get_update())  # holds the file, not the keystrokes below
+    keystrokes: list[bytes] = []
+    doc.observe(lambda event: keystrokes.append(bytes(event.update)))
+    for letter in "xyz":
+        files["a.py"].insert(0, letter)
+    check_sync(update_message(keystrokes[0]), state=server.get_state)  # the next in order: accepted
+    with pytest.raises(BadUpdate, match="depend on changes"):
+        check_sync(update_message(keystrokes[2]), state=server.get_state)  # x and y never came
+    server.apply_update(keystrokes[0])
+    server.apply_update(keystrokes[1])
+    check_sync(update_message(keystrokes[2]), state=server.get_state)
