@@ -16,6 +16,18 @@ export function diagnosticsExtensions() {
   return [linter(null), lintGutter()];
 }
 
+// Where a finding is, as people say it: "users.py line 5".
+export function findingPlace({ path, line }) {
+  return Number.isInteger(line) && line > 0 ? `${path} line ${line}` : String(path || "");
+}
+
+// A finding's message without the "line 5 " it may start with (its place is shown beside it).
+export function findingMessage({ message, line }) {
+  const text = String(message || "");
+  const prefix = `line ${line} `;
+  return text.startsWith(prefix) ? text.slice(prefix.length) : text;
+}
+
 // One finding as a CodeMirror diagnostic over `doc` (a Text). The server's line is 1-based and
 // refers to the text as it scanned it; the text may have moved on since (or the finding come
 // for a longer version), so the line is clamped into the document. The underline covers the
@@ -26,7 +38,7 @@ export function toDiagnostic(finding, doc) {
   const indent = /^\s*/.exec(line.text)[0].length;
   const from = indent < line.length ? line.from + indent : line.from;
   const rule = String(finding.rule || "");
-  const message = String(finding.message || "");
+  const message = findingMessage(finding);
   const fix = String(finding.fix || "");
   return {
     from,

@@ -9,6 +9,7 @@
 // again with `confirm: true`.
 import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
 import { element } from "./dom.js";
+import { findingMessage } from "./diagnostics.js";
 
 // The events of a run, all ephemeral: they carry the room's current seq and are not replayed.
 // How long a sent `run` waits for its run.started (or an error) before the buttons come back.
@@ -270,7 +271,7 @@ export class RunPanel {
     field("list").replaceChildren(...findings.slice(0, CONFIRM_LISTED).map((finding) => {
       const item = element("li", "run-confirm-finding");
       item.append(element("code", "run-confirm-place", `${finding.path}:${finding.line}`), " ",
-        element("span", "run-confirm-message", String(finding.message || "")));
+        element("span", "run-confirm-message", findingMessage(finding)));
       if (finding.rule) item.append(" ", element("span", "run-confirm-rule", String(finding.rule)));
       return item;
     }));

@@ -16,8 +16,7 @@ import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
 import { RunPanel } from "./run_panel.js";
-import { GuardDiagnostics } from "./diagnostics.js";
-import { findingPlace } from "./transcript.js";
+import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 
 const REVERT_REFRESH_MS = 800;
 
@@ -169,7 +168,7 @@ class LiveSession {
   guardFinding(event) {
     this.transcript.finding(event);
     if (event.action === "halted" && !this.replayed(event)) {
-      this.toasts.show(`Watchdog halted the model: ${findingPlace(event)} — ${event.message}`, "warn");
+      this.toasts.show(`Watchdog halted the model: ${findingPlace(event)} — ${findingMessage(event)}`, "warn");
     }
     this.loop.request();
   }

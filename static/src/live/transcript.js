@@ -12,6 +12,7 @@ import { languageFor } from "../languages.js";
 import { IN_FLIGHT } from "./block_states.js";
 import { shortPrompt } from "./notices.js";
 import { element } from "./dom.js";
+import { findingMessage, findingPlace } from "./diagnostics.js";
 
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
@@ -41,11 +42,6 @@ export const WATCHDOG = "watchdog";
 export function reasonLabel(status, reason) {
   if (reason === "guard_halt") return GUARD_HALT_LABELS[status] || "halted by the watchdog";
   return reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
-}
-
-// Where a finding is, as people say it: "users.py line 5".
-export function findingPlace({ path, line }) {
-  return Number.isInteger(line) && line > 0 ? `${path} line ${line}` : String(path || "");
 }
 
 // Who ended a turn (turn.finished `by`), for the reasons a person causes: "stopped by Ben".
@@ -285,7 +281,7 @@ export class Transcript {
     place.dataset.guardPath = String(event.path || "");
     place.dataset.line = String(event.line || 1);
     place.title = `Open ${event.path} at line ${event.line}`;
-    const message = element("span", "guard-message", String(event.message || ""));
+    const message = element("span", "guard-message", findingMessage(event));
     const rule = element("span", "guard-rule", String(event.rule || ""));
     rule.title = `Rule ${event.rule} (${event.tier || "watchdog"}), ${severity} severity`;
     if (halted) {
@@ -311,7 +307,14 @@ export class Transcript {
     const entry = this.turns.get(turn);
     if (!entry) return;
     this.stick = false;
-    entry.article.scrollIntoView({ block: "nearest" });
+    // The transcript alone scrolls (scrollIntoView would also move the page sideways).
+    const box = this.container;
+    const top = entry.article.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+    const target = Math.max(0, Math.round(top) - 8);
+    if (Math.abs(box.scrollTop - target) >= 1) {
+      this.scrolled = true; // our own scroll: it leaves `stick` off
+      box.scrollTop = target;
+    }
     entry.article.classList.remove("flash");
     void entry.article.offsetWidth; // the animation starts again
     entry.article.classList.add("flash");
