@@ -184,7 +184,7 @@ async def test_a_turn_passing_the_quota_is_stopped_and_the_next_refused(
     finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
     assert (finished["status"], finished["reason"]) == ("cancelled", "quota")
     assert finished["error"] == "you have used your 1,030 AI tokens for this course"
-    assert finished["metrics"]["tokens"] == 30
+    assert 30 <= finished["metrics"]["tokens"] <= 31  # stopped at the quota (a delta may carry two tokens' text)
     error = await client.until(lambda e: e["type"] == "error")  # the queued prompt may not start
     assert error["code"] == "ai_quota"
     await client.pump(0.3)
