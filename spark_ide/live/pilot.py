@@ -333,10 +333,7 @@ class Pilot:
                     run.deltas += 1
                     run.chars += len(event.text)
                     self.stage.publish(TurnDelta(turn=run.id, text=event.text))
-                    edits = run.editor.feed(event.text)
-                    self._publish_edits(edits)
-                    code = run.editor.take_code()
-                    if run.watch is not None and (code or edits) and self._watch(run, run.watch.feed(code, edits)):
+                    if self._apply(run, event.text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
                     if run.repetition.feed(event.text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
@@ -377,6 +374,20 @@ class Pilot:
         self.submit(Command(kind=CommandKind.NEXT))
 
     # -- the watchdog (live.watchdog) ------------------------------------------------------------
+
+    def _apply(self, run: TurnRun, text: str) -> bool:
+        """Apply a delta; with the watchdog on, line by line, so that a flaw on a line is
+        caught before anything after it (the end of its block, say) is applied. True: the
+        watchdog halted the turn."""
+        watch = run.watch
+        pieces = [text] if watch is None or text.count("\n") < 2 else text.splitlines(keepends=True)
+        for piece in pieces:
+            edits = run.editor.feed(piece)
+            self._publish_edits(edits)
+            code = run.editor.take_code()
+            if watch is not None and (code or edits) and self._watch(run, watch.feed(code, edits)):
+                return True
+        return False
 
     def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
         """What the watchdog found in ``run``'s newest code: flagged findings go to the

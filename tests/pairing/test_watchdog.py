@@ -187,3 +187,31 @@ async def test_in_flag_mode_the_same_turn_is_flagged_not_halted(live: Live, corr
     finally:
         await client.close()
         await ROOMS.close_all()
+
+
+async def test_a_flaw_on_the_blocks_last_line_is_halted_before_the_block_ends(
+    live: Live, corrector: Corrector
+) -> None:
+    """At high rates one delta carries many lines, the flaw's and the block's end together:
+    the flaw is still caught before the block is applied."""
+    last = (
+        '<write path="users.py">\n'
+        "def find(cursor, name):\n"
+        "    cursor.execute(f\"SELECT * FROM users WHERE name = '{name}'\")\n"
+        "</write>\n"
+        "Done.\n"
+    )
+    client = await connect(live)
+    try:
+        await client.send({"type": "prompt", "text": f"[rate:500000][say]{last}[/say]"})
+        halted = await client.until(lambda e: e["type"] == "guard.finding" and e["action"] == "halted")
+        assert halted["line"] == 2
+        await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == halted["turn"])
+        statuses = [e["state"] for e in client.of("edit.status", halted["turn"])]
+        assert "applied" not in statuses and statuses[-1] == "rolled_back"
+        done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == halted["correction"])
+        assert done["status"] == "completed"
+        await client.until_true(lambda: "(name,)" in (client.text("users.py") or ""))
+    finally:
+        await client.close()
+        await ROOMS.close_all()
