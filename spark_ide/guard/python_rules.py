@@ -74,13 +74,15 @@ class PythonContext:
 
 
 def dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a chain of names and attributes, else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+    """``a.b.c`` for a chain of names and attributes, else None (a loop: a chain may be thousands deep)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _is_literal(node: ast.expr) -> bool:
@@ -97,12 +99,17 @@ def _is_str(node: ast.expr) -> bool:
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
-def _add_operands(node: ast.expr) -> Iterator[ast.expr]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        yield from _add_operands(node.left)
-        yield from _add_operands(node.right)
-    else:
-        yield node
+def _add_operands(node: ast.expr) -> list[ast.expr]:
+    """The operands of a chain of ``+``, left to right (a loop: ``a + b + ...`` nests to the left)."""
+    operands: list[ast.expr] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
+            stack += (current.right, current.left)
+        else:
+            operands.append(current)
+    return operands
 
 
 def _names_in(node: ast.AST) -> Iterator[str]:
@@ -164,7 +171,7 @@ def _sql_building(node: ast.expr, context: PythonContext) -> str | None:
             and (node.args or node.keywords)):
         return "str.format()"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        parts = list(_add_operands(node))
+        parts = _add_operands(node)
         stringy = any(_is_str(p) or _sql_building(p, context) or dotted(p) in context.tainted for p in parts)
         if stringy and not all(_is_literal(p) for p in parts):
             return "string concatenation"

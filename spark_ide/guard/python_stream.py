@@ -60,7 +60,10 @@ class PythonStatements:
         if parsed is None:
             return []
         tree, offset = parsed
-        found = self._rules.check(tree, statement.first_line, offset)
+        try:
+            found = self._rules.check(tree, statement.first_line, offset)
+        except RecursionError:
+            return []  # a tree deep enough to parse yet too deep to walk: no finding, never a failed stream
         # One statement may report one rule twice on a line (a literal and a built command): most severe first, so
         # the scanner's once-per-key filter keeps that one.
         return sorted(found, key=lambda f: (f.line, -f.severity.rank, f.rule))

@@ -56,7 +56,7 @@ _KEY_PATTERNS = (
     _KeyPattern(
         "secret-aws-key", "an AWS secret access key",
         re.compile(
-            r"(?i)aws[\w.\-]{0,30}?(?:secret|private)[\w.\-]{0,30}[\"']?\s*(?:=|:|=>)\s*[\"']?"
+            r"(?i)aws[\w.\-]{0,30}?(?:secret|private)[\w.\-]{0,30}+[\"']?\s*+(?:=|:|=>)\s*+[\"']?"
             r"(?-i:[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
         ("aws", "AWS", "Aws"), 0, "AWS_SECRET_ACCESS_KEY",
@@ -104,12 +104,14 @@ _SECRET_WORD_PAIRS = frozenset(
      ("client", "secret"), ("encryption", "key"), ("master", "key")}
 )
 _SECRET_HINTS = ("pass", "pwd", "secret", "token", "key", "cred")
+# Possessive quantifiers and a word-start lookbehind keep these linear in the line's length: a minified line of
+# 100 kB must not stall the stream.
 _QUOTED_ASSIGNMENT = re.compile(
-    r"(?P<name>[A-Za-z_$][\w.\-$]*)[\"']?\]?\s*(?::\s*[\w\[\], .|]+?\s*)?(?::=|=>|=|:)(?!=)\s*[rRbBuU]{0,2}"
-    r"(?P<quote>[\"'`])(?P<value>(?:\\.|(?!(?P=quote)).)*)(?P=quote)"
+    r"(?<![\w.\-$])(?P<name>[A-Za-z_$][\w.\-$]*+)[\"']?\]?\s*+(?::\s*+[\w\[\], .|]*+)?(?::=|=>|=|:)(?!=)\s*+"
+    r"[rRbBuU]{0,2}(?P<quote>[\"'`])(?P<value>(?:\\.|(?!(?P=quote))[^\\])*+)(?P=quote)"
 )
 _BARE_ASSIGNMENT = re.compile(
-    r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][\w.\-]*)\s*[=:]\s*(?P<value>[^\s\"'#]+)\s*(?:#.*)?$"
+    r"^\s*+(?:export\s++)?(?P<name>[A-Za-z_][\w.\-]*+)\s*+[=:]\s*+(?P<value>[^\s\"'#]++)\s*+(?:#.*)?$"
 )
 
 

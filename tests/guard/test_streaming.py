@@ -90,3 +90,21 @@ PYTHONISH = st.text(alphabet="()[]{}'\"#\\\n\r\t :=@fFrb.%+xyeval(exec)os.system
 def test_random_text_in_random_chunks_never_raises(text: str, cuts: list[int], path: str) -> None:
     found, _ = _stream(path, _chunks(text, cuts))
     assert found == scan_text(path, text)
+
+
+def test_pathological_lines_finish() -> None:
+    """Lines that make a backtracking regex or a recursive walk explode (pytest's timeout catches a hang)."""
+    lines = [
+        "password: " + " " * 5000 + "x", "token: " + "a " * 3000, "token=" * 3000, "password = '" + "\\'" * 3000,
+        "var apiKey=function(a,b){return a+b};" * 500, "aws" + "_secret" * 1000, "key:" * 3000, "(" * 3000,
+        "eval(" + "[" * 1000 + "]" * 1000 + ")", "sk-" + "a-" * 3000,
+    ]
+    for line in lines:
+        for path in ("a.py", "a.env"):
+            assert scan_text(path, line + "\n") == []
+    deep = [
+        "x = " + ".".join(["a"] * 2000) + '.execute(f"SELECT {q}")',
+        'db.execute("SELECT " + ' + " + ".join(["a"] * 2000) + ")",
+    ]
+    for line in deep:
+        assert [f.rule for f in scan_text("a.py", line)] == ["sql-format"]
