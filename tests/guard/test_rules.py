@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spark_ide.guard import (
@@ -161,3 +163,9 @@ def test_another_language_can_add_rules() -> None:
     register_language(Language("guard-test-sql", (".guardsql",), line_rules=(no_grant_all,)))
     found = scan_text("init.guardsql", "CREATE ROLE app;\ngrant all on db to app;\n")
     assert [(f.rule, f.line) for f in found] == [("sql-grant-all", 2)]
+
+
+def test_the_doc_lists_every_rule() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "guard.md").read_text()
+    for rule in RULES.values():
+        assert f"| `{rule.id}` | {rule.severity}" in doc, rule.id
