@@ -37,7 +37,7 @@ _SAFE_LOADERS = frozenset({"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoad
 _WEAK_HASHES = frozenset({"hashlib.md5", "hashlib.sha1"})
 _WEAK_HASH_NAMES = frozenset({"md5", "sha1", "sha-1"})
 _HTTP_CALLS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "request", "send", "stream",
-                         "Client", "AsyncClient", "Session", "urlopen"})
+                         "Client", "AsyncClient", "Session"})
 _HTTP_MODULES = frozenset({"requests", "httpx", "urllib3"})
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - the values this rule looks for
 _PASSWORD_WORD = re.compile(r"pass|pwd|(?:^|_)pw(?:$|_)", re.IGNORECASE)
@@ -61,12 +61,11 @@ class PythonContext:
     aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name ("sp" -> "subprocess")
     tainted: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (line, how its SQL was built)
     weak_hashers: set[str] = field(default_factory=set)  # names bound to an md5/sha1 object
-
     extra_triggers: set[str] = field(default_factory=set)  # local names of dangerous functions that lack a trigger
 
     def wants(self, text: str) -> bool:
         """Could ``text`` (a statement) fire a rule or teach this context something? Cheap: substrings only."""
-        if any(trigger in text for trigger in TRIGGERS) or text.startswith(("import ", "from ")):
+        if any(trigger in text for trigger in TRIGGERS) or text.lstrip().startswith(("import ", "from ")):
             return True
         if _FORMATTING.search(text) is not None and _SQL_WORDS.search(text) is not None:
             return True

@@ -59,6 +59,7 @@ CASES = [
     positive("os-system", 'os.system("rm -rf " + folder)\n'),
     positive("os-system", 'from os import popen as run\n\nrun(f"cat {name}")\n', 3),
     positive("os-system", 'os.system("clear")\n', severity=Severity.LOW),
+    positive("os-system", "def clean(cmd):\n    from os import system as sh\n    sh(cmd)\n", 3),
     negative("os-system", "path = os.path.join(a, b)\n"),
     negative("os-system", "system_name = platform.system()\n"),
     negative("os-system", 'subprocess.run(["clear"], check=True)\n'),
