@@ -303,6 +303,8 @@ class Place(Protocol):
 
     def expel(self, user_id: int) -> None: ...
 
+    def rejoin(self) -> None: ...
+
     def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None: ...
 
     def run_input(self, conn: Connection, run: str, text: str) -> None: ...
@@ -314,6 +316,8 @@ class OwnedRoom(Place, Protocol):
     """What the owner's desk needs of the room besides (``live.room.Room``)."""
 
     def expel_now(self, user_id: int) -> None: ...
+
+    def rejoin_now(self) -> None: ...
 
     def set_file(self, path: str, text: str | None) -> None: ...
 
@@ -405,6 +409,8 @@ class OwnerDesk:
                 self._upstream(replica, item)
         elif kind == "room.expel":
             self.room.expel_now(int(message["user"]))
+        elif kind == "room.rejoin":
+            self.room.rejoin_now()
         elif kind == "room.set_file":
             text = message["text"]
             self.room.set_file(str(message["path"]), None if text is None else str(text))
@@ -558,6 +564,10 @@ class Replica:
     def expel(self, user_id: int) -> None:
         """Callable from any thread, as ``Room.expel``."""
         self._loop.call_soon_threadsafe(self._spawn_send, self.owner, {"type": "room.expel", "user": user_id})
+
+    def rejoin(self) -> None:
+        """Callable from any thread, as ``Room.rejoin``."""
+        self._loop.call_soon_threadsafe(self._spawn_send, self.owner, {"type": "room.rejoin"})
 
     def members(self) -> list[Connection]:
         return [seat.conn for seat in self._seats.values()]

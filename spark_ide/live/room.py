@@ -288,6 +288,19 @@ class Room:
         from any thread."""
         self._loop.call_soon_threadsafe(self.expel_now, user_id)
 
+    def rejoin(self) -> None:
+        """Everyone reconnects (their roles changed: a course was archived): callable from any
+        thread. The room closes after moving its connections, so that the replicas of other
+        processes move theirs too; the first to reconnect opens it again."""
+        self._loop.call_soon_threadsafe(self.rejoin_now)
+
+    def rejoin_now(self) -> None:
+        if self._closed:
+            return
+        for conn in self.transport.members():
+            conn.move()
+        self._background.spawn(self.close())
+
     def expel_now(self, user_id: int) -> None:
         for conn in self.transport.members():
             if conn.user_id == user_id:

@@ -94,8 +94,9 @@ def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dic
     """``turn.finished`` metrics, counted in one place.
 
     ``tokens`` is the provider's count of output tokens when it gave one, else an estimate
-    (``TurnRun.streamed_tokens``: the deltas, or a quarter of the characters when that is more); ``ttft_ms`` runs from the
-    moment the prompt (or steer) reached the server to the first text of the answer;
+    (``TurnRun.streamed_tokens``: the deltas, or a quarter of the characters when that is
+    more); ``ttft_ms`` runs from the moment the prompt (or steer) reached the server to the
+    first text of the answer;
     ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at

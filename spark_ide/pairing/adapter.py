@@ -3,6 +3,7 @@ Django settings and the environment, and this process's rooms."""
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import Severity
+from spark_ide.live.cluster import Place
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
@@ -219,15 +221,30 @@ ROOMS = Rooms(make_room, cluster=cluster_from_settings())
 def expel_everywhere(workspace_id: uuid.UUID, user_ids: list[int]) -> None:
     """Hang up on the users' live connections, on whichever process serves them (the owner
     tells the replicas). From a request thread."""
+    for user_id in user_ids:
+        _tell_owner(workspace_id, functools.partial(_expel, user_id=user_id), {"type": "room.expel", "user": user_id})
+
+
+def _expel(place: Place, *, user_id: int) -> None:
+    place.expel(user_id)
+
+
+def rejoin_everywhere(workspace_id: uuid.UUID) -> None:
+    """Have every live connection of the workspace reconnect (their roles changed), on
+    whichever process serves them. From a request thread."""
+    _tell_owner(workspace_id, lambda place: place.rejoin(), {"type": "room.rejoin"})
+
+
+def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: dict[str, object]) -> None:
+    """``here`` on this process's room or replica of the workspace; else ``message`` to the
+    process owning its room, if any."""
     place = ROOMS.held(str(workspace_id))
     if place is not None:
-        for user_id in user_ids:
-            place.expel(user_id)
+        here(place)
         return
     cluster = ROOMS.cluster
     if cluster is None:
         return
     owner = async_to_sync(cluster.lease.holder)(str(workspace_id))
     if owner is not None:
-        for user_id in user_ids:
-            async_to_sync(cluster.bus.send)(owner, {"type": "room.expel", "user": user_id})
+        async_to_sync(cluster.bus.send)(owner, message)

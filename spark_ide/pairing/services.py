@@ -17,6 +17,7 @@ from spark_ide.accounts.services import guest_create
 from spark_ide.live.store import RunOutcome, RunRecord, TurnOutcome, TurnRecord
 from spark_ide.sandbox.control import run_control
 from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.services import archived_copy
 
 from .models import Participant, Role, Run, Session, Turn, TurnStatus
 
@@ -92,17 +93,9 @@ def role_for(*, session: Session, user: Any) -> str | None:
         if not found:
             return None
         role = str(found)
-    if role != Role.VIEWER and _in_archived_course(session.workspace_id):
+    if role != Role.VIEWER and archived_copy(session.workspace_id):
         return Role.VIEWER.value
     return role
-
-
-def _in_archived_course(workspace_id: uuid.UUID) -> bool:
-    """Whether the workspace is a student's copy in an archived course (``role_for``)."""
-    # The classroom app builds on this one (it makes sessions): imported here, not at the top.
-    from spark_ide.classroom.models import Enrollment
-
-    return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
 
 
 def invite_role(*, session: Session, key: str) -> Role:

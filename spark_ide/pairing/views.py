@@ -109,7 +109,8 @@ def workspace_page(request: HttpRequest, workspace_id: str) -> HttpResponse:
     except WorkspaceError:
         raise Http404("no such workspace") from None
     session, _ = services.session_for_workspace(workspace=workspace, by=user)
-    return _live_page(request, session, Role.OWNER)
+    # The owner's own page; a viewer's in an archived course's copy (read-only there).
+    return _live_page(request, session, Role(services.role_for(session=session, user=user) or Role.OWNER))
 
 
 @guests_allowed

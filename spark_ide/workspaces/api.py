@@ -17,6 +17,7 @@ STATUS = {
     "bad_zip": 400,
     "not_found": 404,
     "exists": 409,
+    "read_only": 409,
     "path_conflict": 409,
     "file_too_large": 413,
     "import_too_large": 413,
@@ -69,6 +70,7 @@ def file(request: HttpRequest, workspace_id: str, path: str) -> HttpResponse:
         if request.method == "GET":
             text = services.file_text(workspace=found, path=path)
             return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        services.check_writable(found)
         if request.method == "DELETE":
             services.file_delete(workspace=found, path=path)
             return HttpResponse(status=204)

@@ -101,6 +101,20 @@ def _file_limit_check(workspace: Workspace, adding: int) -> None:
         raise WorkspaceError("too_many_files", f"a workspace holds at most {limit} files")
 
 
+def archived_copy(workspace_id: uuid.UUID) -> bool:
+    """Whether the workspace is a student's copy in an archived course: read-only for everyone
+    (``pairing.services.role_for`` makes them viewers; the file API refuses changes)."""
+    # The classroom app builds on this one: imported here, not at the top.
+    from spark_ide.classroom.models import Enrollment
+
+    return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
+
+
+def check_writable(workspace: Workspace) -> None:
+    if archived_copy(workspace.pk):
+        raise WorkspaceError("read_only", "this workspace is a copy in an archived course: it is read-only")
+
+
 def file_write(*, workspace: Workspace, path: str, data: bytes | str) -> tuple[File, bool]:
     """Create or replace a file; returns it and whether it was created."""
     clean = checked_path(path)

@@ -81,7 +81,17 @@ async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readabl
 ) -> None:
     teacher, course, enrollment = await database_sync_to_async(setup_course)()
     session = await database_sync_to_async(teacher_watch)(enrollment=enrollment, teacher=teacher)
+    # The student has the copy open when the teacher archives the course: the page reconnects
+    # (4012: the room moved) and comes back a viewer.
+    before = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    open_page = await connect(before)
+    assert open_page.of("hello")[0]["role"] == Role.OWNER
     await database_sync_to_async(course_archive)(course=course)
+    frame = await open_page.comm.receive_output(timeout=5)
+    while frame["type"] != "websocket.close":  # what was on its way before the close
+        frame = await open_page.comm.receive_output(timeout=5)
+    assert frame["code"] == 4012
+    await ROOMS.close_all()
 
     def page_of(user: User) -> str:
         browser = Client()
@@ -94,6 +104,17 @@ async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readabl
     assert "“Python 101” is archived: this copy is read-only" in html
     assert 'id="prompt"' not in html and "You are watching" in html  # no prompt box, no Run
     assert "is archived" in await database_sync_to_async(page_of)(teacher)
+
+    def own_page_and_api(user: User) -> tuple[str, int]:
+        """The student's own way in (the workspace list's link) and the file API: read-only too."""
+        browser = Client()
+        browser.force_login(user)
+        page = browser.get(f"/w/{enrollment.workspace_id}/")
+        put = browser.put(f"/api/workspaces/{enrollment.workspace_id}/files/main.py", b"x", content_type="text/plain")
+        return page.content.decode(), put.status_code
+
+    own, put_status = await database_sync_to_async(own_page_and_api)(enrollment.student)
+    assert 'id="prompt"' not in own and "is archived" in own and put_status == 409
     assert await database_sync_to_async(role_for)(session=session, user=teacher) == Role.VIEWER
 
     # The socket: the student joins as a viewer; an edit and a run are refused, reading works.
