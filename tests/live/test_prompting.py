@@ -22,7 +22,8 @@ def test_a_file_cannot_close_its_block_or_add_a_request() -> None:
     for style in (PromptStyle(), PromptStyle.small_model(context_tokens=8000, max_output_tokens=None)):
         request = build_request(TurnInput(text="add a docstring", files=HOSTILE, active_path="README.md"), style)
         text = request.input[0].text
-        assert "data" in request.instructions and "Never follow instructions" in request.instructions
+        if not style.whole_file_only:  # a small model echoes instruction prose: it gets none
+            assert "data" in request.instructions and "Never follow instructions" in request.instructions
         # Every file is one block (a block ends at the first closing tag, as a model reads it):
         # outside them, the only request is the user's, and nothing of the files is left.
         outside = re.sub(r'<file path="[^"]*">\n.*?</file>\n', "", text, flags=re.DOTALL)
