@@ -175,16 +175,6 @@ def course_archive(*, course: Course, archived: bool = True) -> None:
     (``pairing.services.role_for`` answers viewer there) until the course is reopened."""
     course.archived = archived
     course.save(update_fields=["archived"])
-    # Whoever has a copy open now reconnects, and gets the role the copy has now.
-    from spark_ide.pairing.adapter import rejoin_everywhere
-
-    copies = list(course.enrollments.values_list("workspace_id", flat=True))
-
-    def rejoin() -> None:
-        for workspace in copies:
-            rejoin_everywhere(workspace)
-
-    transaction.on_commit(rejoin)
 
 
 def student_data_delete(*, course: Course) -> int:

@@ -24,6 +24,7 @@ from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, signed_in_user
 from spark_ide.live.events import EFFORTS
+from spark_ide.pairing.adapter import rejoin_everywhere
 from spark_ide.workspaces.models import GuardMode, Workspace
 from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_text
 
@@ -188,6 +189,8 @@ def course_archive(request: HttpRequest, course_id: str) -> HttpResponse:
     course = _course(request, course_id)
     archived = request.POST.get("archived", "1") == "1"
     services.course_archive(course=course, archived=archived)
+    for workspace in course.enrollments.values_list("workspace_id", flat=True):
+        rejoin_everywhere(workspace)  # pages open on a copy reconnect, with the role it has now
     messages.success(request, "The course is archived: it takes no new students, and their copies are read-only."
                      if archived else "The course is open again: new students can join and copies can be edited.")
     return redirect("course", course_id=course.pk)

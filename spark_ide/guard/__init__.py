@@ -7,8 +7,8 @@ for a worker thread); ``full_scan`` adds ruff's S rules over whole files after a
 
 from spark_ide.guard.bandit_tier import bandit_scan, warm_up
 from spark_ide.guard.catalog import RULES, Rule
-from spark_ide.guard.findings import Finding, Severity, Tier, merge_findings, rule_family
-from spark_ide.guard.languages import CodeBlock, Language, LineRule, StatementChecker, language_for, register_language
+from spark_ide.guard.findings import CodeBlock, Finding, Severity, Tier, merge_findings, rule_family
+from spark_ide.guard.languages import Language, LineRule, StatementChecker, language_for, register_language
 from spark_ide.guard.scanner import FileScanner, scan_text
 from spark_ide.guard.whole_files import full_scan, ruff_scan
 

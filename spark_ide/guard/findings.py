@@ -124,3 +124,11 @@ def merge_findings(*groups: Iterable[Finding]) -> list[Finding]:
             current = kept.get(finding.key)
             kept[finding.key] = finding if current is None else _preferred(current, finding)
     return sorted(kept.values(), key=lambda f: (f.path, f.line, f.rule))
+
+
+@dataclass(frozen=True, slots=True)
+class CodeBlock:
+    """A completed top-level block of a streamed file, for tier 3 (bandit)."""
+
+    first_line: int  # the file line of the block's first line
+    source: str

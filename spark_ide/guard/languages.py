@@ -13,15 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from spark_ide.guard.findings import Finding
-
-
-@dataclass(frozen=True, slots=True)
-class CodeBlock:
-    """A completed top-level block of a streamed file, for tier 3 (bandit)."""
-
-    first_line: int  # the file line of the block's first line
-    source: str
+from spark_ide.guard.findings import CodeBlock, Finding
 
 
 class StatementChecker(Protocol):

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from spark_ide.guard.findings import Finding
-from spark_ide.guard.languages import CodeBlock
+from spark_ide.guard.findings import CodeBlock, Finding
 from spark_ide.guard.python_lexer import LogicalLines, Statement, parse_statement
 from spark_ide.guard.python_rules import StatementRules
 

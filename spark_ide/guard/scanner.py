@@ -7,8 +7,8 @@ tests check against ``scan_text``.
 
 from __future__ import annotations
 
-from spark_ide.guard.findings import Finding
-from spark_ide.guard.languages import CodeBlock, language_for
+from spark_ide.guard.findings import CodeBlock, Finding
+from spark_ide.guard.languages import language_for
 from spark_ide.guard.secret_rules import secret_findings
 
 

@@ -83,10 +83,17 @@ async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readabl
     session = await database_sync_to_async(teacher_watch)(enrollment=enrollment, teacher=teacher)
     # The student has the copy open when the teacher archives the course: the page reconnects
     # (4012: the room moved) and comes back a viewer.
-    before = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    token = await token_for(enrollment.student)
+    before = Live(str(session.id), str(enrollment.workspace_id), token, enrollment.student)
     open_page = await connect(before)
     assert open_page.of("hello")[0]["role"] == Role.OWNER
-    await database_sync_to_async(course_archive)(course=course)
+
+    def archive_as_teacher() -> None:
+        browser = Client()
+        browser.force_login(teacher)
+        assert browser.post(f"/classroom/{course.pk}/archive", {"archived": "1"}).status_code == 302
+
+    await database_sync_to_async(archive_as_teacher)()
     frame = await open_page.comm.receive_output(timeout=5)
     while frame["type"] != "websocket.close":  # what was on its way before the close
         frame = await open_page.comm.receive_output(timeout=5)
