@@ -162,8 +162,9 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     shown = latest if everything else latest[-HISTORY_SHOWN:]
     turns = [
         {
-            "id": turn.id, "prompt": turn.prompt, "status": turn.status, "steered_from": turn.steered_from_id,
-            "metrics": turn.metrics, "reverted": turn.reverted, "created_at": turn.created_at, "error": turn.error,
+            "id": turn.id, "prompt": turn.prompt, "status": turn.status, "reason": turn.reason,
+            "steered_from": turn.steered_from_id, "metrics": turn.metrics, "reverted": turn.reverted,
+            "created_at": turn.created_at, "error": turn.error,
             "paths": list(turn.diff),
         }
         for turn in reversed(shown)

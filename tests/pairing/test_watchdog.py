@@ -6,11 +6,13 @@ flagged (diagnostics), never halted; a run with a high-severity finding asks fir
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.engine import CancelToken, Job, Message, Piece, Tally
@@ -67,6 +69,14 @@ class Corrector(RecordingEngine):
             yield piece
 
 
+def _history_html(live: Live) -> str:
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(live.owner)
+    return browser.get(f"/sessions/{live.session_id}/history").content.decode()
+
+
 def _with_text(job: Job, text: str) -> Job:
     """The same job, asking the scripted engine for ``text``."""
     return dataclasses.replace(job, messages=(*job.messages, Message(role="user", content=say(text, rate=400))))
@@ -106,6 +116,14 @@ async def test_a_turn_writing_sql_with_an_f_string_is_halted_and_corrected(live:
         assert '"SELECT * FROM users WHERE name = ?", (name,)' in text and "{name}" not in text
         assert "security watchdog stopped you" in corrector.requests[-1]
         assert "def find" in corrector.requests[-1]  # the finding names the line; the request carries it
+        # The history shows the halt (the record is written in the background: wait for it).
+        history = ""
+        for _ in range(50):
+            history = await database_sync_to_async(_history_html)(live)
+            if "halted by the watchdog" in history:
+                break
+            await asyncio.sleep(0.1)
+        assert "halted by the watchdog" in history
     finally:
         await client.close()
         await ROOMS.close_all()
