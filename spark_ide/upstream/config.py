@@ -21,6 +21,14 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 LOCAL_MODEL = "smollm2"
 BETA_HEADER = ("OpenAI-Beta", "responses_websockets=2026-02-06")
 
+# How long the IDE waits on the model before it gives up (SPARK_UPSTREAM_CONNECT_S,
+# SPARK_UPSTREAM_FIRST_BYTE_S, SPARK_UPSTREAM_STALL_S). The first byte is any frame, and
+# OpenAI sends `response.created` at once, so a minute of silence means a stuck request; a
+# reasoning model may think for a while between frames, hence the longer stall limit.
+CONNECT_TIMEOUT_S = 10.0
+FIRST_BYTE_TIMEOUT_S = 60.0
+STALL_TIMEOUT_S = 120.0
+
 _WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 
 
@@ -35,9 +43,9 @@ class ProviderConfig:
     # Forces a cancel strategy instead of the profile's choice (tests, benchmarks).
     cancel_strategy: CancelStrategy | None = None
     store: bool = False
-    connect_timeout_s: float = 10.0
-    first_byte_timeout_s: float = 60.0
-    idle_timeout_s: float = 120.0
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
+    first_byte_timeout_s: float = FIRST_BYTE_TIMEOUT_S
+    idle_timeout_s: float = STALL_TIMEOUT_S
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     # OpenAI closes a socket after 60 minutes; roll over to a fresh one a little earlier.
@@ -54,6 +62,11 @@ class ProviderConfig:
         if self.profile.requires_key and not self.api_key:
             raise ConfigError(f"provider {self.provider!r} needs an API key (OPENAI_API_KEY)")
         websocket_url(self.base_url)  # validates the base URL for every provider
+        for name in ("connect_timeout_s", "first_byte_timeout_s", "idle_timeout_s"):
+            if not getattr(self, name) > 0:  # also refuses NaN
+                raise ConfigError(f"{name} must be a positive number of seconds")
+        if self.retry.max_tries < 1:
+            raise ConfigError("retry.max_tries must be at least 1")
         if not 0 <= self.rollover_margin_s < self.connection_lifetime_s:
             raise ConfigError("rollover_margin_s must be >= 0 and below connection_lifetime_s")
 
@@ -73,6 +86,11 @@ class ProviderConfig:
             model=model,
             api_key=env.get("OPENAI_API_KEY") or None,
             steer_models=steer,
+            # How long the IDE waits on the model before it gives a turn up (docs/upstream.md).
+            connect_timeout_s=_seconds(env, "SPARK_UPSTREAM_CONNECT_S", CONNECT_TIMEOUT_S),
+            first_byte_timeout_s=_seconds(env, "SPARK_UPSTREAM_FIRST_BYTE_S", FIRST_BYTE_TIMEOUT_S),
+            idle_timeout_s=_seconds(env, "SPARK_UPSTREAM_STALL_S", STALL_TIMEOUT_S),
+            retry=RetryPolicy(max_tries=_tries(env, "SPARK_UPSTREAM_CONNECT_TRIES", RetryPolicy().max_tries)),
         )
         return replace(config, **overrides)  # type: ignore[arg-type]
 
@@ -97,6 +115,32 @@ class ProviderConfig:
             f"ProviderConfig(provider={self.provider!r}, base_url={self.base_url!r}, "
             f"model={self.model!r}, api_key=<{key}>)"
         )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{name} must be a positive, finite number of seconds, got {raw!r}")
+    return value
+
+
+def _tries(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1, got {raw!r}")
+    return value
 
 
 def _default_base_url(provider: str) -> str:

@@ -26,6 +26,7 @@ from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
 from spark_ide.upstream.errors import (
     CLIENT_CLOSED,
+    CONNECTION_EXPIRED,
     CONNECTION_LOST,
     PROTOCOL_ERROR,
     PROVIDER_UNAVAILABLE,
@@ -75,12 +76,18 @@ LostCallback = Callable[["ResponsesConnection"], None]
 
 
 class ResponsesConnection:
-    def __init__(self, socket: ClientConnection, config: ProviderConfig, on_lost: LostCallback):
+    def __init__(
+        self, socket: ClientConnection, config: ProviderConfig, on_lost: LostCallback,
+        on_aged: LostCallback | None = None,
+    ):
         self.opened_at = time.monotonic()
         # The response the server caches for this socket: the only id we may chain on here.
         self.last_response_id: str | None = None
         self.expired = False  # the server said the lifetime limit is reached
         self.retired = False  # we closed it on purpose (cancel, rollover, shutdown)
+        # We closed it because the server broke the protocol or ended a running response with
+        # an error: it is lost like a dropped socket (the client replaces it), not retired.
+        self.faulted = False
         self._retire_when_idle = False
         self.close_code: int | None = None
         self._closed_by_client = False
@@ -90,9 +97,22 @@ class ResponsesConnection:
         self._pending: deque[Attempt] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._reader = asyncio.create_task(self._read())
+        self._aged: asyncio.TimerHandle | None = None
+        if on_aged is not None:
+            self._aged = asyncio.get_running_loop().call_later(self.replace_after_s(config), on_aged, self)
+
+    @staticmethod
+    def replace_after_s(config: ProviderConfig) -> float:
+        """The age at which a replacement for this socket starts warming: a margin before it
+        stops taking turns (``usable``), so the next turn finds the new socket warm. At least
+        half its usable life, so a short lifetime (tests) cannot make the client churn."""
+        usable_for = config.connection_lifetime_s - config.rollover_margin_s
+        return max(usable_for / 2, usable_for - config.rollover_margin_s)
 
     @classmethod
-    async def open(cls, config: ProviderConfig, on_lost: LostCallback) -> ResponsesConnection:
+    async def open(
+        cls, config: ProviderConfig, on_lost: LostCallback, on_aged: LostCallback | None = None
+    ) -> ResponsesConnection:
         headers: dict[str, str] = {}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
@@ -121,7 +141,7 @@ class ResponsesConnection:
                 PROVIDER_UNAVAILABLE, f"cannot open {config.websocket_url}: {detail}",
                 retryable=True,
             ) from None
-        return cls(socket, config, on_lost)
+        return cls(socket, config, on_lost, on_aged)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -174,7 +194,19 @@ class ResponsesConnection:
         """Close without waiting: closing the socket is what stops a running response."""
         if not self.retired:
             self.retired = True
+            self._cancel_aged()
             self._spawn(self._socket.close(1000, "retired by client"))
+
+    def _fault(self) -> None:
+        """Close a socket whose server we no longer trust: frames of the response it was
+        running would otherwise be routed to the next request sent here."""
+        self.faulted = True
+        self.retire()
+
+    def _cancel_aged(self) -> None:
+        if self._aged is not None:
+            self._aged.cancel()
+            self._aged = None
 
     def retire_when_idle(self) -> None:
         """Rollover: let a running response finish here, then close the socket."""
@@ -185,6 +217,7 @@ class ResponsesConnection:
     async def close(self) -> None:
         self.retired = True
         self._closed_by_client = True
+        self._cancel_aged()
         await self._socket.close(1000, "client closed")
         await asyncio.wait({self._reader}, timeout=self._config.connect_timeout_s)
 
@@ -213,6 +246,7 @@ class ResponsesConnection:
         except ConnectionClosed:
             pass
         finally:
+            self._cancel_aged()
             self.close_code = self._socket.close_code
             self._settle_pending()
             self._on_lost(self)
@@ -281,7 +315,11 @@ class ResponsesConnection:
             self.expired = True
         target = next((a for a in self._pending if not a.done and a.response_id is None), None)
         if target is None:
-            log.info("upstream error outside any request: %s", error.code)
+            running = next((a for a in self._pending if not a.done), None)
+            if running is None:
+                log.info("upstream error outside any request: %s", error.code)
+            else:
+                self._end_running(running, error)
             return
         self._pop(target)
         if target.warm is not None and not target.warm.done():
@@ -299,8 +337,32 @@ class ResponsesConnection:
             stream.chain_allowed = False
             stream.resend(same_connection=True, reason="previous response not on this socket")
         else:
-            retryable = error.status is None or error.status >= 500 or error.status == 429
-            stream.error(error.code, error.message, retryable=retryable)
+            stream.error(error.code, error.message, retryable=_retryable(error))
+
+    def _end_running(self, attempt: Attempt, error: ErrorFrame) -> None:
+        """An ``error`` while a response streams (OpenAI sends one mid-stream when the response
+        breaks off, and one at the 60-minute limit): that response is over. Its turn ends with
+        the error, or goes out again elsewhere if nothing of it was yielded; the socket is
+        dropped, since whatever it still sends of that response would reach the next request."""
+        self._pop(attempt)
+        if attempt.warm is not None and not attempt.warm.done():
+            attempt.warm.set_exception(UpstreamError(error.code, error.message, retryable=True))
+        stream = attempt.stream
+        if stream is not None:
+            expired = error.code == protocol.CONNECTION_LIMIT_REACHED
+            if expired and not stream.has_output:
+                stream.resend(same_connection=False, reason="connection lifetime limit reached")
+            elif expired:
+                stream.error(
+                    CONNECTION_EXPIRED,
+                    "the provider closed the connection at its lifetime limit while the answer was "
+                    f"streaming ({error.code})", retryable=True,
+                )
+            else:
+                stream.error(error.code, error.message or "error event from the provider",
+                             retryable=_retryable(error))
+        log.warning("upstream error ended a running response (%s); dropping the socket", error.code)
+        self._fault()
 
     def _on_steer_failed(self, refusal: SteerFailed) -> None:
         steer = next((a for a in self._pending if a.steer and not a.done), None)
@@ -320,13 +382,17 @@ class ResponsesConnection:
                 head.stream.error(PROTOCOL_ERROR, f"malformed upstream event: {detail}",
                                   retryable=True)
         log.warning("malformed upstream event, dropping the socket: %s", detail)
-        self.retire()
+        self._fault()
 
     def _report_closed(self, stream: TurnStream, code: int | None) -> None:
         if self._closed_by_client:
             stream.error(CLIENT_CLOSED, "the model client was closed", retryable=False)
+        elif self.expired:
+            stream.error(CONNECTION_EXPIRED, "the provider closed the connection at its lifetime limit "
+                         f"while the answer was streaming (close code {code})", retryable=True)
         else:
-            stream.error(CONNECTION_LOST, f"upstream socket closed ({code})", retryable=True)
+            how = "cut without a close frame" if code in (None, 1006) else f"close code {code}"
+            stream.error(CONNECTION_LOST, f"upstream socket closed mid-answer ({how})", retryable=True)
 
     def _pop(self, attempt: Attempt) -> None:
         attempt.done = True
@@ -337,7 +403,8 @@ class ResponsesConnection:
 
     def _settle_pending(self) -> None:
         code = self.close_code
-        retryable = self.expired or (not self.retired and is_retryable_close(code))
+        # Requests queued behind a response that broke (faulted) never started: send them again.
+        retryable = self.expired or self.faulted or (not self.retired and is_retryable_close(code))
         for attempt in self._pending:
             if attempt.done:
                 continue
@@ -354,3 +421,7 @@ class ResponsesConnection:
             else:
                 self._report_closed(stream, code)
         self._pending.clear()
+
+
+def _retryable(error: ErrorFrame) -> bool:
+    return error.status is None or error.status >= 500 or error.status == 429

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 PROVIDER_UNAVAILABLE = "provider_unavailable"
 AUTHENTICATION_FAILED = "authentication_failed"
 CONNECTION_LOST = "connection_lost"
+# The provider ended the socket at its lifetime limit (60 minutes on OpenAI) mid-answer.
+CONNECTION_EXPIRED = "connection_expired"
 TIMEOUT = "timeout"
 PROTOCOL_ERROR = "protocol_error"
 RATE_LIMITED = "rate_limited"

@@ -271,7 +271,7 @@ class ResponsesClient(ModelClient):
         return spare
 
     def _on_lost(self, connection: ResponsesConnection) -> None:
-        if self._closed or connection.retired:
+        if self._closed or (connection.retired and not connection.faulted):
             return
         log.info("upstream socket closed (code %s)", connection.close_code)
         if connection is self._primary:
@@ -279,6 +279,20 @@ class ResponsesClient(ModelClient):
             if self._primary is None:
                 self._start_primary_reopen()
         self._ensure_spare()
+
+    def _on_aged(self, connection: ResponsesConnection) -> None:
+        """``connection`` nears the provider's lifetime limit (60 minutes on OpenAI): warm its
+        replacement now, in the background, so no turn waits for a handshake at the rollover.
+        A turn running on the old socket finishes there; then the old socket closes."""
+        if self._closed or not connection.alive:
+            return
+        if connection is self._primary:
+            log.info("upstream socket is %.0f s old: warming its replacement", connection.age_s)
+            self._start_primary_reopen()
+        elif self._spare_task is not None and _result(self._spare_task) is connection:
+            self._spare_task = None
+            connection.retire()
+            self._ensure_spare()
 
     async def _open(self, *, warm: bool) -> ResponsesConnection:
         """Open (and warm) a socket, retrying with jittered backoff on retryable failures."""
@@ -295,14 +309,14 @@ class ResponsesClient(ModelClient):
                 if delay is None:
                     raise UpstreamError(
                         PROVIDER_UNAVAILABLE,
-                        f"provider unreachable after {tries} tries ({exc.message})",
+                        f"provider unreachable after {tries} {'try' if tries == 1 else 'tries'} ({exc.message})",
                         retryable=True,
                     ) from None
                 log.info("upstream open failed (%s); retrying in %.2f s", exc.code, delay)
                 await asyncio.sleep(delay)
 
     async def _open_once(self, *, warm: bool) -> ResponsesConnection:
-        connection = await ResponsesConnection.open(self.config, self._on_lost)
+        connection = await ResponsesConnection.open(self.config, self._on_lost, self._on_aged)
         if warm:
             body = responses_warmup(
                 model=self.config.model, instructions=self._warmup_instructions,

@@ -33,6 +33,38 @@ SCRIPTS = {"long": LONG_TEXT, "short": "alpha beta gamma"}
 ProxyFactory = Callable[[ModelServer], Awaitable[LoopProxy]]
 
 
+class _Gate:
+    """A stream reader that stops handing on bytes while its gate is closed."""
+
+    def __init__(self, reader: asyncio.StreamReader, gate: asyncio.Event) -> None:
+        self._reader, self._gate = reader, gate
+
+    async def read(self, n: int) -> bytes:
+        await self._gate.wait()
+        return await self._reader.read(n)
+
+
+class StallingProxy(LoopProxy):
+    """The loopback proxy, able to stall: ``stall()`` stops the server's bytes to the client
+    on the sockets open now, as a provider that hangs would (the connection stays up, nothing
+    more arrives). Sockets opened later flow normally, so a client that gives up and opens
+    a new one finds a working server."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._gates: list[asyncio.Event] = []
+
+    def stall(self) -> None:
+        for gate in self._gates:
+            gate.clear()
+
+    async def _pump_down(self, reader: asyncio.StreamReader, link: Any) -> None:
+        gate = asyncio.Event()
+        gate.set()
+        self._gates.append(gate)
+        await super()._pump_down(_Gate(reader, gate), link)  # type: ignore[arg-type]
+
+
 @dataclass
 class Session:
     """A client, and what the other side saw of it."""

@@ -51,6 +51,17 @@ def test_it_reads_openai_settings_from_the_environment() -> None:
     assert config.profile.beta_header
 
 
+def test_it_reads_how_long_to_wait_on_the_model_from_the_environment() -> None:
+    default = ProviderConfig.from_env({})
+    assert (default.connect_timeout_s, default.first_byte_timeout_s, default.idle_timeout_s) == (10, 60, 120)
+    assert default.retry.max_tries == 5
+    env = {"SPARK_UPSTREAM_CONNECT_S": "2.5", "SPARK_UPSTREAM_FIRST_BYTE_S": "15",
+           "SPARK_UPSTREAM_STALL_S": "30", "SPARK_UPSTREAM_CONNECT_TRIES": "2"}
+    config = ProviderConfig.from_env(env)
+    assert (config.connect_timeout_s, config.first_byte_timeout_s, config.idle_timeout_s) == (2.5, 15, 30)
+    assert config.retry.max_tries == 2
+
+
 def test_it_uses_native_steer_for_models_the_profile_lists() -> None:
     env = {"SPARK_PROVIDER": "openai", "OPENAI_API_KEY": KEY, "SPARK_MODEL": "gpt-x",
            "SPARK_STEER_MODELS": "gpt-y, gpt-x"}
@@ -73,6 +84,10 @@ def test_it_reads_an_openai_compatible_server() -> None:
         ({"SPARK_PROVIDER": "openai", "OPENAI_API_KEY": KEY}, "SPARK_MODEL"),
         ({"SPARK_PROVIDER": "openai-compatible", "SPARK_MODEL": "m"}, "OPENAI_BASE_URL"),
         ({"OPENAI_BASE_URL": "gopher://x"}, "base URL"),
+        ({"SPARK_UPSTREAM_STALL_S": "0"}, "SPARK_UPSTREAM_STALL_S"),
+        ({"SPARK_UPSTREAM_FIRST_BYTE_S": "soon"}, "SPARK_UPSTREAM_FIRST_BYTE_S"),
+        ({"SPARK_UPSTREAM_CONNECT_S": "nan"}, "SPARK_UPSTREAM_CONNECT_S"),
+        ({"SPARK_UPSTREAM_CONNECT_TRIES": "0"}, "SPARK_UPSTREAM_CONNECT_TRIES"),
     ],
 )
 def test_it_rejects_incomplete_environments(env: dict[str, str], fragment: str) -> None:

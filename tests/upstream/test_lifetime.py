@@ -7,9 +7,10 @@ import asyncio
 
 from benchmarks.loopproxy import LoopProxy
 from spark_ide.modelserver.server import ModelServer
-from spark_ide.upstream import Completed, ResponsesClient, open_client
+from spark_ide.upstream import Completed, ErrorEvent, ResponsesClient, open_client
 from tests.support.waits import eventually
 from tests.upstream.helpers import (
+    LONG_TEXT,
     ProxyFactory,
     base_url_of,
     client_config,
@@ -55,19 +56,43 @@ async def test_it_resends_a_turn_cut_by_the_lifetime_limit_before_any_output() -
             await client.close()
 
 
-async def test_it_rolls_over_before_the_limit_when_it_knows_the_lifetime(
+async def test_it_warms_a_new_socket_before_the_limit_and_the_next_turn_uses_it(
     local_server: ModelServer, proxy_factory: ProxyFactory
 ) -> None:
     proxy = await proxy_factory(local_server)
+    # Usable for 0.75 s; its replacement starts warming a margin earlier, at 0.5 s.
     config = client_config(proxy.base_url(), openai_like=False,
-                           connection_lifetime_s=1.0, rollover_margin_s=0.5)
+                           connection_lifetime_s=1.0, rollover_margin_s=0.25)
     client = await open_client(config)
+    assert isinstance(client, ResponsesClient)
     try:
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(0.8)  # past the old socket's usable life
+        assert proxy.connections == 2  # the new one was opened in the background, no turn waiting
         stream = await client.start(turn(say("fresh socket")))
         events = await collect(stream)
         assert isinstance(events[-1], Completed)
         assert stream.resends == 0
-        assert proxy.connections == 2  # the turn went out on a new socket
+        assert proxy.connections == 2  # the turn went out on the socket warmed in advance
+        ttfb = events[-1].marks.time_to_first_byte
+        assert ttfb is not None and ttfb < 0.2  # no handshake on the turn's way
     finally:
         await client.close()
+
+
+async def test_a_turn_running_at_the_limit_ends_with_a_clear_error_and_the_next_turn_works() -> None:
+    async with model_server(openai_like=True, lifetime_s=0.6) as server:
+        client = await open_client(client_config(base_url_of(server), openai_like=True))
+        try:
+            # 800 tokens at 1,000/s: the server's limit cuts it mid-answer.
+            stream = await client.start(turn("[script:long]"))
+            events = await collect(stream)
+            final = events[-1]
+            assert isinstance(final, ErrorEvent)
+            assert final.code == "connection_expired" and final.retryable
+            assert "lifetime limit" in final.message
+            assert 0 < len(stream.text) < len(LONG_TEXT)
+            after = await client.start(turn(say("on a new socket")))
+            assert isinstance((await collect(after))[-1], Completed)
+            assert after.text == "on a new socket"
+        finally:
+            await client.close()
