@@ -40,6 +40,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "spark_ide.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -151,13 +152,20 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "workspace-list"
 LOGOUT_REDIRECT_URL = "login"
 
+# Behind TLS (SPARK_TLS=1; by default when SPARK_SITE_URL is https): the session and CSRF cookies
+# are Secure, so a browser never sends them over plain HTTP. The deployments put nginx in front,
+# which sets X-Forwarded-Proto itself (deploy/nginx/snippets): Django trusts it there, to know a
+# request came over https (CSRF's origin check, the page's wss: socket in its CSP).
+# (Empty counts as unset: docker-compose passes SPARK_TLS through as "" when it is not given.)
+_HTTPS_SITE = SITE_URL.startswith("https://")
+SPARK_TLS = envbool("SPARK_TLS", _HTTPS_SITE) if envstr("SPARK_TLS", "").strip() else _HTTPS_SITE
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = PRODUCTION
-CSRF_COOKIE_SECURE = PRODUCTION
+SESSION_COOKIE_SECURE = SPARK_TLS
+CSRF_COOKIE_SECURE = SPARK_TLS
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-if PRODUCTION:
+if PRODUCTION or SPARK_TLS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LANGUAGE_CODE = "en-us"
@@ -198,6 +206,14 @@ SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)
 SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)
+# Per-user caps (docs/security.md; each refusal is a clear error, docs/protocol.md): session
+# sockets a user holds open at once (in one server process), workspaces a user owns, a
+# prompt's length, one Yjs update (a binary frame), and a workspace document's total text.
+SPARK_MAX_SOCKETS_PER_USER = envint("SPARK_MAX_SOCKETS_PER_USER", 20)
+SPARK_MAX_WORKSPACES_PER_USER = envint("SPARK_MAX_WORKSPACES_PER_USER", 200)
+SPARK_MAX_PROMPT_CHARS = envint("SPARK_MAX_PROMPT_CHARS", 20_000)
+SPARK_MAX_YJS_UPDATE_BYTES = envint("SPARK_MAX_YJS_UPDATE_BYTES", SPARK_WS_MAX_MESSAGE_BYTES)
+SPARK_MAX_DOCUMENT_BYTES = envint("SPARK_MAX_DOCUMENT_BYTES", 5 * 1024 * 1024)
 # Turn events a reconnecting client may be sent to catch up; a client further behind resyncs.
 SPARK_REPLAY_LIMIT = envint("SPARK_REPLAY_LIMIT", 5000)
 

@@ -2,11 +2,19 @@
 // panel on workspace and session pages, a session's replay, the folder import on the
 // workspace list.
 import htmx from "htmx.org";
+import { cspNonce } from "./csp.js";
 import { wireFolderImport } from "./folder_import.js";
 import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
 import { startReplay } from "./replay/replay.js";
 
+// Under the page's Content-Security-Policy: htmx evaluates no attribute as code (hx-on,
+// "js:" values, trigger filters) and runs no <script> it swaps in (the policy would refuse
+// them anyway; refused here they do not even reach the browser), and its indicator styles
+// carry the page's nonce. Set before DOMContentLoaded, when htmx reads its config.
+htmx.config.allowEval = false;
+htmx.config.allowScriptTags = false;
+htmx.config.inlineStyleNonce = cspNonce();
 window.htmx = htmx;
 
 function boot() {

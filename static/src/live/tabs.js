@@ -4,8 +4,10 @@ import { EditorView, basicSetup } from "codemirror";
 import { EditorSelection, EditorState, Transaction } from "@codemirror/state";
 import { keymap } from "@codemirror/view";
 import * as Y from "yjs";
-import { yCollab, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
+import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
+import { editorNonce } from "../csp.js";
 import { languageFor } from "../languages.js";
+import { remoteSelections } from "./remote_selections.js";
 import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { diagnosticsExtensions } from "./diagnostics.js";
@@ -77,7 +79,12 @@ export class EditorTabs {
       languageFor(path),
       EditorState.readOnly.of(!this.canEdit),
       EditorView.editable.of(this.canEdit),
-      yCollab(tab.ytext, this.awareness, { undoManager: tab.undo }),
+      // Others' carets by our own plugin (remote_selections.js: no style attributes, which the
+      // page's CSP refuses), so yCollab is given no awareness; the theme is y-codemirror's.
+      yCollab(tab.ytext, null, { undoManager: tab.undo }),
+      yRemoteSelectionsTheme,
+      remoteSelections(tab.ytext, this.awareness),
+      editorNonce(),
       liveDecorations(),
       diagnosticsExtensions(),
       EditorState.transactionExtender.of((transaction) => this.extendRemote(transaction)),

@@ -3,6 +3,7 @@
 // block it writes) unless the person picks one.
 import { EditorView, basicSetup } from "codemirror";
 import { EditorState } from "@codemirror/state";
+import { editorNonce } from "../csp.js";
 import { languageFor } from "../languages.js";
 
 // The range of `after` that differs from `before`: {from, to (in before), insert}, or null.
@@ -116,7 +117,9 @@ export class DocumentView {
   state(text) {
     return EditorState.create({
       doc: text,
-      extensions: [basicSetup, EditorState.readOnly.of(true), EditorView.editable.of(false), languageFor(this.path)],
+      extensions: [
+        basicSetup, EditorState.readOnly.of(true), EditorView.editable.of(false), languageFor(this.path), editorNonce(),
+      ],
     });
   }
 }
