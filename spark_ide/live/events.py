@@ -99,6 +99,15 @@ class FinishReason(StrEnum):
     # an explain-only turn wrote edit blocks, shown as text and not applied.
     QUOTA = "quota"
     EXPLAIN_ONLY = "explain_only"
+    # Upstream faults (docs/upstream.md): the connection to the model dropped mid-answer, or the
+    # provider closed it at its lifetime limit (60 minutes on OpenAI) mid-answer; nothing came
+    # within SPARK_UPSTREAM_FIRST_BYTE_S of the request, or within SPARK_UPSTREAM_STALL_S of
+    # the last event; the model's connection sent something that is not a valid event.
+    CONNECTION_LOST = "connection_lost"
+    CONNECTION_EXPIRED = "connection_expired"
+    FIRST_BYTE_TIMEOUT = "first_byte_timeout"
+    STALLED = "stalled"
+    MODEL_PROTOCOL_ERROR = "model_protocol_error"
 
 
 class ErrorCode(StrEnum):

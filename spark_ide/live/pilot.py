@@ -30,6 +30,7 @@ from pycrdt import Doc
 from spark_ide.editing import BlockStatus, EditEvent, Outcome, ProseEvent, TurnEditor
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
+from spark_ide.upstream import errors as upstream_errors
 
 from .events import (
     DEFAULT_EFFORT,
@@ -95,6 +96,36 @@ class GuardHalt:
 
 def new_turn_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+# What a person reads when the model's side failed, by the upstream client's code
+# (docs/upstream.md, "Error codes"); the code and its detail follow in brackets.
+_UPSTREAM_FAILURES: dict[str, tuple[FinishReason, str]] = {
+    upstream_errors.CONNECTION_LOST: (FinishReason.CONNECTION_LOST, "the connection to the model dropped mid-answer"),
+    upstream_errors.CONNECTION_EXPIRED: (
+        FinishReason.CONNECTION_EXPIRED,
+        "the provider closed the model's connection at its time limit mid-answer; the next prompt uses a new one",
+    ),
+    upstream_errors.PROTOCOL_ERROR: (
+        FinishReason.MODEL_PROTOCOL_ERROR, "the model's connection sent something that is not a valid event",
+    ),
+    upstream_errors.PROVIDER_UNAVAILABLE: (FinishReason.MODEL_UNAVAILABLE, "the model is unavailable"),
+}
+
+
+def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:
+    """The reason and message of a turn the model's side ended: each fault says what happened
+    (a timeout before the first byte is not a stall mid-answer); the provider's own errors are
+    ``model_error``. The block in flight is rolled back by ``_finish`` whatever the reason."""
+    detail = f"{event.code}: {event.message}"
+    if isinstance(event, Failed):
+        return FinishReason.MODEL_ERROR, f"the provider reports that the answer failed ({detail})"
+    if event.code == upstream_errors.TIMEOUT:
+        if event.marks.first_byte_at is None:
+            return FinishReason.FIRST_BYTE_TIMEOUT, f"the model did not start answering in time ({detail})"
+        return FinishReason.STALLED, f"the model stopped sending mid-answer ({detail})"
+    reason, text = _UPSTREAM_FAILURES.get(event.code, (FinishReason.MODEL_ERROR, "the model answered with an error"))
+    return reason, f"{text} ({detail})"
 
 
 class Pilot:
@@ -356,8 +387,8 @@ class Pilot:
                         self._finish(run, TurnStatus.COMPLETED, FinishReason.ANSWERED)
                 else:
                     assert isinstance(event, Failed | ErrorEvent)
-                    error = f"{event.code}: {event.message}"
-                    self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_ERROR, error=error)
+                    reason, error = upstream_failure(event)
+                    self._finish(run, TurnStatus.FAILED, reason, error=error)
                     if isinstance(event, ErrorEvent) and not event.retryable:
                         self._link.drop()
                 break

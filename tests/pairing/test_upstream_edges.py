@@ -69,8 +69,8 @@ async def test_a_dropped_upstream_fails_the_turn_cleanly_and_the_next_prompt_wor
     await client.until(lambda e: e["type"] == "edit.status" and e["block"] == 1 and e["state"] == "streaming")
     proxied.cut_all()
     finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn, timeout=30)
-    assert finished["status"] == "failed"
-    assert finished["error"]
+    assert (finished["status"], finished["reason"]) == ("failed", "connection_lost")
+    assert "dropped mid-answer" in finished["error"]
     await client.pump(0.5)
     assert client.text("util.py") == "X = 2\n"  # the completed block stays
     assert client.text("app.py") == FILES["app.py"]  # the block in flight was rolled back

@@ -40,23 +40,40 @@ class _Gate:
         self._reader, self._gate = reader, gate
 
     async def read(self, n: int) -> bytes:
-        await self._gate.wait()
-        return await self._reader.read(n)
+        data = await self._reader.read(n)
+        await self._gate.wait()  # after the read: a read already waiting when the gate closes is held too
+        return data
 
 
 class StallingProxy(LoopProxy):
     """The loopback proxy, able to stall: ``stall()`` stops the server's bytes to the client
     on the sockets open now, as a provider that hangs would (the connection stays up, nothing
     more arrives). Sockets opened later flow normally, so a client that gives up and opens
-    a new one finds a working server."""
+    a new one finds a working server. ``refuse()`` stops listening (connections are refused,
+    open ones cut) until ``listen_again()``, on the same port."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gates: list[asyncio.Event] = []
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        return self._port or super().port
 
     def stall(self) -> None:
         for gate in self._gates:
             gate.clear()
+
+    async def refuse(self) -> None:
+        assert self._server is not None
+        self._port = super().port
+        self._server.close()
+        self.cut_all()
+        await self._server.wait_closed()
+
+    async def listen_again(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self._port)
 
     async def _pump_down(self, reader: asyncio.StreamReader, link: Any) -> None:
         gate = asyncio.Event()
