@@ -198,7 +198,9 @@ LOGGING = {
 CSRF_FAILURE_VIEW = "spark_ide.api.csrf_failure"
 
 # The model (docs/upstream.md): SPARK_PROVIDER, OPENAI_BASE_URL, OPENAI_API_KEY, SPARK_MODEL are
-# read by the upstream client itself. What the IDE asks of the model:
+# read by the upstream client itself, as are its limits on waiting for the model (the turn fails
+# with a reason saying which): SPARK_UPSTREAM_CONNECT_S (10), SPARK_UPSTREAM_CONNECT_TRIES (5),
+# SPARK_UPSTREAM_FIRST_BYTE_S (60), SPARK_UPSTREAM_STALL_S (120). What the IDE asks of the model:
 _SMALL_LOCAL_MODEL = envstr("SPARK_PROVIDER", "local") == "local" and envstr("SPARK_MODEL", "smollm2") == "smollm2"
 # "edits" (search/replace blocks and whole files) or "whole-file" (small models manage only that).
 SPARK_EDIT_STYLE = envstr("SPARK_EDIT_STYLE", "whole-file" if _SMALL_LOCAL_MODEL else "edits")
