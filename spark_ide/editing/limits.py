@@ -13,6 +13,7 @@ class FileLimits:
 
     max_files: int | None = None  # files in the workspace
     max_file_bytes: int | None = None  # UTF-8 size of one file
+    max_document_bytes: int | None = None  # UTF-8 size of all files together (a person's edit past it is undone)
     max_path_length: int = MAX_PATH_LENGTH
 
 

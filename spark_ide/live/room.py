@@ -24,6 +24,7 @@ from pycrdt import (
     Map,
     Text,
     TransactionEvent,
+    UndoManager,
     YMessageType,
     YSyncMessageType,
     create_sync_message,
@@ -59,6 +60,7 @@ from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
 from .turns import Command, CommandKind
 from .watchdog import RoomGuard
+from .yjs_check import check_state_vector
 
 log = logging.getLogger(__name__)
 
@@ -389,15 +391,59 @@ class Room:
         files = workspace_files(self.doc)
         before = set(files.keys()) if writes else set()
         try:
-            reply = handle_sync_message(message[1:], self.doc)
+            if writes:
+                reply, too_large = None, self._apply_within_size(message[1:], files)
+            else:
+                reply, too_large = handle_sync_message(message[1:], self.doc), None
         except (ValueError, RuntimeError) as exc:  # pycrdt could not decode or integrate it: the client's fault
             return bad_binary(conn.username, str(exc))
         except Exception:  # anything else is a bug (ours or pycrdt's): a traceback, and the room goes on
             log.exception("a Yjs message from %s failed", conn.username)
             return bad_binary(conn.username, "failed while applying it")
+        if too_large is not None:
+            return too_large
         if reply is not None:
             conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return self._enforce_file_rules(files, before) if writes else None
+
+    # The document's size when last measured: (UTF-8 bytes of all files, the sum of its clocks).
+    _measured: tuple[int, int] | None = None
+
+    def _apply_within_size(self, message: bytes, files: Map[Text]) -> ErrorEvent | None:
+        """Apply a person's update (sync step 2 or update, without the SYNC byte) unless it grows
+        the files past ``limits.max_document_bytes`` together: such an update is undone at once
+        in a transaction of its own, which reaches every peer, so all converge on the document
+        as it was (the sender's copy too), as with ``_enforce_file_rules``.
+
+        Measuring (a length per file) on every keystroke would cost ~3 µs a file, so it is
+        measured only near the limit: an update adds at most its own length of text, and
+        since the last measurement the files grew by at most 3 bytes per tick of the
+        document's clocks (a clock counts UTF-16 units; one is at most 3 UTF-8 bytes). Only
+        an update that could cross the limit is applied under an undo manager."""
+        limit = self.settings.limits.max_document_bytes
+        if limit is None:
+            handle_sync_message(message, self.doc)
+            return None
+        clock = _clock_sum(self.doc)
+        if self._measured is None or self._measured[0] + 3 * (clock - self._measured[1]) + len(message) > limit:
+            self._measured = (_text_bytes(files), clock)
+        if self._measured[0] + len(message) <= limit:
+            handle_sync_message(message, self.doc)
+            return None
+        undo = UndoManager(scopes=[files], capture_timeout_millis=0)
+        undo.include_origin(SIZE_CHECK)
+        with self.doc.transaction(origin=SIZE_CHECK):
+            handle_sync_message(message, self.doc)
+        grown = _text_bytes(files)
+        if grown > limit:
+            undo.undo()  # a transaction of the undo manager's own: the room sends it like any change
+        self._measured = (_text_bytes(files), _clock_sum(self.doc))
+        if grown <= limit:
+            return None
+        return ErrorEvent(
+            ErrorCode.TOO_LARGE,
+            f"a workspace's files may hold {limit} bytes together; this edit would make them {grown}: it was undone",
+        )
 
     def _enforce_file_rules(self, files: Map[Text], before: set[str]) -> ErrorEvent | None:
         """A collaborator's files obey the rules HTTP and the model obey: a new file with a bad
@@ -475,6 +521,19 @@ class Room:
             return self.texts()
 
         return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
+
+
+SIZE_CHECK = "size-check"  # the origin of a person's update applied where it may cross the size limit
+
+
+def _clock_sum(doc: Doc[Any]) -> int:
+    """The sum of the document's clocks: it grows by one per UTF-16 unit of text inserted."""
+    return sum(check_state_vector(doc.get_state()).values())
+
+
+def _text_bytes(files: Map[Text]) -> int:
+    """The UTF-8 size of every file together (pycrdt counts a text's length in UTF-8 bytes)."""
+    return sum(len(text) for text in files.values())
 
 
 def within_budget(frames: list[Frame], running: str | None, budget: int) -> list[Frame]:

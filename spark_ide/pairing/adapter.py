@@ -195,7 +195,7 @@ def live_settings() -> LiveSettings:
         prompt_style=prompt_style(),
         limits=FileLimits(
             max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
-            max_path_length=settings.SPARK_MAX_PATH_LENGTH,
+            max_path_length=settings.SPARK_MAX_PATH_LENGTH, max_document_bytes=settings.SPARK_MAX_DOCUMENT_BYTES,
         ),
         replay_limit=settings.SPARK_REPLAY_LIMIT,
         meter=METER,

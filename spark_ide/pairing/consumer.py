@@ -20,7 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from spark_ide.live.cluster import Place, RoomClosed
-from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role
+from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role, encode
 from spark_ide.live.messages import MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
@@ -35,6 +35,33 @@ log = logging.getLogger(__name__)
 HANG_UP_AFTER_S = 0.2
 MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
 REFUSED = 4403
+TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: the client retries later
+
+
+class SocketCount:
+    """How many session sockets each user holds open in this process (SPARK_MAX_SOCKETS_PER_USER):
+    a script opening sockets in a loop would otherwise hold a room connection, an outbox and
+    its task per socket without end. Per process: each server process counts its own."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}
+
+    def take(self, user_id: int, limit: int) -> bool:
+        held = self.open.get(user_id, 0)
+        if held >= limit:
+            return False
+        self.open[user_id] = held + 1
+        return True
+
+    def give_back(self, user_id: int) -> None:
+        held = self.open.get(user_id, 0) - 1
+        if held > 0:
+            self.open[user_id] = held
+        else:
+            self.open.pop(user_id, None)
+
+
+SOCKETS = SocketCount()
 
 
 class RateLimit:
@@ -89,8 +116,28 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         if role is None or user is None:
             await self.close(code=4403)  # before accept: the upgrade is refused
             return
+        limit = settings.SPARK_MAX_SOCKETS_PER_USER
+        if not SOCKETS.take(user.pk, limit):
+            # Accepted only to say why: a refused upgrade carries no message.
+            await self.accept()
+            refusal = ErrorEvent(ErrorCode.RATE_LIMITED, f"too many open connections: at most {limit} per person; "
+                                 "close another tab of this IDE and this one reconnects")
+            await self.send(text_data=encode(refusal, 0))
+            await self.close(code=TOO_MANY_SOCKETS)
+            return
+        self.counted = user.pk
+        try:
+            await self._open(session, user, Role(role))
+        except BaseException:
+            SOCKETS.give_back(user.pk)  # no disconnect follows a connect that failed
+            del self.counted
+            raise
+
+    async def _open(self, session: Any, user: Any, role: Role) -> None:
         await self.accept()
-        self.limits = Limits(path_chars=settings.SPARK_MAX_PATH_LENGTH)
+        self.limits = Limits(
+            path_chars=settings.SPARK_MAX_PATH_LENGTH, prompt_chars=settings.SPARK_MAX_PROMPT_CHARS
+        )
         self.text_limit = RateLimit(*self.text_rate)
         self.binary_limit = RateLimit(*self.binary_rate)
         # Straight to the server's send (channels' ``send`` only wraps it in two more coroutines;
@@ -101,7 +148,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         )
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),
-            role=Role(role), outbox=outbox, hang_up=self._hang_up, move=self._move,
+            role=role, outbox=outbox, hang_up=self._hang_up, move=self._move,
         )
         self.outbox_task = asyncio.create_task(outbox.run())
         self.pending: set[asyncio.Task[None]] = set()
@@ -139,6 +186,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         task.add_done_callback(self.pending.discard)
 
     async def disconnect(self, code: int) -> None:
+        if hasattr(self, "counted"):
+            SOCKETS.give_back(self.counted)
+            del self.counted
         if hasattr(self, "conn"):
             self.outbox_task.cancel()
             if hasattr(self, "room"):
@@ -174,9 +224,12 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             self._error(exc.code, exc.message, ref=message["type"][:40])
 
     def _receive_binary(self, data: bytes) -> None:
-        limit = settings.SPARK_WS_MAX_MESSAGE_BYTES
+        # Every frame is bounded by SPARK_WS_MAX_MESSAGE_BYTES; a Yjs frame by its own cap too.
+        limit = min(settings.SPARK_MAX_YJS_UPDATE_BYTES, settings.SPARK_WS_MAX_MESSAGE_BYTES)
         if len(data) > limit:
-            self._error(ErrorCode.TOO_LARGE, f"binary messages are limited to {limit} bytes")
+            # Refused before the room sees it: the document is unchanged. The sender's copy
+            # still holds the edit; the room's reply is the error, which the page shows.
+            self._error(ErrorCode.TOO_LARGE, f"a document update is limited to {limit} bytes (this one: {len(data)})")
             return
         if not self.binary_limit.allow():
             self._error(ErrorCode.RATE_LIMITED, "too many document updates: slow down")

@@ -180,6 +180,16 @@ def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
     return file
 
 
+def _workspace_limit_check(owner: User) -> None:
+    """SPARK_MAX_WORKSPACES_PER_USER: a script creating workspaces in a loop stops there (each
+    holds rows, a document, and a room when opened). Course copies count too."""
+    limit = settings.SPARK_MAX_WORKSPACES_PER_USER
+    if Workspace.objects.filter(owner=owner).count() >= limit:
+        raise WorkspaceError(
+            "too_many_workspaces", f"you have {limit} workspaces, the most one person may hold: delete one first"
+        )
+
+
 def workspace_create(
     *, owner: User, name: str, files: dict[str, str] | None = None
 ) -> Workspace:
@@ -191,6 +201,7 @@ def workspace_create(
     if len(files) > settings.SPARK_MAX_WORKSPACE_FILES:
         raise WorkspaceError("too_many_files", f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
     with transaction.atomic():
+        _workspace_limit_check(owner)
         workspace = Workspace.objects.create(owner=owner, name=name)
         for path, text in files.items():
             if not isinstance(text, str):
