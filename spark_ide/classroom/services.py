@@ -226,7 +226,10 @@ def course_join(*, course: Course, user: User, display_name: str = "") -> tuple[
     texts = current_texts(course.template)
     name = " ".join(display_name.split()) or user.first_name or user.get_username()
     with transaction.atomic():
-        copy = workspace_create(owner=user, name=course.name, files=texts)
+        try:
+            copy = workspace_create(owner=user, name=course.name, files=texts)
+        except WorkspaceError as exc:  # the student's own limits (how many workspaces they hold)
+            raise ClassroomError(exc.code, f"Your copy of the course could not be made: {exc.message}") from None
         enrollment = Enrollment.objects.create(
             course=course, student=user, display_name=name[:100], workspace=copy,
             template_hashes={path: _digest(text) for path, text in texts.items()},

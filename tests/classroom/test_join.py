@@ -106,3 +106,14 @@ def test_a_guest_who_chooses_a_password_signs_in_elsewhere_and_reaches_the_same_
     assert signed.status_code == 302
     assert session_id_of(other_machine.get(f"/join/{course.code}")) == first
     assert Enrollment.objects.count() == 1
+
+
+
+def test_a_student_at_the_workspace_cap_is_told_why_the_copy_was_not_made(
+    course: Course, settings: Any, django_user_model: Any
+) -> None:
+    settings.SPARK_MAX_WORKSPACES_PER_USER = 0
+    student = django_user_model.objects.create_user(username="full")
+    answer = signed_in(student).get(f"/join/{course.code}")
+    assert answer.status_code == 403 and "could not be made" in answer.content.decode()
+    assert not Enrollment.objects.filter(student=student).exists()
