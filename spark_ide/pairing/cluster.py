@@ -22,13 +22,13 @@ from spark_ide.workspaces import documents
 
 KEY_PREFIX = "spark:room-owner:"
 
+# Only a lease still held is renewed. One that vanished (it expired while Redis could not be
+# reached, or Redis restarted and lost it) is not taken back: Redis lost the room's pub/sub
+# stream with it, so the replicas may have missed what the owner published meanwhile and
+# cannot tell. The owner gives the room up instead; every socket reconnects and resyncs.
 _RENEW = """
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] then
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-elseif not held then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return 1
 end
 return 0
@@ -44,9 +44,12 @@ return 0
 
 class RedisLease:
     """``live.cluster.Lease`` in Redis: one key per room holding the owner's channel, with a
-    time to live the owner renews. Redis keeps nothing on disk here: after a restart the
-    owners take their keys back on their next renewal (the epoch in the database still
-    fences a process that lost its room meanwhile)."""
+    time to live the owner renews. Redis keeps nothing on disk here: after a restart every
+    lease is gone, and so is every message the pub/sub layer carried while it was down. An
+    owner whose key vanished therefore does not take it back (``renew`` is False): it closes
+    the room, its sockets and the replicas' reconnect, and whoever needs the room next opens
+    it from storage (a new epoch) and resyncs everyone. Nothing a client was told about is
+    lost: every update was saved before it was sent (docs/cluster.md, "Recovery")."""
 
     def __init__(self, url: str, ttl_s: float = LEASE_TTL_S) -> None:
         self.url = url
