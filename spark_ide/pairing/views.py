@@ -40,24 +40,28 @@ class NoAccess(Exception):
 
 
 def no_access_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Answer ``NoAccess`` with a page that says so (not a bare 404: the guest was in)."""
+    """Answer ``NoAccess`` with a page that says so (a guest may have been in), as a 404: a
+    guest gets the same answer for a session that does not exist, so it learns nothing of
+    sessions it has no role in."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
         except NoAccess:
-            return render(request, "pairing/no_access.html", status=403)
+            return render(request, "pairing/no_access.html", status=404)
 
     return wrapper
 
 
 def _session_and_role(request: HttpRequest, session_id: str) -> tuple[Session, str]:
+    user = signed_in_user(request)
     try:
         session = services.session_get(session_id)
     except services.SessionError:
+        if is_guest(user):
+            raise NoAccess from None
         raise Http404("no such session") from None
-    user = signed_in_user(request)
     role = services.role_for(session=session, user=user)
     if role is None:
         if is_guest(user):
@@ -131,7 +135,7 @@ def guest_home(request: HttpRequest) -> HttpResponse:
     if session is not None:
         return redirect("session", session_id=session.id)
     if is_guest(request.user):
-        return render(request, "pairing/no_access.html", status=403)
+        return render(request, "pairing/no_access.html", status=404)
     return redirect("workspace-list")
 
 

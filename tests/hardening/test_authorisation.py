@@ -87,7 +87,7 @@ HTTP: dict[str, dict[str, str]] = {
     "workspace-public-file": {"GET": "404 404 404 404 404 404 404", "POST": "405 405 405 405 405 405 405"},
     "workspace": {"GET": "302 404 403 404 404 200 404", "POST": "302 405 403 405 405 405 405"},
     "guest-home": {"GET": "302 302 302 302 302 302 302", "POST": "302 405 405 405 405 405 405"},
-    # A guest without a role would see the no-access page (403); ours holds one.
+    # A guest without a role would see the no-access page (404, as for no such session); ours holds one.
     "session": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     "session-history": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     "session-turn-diff": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},

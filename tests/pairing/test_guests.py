@@ -127,7 +127,11 @@ def test_a_guest_sees_only_its_session(session: Session, user: Any) -> None:
 
     assert guest.get("/")["Location"] == "/sessions/"  # the workspace list: where a sign-in lands
     assert guest.get("/sessions/")["Location"] == f"/sessions/{session.id}/"
-    assert guest.get(f"/sessions/{other_session.id}/").status_code == 403
+    assert guest.get(f"/sessions/{other_session.id}/").status_code == 404  # as for one that does not exist
+    missing = guest.get("/sessions/00000000-0000-0000-0000-000000000000/")
+    pages = (missing, guest.get(f"/sessions/{other_session.id}/"))
+    same = [re.search(rb'<section class="card narrow" id="no-access">.*?</section>', p.content, re.S) for p in pages]
+    assert missing.status_code == 404 and same[0] and same[1] and same[0][0] == same[1][0]  # the same page
     for path in (f"/w/{elsewhere.id}/", f"/w/{elsewhere.id}/export.zip", "/account/tokens/"):
         response = guest.get(path)
         assert response.status_code == 403
@@ -196,7 +200,7 @@ def test_a_removed_guest_who_reloads_is_told_it_has_no_access(session: Session, 
     assert not Participant.objects.filter(user=grace).exists()
     for path in (f"/sessions/{session.id}/", "/sessions/", "/"):
         page = guest.get(path, follow=True)
-        assert page.status_code == 403
+        assert page.status_code == 404
         assert "You no longer have access" in page.content.decode()
     assert guest.get(f"/api/sessions/{session.id}/turns").status_code == 404
 
@@ -230,7 +234,7 @@ def test_a_new_link_revokes_the_guests_who_came_through_the_old_one(
     assert not Participant.objects.filter(user=guest_user("Vic")).exists()
     assert Participant.objects.filter(user=guest_user("Cole")).exists()
     assert Participant.objects.filter(user=other_user).exists()
-    assert viewer.get(f"/sessions/{session.id}/").status_code == 403
+    assert viewer.get(f"/sessions/{session.id}/").status_code == 404
     assert collaborator.get(f"/sessions/{session.id}/").status_code == 200
     assert Client().get(old_viewer).status_code == 404  # the old link is dead
     assert Client().get(invite(session, "viewer")).status_code == 200  # the new one asks for a name
