@@ -103,8 +103,9 @@ class Lease(Protocol):
         """Take the room if nobody holds it."""
 
     async def renew(self, workspace: str, holder: str) -> bool:
-        """Still ours? (Taken back if it vanished, as after a Redis restart; the fencing
-        epoch in storage still stops us if someone else opened the room meanwhile.)"""
+        """Still ours? Only while the key still names us: a lease that vanished (a Redis
+        restart) is given up, not taken back, because what the owner published meanwhile is
+        lost and the replicas cannot tell; the room closes and everyone reconnects and resyncs."""
 
     async def holder(self, workspace: str) -> str | None: ...
 
