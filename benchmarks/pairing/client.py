@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -298,3 +299,24 @@ class Watcher(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._write(_CLOSE, (1000).to_bytes(2, "big"))
             self._transport.close()
+
+    def abort(self) -> None:
+        """Drop the socket without a close frame (a TCP reset): a page whose network went."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    def pause_reading(self) -> None:
+        """Stop reading: the kernel's buffers fill, then the server's; a page that hangs."""
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def shrink_receive_buffer(self, size: int = 4096) -> None:
+        """A small kernel receive buffer, so a paused reader makes the server hold its frames
+        after a few KB instead of the few MB loopback would otherwise absorb."""
+        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)

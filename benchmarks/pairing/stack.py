@@ -79,12 +79,27 @@ def _payload(frame: bytes) -> bytes:
 Tapped = tuple[float, bool, bytes]  # (monotonic time, from the server?, the whole frame)
 
 
+class _Link:
+    """One relayed connection: both ends, and the last text frame the client (the IDE) sent
+    on it, kept masked as it passed (unmasked only when a cut looks for a link)."""
+
+    __slots__ = ("client", "last_request", "upstream")
+
+    def __init__(self, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter) -> None:
+        self.client, self.upstream = client, upstream
+        self.last_request = b""
+
+
 class FrameTap:
     """A loopback TCP relay to the model server that notes when each text frame passed.
 
     Bytes are forwarded as they arrive, before any bookkeeping. While ``recording`` is a
     list, each complete text frame (either way) is appended with the monotonic time of the
     read that completed it; ``tapped_events`` decodes them afterwards, off the hot path.
+
+    ``cut(needle)`` drops, without a close frame (a TCP reset both ways), every connection
+    whose last request holds ``needle``: the model server's connection lost mid-turn, as a
+    fault the soak injects.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -92,6 +107,8 @@ class FrameTap:
         self.recording: list[Tapped] | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._links: set[_Link] = set()
+        self.cuts = 0  # connections cut so far
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -107,16 +124,33 @@ class FrameTap:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self._writers.update((writer, up_writer))
+        link = _Link(writer, up_writer)
+        self._links.add(link)
         try:
-            await asyncio.gather(self._relay(reader, up_writer, False), self._relay(up_reader, writer, True))
+            await asyncio.gather(self._relay(reader, up_writer, False, link), self._relay(up_reader, writer, True))
         except (ConnectionError, asyncio.CancelledError):
             pass  # a link ends when either side or the benchmark ends it: nothing to report
         finally:
+            self._links.discard(link)
             for end in (writer, up_writer):
                 end.transport.abort()
                 self._writers.discard(end)
 
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, from_server: bool) -> None:
+    def cut(self, needle: bytes) -> int:
+        """Abort every connection whose last request holds ``needle``; how many were cut."""
+        cut = 0
+        for link in list(self._links):
+            if link.last_request and needle in _payload(link.last_request):
+                link.client.transport.abort()
+                link.upstream.transport.abort()
+                self._links.discard(link)
+                cut += 1
+        self.cuts += cut
+        return cut
+
+    async def _relay(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, from_server: bool, link: _Link | None = None
+    ) -> None:
         buffer = bytearray()
         upgraded = False  # the HTTP upgrade (request or response) comes before any frame
         while chunk := await reader.read(65536):
@@ -129,6 +163,8 @@ class FrameTap:
             while upgraded and (size := frame_length(buffer)) is not None:
                 if self.recording is not None and buffer[0] & 0x0F == _TEXT_OPCODE:
                     self.recording.append((at, from_server, bytes(buffer[:size])))
+                if link is not None and buffer[0] & 0x0F == _TEXT_OPCODE:
+                    link.last_request = bytes(buffer[:size])
                 del buffer[:size]  # cheap: a bytearray drops its head without moving the rest
             await writer.drain()
         writer.transport.abort()
@@ -298,6 +334,24 @@ class Stack:
             session = await http.post(f"/api/workspaces/{workspace_id}/sessions")
             session.raise_for_status()
             return str(workspace_id), str(session.json()["ws_url"])
+
+    async def participants(self, session_ids: list[str], roles: dict[str, str]) -> dict[str, str]:
+        """Users ``roles`` (name -> ``viewer``/``collaborator``), made with an API token each and
+        given that role in every session of ``session_ids`` (one ``manage.py shell``); their tokens."""
+        code = (
+            "import json;"
+            "from django.contrib.auth import get_user_model;"
+            "from spark_ide.accounts.services import api_token_create;"
+            "from spark_ide.pairing.models import Participant;"
+            f"roles = json.loads({json.dumps(json.dumps(roles))});"
+            f"sessions = json.loads({json.dumps(json.dumps(session_ids))});"
+            "users = {name: get_user_model().objects.create_user(name) for name in roles};"
+            "Participant.objects.bulk_create([Participant(session_id=s, user=users[n], role=r)"
+            " for n, r in roles.items() for s in sessions]);"
+            "print(json.dumps({name: api_token_create(user=user) for name, user in users.items()}))"
+        )
+        tokens: dict[str, str] = json.loads((await self._manage(self._ide_env, "shell", "-c", code)).splitlines()[-1])
+        return tokens
 
     async def file_text(self, workspace_id: str, path: str, expected: str, timeout: float = 5.0) -> str:
         """The file's text over HTTP, polled until it is ``expected`` or ``timeout`` passes.
