@@ -18,6 +18,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
+from redis.exceptions import RedisError
 
 from spark_ide.live.cluster import Place, RoomClosed
 from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role, encode
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 HANG_UP_AFTER_S = 0.2
 MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
 REFUSED = 4403
+TRY_AGAIN = 1013  # the room cannot be opened right now (Redis or the database is down): the client retries
 TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: the client retries later
 
 
@@ -154,7 +157,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.pending: set[asyncio.Task[None]] = set()
         after = _after(self.scope.get("query_string", b""))
         while True:
-            self.room = await self.rooms.attach(str(session.workspace_id))
+            try:
+                self.room = await self.rooms.attach(str(session.workspace_id))
+            except (OSError, RedisError, DatabaseError) as exc:
+                # The cluster's Redis (the room's lease) or the database is not answering: the
+                # page tries again after its back-off, without a traceback per attempt.
+                log.warning("could not open the room of workspace %s: %s", session.workspace_id, exc)
+                self.outbox_task.cancel()
+                await self.close(code=TRY_AGAIN)
+                return
             try:
                 await self.room.join(self.conn, after=after)
                 break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -185,3 +186,29 @@ async def test_resume_replays_what_came_before_the_join_or_asks_for_resync(
     assert resync["reason"]
     await writer.close()
     await again.close()
+
+
+async def test_a_room_that_cannot_be_opened_closes_with_try_again(
+    live: Live, rooms: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis (the room's lease) or the database down: one warning line and close code 1013,
+    which the page retries after its back-off; no traceback, no 1011."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from spark_ide.asgi import application
+    from spark_ide.pairing.adapter import ROOMS
+
+    async def down(workspace: str) -> None:
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(ROOMS, "attach", down)
+    logger = logging.getLogger("spark_ide.pairing.consumer")  # the project's logging may not propagate
+    monkeypatch.setattr(logger, "handlers", [*logger.handlers, caplog.handler])
+    headers = [(b"authorization", f"Token {live.owner_token}".encode())]
+    comm = WebsocketCommunicator(application, f"/ws/sessions/{live.session_id}/", headers=headers)
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    frame = await comm.receive_output(timeout=5)
+    assert frame == {"type": "websocket.close", "code": 1013}
+    warned = [r for r in caplog.records if "could not open the room" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].exc_info is None
