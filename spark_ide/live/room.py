@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,7 @@ log = logging.getLogger(__name__)
 EPOCH_BITS = 32
 LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
 READ_TIMEOUT_S = 5.0
+ASK_EVERY_S = 1.0  # a connection whose update was refused is asked for what it has at most this often
 
 
 class Room:
@@ -378,6 +380,7 @@ class Room:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
         refused = malformed_yjs(message, conn.username, state=self.doc.get_state)
         if refused is not None:
+            self._ask_for_missing(conn, message)
             return refused
         if message[0] == YMessageType.AWARENESS:
             self.transport.raw(message, skip=conn)
@@ -395,6 +398,7 @@ class Room:
             else:
                 reply, too_large = handle_sync_message(message[1:], self.doc), None
         except (ValueError, RuntimeError) as exc:  # pycrdt could not decode or integrate it: the client's fault
+            self._ask_for_missing(conn, message)
             return bad_binary(conn.username, str(exc))
         except Exception:  # anything else is a bug (ours or pycrdt's): a traceback, and the room goes on
             log.exception("a Yjs message from %s failed", conn.username)
@@ -404,6 +408,19 @@ class Room:
         if reply is not None:
             conn.outbox.put_raw(reply)  # pycrdt's reply already starts with the SYNC byte
         return self._enforce_file_rules(files, before) if writes else None
+
+    def _ask_for_missing(self, conn: Connection, message: bytes) -> None:
+        """A driver's update was refused (it skipped one the room never got, say): send it the
+        room's state vector (sync step 1), so its page answers with everything the room lacks
+        and the two converge again. At most once a second per connection: a hostile socket's
+        garbage is not answered with a stream of them."""
+        writes = len(message) > 1 and message[0] == YMessageType.SYNC and message[1] in (
+            YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE,
+        )
+        now = time.monotonic()
+        if writes and conn.role in DRIVER_ROLES and now - conn.asked_at >= ASK_EVERY_S:
+            conn.asked_at = now
+            conn.outbox.put_raw(create_sync_message(self.doc))
 
     # The document's size (UTF-8 bytes of all files) when last measured, and an upper bound of
     # what it grew by since: the length of every update the document made (its text is in them).

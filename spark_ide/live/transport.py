@@ -37,6 +37,7 @@ class Connection:
     hang_up: Callable[[], None] = lambda: None  # closes the socket (the participant was removed)
     move: Callable[[], None] = lambda: None  # closes it so that it reconnects (the room moved)
     remote: str = ""  # the channel of the process that serves it, when that is not the room's
+    asked_at: float = float("-inf")  # when the room last asked it for updates it may lack (``Room.receive_yjs``)
 
 
 class Transport(Protocol):

@@ -75,13 +75,17 @@ class RateLimit:
         self.tokens, self.at = burst, time.monotonic()
 
     def allow(self) -> bool:
+        return self.wait() == 0.0
+
+    def wait(self) -> float:
+        """Take a token if there is one (0.0); else the seconds until there will be."""
         now = time.monotonic()
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
         self.at = now
         if self.tokens < 1:
-            return False
+            return (1 - self.tokens) / self.rate
         self.tokens -= 1
-        return True
+        return 0.0
 
 
 def _after(query: bytes) -> int | None:
@@ -210,7 +214,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if bytes_data is not None:
-            self._receive_binary(bytes_data)
+            await self._receive_binary(bytes_data)
             return
         text = text_data or ""
         if len(text.encode()) > settings.SPARK_WS_MAX_MESSAGE_BYTES:
@@ -234,17 +238,20 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         except Invalid as exc:
             self._error(exc.code, exc.message, ref=message["type"][:40])
 
-    def _receive_binary(self, data: bytes) -> None:
+    async def _receive_binary(self, data: bytes) -> None:
         # Every frame is bounded by SPARK_WS_MAX_MESSAGE_BYTES; a Yjs frame by its own cap too.
         limit = min(settings.SPARK_MAX_YJS_UPDATE_BYTES, settings.SPARK_WS_MAX_MESSAGE_BYTES)
         if len(data) > limit:
             # Refused before the room sees it: the document is unchanged. The sender's copy
             # still holds the edit; the room's reply is the error, which the page shows.
-            self._error(ErrorCode.TOO_LARGE, f"a document update is limited to {limit} bytes (this one: {len(data)})")
+            # ``ref`` "yjs": the page drops what it holds and loads the document again.
+            message = f"a document update is limited to {limit} bytes (this one: {len(data)})"
+            self._error(ErrorCode.TOO_LARGE, message, ref="yjs")
             return
-        if not self.binary_limit.allow():
-            self._error(ErrorCode.RATE_LIMITED, "too many document updates: slow down")
-            return
+        # Over the rate, an update waits (and this socket is not read meanwhile) rather than
+        # being dropped: a dropped update would leave the sender's copy ahead of everyone's.
+        while (delay := self.binary_limit.wait()) > 0:
+            await asyncio.sleep(delay)
         refused = self.room.receive_yjs(self.conn, data)
         if refused is not None:
             self.room.tell(self.conn, refused)

@@ -230,6 +230,13 @@ class LiveSession {
   // The server refused something this page sent (a prompt too long, too many messages…):
   // the prompt box keeps its text.
   refused(event) {
+    if (event.code === "too_large" && event.ref === "yjs") {
+      // The server never took that change (a paste past the size of one update), but this
+      // page's copy holds it, and every later change builds on it: load the document again.
+      this.toasts.show(`${event.message}: the document reloads without that change`, "error");
+      setTimeout(() => window.location.reload(), 2500);
+      return;
+    }
     this.toasts.show(`${event.message || event.code}`, "error");
     this.status.refused();
     if (this.prompt) this.prompt.release();
