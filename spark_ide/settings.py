@@ -74,7 +74,11 @@ TEMPLATES = [
 # Storage: SQLite in WAL mode by default (readers never block the writer), or DATABASE_URL.
 _DEFAULT_DB = f"sqlite:///{DATA_DIR / 'spark.sqlite3'}"
 DATABASES: dict[str, dict[str, Any]] = {
-    "default": dict(dj_database_url.parse(envstr("DATABASE_URL", _DEFAULT_DB), conn_max_age=60))
+    # A kept connection is checked before it is reused: after a database restart every thread's
+    # connection is broken, and the first query on each would otherwise fail.
+    "default": dict(
+        dj_database_url.parse(envstr("DATABASE_URL", _DEFAULT_DB), conn_max_age=60, conn_health_checks=True)
+    )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent: closing a SQLite connection checkpoints the WAL, which made every

@@ -88,6 +88,15 @@ class RateLimit:
         return 0.0
 
 
+def _session_and_role(session_id: str, user: Any) -> tuple[Any, str | None]:
+    """The session and the user's role in it (None: none, or no such session)."""
+    try:
+        session = session_get(session_id)
+    except SessionError:
+        return None, None
+    return session, role_for(session=session, user=user)
+
+
 def _after(query: bytes) -> int | None:
     """``?after=N``: the last seq the client holds (absent on a first connection)."""
     values = parse_qs(query.decode("latin-1")).get("after")
@@ -115,11 +124,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        try:
-            session = await database_sync_to_async(session_get)(self.scope["url_route"]["kwargs"]["session_id"])
-            role = await database_sync_to_async(role_for)(session=session, user=user)
-        except SessionError:
-            role = None
+        # One trip to the database thread (which every room's storage writes share), not two.
+        lookup = database_sync_to_async(_session_and_role)
+        session, role = await lookup(self.scope["url_route"]["kwargs"]["session_id"], user)
         if role is None or user is None:
             await self.close(code=4403)  # before accept: the upgrade is refused
             return
