@@ -242,6 +242,9 @@ class Stack:
             SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
             SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
             SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
+            # The load is one account's many pages (the fanout and rooms benchmarks open hundreds):
+            # the per-user socket cap (20 by default) would refuse them. The soak uses many accounts.
+            SPARK_MAX_SOCKETS_PER_USER=os.environ.get("SPARK_MAX_SOCKETS_PER_USER", "100000"),
         )
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
