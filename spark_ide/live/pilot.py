@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from pycrdt import Doc
 
-from spark_ide.editing import BlockStatus, EditEvent, Outcome, ProseEvent, TurnEditor
+from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, ProseEvent, TurnEditor
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 from spark_ide.upstream import errors as upstream_errors
@@ -92,6 +92,23 @@ class GuardHalt:
 
     run: TurnRun
     findings: tuple[Finding, ...]
+
+
+def _may_end_a_block(text: str) -> bool:
+    """Whether ``text`` may hold the end of an edit block (a closing tag, a fence, a marker)."""
+    return "</" in text or "```" in text or ">>>>>>>" in text
+
+
+def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
+    """``events`` without the progress statuses of a block that a later one replaces."""
+    last: dict[int, int] = {}
+    for index, event in enumerate(events):
+        if isinstance(event, BlockStatus) and event.state is EditState.STREAMING:
+            last[event.block] = index
+    return [
+        event for index, event in enumerate(events)
+        if not (isinstance(event, BlockStatus) and event.state is EditState.STREAMING and last[event.block] != index)
+    ]
 
 
 def new_turn_id() -> str:
@@ -407,29 +424,43 @@ class Pilot:
     # -- the watchdog (live.watchdog) ------------------------------------------------------------
 
     def _apply(self, run: TurnRun, text: str) -> bool:
-        """Apply a delta; with the watchdog on, line by line, so that a flaw on a line is
-        caught before anything after it (the end of its block, say) is applied. True: the
-        watchdog halted the turn."""
+        """Apply a delta. With the watchdog on, a delta of several lines that may end a block
+        goes in line by line, so that a flaw on a line is caught before the end of its block
+        applies it (a halt rolls back only the block in flight). True: the watchdog halted the
+        turn."""
         watch = run.watch
-        pieces = [text] if watch is None or text.count("\n") < 2 else text.splitlines(keepends=True)
-        for piece in pieces:
-            edits = run.editor.feed(piece)
+        if watch is None or text.count("\n") < 2 or not _may_end_a_block(text):
+            edits = run.editor.feed(text)
             self._publish_edits(edits)
             code = run.editor.take_code()
-            if watch is not None and (code or edits) and self._watch(run, watch.feed(code, edits)):
-                return True
-        return False
+            return watch is not None and bool(code or edits) and self._watch(run, watch.feed(code, edits))
+        held: list[EditEvent] = []
+        found: list[Finding] = []
+        for piece in text.splitlines(keepends=True):
+            edits = run.editor.feed(piece)
+            held += edits
+            code = run.editor.take_code()
+            if code or edits:
+                found += watch.feed(code, edits)
+                if any(watch.rules.halts(finding) for finding in found):
+                    break
+        # One progress status per block for the whole delta, as without the split (a status
+        # per line made the room send many times the events at high rates).
+        self._publish_edits(_last_progress(held))
+        return self._watch(run, found)
 
     def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
         """What the watchdog found in ``run``'s newest code: flagged findings go to the
         transcript; a halting one is handed to the Pilot's loop (True: stop reading the
-        answer). Completed top-level blocks go to bandit in a thread."""
-        assert run.watch is not None
-        for source in run.watch.blocks():
-            self._scan_block(run, *source)
+        answer). Completed top-level blocks go to bandit in the scan process."""
+        watch = run.watch
+        assert watch is not None
+        watch.pending += watch.blocks()
+        if watch.pending and not watch.scanning:
+            self._scan_blocks(run, watch)
         if not found:
             return False
-        halting = tuple(finding for finding in found if run.watch.rules.halts(finding))
+        halting = tuple(finding for finding in found if watch.rules.halts(finding))
         for finding in found:
             if finding not in halting:
                 self.stage.publish(finding_event(run.id, finding, "flagged"))
@@ -438,17 +469,24 @@ class Pilot:
         self._commands.put_nowait(GuardHalt(run, halting))
         return True
 
-    def _scan_block(self, run: TurnRun, path: str, first_line: int, source: str) -> None:
+    def _scan_blocks(self, run: TurnRun, watch: TurnWatch) -> None:
+        """bandit over the completed blocks, one scan at a time: blocks that complete while one
+        runs go together in the next (a trip to the scan process per block cost the stream
+        more than the scans)."""
+        watch.scanning = True
+
         async def scan() -> None:
-            found = await bandit_in_process(path, source, first_line)
-            if run.watch is None:
-                return
-            fresh = run.watch.fresh(found)
-            if run.live and self._run is run:
-                self._watch(run, fresh)
-            else:  # the turn ended meanwhile: flagged, as the full scan would
-                for finding in fresh:
-                    self.stage.publish(finding_event(run.id, finding, "flagged"))
+            try:
+                while watch.pending:
+                    batch, watch.pending = watch.pending, []
+                    fresh = watch.fresh(await bandit_in_process(batch))
+                    if run.live and self._run is run:
+                        self._watch(run, fresh)
+                    else:  # the turn ended meanwhile: flagged, as the full scan would
+                        for finding in fresh:
+                            self.stage.publish(finding_event(run.id, finding, "flagged"))
+            finally:
+                watch.scanning = False
 
         task = asyncio.create_task(scan())
         self._scans.add(task)

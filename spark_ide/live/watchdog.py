@@ -155,8 +155,19 @@ async def scan_in_process(files: Mapping[str, str]) -> list[Finding]:
     return await in_scan_process(functools.partial(full_scan, dict(files)))
 
 
-async def bandit_in_process(path: str, source: str, first_line: int) -> list[Finding]:
-    return await in_scan_process(functools.partial(bandit_scan, path, source, first_line=first_line))
+Block = tuple[str, int, str]  # a completed top-level block: path, first line, source
+
+
+def bandit_blocks(blocks: list[Block]) -> list[Finding]:
+    """bandit over several blocks in one call (one trip to the scan process for all of them)."""
+    found: list[Finding] = []
+    for path, first_line, source in blocks:
+        found += bandit_scan(path, source, first_line=first_line)
+    return found
+
+
+async def bandit_in_process(blocks: list[Block]) -> list[Finding]:
+    return await in_scan_process(functools.partial(bandit_blocks, blocks))
 
 
 @dataclass(frozen=True)
@@ -202,6 +213,9 @@ class TurnWatch:
         self.rules = rules
         self._scanners: dict[int, FileScanner] = {}
         self._reported: set[object] = set()
+        self._lines = False  # a line ended since ``blocks()`` last looked (a block can only end then)
+        self.pending: list[Block] = []  # completed blocks waiting for bandit (one scan at a time)
+        self.scanning = False
 
     @property
     def reported(self) -> frozenset[object]:
@@ -212,6 +226,7 @@ class TurnWatch:
         findings not reported before."""
         found: list[Finding] = []
         for piece in code:
+            self._lines = self._lines or "\n" in piece.text
             scanner = self._scanners.get(piece.block)
             if scanner is None:
                 scanner = self._scanners[piece.block] = FileScanner(piece.path, first_line=piece.first_line)
@@ -221,6 +236,7 @@ class TurnWatch:
                 done = self._scanners.get(event.block)
                 if done is not None and event.state is EditState.APPLIED:
                     found += done.finish()
+                    self._lines = True
                 elif done is not None:  # failed or rolled back: what it wrote is gone
                     del self._scanners[event.block]
         return self.fresh(found)
@@ -234,8 +250,11 @@ class TurnWatch:
                 out.append(finding)
         return out
 
-    def blocks(self) -> list[tuple[str, int, str]]:
-        """Completed top-level blocks not scanned by bandit yet: (path, first line, source)."""
+    def blocks(self) -> list[Block]:
+        """Completed top-level blocks not handed out yet: (path, first line, source)."""
+        if not self._lines:
+            return []
+        self._lines = False
         out = []
         for scanner in self._scanners.values():
             out += [(scanner.path, block.first_line, block.source) for block in scanner.completed_blocks()]
@@ -284,6 +303,7 @@ class RoomGuard:
         self._timer: asyncio.TimerHandle | None = None
         self._full_timer: asyncio.TimerHandle | None = None
         self._first_change: float | None = None
+        self._due = 0.0  # when the rescan is due (``changed``)
         self._scanning: asyncio.Task[None] | None = None
         self._again = False
         self._background = Background()
@@ -315,20 +335,25 @@ class RoomGuard:
     # -- diagnostics -----------------------------------------------------------------------------
 
     def changed(self) -> None:
-        """The document changed: rescan once it is quiet for a moment (or a while has passed)."""
+        """The document changed: rescan once it is quiet for a moment (or a while has passed).
+        Runs on every document update (a streaming answer makes hundreds a second), so it only
+        moves the due time; the one timer there is looks at it when it fires."""
         loop = asyncio.get_running_loop()
         now = loop.time()
         if self._first_change is None:
             self._first_change = now
-        due = min(now + self.settings.scan_delay_s, self._first_change + self.settings.scan_max_delay_s)
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = loop.call_at(due, self._start_scan)
+        self._due = min(now + self.settings.scan_delay_s, self._first_change + self.settings.scan_max_delay_s)
+        if self._timer is None:
+            self._timer = loop.call_at(self._due, self._start_scan)
         if self._full_timer is not None:
             self._full_timer.cancel()
             self._full_timer = None
 
     def _start_scan(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._due:  # changed again since this timer was set: wait for quiet
+            self._timer = loop.call_at(self._due, self._start_scan)
+            return
         self._timer = None
         self._first_change = None
         if self._busy():
