@@ -40,7 +40,7 @@ from spark_ide.live.watchdog import GuardRules, TurnWatch, bandit_blocks, scan_p
 
 TARGET_LINE_P99_MS = 0.5
 TARGET_RATIO = 0.9
-QUICK = ["--repeat", "3"]
+QUICK = ["--repeat", "5"]
 
 # Ordinary code, then (rarely) a flaw: what a model writes in a real module.
 ORDINARY = [
@@ -159,6 +159,8 @@ async def room_rates(text: str, rate: int, repeat: int) -> dict[str, list[float]
             ))
             sockets[mode] = await Browser.open(url, stack.token)
         try:
+            for browser in sockets.values():  # warm-up: the first turn of a room opens and warms it
+                await play(browser, f"[script:module][rate:{rate}][ttft:0]")
             for _ in range(repeat):
                 for mode, browser in sockets.items():
                     turn = await play(browser, f"[script:module][rate:{rate}][ttft:0]")
