@@ -362,7 +362,7 @@ class Pilot:
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
-        self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=run.steer_ms))
+        self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:

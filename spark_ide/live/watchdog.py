@@ -31,6 +31,7 @@ import functools
 import hashlib
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -109,8 +110,17 @@ class FullScan(Protocol):
 # use with bandit loaded once (its Python API, not a command per block); the loop only waits.
 
 T = TypeVar("T")
+SCAN_NICENESS = 10
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _start_scan_process() -> None:
+    """In the scan process: below the server in the CPU's queue (a scan uses the time the
+    server and the model leave; on a busy machine a room's stream comes first), bandit loaded."""
+    with contextlib.suppress(OSError):
+        os.nice(SCAN_NICENESS)
+    warm_up()
 
 
 def scan_pool() -> ProcessPoolExecutor:
@@ -119,7 +129,7 @@ def scan_pool() -> ProcessPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up,
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_scan_process,
             )
         return _pool
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -30,7 +29,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from pycrdt import Doc, Map, Text, YMessageType, YSyncMessageType, create_update_message, handle_sync_message
+from pycrdt import Doc, Map, Text, YSyncMessageType, create_update_message, handle_sync_message
 from websockets.exceptions import ConnectionClosed
 
 from benchmarks.pairing.stack import Stack
@@ -64,23 +63,9 @@ class Client(Peer):
         super().__init__(name, token)
         self.told: Doc[Any] = Doc()
 
-    async def _read(self, ws: Any) -> None:
-        try:
-            async for message in ws:
-                if isinstance(message, bytes):
-                    if message[0] == YMessageType.SYNC:
-                        if message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
-                            handle_sync_message(message[1:], self.told)
-                        reply = handle_sync_message(message[1:], self.doc)
-                        if reply is not None:
-                            await ws.send(reply)
-                    continue
-                event = json.loads(message)
-                self.hellos += event["type"] == "hello"
-                self.events.append(event)
-        except ConnectionClosed:
-            pass
-        self.closed_with = ws.close_code if ws.close_code is not None else 1006
+    def received(self, message: bytes) -> None:
+        if message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
+            handle_sync_message(message[1:], self.told)
 
     def edit_offline_or_not(self, path: str, text: str) -> bytes:
         """Append ``text`` to ``path`` in the replica; the update to send (sent if it can be)."""

@@ -58,6 +58,7 @@ class Peer:
             async for message in ws:
                 if isinstance(message, bytes):
                     if message[0] == YMessageType.SYNC:
+                        self.received(message)
                         reply = handle_sync_message(message[1:], self.doc)
                         if reply is not None:
                             await ws.send(reply)
@@ -68,6 +69,9 @@ class Peer:
         except ConnectionClosed:
             pass
         self.closed_with = ws.close_code if ws.close_code is not None else 1006
+
+    def received(self, message: bytes) -> None:
+        """A sync message from the server, before the replica takes it (for subclasses)."""
 
     async def send(self, message: dict[str, Any]) -> None:
         assert self.ws is not None
