@@ -51,6 +51,7 @@ _DANGEROUS = (
     _SHELL_FUNCTIONS | _UNPICKLERS | _YAML_LOADS | _YAML_UNSAFE | _WEAK_HASHES | _SQL_TEXT
     | {"tempfile.mktemp", "hashlib.new", "builtins.eval", "builtins.exec"}
 )
+_ANY_TRIGGER = re.compile("|".join(re.escape(trigger) for trigger in TRIGGERS))  # one scan, not one per trigger
 _FORMATTING = re.compile(r"""[fF][rR]?["']|%|\.format\(|\+""")
 
 
@@ -65,7 +66,7 @@ class PythonContext:
 
     def wants(self, text: str) -> bool:
         """Could ``text`` (a statement) fire a rule or teach this context something? Cheap: substrings only."""
-        if any(trigger in text for trigger in TRIGGERS) or text.lstrip().startswith(("import ", "from ")):
+        if _ANY_TRIGGER.search(text) is not None or text.lstrip().startswith(("import ", "from ")):
             return True
         if _FORMATTING.search(text) is not None and _SQL_WORDS.search(text) is not None:
             return True

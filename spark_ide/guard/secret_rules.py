@@ -161,6 +161,8 @@ def _fix_for(env: str, python: bool, target: str | None = None) -> str:
 
 
 def _key_finding(path: str, line: str, number: int, python: bool) -> Finding | None:
+    if _ANY_PREFIX.search(line) is None:  # one scan of the line for every key's prefixes at once
+        return None
     for key in _KEY_PATTERNS:
         if not any(prefix in line for prefix in key.prefixes):
             continue
@@ -202,12 +204,16 @@ def _assigned_secret(path: str, line: str, number: int, python: bool, config_sty
     return None
 
 
+# The cheap tests before the patterns, each one regular expression over the line (a loop of
+# ``in`` tests per key cost more than the rest of a line's scan).
+_ANY_PREFIX = re.compile("|".join(sorted({re.escape(p) for key in _KEY_PATTERNS for p in key.prefixes})))
+_ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _SECRET_HINTS), re.IGNORECASE)
+
+
 def secret_findings(path: str, line: str, number: int, *, python: bool, config_style: bool) -> list[Finding]:
     """The secret on this completed line, if any (one finding per line: the most specific pattern wins)."""
     found = _key_finding(path, line, number, python)
-    if found is None:
-        low = line.lower()
-        if any(hint in low for hint in _SECRET_HINTS):
-            found = _assigned_secret(path, line, number, python, config_style)
+    if found is None and _ANY_HINT.search(line) is not None:
+        found = _assigned_secret(path, line, number, python, config_style)
     return [found] if found is not None else []
 
