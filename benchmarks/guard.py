@@ -40,7 +40,7 @@ from spark_ide.live.watchdog import GuardRules, TurnWatch, bandit_blocks, scan_p
 
 TARGET_LINE_P99_MS = 0.5
 TARGET_RATIO = 0.9
-QUICK = ["--repeat", "5"]
+QUICK = ["--repeat", "11"]
 
 # Ordinary code, then (rarely) a flaw: what a model writes in a real module.
 ORDINARY = [

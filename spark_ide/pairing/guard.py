@@ -3,7 +3,7 @@ and the full scan after a turn as a Celery task.
 
 The full scan (bandit and ruff ``S`` over whole files) takes tens to hundreds of milliseconds
 of CPU: with ``REDIS_URL`` it runs in a Celery worker, so it never takes the CPU of the
-process serving sockets; in the embedded default (eager Celery) it runs in a thread.
+process serving sockets; in the embedded default it runs in the room's scan process.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.conf import settings
 
 from spark_ide.celery import app
 from spark_ide.guard import Finding, Severity, Tier, full_scan
+from spark_ide.live.watchdog import scan_in_process
 from spark_ide.workspaces.models import GuardMode, Workspace
 
 MAX_SCAN_FILES = 200  # a turn touches a few files; a task's arguments stay small
@@ -53,15 +54,16 @@ def finding_from(data: Mapping[str, Any]) -> Finding:
 
 
 def _scan(files: dict[str, str]) -> list[dict[str, object]]:
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        result: list[dict[str, object]] = full_scan_task.apply(kwargs={"files": files}).get()
-        return result
     pending = full_scan_task.apply_async(kwargs={"files": files}, serializer="json")
     found: list[dict[str, object]] = pending.get(timeout=settings.SPARK_GUARD_SCAN_TIMEOUT_S)
     return found
 
 
 async def celery_full_scan(files: Mapping[str, str]) -> list[Finding]:
-    """``live.watchdog.FullScan`` over Celery: off the event loop, waiting for the result."""
+    """``live.watchdog.FullScan``: a task on the Celery workers when there are any (``REDIS_URL``);
+    in the embedded default (eager Celery, which would run it in a thread of this server, its
+    bandit holding the GIL the rooms need for up to a second) the same scan in the scan process."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return await scan_in_process(files)
     found = await sync_to_async(_scan, thread_sensitive=False)(dict(files))
     return [finding_from(item) for item in found]
