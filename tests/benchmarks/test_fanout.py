@@ -37,7 +37,9 @@ def check_ramp(figures: dict[str, Any], levels: list[int], limit_ms: float) -> N
             added = level["added_ms"]
             # One figure per upstream delta per socket; a socket holds a delta after the tap saw it.
             assert added["n"] >= level["sockets"] and 0 <= added["p50"] <= added["p95"] <= added["p99"] <= added["max"]
-            assert 0 < level["generator_cpu_share"] <= 1 and 0 < level["server_cpu_share"] <= 1
+            # Shares are rounded to 3 places: a short level of a nearly idle relay (the bare one at
+            # 3 rooms, once in CI) rounds to 0 (test_rooms checks the server's CPU per 1,000 tokens).
+            assert 0 < level["generator_cpu_share"] <= 1 and 0 <= level["server_cpu_share"] <= 1
             if added["p99"] <= limit_ms and within == measured.index(level["level"]):
                 within += 1
         assert ramp["largest"] == (levels[within - 1] if within else 0)
