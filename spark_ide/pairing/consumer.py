@@ -31,6 +31,7 @@ from spark_ide.live.turns import CommandKind
 
 from .adapter import ROOMS
 from .services import SessionError, role_for, session_get
+from .socket_cap import SocketCap
 
 log = logging.getLogger(__name__)
 
@@ -41,30 +42,9 @@ TRY_AGAIN = 1013  # the room cannot be opened right now (Redis or the database i
 TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: the client retries later
 
 
-class SocketCount:
-    """How many session sockets each user holds open in this process (SPARK_MAX_SOCKETS_PER_USER):
-    a script opening sockets in a loop would otherwise hold a room connection, an outbox and
-    its task per socket without end. Per process: each server process counts its own."""
-
-    def __init__(self) -> None:
-        self.open: dict[int, int] = {}
-
-    def take(self, user_id: int, limit: int) -> bool:
-        held = self.open.get(user_id, 0)
-        if held >= limit:
-            return False
-        self.open[user_id] = held + 1
-        return True
-
-    def give_back(self, user_id: int) -> None:
-        held = self.open.get(user_id, 0) - 1
-        if held > 0:
-            self.open[user_id] = held
-        else:
-            self.open.pop(user_id, None)
-
-
-SOCKETS = SocketCount()
+# Each user's open session sockets (SPARK_MAX_SOCKETS_PER_USER): across every server process
+# through Redis when REDIS_URL is set, else counted by this process (``socket_cap``).
+SOCKETS = SocketCap(settings.REDIS_URL or None)
 
 
 class RateLimit:
@@ -131,7 +111,8 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             await self.close(code=4403)  # before accept: the upgrade is refused
             return
         limit = settings.SPARK_MAX_SOCKETS_PER_USER
-        if not SOCKETS.take(user.pk, limit):
+        ticket = await SOCKETS.take(user.pk, limit)
+        if ticket is None:
             # Accepted only to say why: a refused upgrade carries no message.
             await self.accept()
             refusal = ErrorEvent(ErrorCode.RATE_LIMITED, f"too many open connections: at most {limit} per person; "
@@ -139,11 +120,11 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             await self.send(text_data=encode(refusal, 0))
             await self.close(code=TOO_MANY_SOCKETS)
             return
-        self.counted = user.pk
+        self.counted = ticket
         try:
             await self._open(session, user, Role(role))
         except BaseException:
-            SOCKETS.give_back(user.pk)  # no disconnect follows a connect that failed
+            SOCKETS.give_back(ticket)  # no disconnect follows a connect that failed
             del self.counted
             raise
 

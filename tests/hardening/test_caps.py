@@ -50,7 +50,7 @@ async def test_a_users_sockets_past_the_cap_are_refused_with_a_reason(live: Live
     held.append(await connect(live))
     for client in held:
         await client.close()
-    assert SOCKETS.open.get(live.owner.pk) is None  # every socket given back
+    assert SOCKETS.local.open.get(live.owner.pk) is None  # every socket given back
 
 
 @pytest.mark.parametrize("way", ["form", "api"])
