@@ -14,7 +14,7 @@ nothing and sees nothing twice. Merged text is kept as parts and joined once, wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +179,16 @@ class Backlog:
     def take(self) -> list[Item]:
         items, self.items = self.items, []
         return items
+
+
+def merged(frames: Iterable[Frame]) -> list[Frame]:
+    """``frames`` as an outbox busy all along would send them (the rules of ``Backlog``): a
+    reconnecting page's catch-up is merged once for every page that asks the same."""
+    backlog = Backlog()
+    for frame in frames:
+        backlog.add_frame(frame)
+    items = backlog.take()
+    return [item.frame() if isinstance(item, TextRun) else item for item in items if isinstance(item, Frame | TextRun)]
 
 
 class Outbox:

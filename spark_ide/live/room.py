@@ -53,7 +53,7 @@ from .events import (
     TurnProse,
     TurnStarted,
 )
-from .outbox import Frame
+from .outbox import Frame, merged
 from .pilot import Pilot
 from .pipeline import Pipeline
 from .runs import RoomRuns
@@ -68,6 +68,7 @@ EPOCH_BITS = 32
 LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
 READ_TIMEOUT_S = 5.0
 ASK_EVERY_S = 1.0  # a connection whose update was refused is asked for what it has at most this often
+PRESENCE_EVERY_S = 0.1  # presence is announced at most this often: a reconnect storm is not n² frames
 
 
 class Room:
@@ -94,6 +95,9 @@ class Room:
         self._loop = asyncio.get_running_loop()  # rooms are made on the loop that serves them
         self._loop_thread = threading.get_ident()
         self._idle_close: asyncio.TimerHandle | None = None
+        self._presence_at = float("-inf")  # when presence was last announced (loop time)
+        self._presence_later: asyncio.TimerHandle | None = None
+        self._replayed: tuple[int, int, int, list[Frame]] | None = None  # the last catch-up (_replay_from_memory)
         self._closed = False
         self._done = asyncio.Event()  # set once closing has finished
         self._background = Background()
@@ -137,6 +141,8 @@ class Room:
         self._closed = True
         if self._idle_close is not None:
             self._idle_close.cancel()
+        if self._presence_later is not None:
+            self._presence_later.cancel()
         try:
             await self.store.close()
             await self.pilot.shutdown()
@@ -231,7 +237,7 @@ class Room:
         """A client that joined without ``?after`` asks for what it missed before joining:
         the events up to the moment it joined (it has the live ones after that)."""
         stored = await self._stored_for(after)
-        frames = self._catch_up(after, stored)
+        frames = self._catch_up(after, stored, upto=conn.joined_at)
         if frames is None:
             recent = await self._recent_stored()
             self._resync(conn, recent, "the events since you left are no longer kept")
@@ -317,6 +323,22 @@ class Room:
             self._background.spawn(self.close())
 
     def _presence(self) -> None:
+        """Announce who is here: at once if the last announcement is ``PRESENCE_EVERY_S`` old,
+        else once when it is, with whoever is here then. Every join and leave asks; in a
+        reconnect storm each one announcing to everyone would be a frame per pair of sockets."""
+        if self._presence_later is not None:
+            return  # one is due: it will list whoever is here by then
+        wait = self._presence_at + PRESENCE_EVERY_S - self._loop.time()
+        if wait > 0:
+            self._presence_later = self._loop.call_later(wait, self._announce_presence)
+        else:
+            self._announce_presence()
+
+    def _announce_presence(self) -> None:
+        self._presence_later = None
+        if self._closed:
+            return
+        self._presence_at = self._loop.time()
         members = self.transport.members()
         keys = [(conn.user_id, conn.username, conn.role) for conn in members]
         sockets = dict.fromkeys(keys, 0)  # a person's tabs count once, in the order they came
@@ -339,8 +361,9 @@ class Room:
     async def _recent_stored(self) -> list[StoredEvent]:
         return await self.store.recent_events(turns=self.settings.transcript_turns, deltas_of=self.pilot.running_turn)
 
-    def _catch_up(self, after: int | None, stored: list[StoredEvent]) -> list[Frame] | None:
-        """The frames a client that holds everything up to ``after`` lacks; None: resync."""
+    def _catch_up(self, after: int | None, stored: list[StoredEvent], upto: int | None = None) -> list[Frame] | None:
+        """The frames a client that holds everything up to ``after`` lacks, up to ``upto`` (by
+        default what the pipeline has sent); None: resync."""
         if after is None:
             return self._transcript(stored)
         if after > self.seq:
@@ -348,12 +371,30 @@ class Room:
         older = [entry for entry in stored if entry.seq <= self._log_floor]
         if any(entry.first_seq <= after for entry in older):
             return None  # it holds part of a merged run: it cannot be cut where it stopped
-        sent = self.pipeline.sent_seq
-        frames = [Frame(entry.event, entry.seq) for entry in older]
-        frames += [frame for frame in self._log if after < frame.seq <= sent]
-        if len(frames) > self.settings.replay_limit:
+        sent = self.pipeline.sent_seq if upto is None else min(upto, self.pipeline.sent_seq)
+        events, recent = self._replay_from_memory(after, sent)
+        if len(older) + events > self.settings.replay_limit:
             return None
-        return frames
+        return [Frame(entry.event, entry.seq) for entry in older] + recent
+
+    def _replay_from_memory(self, after: int, sent: int) -> tuple[int, list[Frame]]:
+        """How many kept events follow ``after`` up to ``sent``, and those frames merged as a
+        busy outbox would merge them (``live.outbox.merged``). The pages of a room that
+        reconnect together (a server restart, a network blip) hold the same last seq: the
+        last answer is kept for them."""
+        kept = self._replayed
+        if kept is not None and kept[0] == after and kept[1] == sent:
+            return kept[2], kept[3]
+        tail: list[Frame] = []
+        for frame in reversed(self._log):  # newest first: a reconnect lacks only the last few
+            if frame.seq <= after:
+                break
+            if frame.seq <= sent:
+                tail.append(frame)
+        tail.reverse()
+        frames = merged(tail)
+        self._replayed = (after, sent, len(tail), frames)
+        return len(tail), frames
 
     def _transcript(self, stored: list[StoredEvent] | None) -> list[Frame]:
         """A new page's transcript: the recent turns' events, without the raw deltas of

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import DatabaseError
@@ -30,6 +29,7 @@ from spark_ide.live.transport import Connection
 from spark_ide.live.turns import CommandKind
 
 from .adapter import ROOMS
+from .lookups import on_lookup_thread
 from .services import SessionError, role_for, session_get
 from .socket_cap import SocketCap
 
@@ -77,6 +77,9 @@ def _session_and_role(session_id: str, user: Any) -> tuple[Any, str | None]:
     return session, role_for(session=session, user=user)
 
 
+_lookup = on_lookup_thread(_session_and_role)
+
+
 def _after(query: bytes) -> int | None:
     """``?after=N``: the last seq the client holds (absent on a first connection)."""
     values = parse_qs(query.decode("latin-1")).get("after")
@@ -104,9 +107,8 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        # One trip to the database thread (which every room's storage writes share), not two.
-        lookup = database_sync_to_async(_session_and_role)
-        session, role = await lookup(self.scope["url_route"]["kwargs"]["session_id"], user)
+        # One trip to a lookup thread (not the one every room's storage writes share), not two.
+        session, role = await _lookup(self.scope["url_route"]["kwargs"]["session_id"], user)
         if role is None or user is None:
             await self.close(code=4403)  # before accept: the upgrade is refused
             return

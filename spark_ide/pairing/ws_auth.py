@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.auth import AuthMiddlewareStack
-from channels.db import database_sync_to_async
 from channels.security.websocket import AllowedHostsOriginValidator
 
 from spark_ide.accounts.services import user_from_authorization
+
+from .lookups import cookie_auth, on_lookup_thread
+
+_user_from_authorization = on_lookup_thread(user_from_authorization)
 
 
 def _authorization(scope: dict[str, Any]) -> str:
@@ -25,13 +27,13 @@ def _authorization(scope: dict[str, Any]) -> str:
 
 class SessionSocketAuth:
     def __init__(self, inner: Any) -> None:
-        self.with_cookie = AllowedHostsOriginValidator(AuthMiddlewareStack(inner))
+        self.with_cookie = AllowedHostsOriginValidator(cookie_auth(inner))
         self.inner = inner
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         header = _authorization(scope)
         if header:
-            user = await database_sync_to_async(user_from_authorization)(header)
+            user = await _user_from_authorization(header)
             if user is None:
                 # Refuse the upgrade outright: a wrong token is not a cookie fallback.
                 await receive()

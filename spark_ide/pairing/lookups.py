@@ -1,0 +1,47 @@
+"""The reads a session socket makes while it connects, on threads of their own.
+
+``database_sync_to_async`` runs everything on one thread by default, the thread every room's
+storage writes share (``pairing.adapter``). A page that connects waited there behind them, so
+in a reconnect storm (a server restart: every page of every room at once) the handshakes
+queued behind the rooms' writes, one lookup at a time. These reads (who is the user, which
+session, which role) change nothing and need no ordering with the writes, so they run on a
+small pool of their own: each thread keeps its own database connection (Django's are per
+thread), checked before and after each use like any other (``close_old_connections``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+from channels.auth import AuthMiddleware, get_user
+from channels.db import DatabaseSyncToAsync
+from channels.middleware import BaseMiddleware
+from channels.sessions import CookieMiddleware, SessionMiddleware
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+LOOKUP_THREADS = 2  # more would only take turns at the GIL (and at SQLite's file lock)
+_pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="spark-lookup")
+
+
+def on_lookup_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """``func`` (a read of the database) as a coroutine function run on the lookup pool."""
+    return DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool)  # type: ignore[no-any-return]
+
+
+_get_user = on_lookup_thread(get_user.func)  # channels' cookie lookup, without its own thread hop
+
+
+class LookupAuthMiddleware(AuthMiddleware):  # type: ignore[misc]  # channels ships no types
+    """channels' ``AuthMiddleware``, its user read on the lookup pool."""
+
+    async def resolve_scope(self, scope: dict[str, Any]) -> None:
+        scope["user"]._wrapped = await _get_user(scope)
+
+
+def cookie_auth(inner: Any) -> BaseMiddleware:
+    """``AuthMiddlewareStack`` with ``LookupAuthMiddleware``: cookie, session, user."""
+    return CookieMiddleware(SessionMiddleware(LookupAuthMiddleware(inner)))
