@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from spark_ide.accounts.models import ApiToken
+from spark_ide.accounts.services import TOKEN_USE_RECORDED_EVERY, api_token_create, api_token_user
 
 pytestmark = pytest.mark.django_db
 
@@ -34,3 +35,17 @@ def test_the_ui_creates_shows_once_and_revokes_a_token(client: Client, user: Any
     assert client.get("/api/workspaces", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
     client.post("/account/tokens/", {"delete": ApiToken.objects.get().pk})
     assert client.get("/api/workspaces", HTTP_AUTHORIZATION=f"Token {key}", follow=False).status_code == 401
+
+
+def test_a_tokens_last_use_is_written_at_most_once_a_minute(user: Any, django_assert_num_queries: Any) -> None:
+    """Each socket a script opens authenticates with its token: a write per use would queue
+    behind the rooms' writes (SQLite has one writer). The tokens page shows it to the minute."""
+    key = api_token_create(user=user, name="script")
+    assert api_token_user(key) == user
+    first = ApiToken.objects.get().last_used_at
+    assert first is not None
+    with django_assert_num_queries(1):  # the lookup only
+        assert api_token_user(key) == user
+    ApiToken.objects.update(last_used_at=first - TOKEN_USE_RECORDED_EVERY)
+    assert api_token_user(key) == user
+    assert ApiToken.objects.get().last_used_at > first  # a minute later it is written again

@@ -108,6 +108,34 @@ async def test_a_reconnect_with_after_gets_what_it_missed_before_the_live_stream
     await back.close()
 
 
+async def test_pages_reconnecting_together_each_get_what_they_missed_and_presence_is_not_a_frame_per_join(
+    live: Live, model_server: object, rooms: None
+) -> None:
+    """A server restart brings every page of a room back at once, each with the same last seq:
+    each must get exactly what it missed (merged once for all of them), and each join must not
+    announce presence to everyone (16 joins gave 16 x 16 frames)."""
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(FIRST_BLOCK + STEERED, rate=300)})
+    turn = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until(lambda e: e["type"] == "turn.delta")
+    held = max(e["seq"] for e in client.events if e["type"] != "hello")
+    await client.close()
+    await asyncio.sleep(0.2)  # the turn goes on while the pages are away
+    url = f"/ws/sessions/{live.session_id}/?after={held}"
+    backs = await asyncio.gather(*(connect(live, path=url) for _ in range(16)))
+    for back in backs:
+        await back.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn, timeout=20)
+        assert turn_text(client, turn) + turn_text(back, turn) == FIRST_BLOCK + STEERED
+        seqs = [e["seq"] for e in back.events if e["type"] not in {"hello", "presence", "pong", "error", "resync"}]
+        assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)) and min(seqs) > held
+    first = backs[0]
+    final = await first.until(lambda e: e["type"] == "presence" and e["participants"][0]["connections"] == 16)
+    assert len(final["participants"]) == 1
+    assert len(first.of("presence")) <= 8  # at most one every 0.1 s while they came
+    for back in backs:
+        await back.close()
+
+
 async def test_a_client_too_far_behind_is_resynced_and_converges(
     live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
