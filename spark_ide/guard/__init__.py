@@ -5,7 +5,7 @@ Tier 1 (secrets, every completed line of every file) and tier 2 (Python rules on
 for a worker thread); ``full_scan`` adds ruff's S rules over whole files after a turn. See docs/guard.md.
 """
 
-from spark_ide.guard.bandit_tier import bandit_scan, warm_up
+from spark_ide.guard.bandit_tier import BANDIT_HINTS, bandit_scan, wants_bandit, warm_up
 from spark_ide.guard.catalog import RULES, Rule
 from spark_ide.guard.findings import CodeBlock, Finding, Severity, Tier, merge_findings, rule_family
 from spark_ide.guard.languages import Language, LineRule, StatementChecker, language_for, register_language
@@ -13,6 +13,7 @@ from spark_ide.guard.scanner import FileScanner, scan_text
 from spark_ide.guard.whole_files import full_scan, ruff_scan
 
 __all__ = [
+    "BANDIT_HINTS",
     "RULES",
     "CodeBlock",
     "FileScanner",
@@ -31,5 +32,6 @@ __all__ = [
     "ruff_scan",
     "rule_family",
     "scan_text",
+    "wants_bandit",
     "warm_up",
 ]

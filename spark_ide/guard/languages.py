@@ -1,7 +1,7 @@
 """Which rules apply to a file: a registry of languages, so a language other than Python can add its own.
 
 Tier 1 (secrets) runs on every file. A language adds tier 2 by giving a factory of ``StatementChecker``: one object
-per streamed file that sees each completed line in order and reports findings as its statements complete (it keeps
+per streamed file that sees the completed lines in order and reports findings as its statements complete (it keeps
 whatever per-file state it needs, such as Python's imports and SQL-tainted names). It may add more line rules too.
 """
 
@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from spark_ide.guard.findings import CodeBlock, Finding
+from spark_ide.guard.prefilter import Words
 
 
 class StatementChecker(Protocol):
     """Tier 2 for one file of one language: fed completed lines in order, answers with the findings they complete."""
 
-    def line(self, text: str, number: int) -> list[Finding]:
-        """A completed line (no line break) at file line ``number``."""
+    def lines(self, text: str, number: int, marked: Mapping[int, int]) -> list[tuple[int, Finding]]:
+        """Completed lines: ``text`` holds one or more, joined by "\n" (no line break at its end), the first at file
+        line ``number``; ``marked``: the lines (by index) holding one of the language's ``words``, with their marks.
+        The findings they complete, each with the index in ``text`` of the line that completed it."""
         ...
 
     def finish(self) -> list[Finding]:
@@ -43,6 +46,9 @@ class Language:
     config_style: bool = False  # KEY=value files (.env, YAML, INI): an unquoted value may be a secret too
     statements: Callable[[str], StatementChecker] | None = None  # path -> checker; None: no tier 2
     line_rules: tuple[LineRule, ...] = ()
+    # Words the statement checker wants found in each chunk (its ``lines`` is told which lines hold one), looked for
+    # in the same pass as tier 1's (``prefilter``); their marks are ``LANGUAGE_MARK`` and up.
+    words: Words | None = None
 
     @property
     def is_python(self) -> bool:
@@ -73,9 +79,10 @@ def _load_builtins() -> None:
     if _loaded:
         return
     _loaded.append(True)
+    from spark_ide.guard.python_rules import STATEMENT_WORDS
     from spark_ide.guard.python_stream import PythonStatements
 
-    _register(Language("python", (".py", ".pyw", ".pyi"), statements=PythonStatements))
+    _register(Language("python", (".py", ".pyw", ".pyi"), statements=PythonStatements, words=STATEMENT_WORDS))
     _register(Language("dotenv", (".env",), config_style=True))
     _register(Language("yaml", (".yml", ".yaml"), config_style=True))
     _register(Language("ini", (".ini", ".cfg", ".conf", ".properties", ".toml"), config_style=True))

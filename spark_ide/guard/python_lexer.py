@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _CODE = re.compile(r"""[()\[\]{}#\\]|'''|\"\"\"|'|\"""")
 _STRING_END = {
@@ -22,13 +22,18 @@ _STRING_END = {
     "'''": re.compile(r"\\.|'''"),
     '"""': re.compile(r'\\.|"""'),
 }
+# The same tokens, with a string that closes on its line and holds no backslash taken whole: one match instead of an
+# opening quote and a search for its end. Anything else (a comment, a backslash, a quote that does not close so simply,
+# a triple quote) is left to the exact loop, from where the fast one stopped.
+_FAST = re.compile(r"""[()\[\]{}]|'''|\"\"\"|'[^'\\\n]*'|"[^"\\\n]*"|[#\\'"]""")
+_TRIPLES = ("'''", '"""')
+_MARKS_ONLY = str.maketrans({chr(code): None for code in range(128) if chr(code) not in "()[]{}#\\'\""})
 _OPENERS = frozenset("([{")
 _FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
 _SOFT_KEYWORDS = frozenset({"match", "case"})
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
+class Statement(NamedTuple):  # one per logical line of a stream: cheaper to make than a frozen dataclass
     """One logical line: its physical lines (no line breaks) and the file line of the first."""
 
     first_line: int
@@ -50,19 +55,16 @@ class LogicalLines:
         self._last = ""  # the last significant character of the logical line so far
         self._pending: list[str] = []
         self._first_line = 0
-
-    @property
-    def open(self) -> bool:
-        """A logical line has started and not ended (the next physical line continues it)."""
-        return bool(self._pending)
+        self.open = False  # a logical line has started and not ended (the next physical line continues it)
 
     def push(self, text: str, number: int) -> Statement | None:
         """Take the next completed line; the logical line it completes, or None (blank, comment, or still open)."""
-        if not self._pending:
+        if not self.open:
             stripped = text.lstrip(" \t\f")
             if not stripped or stripped[0] == "#":
                 return None
             self._first_line = number
+            self.open = True
         self._pending.append(text)
         self._scan(text)
         if self._depth or self._quote is not None or self._continued:
@@ -71,11 +73,12 @@ class LogicalLines:
 
     def finish(self) -> Statement | None:
         """The stream ended: whatever logical line is still open, complete or not."""
-        return self._take() if self._pending else None
+        return self._take() if self.open else None
 
     def _take(self) -> Statement:
         statement = Statement(self._first_line, tuple(self._pending), self._last == ":")
         self._pending = []
+        self.open = False
         self._depth = 0
         self._quote = None
         self._continued = False
@@ -83,9 +86,60 @@ class LogicalLines:
         return statement
 
     def _scan(self, text: str) -> None:
-        pos = 0
-        size = len(text)
         self._continued = False
+        if self._quote is not None:
+            self._scan_exactly(text, 0)
+            return
+        if text.isascii() and self._scan_marks(text):
+            return
+        depth, last, end = self._depth, self._last, 0
+        for match in _FAST.finditer(text):
+            piece = match.group()
+            first = piece[0]
+            if first in _OPENERS:
+                depth += 1
+            elif first in ")]}":
+                depth = max(0, depth - 1)
+            elif len(piece) == 1 or piece in _TRIPLES:  # not a whole simple string: the exact loop goes on from here
+                self._depth, self._last = depth, last
+                self._scan_exactly(text, end)
+                return
+            last, end = first, match.end()  # a bracket, or a string's closing quote
+        if end < len(text):  # the code after the last token, if any, ends the line
+            tail = text[end:].rstrip()
+            if tail:
+                last = tail[-1]
+        self._depth, self._last = depth, last
+
+    def _scan_marks(self, text: str) -> bool:
+        """The commonest lines, fastest: only its brackets and quotes (``str.translate`` drops the rest in C), when
+        it has no comment, no backslash, no triple quote and every string closes on it. False: not such a line,
+        nothing done."""
+        marks = text.translate(_MARKS_ONLY)
+        depth, quote = self._depth, ""
+        if marks:
+            if "#" in marks or "\\" in marks or (("'" in marks or '"' in marks) and ("'''" in text or '"""' in text)):
+                return False
+            for mark in marks:
+                if quote:
+                    if mark == quote:
+                        quote = ""
+                elif mark in _OPENERS:
+                    depth += 1
+                elif mark in ")]}":
+                    depth = depth - 1 if depth else 0  # a stray closer: as the exact loop does
+                else:
+                    quote = mark
+            if quote:
+                return False  # a string left open: the exact loop knows what that means
+        tail = text.rstrip()
+        if tail:  # the last significant character: code, a bracket, or a string's closing quote
+            self._last = tail[-1]
+        self._depth = depth
+        return True
+
+    def _scan_exactly(self, text: str, pos: int) -> None:
+        size = len(text)
         while pos < size:
             if self._quote is not None:
                 pos = self._close_string(text, pos)

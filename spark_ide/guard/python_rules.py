@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from spark_ide.guard.catalog import RULES
 from spark_ide.guard.findings import Finding, Severity, Tier
+from spark_ide.guard.prefilter import LANGUAGE_MARK, Words
 
 _SQL_METHODS = frozenset({"execute", "executemany", "executescript", "raw", "exec_driver_sql"})
 _SQL_TEXT = frozenset({"text", "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
@@ -42,10 +43,11 @@ _HTTP_MODULES = frozenset({"requests", "httpx", "urllib3"})
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - the values this rule looks for
 _PASSWORD_WORD = re.compile(r"pass|pwd|(?:^|_)pw(?:$|_)", re.IGNORECASE)
 
-# Substrings one of which every statement a rule can fire on contains: the cheap test before ast.parse.
+# Substrings one of which every statement a rule can fire on contains: the cheap test before ast.parse. (The debug
+# server's rule needs "debug" and "run" both: ``PythonContext.wants``; "debug" alone is every logging call.)
 TRIGGERS = (
     "exec", ".raw(", "text(", "shell", "system", "popen", "getoutput", "eval", "load", "Unpickler", "read_pickle",
-    "jsonpickle", "shelve", "md5", "sha1", "hashlib", "verify", "debug", "mktemp",
+    "jsonpickle", "shelve", "md5", "sha1", "hashlib", "verify", "mktemp",
 )
 _DANGEROUS = (
     _SHELL_FUNCTIONS | _UNPICKLERS | _YAML_LOADS | _YAML_UNSAFE | _WEAK_HASHES | _SQL_TEXT
@@ -53,6 +55,16 @@ _DANGEROUS = (
 )
 _ANY_TRIGGER = re.compile("|".join(re.escape(trigger) for trigger in TRIGGERS))  # one scan, not one per trigger
 _FORMATTING = re.compile(r"""[fF][rR]?["']|%|\.format\(|\+""")
+STATEMENT_MARK = LANGUAGE_MARK
+# What ``PythonContext.wants`` looks for without the context, as words searched once over a chunk of lines: a
+# statement none of whose lines holds one is wanted only for a name the context knows.
+STATEMENT_WORDS = Words(
+    exact=("exec", ".raw(", "text(", "shel", "system", "popen", "getoutput", "eval", "load", "ickle", "md5", "sha1",
+           "hashlib", "verify", "debug", "mktemp", "import "),  # TRIGGERS, some shortened: fewer searches
+    anycase=("select", "insert", "update", "delete", "replace", "create", "drop", "alter", "truncate", "where",
+             "values", "from", "join", "order"),
+    mark=STATEMENT_MARK,
+)
 
 
 @dataclass
@@ -68,9 +80,21 @@ class PythonContext:
         """Could ``text`` (a statement) fire a rule or teach this context something? Cheap: substrings only."""
         if _ANY_TRIGGER.search(text) is not None or text.lstrip().startswith(("import ", "from ")):
             return True
+        if "debug" in text and "run" in text:
+            return True
         if _FORMATTING.search(text) is not None and _SQL_WORDS.search(text) is not None:
             return True
-        return any(name in text for names in (self.extra_triggers, self.tainted, self.weak_hashers) for name in names)
+        return self.knows_a_name_in(text)
+
+    @property
+    def learned_names(self) -> bool:
+        """Has it learned a name (a tainted query, a weak hasher, a renamed dangerous function)?"""
+        return bool(self.extra_triggers or self.tainted or self.weak_hashers)
+
+    def knows_a_name_in(self, text: str) -> bool:
+        """Does ``text`` mention a name this context learned?"""
+        learned = (self.extra_triggers, self.tainted, self.weak_hashers)
+        return self.learned_names and any(name in text for names in learned for name in names)
 
 
 def dotted(node: ast.expr) -> str | None:

@@ -9,10 +9,11 @@ fire on it; most lines never reach ``ast.parse``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from spark_ide.guard.findings import CodeBlock, Finding
 from spark_ide.guard.python_lexer import LogicalLines, Statement, parse_statement
-from spark_ide.guard.python_rules import StatementRules
+from spark_ide.guard.python_rules import STATEMENT_MARK, StatementRules
 
 # A line at column 0 starting with one of these continues the compound statement above it.
 _CONTINUATION = re.compile(r"(?:elif|else|except|finally)\b")
@@ -29,17 +30,31 @@ class PythonStatements:
         self._block_has_code = False
         self._after_decorator = False
         self._blocks: list[CodeBlock] = []
+        self._hot = False  # a line of the open statement holds one of ``STATEMENT_WORDS``
 
-    def line(self, text: str, number: int) -> list[Finding]:
+    def lines(self, text: str, number: int, marked: Mapping[int, int]) -> list[tuple[int, Finding]]:
+        """Completed lines (``text``: one or more, joined by "\n") from file line ``number``, ``marked`` those
+        holding one of ``STATEMENT_WORDS`` (``STATEMENT_MARK``): the findings of the statements they complete, each
+        with the index of the line that completed it."""
         if "\r" in text:
             text = text.replace("\r", " ")  # the parser takes a lone CR for a line break: keep line numbers exact
-        if not self._lines.open:
-            self._track_block(text, number)
-        if not self._block:
-            self._block_start = number
-        self._block.append(text)
-        statement = self._lines.push(text, number)
-        return [] if statement is None else self._check(statement)
+        hot = [index for index, marks in marked.items() if marks & STATEMENT_MARK] if marked else ()
+        found: list[tuple[int, Finding]] = []
+        logical, context = self._lines, self._rules.context
+        for index, line in enumerate(text.split("\n")):
+            at = number + index
+            if not logical.open and line and line[0] not in " \t\f#":  # a logical line starts at column 0
+                self._track_block(line, at)
+            if not self._block:
+                self._block_start = at
+            self._block.append(line)
+            if hot and index in hot:
+                self._hot = True
+            statement = logical.push(line, at)
+            # Most statements hold none of the words and no name the file taught the rules: nothing to check.
+            if statement is not None and (self._hot or context.learned_names):
+                found += [(index, finding) for finding in self._check(statement)]
+        return found
 
     def finish(self) -> list[Finding]:
         statement = self._lines.finish()
@@ -52,8 +67,12 @@ class PythonStatements:
         return blocks
 
     def _check(self, statement: Statement) -> list[Finding]:
-        text = statement.text
-        if not self._rules.context.wants(text):
+        hot, self._hot = self._hot, False
+        context = self._rules.context
+        if hot:
+            if not context.wants(statement.text):
+                return []
+        elif not (context.learned_names and context.knows_a_name_in(statement.text)):  # what ``wants`` then asks
             return []
         parsed = parse_statement(statement)
         if parsed is None:

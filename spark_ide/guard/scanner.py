@@ -7,9 +7,12 @@ tests check against ``scan_text``.
 
 from __future__ import annotations
 
+import functools
+
 from spark_ide.guard.findings import CodeBlock, Finding
-from spark_ide.guard.languages import language_for
-from spark_ide.guard.secret_rules import secret_findings
+from spark_ide.guard.languages import Language, language_for
+from spark_ide.guard.prefilter import HINT_MARK, KEY_MARK, Words
+from spark_ide.guard.secret_rules import SECRET_WORDS, secret_findings
 
 
 class FileScanner:
@@ -24,22 +27,25 @@ class FileScanner:
         self._partial: list[str] = []  # the pieces of the line not yet ended
         self._reported: set[tuple[str, str, int]] = set()
         self._finished = False
+        self._words = _words_for(self.language)
 
     def feed(self, text: str) -> list[Finding]:
         """The findings that became certain with this chunk (each finding once per scanner)."""
         if self._finished:
             raise ValueError("this scanner's stream has finished")
-        if "\n" not in text:
+        end = text.rfind("\n")
+        if end < 0:
             if text:
                 self._partial.append(text)
             return []
-        lines = text.split("\n")
-        lines[0] = "".join((*self._partial, lines[0]))
-        self._partial = [lines[-1]] if lines[-1] else []
-        found: list[Finding] = []
-        for line in lines[:-1]:
-            found.extend(self._line(line))
-        return self._fresh(found)
+        done = text[:end]
+        if self._partial:
+            self._partial.append(done)
+            done = "".join(self._partial)
+        rest = text[end + 1 :]
+        self._partial = [rest] if rest else []
+        found = self._lines(done)
+        return self._fresh(found) if found else found
 
     def finish(self) -> list[Finding]:
         """The stream ended: the last partial line and statement are checked too. Calling it again returns []."""
@@ -48,7 +54,7 @@ class FileScanner:
         self._finished = True
         found: list[Finding] = []
         if self._partial:
-            found.extend(self._line("".join(self._partial)))
+            found.extend(self._lines("".join(self._partial)))
             self._partial = []
         if self._statements is not None:
             found.extend(self._statements.finish())
@@ -58,18 +64,35 @@ class FileScanner:
         """Top-level blocks completed and not yet taken, for tier 3 (each returned once); none outside Python."""
         return self._statements.take_blocks() if self._statements is not None else []
 
-    def _line(self, line: str) -> list[Finding]:
-        if line.endswith("\r"):
-            line = line[:-1]
-        number = self._next_line
-        self._next_line += 1
-        found = secret_findings(self.path, line, number, python=self._python,
-                                config_style=self.language.config_style)
-        for rule in self.language.line_rules:
-            found.extend(rule(self.path, line, number))
-        if self._statements is not None:
-            found.extend(self._statements.line(line, number))
-        return found
+    def _lines(self, text: str) -> list[Finding]:
+        """Completed lines, ``text`` holding one or more joined by "\n": what they complete, line by line (a
+        line's secret, then its line rules' findings, then those of the statements it completes)."""
+        if "\r" in text:
+            text = "\n".join(line[:-1] if line.endswith("\r") else line for line in text.split("\n"))
+        first = self._next_line
+        marked = self._words.lines(text)  # the few lines a secret pattern or a statement rule could care about
+        lines: list[str] | None = None
+        tagged: list[tuple[int, Finding]] = []  # (index of the line, finding), in the order above per line
+        for index, marks in sorted(marked.items()) if marked else ():
+            if marks & _SECRET_MARKS:
+                lines = lines or text.split("\n")
+                tagged += [
+                    (index, finding) for finding in secret_findings(
+                        self.path, lines[index], first + index, python=self._python,
+                        config_style=self.language.config_style, marks=marks,
+                    )
+                ]
+        if self.language.line_rules:
+            lines = lines or text.split("\n")
+            for index, line in enumerate(lines):
+                for rule in self.language.line_rules:
+                    tagged += [(index, finding) for finding in rule(self.path, line, first + index)]
+        statements = self._statements.lines(text, first, marked) if self._statements is not None else []
+        self._next_line = first + (len(lines) if lines is not None else text.count("\n") + 1)
+        if tagged:
+            statements = tagged + statements
+            statements.sort(key=lambda pair: pair[0])  # stable: per line, secrets, line rules, statements
+        return [finding for _, finding in statements]
 
     def _fresh(self, found: list[Finding]) -> list[Finding]:
         fresh = []
@@ -78,6 +101,15 @@ class FileScanner:
                 self._reported.add(finding.key)
                 fresh.append(finding)
         return fresh
+
+
+_SECRET_MARKS = KEY_MARK | HINT_MARK
+
+
+@functools.cache
+def _words_for(language: Language) -> Words:
+    """Tier 1's words and the language's, looked for in one pass over each chunk."""
+    return SECRET_WORDS if language.words is None else SECRET_WORDS | language.words
 
 
 def scan_text(path: str, text: str, *, first_line: int = 1, language: str | None = None) -> list[Finding]:

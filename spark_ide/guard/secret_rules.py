@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from spark_ide.guard.findings import Finding, Severity, Tier
+from spark_ide.guard.prefilter import HINT_MARK, KEY_MARK, Words
 
 # A password-like literal counts from this length and this Shannon entropy (bits per character). Eight characters
 # all different give exactly 3.0; repeats ("hunter22", "aaaaaaaa") fall below.
@@ -180,7 +181,31 @@ def _key_finding(path: str, line: str, number: int, python: bool) -> Finding | N
     return None
 
 
+# What follows a secret hint inside a name the assignment patterns take: the rest of the name, maybe a closing quote
+# or bracket, then the operator (or a type annotation's colon).
+_REST_OF_NAME = re.compile(r"""[\w.\-$]*+["']?\]?\s*+[:=]""")
+
+
+def _may_assign_a_secret(line: str) -> bool:
+    """Cheap: could the assignment patterns match here? Every secret name holds a hint (``_is_secret_name``), and
+    the name and its operator follow it: a hint inside a string or an argument list is not one."""
+    if not line.isascii():
+        return True
+    low = line.lower()
+    for hint in _SECRET_HINTS:
+        at = low.find(hint)
+        while at >= 0:
+            if _REST_OF_NAME.match(low, at + len(hint)) is not None:
+                return True
+            at = low.find(hint, at + 1)
+    return False
+
+
 def _assigned_secret(path: str, line: str, number: int, python: bool, config_style: bool) -> Finding | None:
+    if not config_style and "'" not in line and '"' not in line and "`" not in line:
+        return None  # the quoted pattern needs a quote: the regex would only find that out slowly
+    if not _may_assign_a_secret(line):
+        return None
     matches: list[tuple[str, str]] = [(m["name"], m["value"]) for m in _QUOTED_ASSIGNMENT.finditer(line)]
     if config_style and (bare := _BARE_ASSIGNMENT.match(line)) is not None:
         matches.append((bare["name"], bare["value"]))
@@ -208,12 +233,24 @@ def _assigned_secret(path: str, line: str, number: int, python: bool, config_sty
 # ``in`` tests per key cost more than the rest of a line's scan).
 _ANY_PREFIX = re.compile("|".join(sorted({re.escape(p) for key in _KEY_PATTERNS for p in key.prefixes})))
 _ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _SECRET_HINTS), re.IGNORECASE)
+# The same words, searched once over a chunk of lines: only the lines holding one reach ``secret_findings``, told
+# which kind they hold. The key prefixes go in any case where that makes fewer words ("private key", "aws" for AWS and
+# Aws) and "gh" stands for the five gh?_ prefixes: a few more lines reach the patterns, fewer searches per chunk.
+SECRET_WORDS = Words(
+    exact=("gh", "github_pat_", "sk-", "_live_", "xox"),
+    anycase=("akia", "asia", "abia", "acca", "aiza", "aws", "private key"),
+    mark=KEY_MARK,
+) | Words(anycase=_SECRET_HINTS, mark=HINT_MARK)
 
 
-def secret_findings(path: str, line: str, number: int, *, python: bool, config_style: bool) -> list[Finding]:
-    """The secret on this completed line, if any (one finding per line: the most specific pattern wins)."""
-    found = _key_finding(path, line, number, python)
-    if found is None and _ANY_HINT.search(line) is not None:
+def secret_findings(
+    path: str, line: str, number: int, *, python: bool, config_style: bool, marks: int | None = None,
+) -> list[Finding]:
+    """The secret on this completed line, if any (one finding per line: the most specific pattern wins). ``marks``:
+    what ``SECRET_WORDS`` found on the line, when the caller looked: a line without a key's word holds no key, one
+    without a secret hint no assigned secret (and a line it found nothing on, nothing)."""
+    found = _key_finding(path, line, number, python) if marks is None or marks & KEY_MARK else None
+    if found is None and (_ANY_HINT.search(line) is not None if marks is None else marks & HINT_MARK):
         found = _assigned_secret(path, line, number, python, config_style)
     return [found] if found is not None else []
 

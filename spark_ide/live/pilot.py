@@ -433,7 +433,11 @@ class Pilot:
             edits = run.editor.feed(text)
             self._publish_edits(edits)
             code = run.editor.take_code()
-            return watch is not None and bool(code or edits) and self._watch(run, watch.feed(code, edits))
+            if watch is None or not (code or edits):
+                return False
+            new = watch.feed(code, edits)
+            # Most deltas end no line and find nothing: no call for them (one per delta adds up).
+            return self._watch(run, new) if new or watch.lines_ended else False
         held: list[EditEvent] = []
         found: list[Finding] = []
         for piece in text.splitlines(keepends=True):

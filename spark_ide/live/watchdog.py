@@ -32,7 +32,6 @@ import hashlib
 import logging
 import multiprocessing
 import os
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -51,6 +50,7 @@ from spark_ide.guard import (
     full_scan,
     merge_findings,
     scan_text,
+    wants_bandit,
     warm_up,
 )
 
@@ -167,18 +167,13 @@ async def scan_in_process(files: Mapping[str, str]) -> list[Finding]:
 
 
 Block = tuple[str, int, str]  # a completed top-level block: path, first line, source
+_FINAL = frozenset({EditState.APPLIED, EditState.ROLLED_BACK, EditState.FAILED})  # ``EditState.is_final``, hashed
 
 # While a turn streams, bandit reads only blocks holding something one of its checks looks for
-# (an import, a call of a risky module, an SQL word, a secret-like name, ...): bandit's CPU time
-# is most of the watchdog's, and most blocks of ordinary code have none of these. The full scan
-# after the turn reads every line of the touched files, so nothing is left unread.
-BANDIT_HINTS = re.compile(
-    r"import|exec|eval|compile|subprocess|os\.|popen|system|spawn|pickle|marshal|shelve|dill|yaml|hashlib|md5"
-    r"|sha1|crypt|cipher|ssl|verify|requests|httpx|urllib|telnet|ftp|xml|etree|jinja|mako|markup|mark_safe"
-    r"|tempfile|mktemp|/tmp|paramiko|random|assert|except|chmod|bind|0\.0\.0\.0|passw|secret|token|debug\s*="
-    r"|execute|select |insert |update |delete |__import__|ctypes|socket|input\(",
-    re.IGNORECASE,
-)
+# (``guard.wants_bandit``: an import, a call of a risky module, an SQL word, a secret-like name,
+# ...): bandit's CPU time is most of the watchdog's, and most blocks of ordinary code have none of
+# these. The full scan after the turn reads every line of the touched files, so nothing is left
+# unread.
 
 
 def bandit_blocks(blocks: list[Block]) -> list[Finding]:
@@ -246,23 +241,32 @@ class TurnWatch:
 
     def feed(self, code: list[CodeText], events: Iterable[EditEvent] = ()) -> list[Finding]:
         """The code committed by the last chunk and the blocks' status changes; returns the
-        findings not reported before."""
+        findings not reported before. (Called after every delta: most carry a few characters
+        and end no line, and cost only the scanner's note of them.)"""
         found: list[Finding] = []
         for piece in code:
-            self._lines = self._lines or "\n" in piece.text
             scanner = self._scanners.get(piece.block)
             if scanner is None:
                 scanner = self._scanners[piece.block] = FileScanner(piece.path, first_line=piece.first_line)
-            found += scanner.feed(piece.text)
+            if "\n" in piece.text:
+                self._lines = True
+                found += scanner.feed(piece.text)
+            else:
+                scanner.feed(piece.text)  # a piece of a line: nothing can be found before it ends
         for event in events:
-            if isinstance(event, BlockStatus) and event.state.is_final:
+            if isinstance(event, BlockStatus) and event.state in _FINAL:
                 done = self._scanners.get(event.block)
                 if done is not None and event.state is EditState.APPLIED:
                     found += done.finish()
                     self._lines = True
                 elif done is not None:  # failed or rolled back: what it wrote is gone
                     del self._scanners[event.block]
-        return self.fresh(found)
+        return self.fresh(found) if found else found
+
+    @property
+    def lines_ended(self) -> bool:
+        """A line ended since ``blocks()`` last looked: a block may have completed."""
+        return self._lines
 
     def fresh(self, found: Iterable[Finding]) -> list[Finding]:
         """``found`` less what was reported already (by any tier); marks the rest reported."""
@@ -283,7 +287,7 @@ class TurnWatch:
         for scanner in self._scanners.values():
             out += [
                 (scanner.path, block.first_line, block.source) for block in scanner.completed_blocks()
-                if BANDIT_HINTS.search(block.source) is not None
+                if wants_bandit(block.source)
             ]
         return out
 
