@@ -53,7 +53,8 @@ class PythonStatements:
             statement = logical.push(line, at)
             # Most statements hold none of the words and no name the file taught the rules: nothing to check.
             if statement is not None and (self._hot or context.learned_names):
-                found += [(index, finding) for finding in self._check(statement)]
+                for finding in self._check(statement):
+                    found.append((index, finding))
         return found
 
     def finish(self) -> list[Finding]:
@@ -63,6 +64,8 @@ class PythonStatements:
         return found
 
     def take_blocks(self) -> list[CodeBlock]:
+        if not self._blocks:
+            return []
         blocks, self._blocks = self._blocks, []
         return blocks
 

@@ -92,6 +92,8 @@ class FileScanner:
         if tagged:
             statements = tagged + statements
             statements.sort(key=lambda pair: pair[0])  # stable: per line, secrets, line rules, statements
+        elif not statements:
+            return []  # most chunks
         return [finding for _, finding in statements]
 
     def _fresh(self, found: list[Finding]) -> list[Finding]:
