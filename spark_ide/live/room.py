@@ -95,6 +95,7 @@ class Room:
         self._loop = asyncio.get_running_loop()  # rooms are made on the loop that serves them
         self._loop_thread = threading.get_ident()
         self._idle_close: asyncio.TimerHandle | None = None
+        self._state_message: bytes | None = None  # _document_message
         self._presence_at = float("-inf")  # when presence was last announced (loop time)
         self._presence_later: asyncio.TimerHandle | None = None
         self._replayed: tuple[int, int, int, list[Frame]] | None = None  # the last catch-up (_replay_from_memory)
@@ -189,7 +190,15 @@ class Room:
             reply=lambda event: self.tell(conn, event), **fields,
         ))
 
+    def _document_message(self) -> bytes:
+        """The whole document as a sync step 2, encoded once for every join until it changes
+        (the pages of a reconnect storm come faster than a turn changes it)."""
+        if self._state_message is None:
+            self._state_message = sync_step2(self.doc.get_update())
+        return self._state_message
+
     def _on_doc_change(self, event: TransactionEvent) -> None:
+        self._state_message = None
         self.pipeline.put_update(bytes(event.update))
         self.guard.changed()
 
@@ -220,7 +229,7 @@ class Room:
         for diagnostics in self.guard.diagnostics():
             conn.outbox.put_frame(Frame(diagnostics, sent))
         conn.outbox.put_raw(create_sync_message(self.doc))
-        conn.outbox.put_raw(sync_step2(self.doc.get_update()))
+        conn.outbox.put_raw(self._document_message())
         frames = None if resync else self._catch_up(after, stored)
         if frames is None:
             self._resync(conn, stored if resync else None, "the events since you left are no longer kept")
