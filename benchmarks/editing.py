@@ -18,7 +18,7 @@ from typing import Any
 from pycrdt import Doc, Text
 
 from benchmarks import report
-from spark_ide.editing.turn import TurnEditor, workspace_files
+from spark_ide.editing import TurnEditor, workspace_files
 
 TARGET_TOKENS_PER_S = 50_000.0
 TARGET_P99_MS = 1.0

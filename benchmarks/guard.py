@@ -34,7 +34,7 @@ from typing import Any
 from pycrdt import Doc
 
 from benchmarks import report
-from spark_ide.editing.turn import TurnEditor, workspace_files
+from spark_ide.editing import TurnEditor, workspace_files
 from spark_ide.guard import FileScanner, bandit_scan
 from spark_ide.live.watchdog import GuardRules, TurnWatch, bandit_blocks, scan_pool, shutdown_scan_pool
 

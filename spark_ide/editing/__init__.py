@@ -3,6 +3,7 @@
 Pure Python + pycrdt + rapidfuzz (no Django). See docs/editing.md.
 """
 
+from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Ledger, LedgerEntry, Outcome
 from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, locate
@@ -11,7 +12,7 @@ from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
 from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
-from spark_ide.editing.turn import FILES_KEY, TurnEditor, workspace_files
+from spark_ide.editing.turn import TurnEditor
 
 __all__ = [
     "FILES_KEY",

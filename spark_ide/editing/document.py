@@ -10,7 +10,7 @@ from typing import Any
 
 from pycrdt import Doc, Text, YMessageType, YSyncMessageType
 
-from spark_ide.editing.turn import workspace_files
+from spark_ide.editing.files import workspace_files
 
 
 def set_file_text(doc: Doc[Any], path: str, text: str | None, origin: str) -> None:

@@ -56,3 +56,7 @@ class EditorClosedError(RuntimeError):
     """`feed()`/`finish()`/`cancel()` called on a turn that already ended."""
 
     code = "editor_closed"
+
+
+class RevertUnavailable(RuntimeError):
+    """A turn cannot be taken back (the message says why, for the person who asked)."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pycrdt import Doc, Map, Subscription, Text, UndoManager
+from pycrdt import Doc, Subscription, Text, UndoManager
 from pycrdt._transaction import hash_origin
 
 from spark_ide.editing.block import BlockFailure, EditBlock
+from spark_ide.editing.document import set_file_text
+from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Ledger, Outcome
 from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.parse_events import (
@@ -23,16 +25,9 @@ from spark_ide.editing.parse_events import (
     WriteChunk,
 )
 from spark_ide.editing.parser import EditStreamParser
-from spark_ide.editing.reasons import EditorClosedError, RollbackReason
+from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, RollbackReason
 from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
-
-FILES_KEY = "files"
-
-
-def workspace_files(doc: Doc[Any], key: str = FILES_KEY) -> Map[Text]:
-    """The document's path -> Y.Text map (PROTOCOL.md §2), created if missing."""
-    files: Map[Text] = doc.get(key, type=Map)
-    return files
+from spark_ide.editing.threeway import take_back
 
 
 class TurnEditor:
@@ -49,6 +44,13 @@ class TurnEditor:
     `explain_only` (a course's AI policy, live.policy): nothing is applied; the model's whole
     text, its blocks and fences included, comes out as prose (shown, never applied), and
     `withheld` counts the blocks it held.
+
+    The undo manager keeps the text the turn deletes (pycrdt frees deleted text only in the
+    transaction that deletes it), for as long as the document lives. A room that compacts its
+    document (a fresh copy without the deleted text) calls `detach`: from then on `revert`
+    takes the turn's change back out of each file as text (`threeway.take_back`), which needs
+    the lines the turn changed left alone since, and nobody else's edits in the file while the
+    turn wrote it (those could not be told apart from the turn's own).
     """
 
     def __init__(
@@ -66,9 +68,15 @@ class TurnEditor:
         self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits
         self._doc = doc
+        self._files_key = files_key
         self._files = workspace_files(doc, files_key)
         self._parser = EditStreamParser(fence_path=fence_path)
-        self._undo = UndoManager(scopes=[self._files], capture_timeout_millis=0)
+        self._undo: UndoManager | None = UndoManager(scopes=[self._files], capture_timeout_millis=0)
+        self._before: dict[str, str | None] = {}  # each file the turn touched, as it was first
+        self._after: dict[str, str | None] = {}  # the same files when the turn ended
+        self._mixed: set[str] = set()  # files someone else changed while the turn was on them
+        self._own: set[int] = set()  # the (hashed) origins of the turn's own transactions
+        self._undoing = False
         self._ledger = Ledger(turn_id)
         self._block: EditBlock | None = None
         self._out: list[EditEvent] = []
@@ -113,32 +121,57 @@ class TurnEditor:
             return []
         for event in self._parser.finish():
             self._route(event)
-        self._closed = True
-        self._unwatch()
+        self._close()
         return self._out
 
     def cancel(self) -> list[EditEvent]:
         """Steer or stop: roll back the block in flight; completed blocks stay."""
         self._ensure_open()
         self._out = []
-        self._closed = True
-        self._unwatch()
         block = self._block
         if block is not None and block.final is None:
             self._roll_back(block)
             self._settle(block, EditState.ROLLED_BACK, reason=RollbackReason.CANCELLED)
+        self._close()
         return self._out
+
+    def _close(self) -> None:
+        self._closed = True
+        self._unwatch()
+        self._after = {path: self._text(path) for path in self._before}
+
+    def _text(self, path: str) -> str | None:
+        ytext = self._files.get(path)
+        return str(ytext) if isinstance(ytext, Text) else None
+
+    def detach(self, doc: Doc[Any]) -> None:
+        """The room replaced its document by ``doc``, a compacted copy (the same files without
+        the deleted text): the undo history goes; a later `revert` works on text. Only for a
+        turn that has ended."""
+        if not self._closed:
+            raise EditorClosedError(f"turn {self.turn_id} is still running: its document cannot change")
+        self._undo = None
+        self._doc = doc
+        self._files = workspace_files(doc, self._files_key)
 
     def revert(self) -> list[EditEvent]:
         """Undo the whole turn (cancelling it first if it is still streaming)."""
         events = [] if self._closed else self.cancel()
         if self._reverted:
             return events
+        if self._undo is None:
+            self._take_back_as_text()  # raises RevertUnavailable before changing anything
+        else:
+            undo = self._undo
+            self._undoing = True
+            try:
+                for _ in range(len(undo.undo_stack)):
+                    undo.undo()
+            finally:
+                self._undoing = False
+            for path, origin in self._created.items():
+                self._remove_if_empty(path, origin)
         self._reverted = True
-        for _ in range(len(self._undo.undo_stack)):
-            self._undo.undo()
-        for path, origin in self._created.items():
-            self._remove_if_empty(path, origin)
         for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
             status = BlockStatus(
                 turn=self.turn_id,
@@ -152,6 +185,32 @@ class TurnEditor:
             self._ledger.record(status)
             events.append(status)
         return events
+
+    def _take_back_as_text(self) -> None:
+        """A detached turn's revert: each file it changed, with its change taken back out."""
+        plans: dict[str, str | None] = {}
+        for path, before in self._before.items():
+            after = self._after.get(path)
+            if before == after:
+                continue
+            if path in self._mixed:
+                raise RevertUnavailable(
+                    f"turn {self.turn_id} cannot be reverted any more: someone else edited {path} while it was "
+                    "being written, and the document's undo history has since been compacted"
+                )
+            now = self._text(path)
+            if now is None:
+                if after is None:
+                    continue
+                raise RevertUnavailable(f"turn {self.turn_id} cannot be reverted: {path} was deleted since")
+            taken = take_back(before or "", after or "", now)
+            if taken is None:
+                raise RevertUnavailable(
+                    f"turn {self.turn_id} cannot be reverted: the lines it changed in {path} were edited since"
+                )
+            plans[path] = None if before is None and taken == "" else taken
+        for path, text in plans.items():
+            set_file_text(self._doc, path, text, origin=f"ai:{self.turn_id}:revert")
 
     def _withhold(self, events: list[ParseEvent]) -> None:
         """Explain-only: the parser only tells which text is a block; nothing is applied."""
@@ -183,7 +242,10 @@ class TurnEditor:
         self._report_progress()
         block = EditBlock(turn=self.turn_id, opened=event, limits=self._limits)
         self._block = block
-        self._undo.include_origin(block.origin)
+        self._own.update((hash_origin(block.origin), hash_origin(block.file_origin)))
+        if block.path not in self._before:
+            self._before[block.path] = self._text(block.path)
+        self._undo_manager().include_origin(block.origin)
         self._attempt(block, lambda: block.open(self._doc, self._files))
         if block.created_file:
             self._created[block.path] = block.file_origin
@@ -206,6 +268,8 @@ class TurnEditor:
         path = block.path
 
         def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
+            if not self._undoing and event.transaction.origin() not in self._own:
+                self._mixed.add(path)  # another origin changed the file while the turn was on it
             current = self._block
             if current is None or current.final is not None or current.path != path:
                 return
@@ -281,8 +345,13 @@ class TurnEditor:
         items are the last ones pushed; counting them avoids listing the whole stack.
         """
         block.close()
-        for _ in range(block.transactions):
-            self._undo.undo()
+        undo = self._undo_manager()
+        self._undoing = True
+        try:
+            for _ in range(block.transactions):
+                undo.undo()
+        finally:
+            self._undoing = False
         if block.created_file:
             self._remove_if_empty(block.path, block.file_origin)
 
@@ -292,6 +361,11 @@ class TurnEditor:
         if isinstance(ytext, Text) and len(ytext) == 0:
             with self._doc.transaction(origin=origin):
                 del self._files[path]
+
+    def _undo_manager(self) -> UndoManager:
+        if self._undo is None:
+            raise EditorClosedError(f"turn {self.turn_id} was detached from its document")
+        return self._undo
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, ProseEvent, TurnEditor
+from spark_ide.editing.reasons import RevertUnavailable
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 from spark_ide.upstream import errors as upstream_errors
@@ -665,6 +666,13 @@ class Pilot:
 
     # -- revert ------------------------------------------------------------------------------
 
+    def document_replaced(self, doc: Doc[Any]) -> None:
+        """The room compacted its document into ``doc`` (between turns): the kept turns'
+        undo histories belong to the old one; they revert as text from now on."""
+        if self._run is not None:
+            raise RuntimeError("the document cannot be replaced while a turn writes into it")
+        self._revertible.detach(doc)
+
     async def _revert(self, command: Command) -> None:
         turn = command.turn
         editor = self._revertible.get(turn)
@@ -677,7 +685,13 @@ class Pilot:
         running = self._run if self._run is not None and self._run.id == turn else None
         if running is not None:
             self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED, by=command.author)
-        self._publish_edits(editor.revert())
+        try:
+            edits = editor.revert()
+        except RevertUnavailable as refused:
+            if command.reply is not None:
+                command.reply(SessionError(ErrorCode.REVERT_UNAVAILABLE, str(refused), ref=turn))
+            return
+        self._publish_edits(edits)
         # Announced once recorded, so a history panel refreshed on it shows the revert.
         self._records.put(
             "turn reverted", lambda: self.stage.store.turn_reverted(turn),

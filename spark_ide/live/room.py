@@ -23,6 +23,7 @@ from typing import Any
 from pycrdt import (
     Doc,
     Map,
+    Subscription,
     Text,
     TransactionEvent,
     UndoManager,
@@ -50,6 +51,7 @@ from .events import (
     Resync,
     TurnDelta,
     TurnEvent,
+    TurnFinished,
     TurnProse,
     TurnStarted,
 )
@@ -68,6 +70,9 @@ EPOCH_BITS = 32
 LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
 READ_TIMEOUT_S = 5.0
 ASK_EVERY_S = 1.0  # a connection whose update was refused is asked for what it has at most this often
+COMPACT_CHECK_TURNS = 10  # turns between two looks at how much deleted text the document holds
+COMPACT_RATIO = 4  # compacted when its encoded state is over this many times its files' text...
+COMPACT_SLACK_BYTES = 64 * 1024  # ...plus this
 PRESENCE_EVERY_S = 0.1  # presence is announced at most this often: a reconnect storm is not n² frames
 
 
@@ -96,6 +101,9 @@ class Room:
         self._loop_thread = threading.get_ident()
         self._idle_close: asyncio.TimerHandle | None = None
         self._state_message: bytes | None = None  # _document_message
+        self._doc_watch: Subscription | None = None
+        self._turns_unchecked = 0  # turns finished since the document's size was last looked at
+        self._compact_soon: asyncio.Handle | None = None
         self._presence_at = float("-inf")  # when presence was last announced (loop time)
         self._presence_later: asyncio.TimerHandle | None = None
         self._replayed: tuple[int, int, int, list[Frame]] | None = None  # the last catch-up (_replay_from_memory)
@@ -123,7 +131,7 @@ class Room:
         workspace_files(self.doc)
         self.epoch = state.epoch
         self.seq = self._log_floor = self.pipeline.sent_seq = state.epoch << EPOCH_BITS
-        self.doc.observe(self._on_doc_change)
+        self._doc_watch = self.doc.observe(self._on_doc_change)
         await self.guard.read_rules()
         self.guard.changed()  # the files as they are: their diagnostics
         self.pipeline.start()
@@ -144,6 +152,8 @@ class Room:
             self._idle_close.cancel()
         if self._presence_later is not None:
             self._presence_later.cancel()
+        if self._compact_soon is not None:
+            self._compact_soon.cancel()
         try:
             await self.store.close()
             await self.pilot.shutdown()
@@ -172,6 +182,10 @@ class Room:
             self._log_floor = self._log.popleft().seq
         if isinstance(event, TurnStarted):
             self._recent_turns.append(event.turn)
+        elif isinstance(event, TurnFinished):
+            self._turns_unchecked += 1
+            if self._turns_unchecked >= COMPACT_CHECK_TURNS and self._compact_soon is None:
+                self._compact_soon = self._loop.call_soon(self._compact_if_worth_it)
         self.pipeline.put_frame(frame)
 
     def announce(self, event: Event) -> None:
@@ -189,6 +203,45 @@ class Room:
             kind=kind, session=conn.session, user_id=conn.user_id, author=conn.username,
             reply=lambda event: self.tell(conn, event), **fields,
         ))
+
+    def _compact_if_worth_it(self) -> None:
+        """Between turns, every ``COMPACT_CHECK_TURNS`` turns: compact the document if the
+        deleted text it keeps makes it ``COMPACT_RATIO`` times its files and more."""
+        self._compact_soon = None
+        if self._closed or self.pilot.running_turn is not None:
+            return  # the next turn's end looks again
+        self._turns_unchecked = 0
+        state = self.doc.get_update()
+        text = sum(len(body.encode()) for body in self.texts().values())
+        if len(state) > COMPACT_RATIO * text + COMPACT_SLACK_BYTES:
+            self.compact_document(state)
+
+    def compact_document(self, state: bytes | None = None) -> tuple[int, int]:
+        """Replace the document by a copy of itself without the deleted text it keeps.
+
+        Each turn's undo manager keeps the text its blocks delete (for revert), and pycrdt frees
+        deleted text only in the transaction that deletes it, so a room whose files the model
+        rewrites turn after turn grows by about the size of what each turn replaced, for as
+        long as it is open: every join is sent all of it and every insert walks it. A copy
+        made from the encoded state has the same items (ids, clocks, state vector), so pages
+        go on syncing with it as before; only the deleted text is gone. Between turns only:
+        the kept turns revert as text from then on (``TurnEditor.detach``). Returns the
+        encoded size before and after."""
+        if self.pilot.running_turn is not None:
+            raise RuntimeError("a turn is writing into the document")
+        state = self.doc.get_update() if state is None else state
+        fresh: Doc[Any] = Doc()
+        fresh.apply_update(state)
+        workspace_files(fresh)
+        self.pilot.document_replaced(fresh)
+        if self._doc_watch is not None:
+            self.doc.unobserve(self._doc_watch)
+        self.doc = fresh
+        self._doc_watch = fresh.observe(self._on_doc_change)
+        self._state_message = None
+        after = len(fresh.get_update())
+        log.info("compacted the document of workspace %s: %d -> %d bytes", self.workspace, len(state), after)
+        return len(state), after
 
     def _document_message(self) -> bytes:
         """The whole document as a sync step 2, encoded once for every join until it changes

@@ -9,6 +9,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from pycrdt import Doc
 
 from spark_ide.editing import TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
@@ -159,3 +162,8 @@ class Revertible:
 
     def get(self, turn: str) -> TurnEditor | None:
         return self._editors.get(turn)
+
+    def detach(self, doc: Doc[Any]) -> None:
+        """The room compacted its document into ``doc``: each kept turn reverts as text now."""
+        for editor in self._editors.values():
+            editor.detach(doc)

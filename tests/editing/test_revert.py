@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
+from pycrdt import Doc
 
 from spark_ide.editing import (
     BlockStatus,
@@ -12,6 +15,7 @@ from spark_ide.editing import (
     TurnEditor,
     workspace_files,
 )
+from spark_ide.editing.reasons import RevertUnavailable
 
 from .scenarios import Scenario, scenarios
 from .support import Block, build_stream, make_doc, read, read_files
@@ -91,3 +95,88 @@ def test_revert_restores_the_original_document(scenario: Scenario) -> None:
     editor.finish()
     editor.revert()
     assert read_files(doc) == scenario.files
+
+
+# -- after the room compacted its document (``TurnEditor.detach``) ------------------------------
+
+
+def _compacted(doc: Doc[Any], *editors: TurnEditor) -> Doc[Any]:
+    """What the room does: a fresh copy of the document, the editors detached onto it."""
+    fresh: Doc[Any] = Doc()
+    fresh.apply_update(doc.get_update())
+    for editor in editors:
+        editor.detach(fresh)
+    return fresh
+
+
+def test_a_compacted_document_drops_the_deleted_text_and_a_detached_turn_still_reverts() -> None:
+    def body(k: int) -> str:
+        return "".join(f"VALUE_{k}_{i} = {i * k}\n" for i in range(60))
+
+    doc = make_doc({"app.py": body(0)})
+    turns = []
+    for k in range(1, 6):
+        editor = TurnEditor(doc, f"t{k}")
+        editor.feed(build_stream([Block("write", "app.py", "", body(k))])[0])
+        editor.finish()
+        turns.append(editor)
+    grown = len(doc.get_update())
+    fresh = _compacted(doc, *turns)
+    assert len(fresh.get_update()) * 3 < grown  # the rewritten text is gone
+    assert read_files(fresh) == read_files(doc) == {"app.py": body(5)}
+    events = turns[-1].revert()
+    assert read(fresh, "app.py") == body(4)
+    assert [(e.state, e.reason) for e in events if isinstance(e, BlockStatus)] == [
+        (EditState.ROLLED_BACK, RollbackReason.REVERTED)
+    ]
+
+
+def test_a_detached_turn_reverts_around_later_edits_and_removes_the_file_it_created() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed(build_stream(BLOCKS)[0])
+    editor.finish()
+    fresh = _compacted(doc, editor)
+    ytext = workspace_files(fresh)["app.py"]
+    with fresh.transaction(origin="human"):
+        ytext.insert(len(ytext), "\n# typed later\n")
+    editor.revert()
+    assert read_files(fresh) == {"app.py": APP + "\n# typed later\n"}
+
+
+def test_a_detached_turn_whose_lines_were_edited_since_is_refused_and_nothing_changes() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed(build_stream([Block("edit", "app.py", "def a():\n", "def a(x):\n")])[0])
+    editor.finish()
+    fresh = _compacted(doc, editor)
+    ytext = workspace_files(fresh)["app.py"]
+    with fresh.transaction(origin="human"):
+        ytext.insert(len("def a(x"), ", y")
+    files = read_files(fresh)
+    with pytest.raises(RevertUnavailable, match="edited since"):
+        editor.revert()
+    assert read_files(fresh) == files
+
+
+def test_a_detached_turn_someone_typed_into_while_it_wrote_is_refused() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    stream = build_stream([Block("edit", "app.py", "    return 2\n", "    return 20\n    # more\n")])[0]
+    editor.feed(stream[: stream.index("# more")])
+    with doc.transaction(origin="human"):
+        workspace_files(doc)["app.py"].insert(0, "# typed meanwhile\n")
+    editor.feed(stream[stream.index("# more"):])
+    editor.finish()
+    fresh = _compacted(doc, editor)
+    with pytest.raises(RevertUnavailable, match="while it was being written"):
+        editor.revert()
+    assert read(fresh, "app.py").startswith("# typed meanwhile\n")
+
+
+def test_a_running_turn_cannot_be_detached() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed("Thinking")
+    with pytest.raises(EditorClosedError):
+        editor.detach(Doc())

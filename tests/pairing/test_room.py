@@ -12,6 +12,8 @@ from channels.db import database_sync_to_async
 from django.db import OperationalError
 from pycrdt import Map, Text, create_update_message
 
+from spark_ide.editing import workspace_files
+from spark_ide.live import room as room_module
 from spark_ide.live.store import LiveSettings
 from spark_ide.pairing import adapter
 from spark_ide.pairing.adapter import ROOMS
@@ -365,3 +367,56 @@ async def test_a_page_joining_while_events_wait_behind_a_save_gets_each_once(
     assert seqs == sorted(set(seqs))
     await writer.close()
     await page.close()
+
+
+async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_still_revert(
+    live: Live, model_server: object, rooms: None
+) -> None:
+    """Turns that rewrite a file leave their deleted text in the document (their undo managers
+    keep it); the room compacts it between turns. Pages already joined keep syncing with the
+    copy, a page that joins gets the small one, and a turn from before reverts (as text)."""
+    def body(k: int) -> str:
+        return "".join(f"VALUE_{k}_{i} = {i * k}\n" for i in range(80))
+
+    client = await connect(live)
+    turns = []
+    for k in range(1, 5):
+        await client.send({"type": "prompt", "text": say(f'<write path="big.py">\n{body(k)}</write>\n')})
+        turns.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in turns))["turn"])
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    before, after = room.compact_document()
+    assert after * 3 < before  # the rewritten text is gone
+    await client.type_text("util.py", 0, "# typed after the compaction\n")
+    await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed after"))
+    fresh = await connect(live)
+    await fresh.until_true(lambda: fresh.text("big.py") == body(4))
+    assert fresh.text("util.py") == client.text("util.py")
+    await client.send({"type": "revert", "turn": turns[-1]})
+    await client.until(lambda e: e["type"] == "turn.reverted" and e["turn"] == turns[-1])
+    for page in (client, fresh):
+        await page.until_true(lambda page=page: page.text("big.py") == body(3))
+    assert fresh.text("util.py") == client.text("util.py")
+    assert (client.text("util.py") or "").startswith("# typed after")
+    await client.close()
+    await fresh.close()
+
+
+async def test_the_room_compacts_its_document_on_its_own_between_turns(
+    live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(room_module, "COMPACT_CHECK_TURNS", 2)
+    monkeypatch.setattr(room_module, "COMPACT_SLACK_BYTES", 0)
+    monkeypatch.setattr(room_module, "COMPACT_RATIO", 1)
+    client = await connect(live)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    first_doc = room.doc
+    seen: list[str] = []
+    for k in range(1, 4):
+        text = "".join(f"V{k}_{i} = {i}\n" for i in range(80))
+        await client.send({"type": "prompt", "text": say(f'<write path="big.py">\n{text}</write>\n')})
+        seen.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in seen))["turn"])
+    await client.until_true(lambda: room.doc is not first_doc)
+    assert len(room.doc.get_update()) < 4 * sum(len(t) for t in room.texts().values())
+    await client.close()
