@@ -151,6 +151,7 @@ class TurnEditor:
         if not self._closed:
             raise EditorClosedError(f"turn {self.turn_id} is still running: its document cannot change")
         self._undo = None
+        self._block = None  # the last block holds the old document's text (and so the document)
         self._doc = doc
         self._files = workspace_files(doc, self._files_key)
 

@@ -237,6 +237,7 @@ class Room:
         if self._doc_watch is not None:
             self.doc.unobserve(self._doc_watch)
         self.doc = fresh
+        self._sized_doc = None  # measured again (and observed) from the next update on
         self._doc_watch = fresh.observe(self._on_doc_change)
         self._state_message = None
         after = len(fresh.get_update())

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -124,6 +126,10 @@ def test_a_compacted_document_drops_the_deleted_text_and_a_detached_turn_still_r
     fresh = _compacted(doc, *turns)
     assert len(fresh.get_update()) * 3 < grown  # the rewritten text is gone
     assert read_files(fresh) == read_files(doc) == {"app.py": body(5)}
+    old = weakref.ref(doc)
+    del doc
+    gc.collect()
+    assert old() is None  # nothing the detached turns keep holds the old document
     events = turns[-1].revert()
     assert read(fresh, "app.py") == body(4)
     assert [(e.state, e.reason) for e in events if isinstance(e, BlockStatus)] == [

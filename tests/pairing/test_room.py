@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -385,8 +387,11 @@ async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_st
         turns.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in turns))["turn"])
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
+    old = weakref.ref(room.doc)
     before, after = room.compact_document()
     assert after * 3 < before  # the rewritten text is gone
+    gc.collect()
+    assert old() is None  # and with it the old document: nothing in the room holds it
     await client.type_text("util.py", 0, "# typed after the compaction\n")
     await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed after"))
     fresh = await connect(live)
