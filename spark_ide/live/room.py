@@ -236,8 +236,9 @@ class Room:
         self.pilot.document_replaced(fresh)
         if self._doc_watch is not None:
             self.doc.unobserve(self._doc_watch)
+        # The old document goes only once nothing observes it: pycrdt's observer holds the
+        # document it observes (a cycle through Rust that Python's collector cannot see).
         self.doc = fresh
-        self._sized_doc = None  # measured again (and observed) from the next update on
         self._doc_watch = fresh.observe(self._on_doc_change)
         self._state_message = None
         after = len(fresh.get_update())
@@ -253,7 +254,9 @@ class Room:
 
     def _on_doc_change(self, event: TransactionEvent) -> None:
         self._state_message = None
-        self.pipeline.put_update(bytes(event.update))
+        update = bytes(event.update)
+        self._grown += len(update)
+        self.pipeline.put_update(update)
         self.guard.changed()
 
     # -- participants ------------------------------------------------------------------------
@@ -529,11 +532,7 @@ class Room:
     # The document's size (UTF-8 bytes of all files) when last measured, and an upper bound of
     # what it grew by since: the length of every update the document made (its text is in them).
     _measured: int | None = None
-    _grown = 0
-    _sized_doc: Doc[Any] | None = None
-
-    def _grew(self, event: TransactionEvent) -> None:
-        self._grown += len(event.update)
+    _grown = 0  # counted by _on_doc_change
 
     def _apply_within_size(self, message: bytes, files: Map[Text]) -> ErrorEvent | None:
         """Apply a person's update (sync step 2 or update, without the SYNC byte) unless it grows
@@ -544,15 +543,12 @@ class Room:
         Measuring (a length per file) on every keystroke would cost ~2.6 µs a file, so it is
         measured only near the limit: an update adds at most its own length of text, and
         since the last measurement the files grew by at most the length of the updates the
-        document made (the model's and HTTP's too; counted by an observer, ~3 µs each). Only
+        document made (the model's and HTTP's too; counted by ``_on_doc_change``). Only
         an update that could cross the limit is applied under an undo manager."""
         limit = self.settings.limits.max_document_bytes
         if limit is None:
             handle_sync_message(message, self.doc)
             return None
-        if self._sized_doc is not self.doc:  # the first update since the room opened its document
-            self._sized_doc, self._measured = self.doc, None
-            self.doc.observe(self._grew)
         if self._measured is None or self._measured + self._grown + len(message) > limit:
             self._measured, self._grown = _text_bytes(files), 0
         if self._measured + self._grown + len(message) <= limit:

@@ -387,6 +387,8 @@ async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_st
         turns.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in turns))["turn"])
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
+    await client.type_text("util.py", 0, "# typed before\n")  # a person's update: the size check's path
+    await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed before"))
     old = weakref.ref(room.doc)
     before, after = room.compact_document()
     assert after * 3 < before  # the rewritten text is gone
@@ -394,6 +396,7 @@ async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_st
     assert old() is None  # and with it the old document: nothing in the room holds it
     await client.type_text("util.py", 0, "# typed after the compaction\n")
     await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed after"))
+    assert "# typed before" in str(workspace_files(room.doc)["util.py"])
     fresh = await connect(live)
     await fresh.until_true(lambda: fresh.text("big.py") == body(4))
     assert fresh.text("util.py") == client.text("util.py")
