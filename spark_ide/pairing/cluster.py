@@ -8,7 +8,6 @@ every room in its one process.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -19,6 +18,8 @@ from django.conf import settings
 
 from spark_ide.live.cluster import LEASE_TTL_S, Bus, Cluster, ask_owner
 from spark_ide.workspaces import documents
+
+from .redis_clients import LoopClients
 
 KEY_PREFIX = "spark:room-owner:"
 
@@ -54,17 +55,10 @@ class RedisLease:
     def __init__(self, url: str, ttl_s: float = LEASE_TTL_S) -> None:
         self.url = url
         self.ttl_ms = int(ttl_s * 1000)
-        self._clients: dict[asyncio.AbstractEventLoop, aioredis.Redis] = {}
+        self._clients = LoopClients(url, timeout_s=2)
 
     def _redis(self) -> aioredis.Redis:
-        """A client per event loop (a redis.asyncio connection belongs to the loop that made it)."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            for stale in [known for known in self._clients if known.is_closed()]:
-                del self._clients[stale]
-            client = self._clients[loop] = aioredis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
-        return client
+        return self._clients.get()
 
     async def acquire(self, workspace: str, holder: str) -> bool:
         return bool(await self._redis().set(KEY_PREFIX + workspace, holder, nx=True, px=self.ttl_ms))

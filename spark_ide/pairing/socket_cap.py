@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from .redis_clients import LoopClients
+
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "spark:sockets:"
@@ -112,7 +114,8 @@ class SocketCap:
         self.process = uuid.uuid4().hex[:12]
         self.local = LocalCount()
         self.held: dict[int, set[str]] = {}  # user -> this process's members in Redis
-        self._clients: dict[asyncio.AbstractEventLoop, aioredis.Redis] = {}
+        # Short timeouts: a socket's connect waits on this.
+        self._clients = LoopClients(self.url, timeout_s=1) if self.url is not None else None
         self._refresher: asyncio.Task[None] | None = None
         self._removals: set[asyncio.Task[None]] = set()
         self._warned_at = -WARN_EVERY_S
@@ -121,16 +124,8 @@ class SocketCap:
         return f"{self.prefix}{user_id}"
 
     def _redis(self) -> aioredis.Redis:
-        """A client per event loop (a redis.asyncio connection belongs to the loop that made it)."""
-        assert self.url is not None
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            for stale in [known for known in self._clients if known.is_closed()]:
-                del self._clients[stale]
-            # Short timeouts: a socket's connect waits on this.
-            client = self._clients[loop] = aioredis.Redis.from_url(self.url, socket_timeout=1, socket_connect_timeout=1)
-        return client
+        assert self._clients is not None
+        return self._clients.get()
 
     async def take(self, user_id: int, limit: int) -> Ticket | None:
         """A ticket for one more socket of the user's, or None: the user holds ``limit`` already."""

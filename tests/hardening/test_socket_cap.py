@@ -18,6 +18,7 @@ from channels.testing import WebsocketCommunicator
 
 from spark_ide.pairing import consumer
 from spark_ide.pairing.consumer import TOO_MANY_SOCKETS
+from spark_ide.pairing.redis_clients import LoopClients
 from spark_ide.pairing.socket_cap import SocketCap, Ticket
 from tests.conftest import port_open, require
 from tests.pairing.conftest import Live, connect
@@ -128,7 +129,7 @@ async def test_redis_down_each_process_counts_its_own_and_warns_once(caplog: pyt
 async def test_redis_lost_midway_counts_what_redis_let_in_and_gives_back_both(prefix: str) -> None:
     cap = SocketCap(REDIS, prefix=prefix, ttl_s=0.6)
     in_redis = await take_all(cap, 1, limit=2)
-    cap._clients[asyncio.get_running_loop()] = aioredis.Redis.from_url(NOWHERE)  # Redis goes away
+    cap._clients = LoopClients(NOWHERE, timeout_s=1)  # Redis goes away
     local = await take_all(cap, 1, limit=2)
     assert local[0].member is None and await cap.take(USER, 2) is None  # the Redis one counts here too
     give_all(cap, in_redis + local)
