@@ -48,8 +48,16 @@ def _waited(page: Any) -> float:
 
 
 def _assert_inside(page: Any, locator: Any, what: str) -> None:
+    """``locator`` lies inside the window, within a second: a panel that opens near the right
+    edge is moved into view on its ``toggle`` event, which the browser fires a task after the
+    click (a check right after the click could see it before the move)."""
     width, height = page.viewport_size["width"], page.viewport_size["height"]
-    box = locator.bounding_box()
+    for _ in range(20):
+        box = locator.bounding_box()
+        inside = box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+        if inside and box["y"] >= 0 and box["y"] + box["height"] <= height:
+            return
+        page.wait_for_timeout(50)
     assert box is not None, f"{what} is not shown"
     cut = f"{what} is cut off at {width}x{height}: {box}"
     assert box["x"] >= 0 and box["x"] + box["width"] <= width, cut
