@@ -163,13 +163,9 @@ class TurnEditor:
         if self._undo is None:
             self._take_back_as_text()  # raises RevertUnavailable before changing anything
         else:
-            undo = self._undo
-            self._undoing = True
-            try:
-                for _ in range(len(undo.undo_stack)):
-                    undo.undo()
-            finally:
-                self._undoing = False
+            undo = self._undo  # the turn has ended: nothing watches its files any more
+            for _ in range(len(undo.undo_stack)):
+                undo.undo()
             for path, origin in self._created.items():
                 self._remove_if_empty(path, origin)
         self._reverted = True
