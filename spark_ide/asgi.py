@@ -13,6 +13,10 @@ from spark_ide.ops.memtrace import install_from_env  # noqa: E402
 
 install_from_env()  # the opt-in memory report on SIGUSR1 (SPARK_MEMTRACE=1; docs/operations.md)
 
+from spark_ide.ops.native_memory import release_lost_write_buffers  # noqa: E402
+
+release_lost_write_buffers()  # a lost connection's unsent data goes at once (issue 16, reconnect storms)
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from spark_ide.pairing.routing import websocket_urlpatterns  # noqa: E402

@@ -11,6 +11,16 @@ production code:
   at install time with N frames; each report then lists the allocation sites that grew most
   since the previous report and since the first one. Tracing slows the process down (about
   2x): use it to find a cause, not to measure speed.
+* ``SPARK_MEMTRACE_TRIM=1``: after each report, call glibc's ``malloc_trim(0)`` and append what
+  it gave back (RSS before and after, how long it took): memory that a trim gives back was free
+  memory the allocator kept, not a leak (``spark_ide.ops.native_memory``).
+* ``SPARK_MEMTRACE_GARBAGE=1``: each report also describes the garbage its ``gc.collect()``
+  found (objects in reference cycles, kept until a full collection): counted by type, with the
+  bytes objects they held (which the collector's thresholds do not see).
+* ``SPARK_MEMTRACE_MALLOCSTATS=1``: each report also holds ``sys._debugmallocstats()``, the
+  Python allocator's arenas and pools (how fragmented its own memory is).
+
+Every report shows glibc's counters (``mallinfo2``: bytes in use, free but kept, mmap-ed).
 
 ``install_from_env()`` is the one call a process makes (the ASGI module, before serving). The
 report is built on the running event loop when there is one (between callbacks, so no
@@ -26,6 +36,7 @@ import gc
 import linecache
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -35,9 +46,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from spark_ide.ops import native_memory
+from spark_ide.ops.native_memory import rss_bytes as rss_bytes  # also imported from here by the soak
+
 ENV_SWITCH = "SPARK_MEMTRACE"
 ENV_TRACEMALLOC = "SPARK_TRACEMALLOC"
 ENV_FILE = "SPARK_MEMTRACE_FILE"
+ENV_TRIM = "SPARK_MEMTRACE_TRIM"
+ENV_MALLOCSTATS = "SPARK_MEMTRACE_MALLOCSTATS"
+ENV_GARBAGE = "SPARK_MEMTRACE_GARBAGE"
+_ON = {"1", "true", "yes", "on"}
 TOP_SITES = 25
 TOP_TYPES = 30
 
@@ -45,9 +63,14 @@ TOP_TYPES = 30
 class MemTrace:
     """The state kept between two reports of one process."""
 
-    def __init__(self, path: Path, *, frames: int = 0) -> None:
+    def __init__(
+        self, path: Path, *, frames: int = 0, trim: bool = False, mallocstats: bool = False, garbage: bool = False,
+    ) -> None:
         self.path = path
+        self.garbage = garbage
         self.frames = frames
+        self.trim = trim
+        self.mallocstats = mallocstats
         self._lock = threading.Lock()
         self._first: tracemalloc.Snapshot | None = None
         self._previous: tracemalloc.Snapshot | None = None
@@ -62,11 +85,24 @@ class MemTrace:
             self._reports += 1
             lines = [f"== memtrace report {self._reports} pid {os.getpid()} at {time.time():.3f} "
                      f"rss {rss_bytes() / 1e6:.1f} MB"]
-            gc.collect()
+            lines += [line + " (before gc.collect)" for line in _allocator_lines()]
+            counts, began = gc.get_count(), time.perf_counter()
+            if self.garbage:
+                lines += _garbage_lines()
+            collected = gc.collect()
+            lines.append(f"-- gc.collect(): {collected} unreachable objects freed in "
+                         f"{(time.perf_counter() - began) * 1000:.0f} ms (generation counts were {counts}); "
+                         f"rss now {rss_bytes() / 1e6:.1f} MB")
             lines += self._type_lines()
             lines += _document_lines()
             if tracemalloc.is_tracing():
                 lines += self._site_lines()
+            lines += _allocator_lines()
+            lines += _server_trim_lines()
+            if self.mallocstats:
+                lines += _pymalloc_lines()
+            if self.trim:
+                lines += _trim_lines()
             return "\n".join(lines) + "\n"
 
     def dump(self) -> None:
@@ -145,16 +181,76 @@ def _document_lines() -> list[str]:
             f"largest {max(sizes) / 1e3:.1f} kB"]
 
 
-def rss_bytes(pid: int | None = None) -> int:
-    """Resident set size of a process (this one by default) from /proc; 0 where unknown."""
+def _garbage_lines() -> list[str]:
+    """What the next collection frees: the unreachable cycles, by type, and the bytes they hold."""
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
     try:
-        status = Path(f"/proc/{pid or 'self'}/status").read_text()
-    except OSError:
-        return 0
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+        gc.collect()
+        found = list(gc.garbage)
+        gc.garbage.clear()
+    finally:
+        gc.set_debug(flags)
+    kinds: Counter[str] = Counter(_type_name(obj) for obj in found)
+    held: dict[int, int] = {}
+    holders: Counter[str] = Counter()
+    for obj in found:
+        for ref in gc.get_referents(obj):
+            if isinstance(ref, bytes | bytearray | memoryview) and id(ref) not in held:
+                held[id(ref)] = sys.getsizeof(ref)
+                holders[_type_name(obj)] += sys.getsizeof(ref)
+    del found
+    lines = [f"-- garbage in cycles: {sum(kinds.values())} objects; bytes objects they hold: "
+             f"{sum(held.values()) / 1e6:.1f} MB in {len(held)}"]
+    lines += [f"   {size / 1e6:>10.1f} MB held by {name}" for name, size in holders.most_common(8)]
+    lines += [f"   {count:>10} {name}" for name, count in kinds.most_common(TOP_TYPES)]
+    return lines
+
+
+def _allocator_lines() -> list[str]:
+    info = native_memory.mallinfo()
+    if info is None:
+        return ["-- glibc allocator: not glibc"]
+    return [f"-- glibc allocator: in use {info.in_use / 1e6:.1f} MB, free but kept {info.free / 1e6:.1f} MB "
+            f"(top {info.top_pad / 1e6:.1f} MB), arenas {info.arena / 1e6:.1f} MB, mmap-ed {info.mmapped / 1e6:.1f} MB"]
+
+
+def _server_trim_lines() -> list[str]:
+    trimmer = native_memory.TRIMMER
+    if trimmer is None:
+        return ["-- the server's own trims: off"]
+    lines = [f"-- the server's own trims (after sockets closed in bulk), the last {len(trimmer.trims)}:"]
+    lines += [f"   at {t.at:.3f}: rss {t.rss_before / 1e6:.1f} -> {t.rss_after / 1e6:.1f} MB "
+              f"in {t.seconds * 1000:.1f} ms" for t in trimmer.trims]
+    return lines
+
+
+def _trim_lines() -> list[str]:
+    trimmed = native_memory.malloc_trim()
+    if trimmed is None:
+        return ["-- malloc_trim: not glibc"]
+    lines = [f"-- malloc_trim(0): rss {trimmed.rss_before / 1e6:.1f} -> {trimmed.rss_after / 1e6:.1f} MB "
+             f"({trimmed.given_back / 1e6:+.1f} MB given back) in {trimmed.seconds * 1000:.1f} ms"]
+    return lines + _allocator_lines()
+
+
+def _pymalloc_lines() -> list[str]:
+    """``sys._debugmallocstats()`` (it writes to the C stderr: caught through a temp file)."""
+    with tempfile.TemporaryFile() as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    keep = [line for line in text.splitlines()
+            if line.startswith(("# arenas", "# bytes in", "Total", "# times object malloc"))]
+    return ["-- pymalloc (sys._debugmallocstats):"] + [f"   {line}" for line in keep]
+
 
 
 _installed: MemTrace | None = None
@@ -172,12 +268,13 @@ def install_from_env(environ: dict[str, str] | None = None) -> MemTrace | None:
         raise ValueError(f"{ENV_TRACEMALLOC} must be a number of frames (e.g. 1 or 25), not {raw_frames!r}") from None
     if frames < 0:
         raise ValueError(f"{ENV_TRACEMALLOC} must not be negative")
-    if frames == 0 and env.get(ENV_SWITCH, "") not in {"1", "true", "yes", "on"}:
+    if frames == 0 and env.get(ENV_SWITCH, "") not in _ON:
         return None
     if _installed is not None:
         return _installed
     path = Path(env.get(ENV_FILE) or Path(tempfile.gettempdir()) / f"spark-memtrace-{os.getpid()}.txt")
-    tracer = MemTrace(path, frames=frames)
+    tracer = MemTrace(path, frames=frames, trim=env.get(ENV_TRIM, "") in _ON,
+                      mallocstats=env.get(ENV_MALLOCSTATS, "") in _ON, garbage=env.get(ENV_GARBAGE, "") in _ON)
     signal.signal(signal.SIGUSR1, _on_signal)
     _installed = tracer
     return tracer

@@ -27,6 +27,7 @@ from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.transport import Connection
 from spark_ide.live.turns import CommandKind
+from spark_ide.ops import native_memory
 
 from .adapter import ROOMS
 from .lookups import on_lookup_thread
@@ -191,6 +192,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         task.add_done_callback(self.pending.discard)
 
     async def disconnect(self, code: int) -> None:
+        native_memory.socket_closed()  # many at once (a storm): glibc's kept memory goes back to the system
         if hasattr(self, "counted"):
             SOCKETS.give_back(self.counted)
             del self.counted
