@@ -129,10 +129,12 @@ def stream(text: str, size: int, *, watched: bool, pool: ProcessPoolExecutor) ->
         if watch is not None:
             watch.feed(code, events)
             watch.pending += watch.blocks()
-            # As the Pilot does: one scan at a time, the blocks completed meanwhile together.
-            if watch.pending and (not scans or scans[-1].done()):
+            # As the Pilot does: one scan at a time, at most one every BANDIT_EVERY_S, the
+            # blocks completed meanwhile together.
+            now = time.monotonic()
+            if watch.pending and (not scans or scans[-1].done()) and not watch.scan_wait(now):
                 scans.append(pool.submit(bandit_blocks, watch.pending))
-                watch.pending = []
+                watch.pending, watch.scanned_at = [], now
     events = editor.finish()
     if watch is not None:
         watch.feed(editor.take_code(), events)

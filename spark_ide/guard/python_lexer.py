@@ -57,33 +57,38 @@ class LogicalLines:
         self._first_line = 0
         self.open = False  # a logical line has started and not ended (the next physical line continues it)
 
-    def push(self, text: str, number: int) -> Statement | None:
-        """Take the next completed line; the logical line it completes, or None (blank, comment, or still open)."""
+    def push(self, text: str, number: int) -> bool:
+        """Take the next completed line. True: it completed a logical line, which the caller then either ``take``s
+        or ``drop``s before the next push (most are dropped unread: no ``Statement`` is made for them). False: a
+        blank line, a comment, or the logical line goes on."""
         if not self.open:
             stripped = text.lstrip(" \t\f")
             if not stripped or stripped[0] == "#":
-                return None
+                return False
             self._first_line = number
             self.open = True
         self._pending.append(text)
         self._scan(text)
-        if self._depth or self._quote is not None or self._continued:
-            return None
-        return self._take()
+        return not (self._depth or self._quote is not None or self._continued)
 
     def finish(self) -> Statement | None:
         """The stream ended: whatever logical line is still open, complete or not."""
-        return self._take() if self.open else None
+        return self.take() if self.open else None
 
-    def _take(self) -> Statement:
+    def take(self) -> Statement:
+        """The logical line ``push`` completed (or, from ``finish``, the open one)."""
         statement = Statement(self._first_line, tuple(self._pending), self._last == ":")
-        self._pending = []
-        self.open = False
         self._depth = 0
         self._quote = None
         self._continued = False
-        self._last = ""
+        self.drop()
         return statement
+
+    def drop(self) -> None:
+        """Forget the logical line ``push`` completed."""
+        self._pending = []
+        self.open = False
+        self._last = ""
 
     def _scan(self, text: str) -> None:
         self._continued = False

@@ -41,6 +41,7 @@ class PythonStatements:
         hot = [index for index, marks in marked.items() if marks & STATEMENT_MARK] if marked else ()
         found: list[tuple[int, Finding]] = []
         logical, context = self._lines, self._rules.context
+        learned = context.learned_names
         for index, line in enumerate(text.split("\n")):
             at = number + index
             if not logical.open and line and line[0] not in " \t\f#":  # a logical line starts at column 0
@@ -50,11 +51,14 @@ class PythonStatements:
             self._block.append(line)
             if hot and index in hot:
                 self._hot = True
-            statement = logical.push(line, at)
-            # Most statements hold none of the words and no name the file taught the rules: nothing to check.
-            if statement is not None and (self._hot or context.learned_names):
-                for finding in self._check(statement):
-                    found.append((index, finding))
+            if logical.push(line, at):
+                # Most statements hold none of the words and no name the file taught the rules: nothing to check.
+                if self._hot or learned:
+                    for finding in self._check(logical.take()):
+                        found.append((index, finding))
+                    learned = context.learned_names  # what the statement taught counts from the next one
+                else:
+                    logical.drop()
         return found
 
     def finish(self) -> list[Finding]:

@@ -95,6 +95,9 @@ class GuardHalt:
     findings: tuple[Finding, ...]
 
 
+_MARKER_CHARS = 7  # the longest end marker's length: ">>>>>>>"
+
+
 def _may_end_a_block(text: str) -> bool:
     """Whether ``text`` may hold the end of an edit block (a closing tag, a fence, a marker)."""
     return "</" in text or "```" in text or ">>>>>>>" in text
@@ -430,13 +433,18 @@ class Pilot:
         applies it (a halt rolls back only the block in flight). True: the watchdog halted the
         turn."""
         watch = run.watch
+        tail, run.tail = run.tail, text[-_MARKER_CHARS:]
+        if watch is not None and watch.holding and _may_end_a_block(tail + text):
+            # What the watchdog holds unread is read before anything may end its block.
+            if self._watch(run, watch.feed([])):
+                return True
         if watch is None or text.count("\n") < 2 or not _may_end_a_block(text):
             edits = run.editor.feed(text)
             self._publish_edits(edits)
             code = run.editor.take_code()
             if watch is None or not (code or edits):
                 return False
-            new = watch.feed(code, edits)
+            new = watch.feed(code, edits, behind=run.stream is not None and run.stream.waiting > 0)
             # Most deltas end no line and find nothing: no call for them (one per delta adds up).
             return self._watch(run, new) if new or watch.lines_ended else False
         held: list[EditEvent] = []
@@ -475,15 +483,21 @@ class Pilot:
         return True
 
     def _scan_blocks(self, run: TurnRun, watch: TurnWatch) -> None:
-        """bandit over the completed blocks, one scan at a time: blocks that complete while one
-        runs go together in the next (a trip to the scan process per block cost the stream
-        more than the scans)."""
+        """bandit over the completed blocks, one scan at a time and at most one every
+        ``BANDIT_EVERY_S``: blocks that complete meanwhile go together in the next (a trip to
+        the scan process per block cost the stream more than the scans)."""
         watch.scanning = True
 
         async def scan() -> None:
             try:
                 while watch.pending:
+                    wait = watch.scan_wait(time.monotonic())
+                    if wait:
+                        await asyncio.sleep(wait)
+                        if not (run.live and self._run is run):
+                            break  # ended meanwhile: the turn's full scan reads its files
                     batch, watch.pending = watch.pending, []
+                    watch.scanned_at = time.monotonic()
                     fresh = watch.fresh(await bandit_in_process(batch))
                     if run.live and self._run is run:
                         self._watch(run, fresh)

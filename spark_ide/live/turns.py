@@ -73,6 +73,7 @@ class TurnRun:
     steer_ms: float | None = None
     watch: TurnWatch | None = None  # the watchdog over its code (None: off, or nothing is applied)
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
+    tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
 
     @property

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -111,7 +112,19 @@ class FullScan(Protocol):
 # use with bandit loaded once (its Python API, not a command per block); the loop only waits.
 
 T = TypeVar("T")
-SCAN_NICENESS = 10
+# The lowest priority there is: the scan takes only the CPU time the server and the model leave.
+# (At 10 it still took a tenth of a busy core, which the model server and the stream wanted:
+# `spark_bench guard`.)
+SCAN_NICENESS = 19
+# While a turn streams, bandit scans of its completed blocks start at most this often; the
+# blocks completed meanwhile go together. A trip to the scan process wakes two threads of the
+# server's own (the pool's) and the scan competes for the CPU: a trip per block, at a fast
+# stream's rate, cost the stream more than all its line scans (`spark_bench guard`). bandit only
+# ever reads completed blocks, so this delays what it reports, never what the line tiers halt.
+BANDIT_EVERY_S = 0.1
+# At most this many characters of a turn's code are kept unread while the stream outruns the
+# room (``TurnWatch.feed``): a few dozen lines, read together.
+HOLD_CHARS = 4096
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -234,15 +247,40 @@ class TurnWatch:
         self._lines = False  # a line ended since ``blocks()`` last looked (a block can only end then)
         self.pending: list[Block] = []  # completed blocks waiting for bandit (one scan at a time)
         self.scanning = False
+        self.scanned_at = float("-inf")  # when the last bandit scan of this turn's blocks started
+        self._held: list[CodeText] = []  # code kept to be read with the next (``feed(behind=True)``)
+        self._held_chars = 0
 
     @property
     def reported(self) -> frozenset[object]:
         return frozenset(self._reported)
 
-    def feed(self, code: list[CodeText], events: Iterable[EditEvent] = ()) -> list[Finding]:
+    @property
+    def holding(self) -> bool:
+        """Code is kept unread (``feed(behind=True)``): read it before anything may end its block."""
+        return bool(self._held)
+
+    def feed(self, code: list[CodeText], events: Iterable[EditEvent] = (), *, behind: bool = False) -> list[Finding]:
         """The code committed by the last chunk and the blocks' status changes; returns the
         findings not reported before. (Called after every delta: most carry a few characters
-        and end no line, and cost only the scanner's note of them.)"""
+        and end no line, and cost only the scanner's note of them.)
+
+        ``behind``: more of the answer is already waiting to be applied (the model writes faster
+        than the room applies). The code is then kept and read with the next call's, up to
+        ``HOLD_CHARS``, unless a block ended: a scan's fixed costs are paid once for many lines
+        (reading a fast stream delta by delta cost it twice what the lines did). A stream the
+        room keeps up with is read delta by delta, and the caller reads what is held before
+        applying anything that may end its block (``holding``), so a halt still rolls back the
+        block it found a flaw in."""
+        events = tuple(events)
+        if behind and not any(_ends(event) for event in events):
+            size = sum(len(piece.text) for piece in code)
+            if self._held_chars + size < HOLD_CHARS:
+                self._held += code
+                self._held_chars += size
+                return []
+        if self._held:
+            code, self._held, self._held_chars = _joined(self._held + code), [], 0
         found: list[Finding] = []
         for piece in code:
             scanner = self._scanners.get(piece.block)
@@ -254,7 +292,8 @@ class TurnWatch:
             else:
                 scanner.feed(piece.text)  # a piece of a line: nothing can be found before it ends
         for event in events:
-            if isinstance(event, BlockStatus) and event.state in _FINAL:
+            if _ends(event):
+                assert isinstance(event, BlockStatus)
                 done = self._scanners.get(event.block)
                 if done is not None and event.state is EditState.APPLIED:
                     found += done.finish()
@@ -277,6 +316,11 @@ class TurnWatch:
                 out.append(finding)
         return out
 
+    def scan_wait(self, now: float) -> float:
+        """Seconds until the next bandit scan of the pending blocks may start (``BANDIT_EVERY_S``
+        after the last; ``now``: ``time.monotonic()``)."""
+        return max(0.0, self.scanned_at + BANDIT_EVERY_S - now)
+
     def blocks(self) -> list[Block]:
         """Completed top-level blocks not handed out yet that bandit has something to look at in
         (``BANDIT_HINTS``): (path, first line, source)."""
@@ -290,6 +334,28 @@ class TurnWatch:
                 if wants_bandit(block.source)
             ]
         return out
+
+
+def _ends(event: EditEvent) -> bool:
+    """Whether ``event`` is a block's last status (applied, failed, rolled back...)."""
+    return isinstance(event, BlockStatus) and event.state in _FINAL
+
+
+def _joined(code: list[CodeText]) -> list[CodeText]:
+    """``code`` with the consecutive pieces of one block as one piece."""
+    out: list[CodeText] = []
+    texts: list[str] = []
+    for piece in code:
+        if out and out[-1].block == piece.block:
+            texts.append(piece.text)
+            continue
+        if len(texts) > 1:
+            out[-1] = dataclasses.replace(out[-1], text="".join(texts))
+        out.append(piece)
+        texts = [piece.text]
+    if len(texts) > 1:
+        out[-1] = dataclasses.replace(out[-1], text="".join(texts))
+    return out
 
 
 # -- the document -----------------------------------------------------------------------------

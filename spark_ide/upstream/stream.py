@@ -94,6 +94,11 @@ class TurnStream:
     def marks(self) -> Marks:
         return self._marks()
 
+    @property
+    def waiting(self) -> int:
+        """How many events have arrived and wait to be taken (0: the consumer keeps up)."""
+        return self._queue.qsize()
+
     def __aiter__(self) -> TurnStream:
         return self
 

@@ -84,7 +84,7 @@ class _ExactLines(LogicalLines):
 
 
 def _statements(lexer: LogicalLines, lines: list[str]) -> list[Statement | None]:
-    out = [lexer.push(line, number) for number, line in enumerate(lines, start=1)]
+    out = [lexer.take() if lexer.push(line, number) else None for number, line in enumerate(lines, start=1)]
     return [*out, lexer.finish()]
 
 
