@@ -29,6 +29,8 @@ _FAST = re.compile(r"""[()\[\]{}]|'''|\"\"\"|'[^'\\\n]*'|"[^"\\\n]*"|[#\\'"]""")
 _TRIPLES = ("'''", '"""')
 _MARKS_ONLY = str.maketrans({chr(code): None for code in range(128) if chr(code) not in "()[]{}#\\'\""})
 _OPENERS = frozenset("([{")
+_WHOLE: dict[str, bool] = {}  # ``LogicalLines.passes``: a line's brackets and quotes -> a whole logical line?
+_WHOLE_MAX = 4096  # patterns remembered at most (a hostile file could make every line's differ)
 _FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
 _SOFT_KEYWORDS = frozenset({"match", "case"})
 
@@ -116,27 +118,41 @@ class LogicalLines:
                 last = tail[-1]
         self._depth, self._last = depth, last
 
+    def passes(self, line: str) -> bool:
+        """Whether pushing ``line`` now would leave this lexer as it is: no logical line is open and ``line`` is
+        blank, a comment, or a whole logical line by itself. A caller that would not read that logical line may then
+        skip the push. Decided from the line's brackets and quotes, remembered per distinct pattern of them (code
+        repeats a few: ``()``, ``('')``, ``[]``...)."""
+        if self.open:
+            return False
+        stripped = line.lstrip(" \t\f")
+        if not stripped or stripped[0] == "#":
+            return True
+        if not line.isascii():
+            return False
+        marks = line.translate(_MARKS_ONLY)
+        if not marks:
+            return True
+        whole = _WHOLE.get(marks)
+        if whole is None:
+            whole = _marks_depth(marks, 0) == 0
+            if len(_WHOLE) < _WHOLE_MAX:
+                _WHOLE[marks] = whole
+        return whole and not (("'" in marks or '"' in marks) and ("'''" in line or '"""' in line))
+
     def _scan_marks(self, text: str) -> bool:
         """The commonest lines, fastest: only its brackets and quotes (``str.translate`` drops the rest in C), when
         it has no comment, no backslash, no triple quote and every string closes on it. False: not such a line,
         nothing done."""
         marks = text.translate(_MARKS_ONLY)
-        depth, quote = self._depth, ""
+        depth = self._depth
         if marks:
-            if "#" in marks or "\\" in marks or (("'" in marks or '"' in marks) and ("'''" in text or '"""' in text)):
+            if ("'" in marks or '"' in marks) and ("'''" in text or '"""' in text):
                 return False
-            for mark in marks:
-                if quote:
-                    if mark == quote:
-                        quote = ""
-                elif mark in _OPENERS:
-                    depth += 1
-                elif mark in ")]}":
-                    depth = depth - 1 if depth else 0  # a stray closer: as the exact loop does
-                else:
-                    quote = mark
-            if quote:
-                return False  # a string left open: the exact loop knows what that means
+            after = _marks_depth(marks, depth)
+            if after is None:
+                return False  # a comment, a backslash or a string left open: the exact loop knows what they mean
+            depth = after
         tail = text.rstrip()
         if tail:  # the last significant character: code, a bracket, or a string's closing quote
             self._last = tail[-1]
@@ -197,6 +213,25 @@ class LogicalLines:
         segment = segment.rstrip()
         if segment:
             self._last = segment[-1]
+
+
+def _marks_depth(marks: str, depth: int) -> int | None:
+    """The bracket depth after a line whose brackets and quotes are ``marks`` (in order), from ``depth``; None when
+    it holds a comment or a backslash or leaves a string open (or is not so simple: the exact loop decides)."""
+    if "#" in marks or "\\" in marks:
+        return None
+    quote = ""
+    for mark in marks:
+        if quote:
+            if mark == quote:
+                quote = ""
+        elif mark in _OPENERS:
+            depth += 1
+        elif mark in ")]}":
+            depth = depth - 1 if depth else 0  # a stray closer: as the exact loop does
+        else:
+            quote = mark
+    return None if quote else depth
 
 
 def parse_statement(statement: Statement) -> tuple[ast.Module, int] | None:

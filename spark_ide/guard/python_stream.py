@@ -38,7 +38,7 @@ class PythonStatements:
         with the index of the line that completed it."""
         if "\r" in text:
             text = text.replace("\r", " ")  # the parser takes a lone CR for a line break: keep line numbers exact
-        hot = [index for index, marks in marked.items() if marks & STATEMENT_MARK] if marked else ()
+        hot = {index for index, marks in marked.items() if marks & STATEMENT_MARK} if marked else ()
         found: list[tuple[int, Finding]] = []
         logical, context = self._lines, self._rules.context
         learned = context.learned_names
@@ -51,6 +51,9 @@ class PythonStatements:
             self._block.append(line)
             if hot and index in hot:
                 self._hot = True
+            # Most lines are whole statements no rule reads (or blank, or comments): no need to push them.
+            if not (self._hot or learned) and logical.passes(line):
+                continue
             if logical.push(line, at):
                 # Most statements hold none of the words and no name the file taught the rules: nothing to check.
                 if self._hot or learned:
