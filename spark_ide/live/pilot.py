@@ -434,10 +434,9 @@ class Pilot:
         turn."""
         watch = run.watch
         tail, run.tail = run.tail, text[-_MARKER_CHARS:]
-        if watch is not None and watch.holding and _may_end_a_block(tail + text):
-            # What the watchdog holds unread is read before anything may end its block.
-            if self._watch(run, watch.feed([])):
-                return True
+        # What the watchdog holds unread is read before anything may end its block.
+        if watch is not None and watch.holding and _may_end_a_block(tail + text) and self._watch(run, watch.feed([])):
+            return True
         if watch is None or text.count("\n") < 2 or not _may_end_a_block(text):
             edits = run.editor.feed(text)
             self._publish_edits(edits)
