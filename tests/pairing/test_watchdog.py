@@ -219,11 +219,17 @@ async def test_a_flaw_on_the_blocks_last_line_is_halted_before_the_block_ends(
         "</write>\n"
         "Done.\n"
     )
+    await _halted_before_the_block_ends(live, last, line=2)
+
+
+async def _halted_before_the_block_ends(live: Live, answer: str, *, line: int) -> None:
+    """``answer`` streamed far faster than the room applies it: its SQL flaw at ``line`` halts
+    the turn before its block is applied, and the correction turn writes parameters."""
     client = await connect(live)
     try:
-        await client.send({"type": "prompt", "text": f"[rate:500000][say]{last}[/say]"})
+        await client.send({"type": "prompt", "text": f"[rate:500000][say]{answer}[/say]"})
         halted = await client.until(lambda e: e["type"] == "guard.finding" and e["action"] == "halted")
-        assert halted["line"] == 2
+        assert halted["rule"] == "sql-format" and halted["line"] == line
         await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == halted["turn"])
         statuses = [e["state"] for e in client.of("edit.status", halted["turn"])]
         assert "applied" not in statuses and statuses[-1] == "rolled_back"
@@ -243,17 +249,4 @@ async def test_a_flaw_deep_in_a_long_block_at_a_saturating_rate_is_halted_before
     body = "".join(f"def handler_{n}(request):\n    return request.get('v{n}')\n\n" for n in range(120))
     flaw = "def find(cursor, name):\n    cursor.execute(f\"SELECT * FROM users WHERE name = '{name}'\")\n"
     answer = f'<write path="users.py">\n{body}{flaw}' + "def last():\n    return 1\n</write>\nDone.\n"
-    client = await connect(live)
-    try:
-        await client.send({"type": "prompt", "text": f"[rate:500000][say]{answer}[/say]"})
-        halted = await client.until(lambda e: e["type"] == "guard.finding" and e["action"] == "halted")
-        assert halted["rule"] == "sql-format" and halted["line"] == body.count("\n") + 2
-        await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == halted["turn"])
-        statuses = [e["state"] for e in client.of("edit.status", halted["turn"])]
-        assert "applied" not in statuses and statuses[-1] == "rolled_back"
-        done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == halted["correction"])
-        assert done["status"] == "completed"
-        await client.until_true(lambda: "(name,)" in (client.text("users.py") or ""))
-    finally:
-        await client.close()
-        await ROOMS.close_all()
+    await _halted_before_the_block_ends(live, answer, line=body.count("\n") + 2)
