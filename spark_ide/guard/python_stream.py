@@ -42,19 +42,19 @@ class PythonStatements:
         found: list[tuple[int, Finding]] = []
         logical, context = self._lines, self._rules.context
         learned = context.learned_names
+        block, passes = self._block, logical.passes
         for index, line in enumerate(text.split("\n")):
-            at = number + index
             if not logical.open and line and line[0] not in " \t\f#":  # a logical line starts at column 0
-                self._track_block(line, at)
-            if not self._block:
-                self._block_start = at
-            self._block.append(line)
+                self._track_block(line, number + index)
+                block = self._block
+            if not block:
+                self._block_start = number + index
+            block.append(line)
             if hot and index in hot:
                 self._hot = True
-            # Most lines are whole statements no rule reads (or blank, or comments): no need to push them.
-            if not (self._hot or learned) and logical.passes(line):
-                continue
-            if logical.push(line, at):
+            elif not (self._hot or learned) and passes(line):
+                continue  # most lines: whole statements no rule reads (or blank, or comments), not even pushed
+            if logical.push(line, number + index):
                 # Most statements hold none of the words and no name the file taught the rules: nothing to check.
                 if self._hot or learned:
                     for finding in self._check(logical.take()):
