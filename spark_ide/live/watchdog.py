@@ -40,7 +40,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from spark_ide.editing import BlockStatus, CodeText, EditEvent, EditState
 from spark_ide.guard import (
@@ -112,10 +112,9 @@ class FullScan(Protocol):
 # use with bandit loaded once (its Python API, not a command per block); the loop only waits.
 
 T = TypeVar("T")
-# The lowest priority there is: the scan takes only the CPU time the server and the model leave.
-# (At 10 it still took a tenth of a busy core, which the model server and the stream wanted:
-# `spark_bench guard`.)
-SCAN_NICENESS = 19
+# Below the server: on a busy machine the scan takes about a tenth of a core (nice 19 would leave it
+# ~1.5 %: a 30-minute soak's full scans then fell far behind).
+SCAN_NICENESS = 10
 # While a turn streams, bandit scans of its completed blocks start at most this often; the
 # blocks completed meanwhile go together. A trip to the scan process wakes two threads of the
 # server's own (the pool's) and the scan competes for the CPU: a trip per block, at a fast
@@ -404,6 +403,11 @@ class RoomGuard:
         self._scanning: asyncio.Task[None] | None = None
         self._again = False
         self._background = Background()
+        # Full scans asked for and not started: (turn or None, its paths, what its stream reported).
+        # One runs at a time per room, over everything asked meanwhile: on a machine too busy for
+        # the scan process to keep up, scans must not pile up (each would hold its files' texts).
+        self._full_asked: list[tuple[str | None, frozenset[str], frozenset[object]]] = []
+        self._full_running: asyncio.Future[Any] | None = None
 
     # -- the mode ------------------------------------------------------------------------------
 
@@ -492,9 +496,9 @@ class RoomGuard:
         if self._busy() or not self.rules.active:
             return
         texts = self._texts()
-        files = {path: text for path, text in texts.items() if self._state(path).full_digest != _digest(text)}
-        if files:
-            self._background.spawn(self._full(None, files, frozenset()))
+        paths = frozenset(path for path, text in texts.items() if self._state(path).full_digest != _digest(text))
+        if paths:
+            self._ask_full(None, paths, frozenset())
 
     def _state(self, path: str) -> _FileState:
         state = self._files.get(path)
@@ -543,29 +547,40 @@ class RoomGuard:
         if not self.rules.active:
             return
         self.changed()
-        texts = self._texts()
-        files = {path: texts[path] for path in paths if path in texts}
-        if files:
-            self._background.spawn(self._full(turn, files, reported))
+        self._ask_full(turn, frozenset(paths), reported)
 
-    async def _full(self, turn: str | None, files: dict[str, str], reported: frozenset[object]) -> None:
-        """The full scan of ``files``: the diagnostics' second half; after a turn, its findings
-        the stream did not report go to the transcript as flagged."""
-        try:
-            findings = await self.settings.full_scan(files)
-        except Exception:
-            log.exception("the watchdog's full scan failed")
-            return
-        for path, text in files.items():
-            state = self._state(path)
-            state.full = [finding for finding in findings if finding.path == path]
-            state.full_digest = _digest(text)
-            if state.digest == state.full_digest:
-                self._show(path, state)
-        if turn is not None:
-            for finding in findings:
-                if finding.key not in reported:
-                    self._publish(finding_event(turn, finding, "flagged"))
+    def _ask_full(self, turn: str | None, paths: frozenset[str], reported: frozenset[object]) -> None:
+        self._full_asked.append((turn, paths, reported))
+        if self._full_running is None or self._full_running.done():
+            self._full_running = self._background.spawn(self._full())
+
+    async def _full(self) -> None:
+        """The full scans asked for, one at a time, each over the files as they are when it
+        starts: the diagnostics' second half; after a turn, the findings in its files that its
+        stream did not report go to the transcript as flagged."""
+        while self._full_asked:
+            asked, self._full_asked = self._full_asked, []
+            texts = self._texts()
+            files = {path: texts[path] for _, paths, _ in asked for path in paths if path in texts}
+            if not files:
+                continue
+            try:
+                findings = await self.settings.full_scan(files)
+            except Exception:
+                log.exception("the watchdog's full scan failed")
+                continue
+            for path, text in files.items():
+                state = self._state(path)
+                state.full = [finding for finding in findings if finding.path == path]
+                state.full_digest = _digest(text)
+                if state.digest == state.full_digest:
+                    self._show(path, state)
+            for turn, paths, reported in asked:
+                if turn is None:
+                    continue
+                for finding in findings:
+                    if finding.path in paths and finding.key not in reported:
+                        self._publish(finding_event(turn, finding, "flagged"))
 
     async def close(self) -> None:
         for timer in (self._timer, self._full_timer):
