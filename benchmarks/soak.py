@@ -536,6 +536,7 @@ class Load:
         ``hello``, None when it got none (counted in ``sockets.failed``; a churning viewer that
         fails is an error of the soak, a storm's are the storm's figure)."""
         begun = time.monotonic()
+        during_storm = self.storming  # a viewer that queued behind a storm's connects fails with it
         self.sockets.opened += 1
         try:
             async with asyncio.timeout(timeout):
@@ -543,7 +544,7 @@ class Load:
                 await watcher.ready.wait()
         except (OSError, TimeoutError) as exc:
             self.sockets.failed[f"{what}: {type(exc).__name__}: {str(exc)[:80]}"] += 1
-            if what != "storm" and self.storming:  # the storm's backlog keeps others out too: part of its figure
+            if what != "storm" and (self.storming or during_storm):  # the storm's backlog: part of its figure
                 self.tally.expect(f"storm: a {what} viewer got no hello during it")
             elif what != "storm":
                 self.tally.unexpect(f"a {what} viewer got no hello: {type(exc).__name__}: {str(exc)[:80]}")

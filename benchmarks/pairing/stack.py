@@ -31,6 +31,7 @@ import httpx
 
 from benchmarks.loopproxy import frame_length
 from spark_ide import responses_protocol as protocol
+from spark_ide.ops.management.commands.spark_run import STORM_PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 _HEADER_END = b"\r\n\r\n"
@@ -257,7 +258,8 @@ class Stack:
         for index, port in enumerate(ports):
             name = "daphne" if index == 0 else f"daphne-{index + 1}"
             self.daphne_processes.append(self._spawn(name, [
-                "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *self.daphne_args, "spark_ide.asgi:application",
+                "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *STORM_PATIENCE, *self.daphne_args,
+                "spark_ide.asgi:application",
             ], env))
         if self.with_relay:
             relay_port = _free_port()

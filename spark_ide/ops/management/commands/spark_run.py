@@ -20,6 +20,11 @@ from spark_ide.accounts.site import running_at
 # pong deadline and is closed; the page reconnects with ?after= and catches up or resyncs
 # (docs/cluster.md). The deploy units pass the same flags.
 SLOW_SOCKETS = ("--ping-interval", "10", "--ping-timeout", "10")
+# Daphne rejects a socket its application has not accepted within 5 s, with a 403 "Access
+# denied" that looks like a refusal. In a reconnect storm (a restart sends every page back at
+# once) connects queue for longer than that and are served in turn: let them wait instead of
+# failing (the 30-minute soak lost 963 sockets to the 5 s limit). The deploy units pass it too.
+STORM_PATIENCE = ("--websocket_connect_timeout", "30")
 
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -87,7 +92,8 @@ class Command(BaseCommand):
                 env.setdefault("OPENAI_BASE_URL", f"http://127.0.0.1:{model_port}/v1")
             server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                 "--websocket-max-message-size", "1048576", *SLOW_SOCKETS, "spark_ide.asgi:application"],
+                 "--websocket-max-message-size", "1048576", *SLOW_SOCKETS, *STORM_PATIENCE,
+                 "spark_ide.asgi:application"],
                 env=env,
             )
             children.append(server)
