@@ -31,7 +31,7 @@ import httpx
 
 from benchmarks.loopproxy import frame_length
 from spark_ide import responses_protocol as protocol
-from spark_ide.ops.management.commands.spark_run import STORM_PATIENCE
+from spark_ide.ops.daphne_flags import STORM_PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 _HEADER_END = b"\r\n\r\n"

@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from spark_ide.ops.management.commands.spark_run import SLOW_SOCKETS, STORM_PATIENCE
+from spark_ide.ops.daphne_flags import SLOW_SOCKETS, STORM_PATIENCE
 from tests.deploy.deployfiles import DAPHNE_UNIT, ROOT, UNITS, compose_services, read_unit
 
 
