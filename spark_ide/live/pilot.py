@@ -95,12 +95,13 @@ class GuardHalt:
     findings: tuple[Finding, ...]
 
 
-_MARKER_CHARS = 7  # the longest end marker's length: ">>>>>>>"
+_END_MARKERS = ("</", "```", ">>>>>>>")  # a closing tag, a fence, a merge marker
+_MARKER_CHARS = max(map(len, _END_MARKERS))  # what a delta's end keeps for the next (a marker cut in two)
 
 
 def _may_end_a_block(text: str) -> bool:
     """Whether ``text`` may hold the end of an edit block (a closing tag, a fence, a marker)."""
-    return "</" in text or "```" in text or ">>>>>>>" in text
+    return any(marker in text for marker in _END_MARKERS)
 
 
 def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
@@ -434,10 +435,11 @@ class Pilot:
         turn."""
         watch = run.watch
         tail, run.tail = run.tail, text[-_MARKER_CHARS:]
+        may_end = watch is not None and _may_end_a_block(tail + text)  # with the last delta's end: a cut marker
         # What the watchdog holds unread is read before anything may end its block.
-        if watch is not None and watch.holding and _may_end_a_block(tail + text) and self._watch(run, watch.feed([])):
+        if may_end and watch is not None and watch.holding and self._watch(run, watch.feed([])):
             return True
-        if watch is None or text.count("\n") < 2 or not _may_end_a_block(text):
+        if watch is None or text.count("\n") < 2 or not may_end:
             edits = run.editor.feed(text)
             self._publish_edits(edits)
             code = run.editor.take_code()

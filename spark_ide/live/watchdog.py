@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -40,7 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 from spark_ide.editing import BlockStatus, CodeText, EditEvent, EditState
 from spark_ide.guard import (
@@ -295,7 +296,6 @@ class TurnWatch:
                 scanner.feed(piece.text)  # a piece of a line: nothing can be found before it ends
         for event in events:
             if _ends(event):
-                assert isinstance(event, BlockStatus)
                 done = self._scanners.get(event.block)
                 if done is not None and event.state is EditState.APPLIED:
                     found += done.finish()
@@ -335,7 +335,7 @@ class TurnWatch:
         return out
 
 
-def _ends(event: EditEvent) -> bool:
+def _ends(event: EditEvent) -> TypeGuard[BlockStatus]:
     """Whether ``event`` is a block's last status (applied, failed, rolled back...)."""
     return isinstance(event, BlockStatus) and event.state in _FINAL
 
@@ -343,17 +343,10 @@ def _ends(event: EditEvent) -> bool:
 def _joined(code: list[CodeText]) -> list[CodeText]:
     """``code`` with the consecutive pieces of one block as one piece."""
     out: list[CodeText] = []
-    texts: list[str] = []
-    for piece in code:
-        if out and out[-1].block == piece.block:
-            texts.append(piece.text)
-            continue
-        if len(texts) > 1:
-            out[-1] = dataclasses.replace(out[-1], text="".join(texts))
-        out.append(piece)
-        texts = [piece.text]
-    if len(texts) > 1:
-        out[-1] = dataclasses.replace(out[-1], text="".join(texts))
+    for _, group in itertools.groupby(code, key=lambda piece: piece.block):
+        first, *rest = group
+        text = first.text + "".join(piece.text for piece in rest)
+        out.append(dataclasses.replace(first, text=text) if rest else first)
     return out
 
 

@@ -127,7 +127,7 @@ class Trimmed:
 def malloc_trim() -> Trimmed | None:
     """Give every free page of every arena back to the system; None without glibc. Takes the
     arenas' locks in turn, so other threads' allocations wait for it meanwhile (milliseconds
-    for a few hundred MB; ``tests/hardening/test_malloc_trim.py``)."""
+    for a few hundred MB; ``tests/hardening/test_native_memory.py``)."""
     if _libc is None:
         return None
     before, at = rss_bytes(), time.time()
