@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import DatabaseError
@@ -33,12 +34,14 @@ from .adapter import ROOMS
 from .lookups import on_lookup_thread
 from .services import SessionError, role_for, session_get
 from .socket_cap import SocketCap
+from .ws_auth import authorization, who
 
 log = logging.getLogger(__name__)
 
 HANG_UP_AFTER_S = 0.2
 MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
 REFUSED = 4403
+BAD_TOKEN = 4401  # an Authorization header with a token nobody holds
 TRY_AGAIN = 1013  # the room cannot be opened right now (Redis or the database is down): the client retries
 TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: the client retries later
 
@@ -69,16 +72,20 @@ class RateLimit:
         return 0.0
 
 
-def _session_and_role(session_id: str, user: Any) -> tuple[Any, str | None]:
-    """The session and the user's role in it (None: none, or no such session)."""
+def _connecting(scope: dict[str, Any], session_id: str) -> tuple[Any, Any, str | None]:
+    """Who connects (``ws_auth.who``), the session and their role in it (None: none, or no such
+    session, or nobody signed in): every read a connect makes, in one trip to a lookup thread."""
+    user = who(scope)
+    if user is None or not getattr(user, "is_authenticated", False):
+        return user, None, None
     try:
         session = session_get(session_id)
     except SessionError:
-        return None, None
-    return session, role_for(session=session, user=user)
+        return user, None, None
+    return user, session, role_for(session=session, user=user)
 
 
-_lookup = on_lookup_thread(_session_and_role)
+_lookup = on_lookup_thread(_connecting)
 
 
 def _after(query: bytes) -> int | None:
@@ -107,11 +114,14 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.rooms = rooms or ROOMS  # this process's rooms (``as_asgi(rooms=...)``: another set)
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        # One trip to a lookup thread (not the one every room's storage writes share), not two.
-        session, role = await _lookup(self.scope["url_route"]["kwargs"]["session_id"], user)
-        if role is None or user is None:
-            await self.close(code=4403)  # before accept: the upgrade is refused
+        # One trip to a lookup thread (not the one every room's storage writes share).
+        user, session, role = await _lookup(self.scope, self.scope["url_route"]["kwargs"]["session_id"])
+        self.scope["user"] = user
+        if user is None and authorization(self.scope):
+            await self.close(code=BAD_TOKEN)  # a wrong token: refused, never a cookie fallback
+            return
+        if role is None:
+            await self.close(code=REFUSED)  # before accept: the upgrade is refused
             return
         limit = settings.SPARK_MAX_SOCKETS_PER_USER
         ticket = await SOCKETS.take(user.pk, limit)
@@ -168,14 +178,22 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 await asyncio.sleep(0.05)  # attach opens a new one, or finds the next owner
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """A client message goes straight to ``receive``. channels first closes stale database
-        connections before every message, a hop to the database thread that waits behind the
-        room's writes there: a steer waited for them. Nothing here uses the database on the
-        event loop (the room's storage closes stale connections in its own thread calls)."""
-        if message["type"] == "websocket.receive":
+        """A socket's messages go straight to their handlers. channels first closes stale
+        database connections before every message (and again after a disconnect), a hop to the
+        database thread that waits behind the rooms' writes there: a steer waited for them, and
+        in a reconnect storm every connect and every disconnect did. Nothing here uses the
+        database on that thread (the lookups and the rooms' storage check their connections in
+        their own thread calls)."""
+        kind = message["type"]
+        if kind == "websocket.receive":
             await self.websocket_receive(message)
-            return
-        await super().dispatch(message)
+        elif kind == "websocket.connect":
+            await self.websocket_connect(message)
+        elif kind == "websocket.disconnect":
+            await self.disconnect(message["code"])
+            raise StopConsumer()
+        else:
+            await super().dispatch(message)
 
     def _hang_up(self) -> None:
         """Close the socket a moment later, so the reason waiting in the outbox leaves first."""

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
-from channels.auth import AuthMiddleware, get_user
 from channels.db import DatabaseSyncToAsync
-from channels.middleware import BaseMiddleware
-from channels.sessions import CookieMiddleware, SessionMiddleware
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,18 +27,3 @@ _pool = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="spark
 def on_lookup_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """``func`` (a read of the database) as a coroutine function run on the lookup pool."""
     return DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool)  # type: ignore[no-any-return]
-
-
-_get_user = on_lookup_thread(get_user.func)  # channels' cookie lookup, without its own thread hop
-
-
-class LookupAuthMiddleware(AuthMiddleware):  # type: ignore[misc]  # channels ships no types
-    """channels' ``AuthMiddleware``, its user read on the lookup pool."""
-
-    async def resolve_scope(self, scope: dict[str, Any]) -> None:
-        scope["user"]._wrapped = await _get_user(scope)
-
-
-def cookie_auth(inner: Any) -> BaseMiddleware:
-    """``AuthMiddlewareStack`` with ``LookupAuthMiddleware``: cookie, session, user."""
-    return CookieMiddleware(SessionMiddleware(LookupAuthMiddleware(inner)))

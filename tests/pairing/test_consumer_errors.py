@@ -139,11 +139,12 @@ async def test_strangers_and_bad_tokens_are_refused_at_the_upgrade(
 
     create_user = database_sync_to_async(django_user_model.objects.create_user)
     stranger = await create_user(username="eve", password="pw-eve-123")
-    for headers in ([(b"authorization", f"Token {await token_for(stranger)}".encode())],
-                    [(b"authorization", b"Token spk_wrong")], []):
+    for headers, code in (([(b"authorization", f"Token {await token_for(stranger)}".encode())], 4403),
+                          ([(b"authorization", b"Token spk_wrong")], 4401),
+                          ([(b"origin", b"http://localhost")], 4403)):  # our origin, no cookie: nobody
         comm = WebsocketCommunicator(application, f"/ws/sessions/{live.session_id}/", headers=headers)
-        connected, _ = await comm.connect(timeout=5)
-        assert not connected
+        connected, closed_with = await comm.connect(timeout=5)
+        assert (connected, closed_with) == (False, code)
     comm = WebsocketCommunicator(
         application, "/ws/sessions/not-a-session/", headers=[(b"authorization", f"Token {live.owner_token}".encode())]
     )
@@ -212,3 +213,36 @@ async def test_a_room_that_cannot_be_opened_closes_with_try_again(
     assert frame == {"type": "websocket.close", "code": 1013}
     warned = {id(r): r for r in caplog.records if "could not open the room" in r.getMessage()}  # once per handler
     assert len(warned) == 1 and next(iter(warned.values())).exc_info is None
+
+
+async def test_a_connect_reads_on_one_lookup_trip_and_never_waits_on_the_rooms_database_thread(
+    live: Live, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reconnect storm's connects and disconnects: no hop to the thread the rooms' storage
+    writes share (channels' ``aclose_old_connections``), and one trip to a lookup thread each
+    for the user, the session and the role."""
+    import channels.consumer
+    import channels.generic.websocket
+
+    from spark_ide.pairing import lookups
+
+    hops: list[str] = []
+
+    async def no_hop() -> None:
+        hops.append("aclose_old_connections")
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", no_hop)
+    monkeypatch.setattr(channels.generic.websocket, "aclose_old_connections", no_hop)
+    submit = lookups._pool.submit
+    trips: list[object] = []
+
+    def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        trips.append(fn)
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(lookups._pool, "submit", counted)
+    for _ in range(3):
+        client = await connect(live)  # to its hello
+        await client.comm.disconnect()  # waits for the consumer to finish
+    assert hops == []
+    assert len(trips) == 3
