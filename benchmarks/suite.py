@@ -1,6 +1,7 @@
 """``make bench``: every scenario's quick version, one after another, then ``BENCHMARKS.md``.
 
-``python -m benchmarks.suite [--full] [--only a,b] [--markdown BENCHMARKS.md] [--charts docs/bench]``
+``python -m benchmarks.suite [--full] [--only a,b] [--result name=FILE] [--markdown BENCHMARKS.md]
+[--charts docs/bench]``
 
 Each scenario runs as ``manage.py spark_bench <name> <its QUICK flags>`` in its own process
 (one scenario's crash or leak cannot skew the next; they never run at the same time, since
@@ -8,6 +9,10 @@ they would share the two cores). Its JSON goes to ``docs/bench/latest.json``; it
 make the summary table of ``BENCHMARKS.md`` and its ``charts`` the PNGs beside the JSON. A
 scenario that fails is reported as such in the table, and the suite exits non-zero; a
 target that is missed is a finding, not a failure of the suite.
+
+``--result soak=soak.json`` takes a scenario's figures from a run made on its own
+(``manage.py spark_bench soak > soak.json``: the 30-minute soak, say) instead of running it;
+the table's run line names the file.
 """
 
 from __future__ import annotations
@@ -60,6 +65,19 @@ def run_scenario(name: str, flags: Sequence[str], timeout_s: float) -> dict[str,
     except ValueError:
         return _failed(name, flags, started, "printed no JSON")
     figures["suite"] = {"flags": list(flags), "seconds": round(time.monotonic() - started, 1), "ok": True}
+    return figures
+
+
+def from_file(name: str, path: Path) -> dict[str, Any]:
+    """A scenario's figures from its own run's JSON (``--result``), as the suite records them."""
+    try:
+        figures: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--result {name}={path}: not a scenario's JSON ({exc})") from None
+    if not isinstance(figures, dict) or not isinstance(figures.get("rows"), list):
+        raise SystemExit(f"--result {name}={path}: no rows in it")
+    seconds = figures.get("setup", {}).get("seconds", "")
+    figures["suite"] = {"flags": [f"(its own run: {path.name})"], "seconds": seconds, "ok": True}
     return figures
 
 
@@ -223,23 +241,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.suite", description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="each scenario at its defaults, not its quick flags")
     parser.add_argument("--only", default="", help="comma-separated scenarios (default: all)")
+    parser.add_argument("--result", action="append", default=[], metavar="NAME=FILE",
+                        help="a scenario's JSON from a run made on its own, taken instead of running it")
     parser.add_argument("--markdown", type=Path, default=ROOT / "BENCHMARKS.md")
     parser.add_argument("--charts", type=Path, default=ROOT / "docs" / "bench")
     args = parser.parse_args(argv)
     names = list(BENCHMARKS)
+    given: dict[str, Path] = {}
+    for spec in args.result:
+        name, _, file = spec.partition("=")
+        if name not in names or not file:
+            parser.error(f"--result takes NAME=FILE with a scenario's name ({', '.join(names)}): {spec!r}")
+        given[name] = Path(file)
     if args.only:
         asked = [name for name in args.only.split(",") if name]
         unknown = sorted(set(asked) - set(names))
         if unknown:
             parser.error(f"unknown scenario(s) {', '.join(unknown)}; there are {', '.join(names)}")
-        names = [name for name in names if name in asked]
+        names = [name for name in names if name in asked or name in given]
     mode = "full" if args.full else "quick"
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if given and not args.only:
+        names = list(given)  # only the given results replace their scenarios' figures
     results = {
-        name: run_scenario(name, [] if args.full else quick_flags(name), TIMEOUT_S[mode]) for name in names
+        name: from_file(name, given[name]) if name in given
+        else run_scenario(name, [] if args.full else quick_flags(name), TIMEOUT_S[mode])
+        for name in names
     }
     failed = [name for name, figures in results.items() if not figures["suite"]["ok"]]
-    if args.only:  # the other scenarios keep their figures from the last run
+    if args.only or given:  # the other scenarios keep their figures from the last run
         results = merged(args.charts / "latest.json", results)
     write(results, args.markdown, args.charts, mode, started)
     progress("suite", f"wrote {args.markdown.name} and {args.charts}; failed: {', '.join(failed) or 'none'}")

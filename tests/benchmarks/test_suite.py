@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks import report, suite
 from spark_ide.ops.management.commands.spark_bench import BENCHMARKS
 
@@ -79,3 +81,27 @@ def test_every_registered_scenario_has_a_quick_version() -> None:
         module = importlib.import_module(f"benchmarks.{name}")
         assert callable(module.main), name
         assert isinstance(module.QUICK, list), name
+
+
+def test_a_scenarios_own_run_replaces_its_figures_and_nothing_else_runs(tmp_path: Path, monkeypatch: Any) -> None:
+    """``--result soak=FILE``: the 30-minute soak, run on its own, lands in the report; the
+    other scenarios keep their last figures and none of them is run."""
+    charts, markdown = tmp_path / "bench", tmp_path / "BENCHMARKS.md"
+    charts.mkdir()
+    (charts / "latest.json").write_text(json.dumps(_results()))
+    own = tmp_path / "soak-30min.json"
+    own.write_text(json.dumps({"rows": [report.row("soak: unexpected errors", 0, target="0", met=True)],
+                               "setup": {"seconds": 1841.5}}))
+    monkeypatch.setattr(suite, "run_scenario", lambda *args: (_ for _ in ()).throw(AssertionError(args)))
+
+    assert suite.main(["--result", f"soak={own}", "--markdown", str(markdown), "--charts", str(charts)]) == 0
+
+    text = markdown.read_text()
+    assert "| soak | soak: unexpected errors | 0 | — | — | 0 | **yes** |" in text
+    assert "| added latency per prose delta, p50 | 0.61 ms |" in text  # pairing: as it was
+    assert "`(its own run: soak-30min.json)` | 1841.5" in text
+    (tmp_path / "bad.json").write_text("{}")
+    for spec in ("nosuch=x.json", "soak", f"soak={tmp_path / 'bad.json'}", f"soak={tmp_path / 'missing.json'}"):
+        with pytest.raises(SystemExit) as refused:
+            suite.main(["--result", spec, "--markdown", str(markdown), "--charts", str(charts)])
+        assert refused.value.code not in (0, None), spec
