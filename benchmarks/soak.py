@@ -905,7 +905,12 @@ async def final_check(stack: Stack, room: Room, token: str) -> dict[str, Any]:
                 WRITE_PATH: body_of(room.browser.applied_script) if room.browser.applied_script else FILES[WRITE_PATH]}
     http = {path: await stack.file_text(room.workspace, path, text, timeout=10) for path, text in expected.items()}
     paths = await _http_files(stack, room.workspace)
-    fresh = await fresh_files(room.url, token)
+    try:
+        fresh = await fresh_files(room.url, token)
+    except (OSError, TimeoutError, ConnectionError, ConnectionClosed) as exc:  # an error of the run, not its end
+        why = f"{type(exc).__name__} {exc}"
+        room.tally.unexpect(f"room {room.number}: a page joining at the end got no document: {why}")
+        fresh = {}
     replayed = room.typist.replay()
     checks = {
         "http": http == expected and paths == sorted(expected),

@@ -225,6 +225,9 @@ class Stack:
             _end(process)
         for log in self._logs:
             log.close()
+        if exc and exc[0] is not None:  # a run that failed: its processes' logs may say why
+            print(f"the stack's logs are kept in {self.dir}", file=sys.stderr, flush=True)
+            return
         shutil.rmtree(self.dir, ignore_errors=True)
 
     async def _start(self) -> None:

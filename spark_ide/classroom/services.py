@@ -213,16 +213,29 @@ def current_texts(workspace: Workspace) -> dict[str, str]:
     return dict(workspace.files.values_list("path", "text"))
 
 
+def enrollment_of(*, course: Course, user: User) -> Enrollment | None:
+    """The user's enrollment in the course, if they joined it."""
+    return Enrollment.objects.select_related("workspace").filter(course=course, student=user).first()
+
+
+def join_refusal(*, course: Course, user: User) -> ClassroomError | None:
+    """Why the user cannot join the course now (None: they can)."""
+    if course.archived:
+        return ClassroomError("archived", f"“{course.name}” is archived: it takes no new students.")
+    if course.template.owner_id == user.pk:
+        return ClassroomError("own_course", "This is your course: teachers do not join their own courses.")
+    return None
+
+
 def course_join(*, course: Course, user: User, display_name: str = "") -> tuple[Enrollment, bool]:
     """The user's enrollment (and copy of the template), made on the first join; joining again
     returns the same one. Returns ``(enrollment, created)``."""
-    existing = Enrollment.objects.select_related("workspace").filter(course=course, student=user).first()
+    existing = enrollment_of(course=course, user=user)
     if existing is not None:
         return existing, False
-    if course.archived:
-        raise ClassroomError("archived", f"“{course.name}” is archived: it takes no new students.")
-    if course.template.owner_id == user.pk:
-        raise ClassroomError("own_course", "This is your course: teachers do not join their own courses.")
+    refusal = join_refusal(course=course, user=user)
+    if refusal is not None:
+        raise refusal
     texts = current_texts(course.template)
     name = " ".join(display_name.split()) or user.first_name or user.get_username()
     with transaction.atomic():

@@ -260,19 +260,29 @@ def join_form(request: HttpRequest) -> HttpResponse:
 @guests_allowed
 @require_http_methods(["GET", "POST"])
 def course_join(request: HttpRequest, code: str) -> HttpResponse:
-    """Signed in: enrol (or find the enrollment) and open the copy. Not signed in: a display
-    name makes a guest (POST), as an invite link does."""
+    """Signed in: the copy of someone enrolled already; else a page to confirm the join, which
+    enrols (POST: a GET never does, so a link preview or a prefetch enrols nobody). Not signed
+    in: a display name makes a guest (POST), as an invite link does."""
     try:
         course = services.course_by_code(code)
     except ClassroomError as exc:
         return render(request, "classroom/join_refused.html", {"message": exc.message}, status=404)
     if request.user.is_authenticated:
         user = signed_in_user(request)
-        try:
-            enrollment, created = services.course_join(course=course, user=user)
-        except ClassroomError as exc:
-            return render(request, "classroom/join_refused.html", {"message": exc.message}, status=403)
-        if created:
+        enrollment = services.enrollment_of(course=course, user=user)
+        if enrollment is None:
+            refusal = services.join_refusal(course=course, user=user)
+            if refusal is not None:
+                return render(request, "classroom/join_refused.html", {"message": refusal.message}, status=403)
+            if request.method != "POST":
+                context = {"course": course, "signed_in": user, "name": user.first_name or user.get_username(),
+                           "name_max": GUEST_NAME_MAX}
+                return render(request, "classroom/join.html", context)
+            name = request.POST.get("name", "")
+            try:
+                enrollment, _ = services.course_join(course=course, user=user, display_name=name)
+            except ClassroomError as exc:  # the student's own limits (how many workspaces they hold)
+                return render(request, "classroom/join_refused.html", {"message": exc.message}, status=403)
             messages.success(request, f"You joined “{course.name}”: this copy is yours.")
         return redirect("session", session_id=services.student_session(enrollment).id)
     if course.archived:

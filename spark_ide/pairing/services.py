@@ -106,14 +106,25 @@ def invite_role(*, session: Session, key: str) -> Role:
     raise SessionError("bad_invite", "this invite link is not valid for the session: ask for a new one")
 
 
-def session_join(*, session: Session, user: User, key: str) -> str:
-    """Join through an invite link; a collaborator link upgrades a viewer. Returns the role."""
+def join_grants(*, session: Session, user: User, key: str) -> tuple[str | None, Role | None]:
+    """What an invite link would do for a signed-in user: the role they hold now, and the role
+    joining grants (None: it changes nothing, as for the owner, a collaborator, or a viewer
+    opening a viewer link). ``bad_invite`` for a key that is not the session's."""
     current = role_for(session=session, user=user)
     if current == Role.OWNER or (current is not None and session.workspace.owner_id == user.pk):
-        return current  # an owner (read-only in an archived course's copy) stays the owner
+        return current, None  # an owner (read-only in an archived course's copy) stays the owner
     granted = invite_role(session=session, key=key)
-    if current == Role.COLLABORATOR:
-        return current
+    if current in (Role.COLLABORATOR, granted):
+        return current, None
+    return current, granted
+
+
+def session_join(*, session: Session, user: User, key: str) -> str:
+    """Join through an invite link; a collaborator link upgrades a viewer, nothing downgrades.
+    Returns the role held after."""
+    current, granted = join_grants(session=session, user=user, key=key)
+    if granted is None:
+        return str(current)
     Participant.objects.update_or_create(session=session, user=user, defaults={"role": granted})
     return granted.value
 

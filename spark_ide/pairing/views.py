@@ -218,16 +218,25 @@ def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
 @guests_allowed
 @require_http_methods(["GET", "POST"])
 def session_join(request: HttpRequest, session_id: str, key: str) -> HttpResponse:
-    """An invite link. Signed in: join at once. Not signed in: a name makes a guest (POST)."""
+    """An invite link. Signed in: a page to confirm the join (POST), or straight to the session
+    when the link gives nothing more than the role held (a GET never changes anything: a link
+    preview or a prefetch must not make anyone join). Not signed in: a name makes a guest (POST)."""
     try:
         session = services.session_get(session_id)
         role = services.invite_role(session=session, key=key)
     except services.SessionError as exc:
         return render(request, "pairing/invite_invalid.html", {"message": exc.message}, status=404)
     if request.user.is_authenticated:
-        joined = services.session_join(session=session, user=signed_in_user(request), key=key)
-        messages.success(request, f"You joined the session as {joined}.")
-        return redirect("session", session_id=session.id)
+        user = signed_in_user(request)
+        current, granted = services.join_grants(session=session, user=user, key=key)
+        if granted is None:
+            return redirect("session", session_id=session.id)
+        if request.method == "POST":
+            joined = services.session_join(session=session, user=user, key=key)
+            messages.success(request, f"You joined the session as {joined}.")
+            return redirect("session", session_id=session.id)
+        context = {"workspace": session.workspace, "role": granted, "current": current, "signed_in": user}
+        return render(request, "pairing/join.html", context)
     name, error = request.POST.get("name", ""), None
     if request.method == "POST":
         try:

@@ -201,7 +201,8 @@ def second_person(
         if guest_name is None:
             person.goto(server.login_url(username or "bob"))
             person.wait_for_url(f"{server.url}/")
-            person.goto(link)
+            person.goto(link)  # opening it asks; joining is the button (a POST)
+            person.get_by_role("button", name=f"Join as {role}").click()
         else:
             person.goto(link)
             person.get_by_label("Your name").fill(guest_name)

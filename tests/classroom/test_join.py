@@ -60,9 +60,12 @@ def test_a_signed_in_student_joins_with_their_account_and_rejoining_returns_the_
     course: Course, user: Any
 ) -> None:
     browser = signed_in(user)
-    first = session_id_of(browser.get(f"/join/{course.code}"))
+    confirm = browser.get(f"/join/{course.code}")  # opening the link asks; it enrols nobody
+    assert confirm.status_code == 200 and "You join as <strong>ada</strong>" in confirm.content.decode()
+    assert not Enrollment.objects.exists()
+    first = session_id_of(browser.post(f"/join/{course.code}", {"name": "ada"}))
     again = session_id_of(browser.post(f"/join/{course.code.lower()}"))
-    assert first == again
+    assert first == again == session_id_of(browser.get(f"/join/{course.code}"))  # enrolled: straight to the copy
     enrollment = Enrollment.objects.get()
     assert enrollment.student == user and enrollment.display_name == "ada"
     assert not Guest.objects.exists()
@@ -114,6 +117,6 @@ def test_a_student_at_the_workspace_cap_is_told_why_the_copy_was_not_made(
 ) -> None:
     settings.SPARK_MAX_WORKSPACES_PER_USER = 0
     student = django_user_model.objects.create_user(username="full")
-    answer = signed_in(student).get(f"/join/{course.code}")
+    answer = signed_in(student).post(f"/join/{course.code}")
     assert answer.status_code == 403 and "could not be made" in answer.content.decode()
     assert not Enrollment.objects.filter(student=student).exists()

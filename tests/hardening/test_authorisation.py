@@ -95,9 +95,11 @@ HTTP: dict[str, dict[str, str]] = {
     "session-tree": {"GET": "302 404 200 200 200 200 404", "POST": "302 404 200 403 200 200 404"},
     "session-members": {"GET": "302 404 403 404 404 200 404", "POST": "302 404 403 404 404 200 404"},
     "session-invites": {"GET": "302 405 403 405 405 405 405", "POST": "302 404 403 404 404 200 404"},
-    # An invite link: signed in, it joins at once (and a removed participant who kept the link
-    # is back in: only rotating the link keeps them out); not signed in, a name makes a guest.
-    "session-join": {"GET": "200 302 302 302 302 302 302", "POST": "400 302 302 302 302 302 302"},
+    # An invite link (the collaborator's): a GET changes nothing. Signed in, it asks (200) unless
+    # the link gives nothing more (guest and collaborator hold it, the owner more: 302 to the
+    # session); the POST joins (and a removed participant who kept the link is back in: only
+    # rotating the link keeps them out). Not signed in, a name makes a guest (POST).
+    "session-join": {"GET": "200 200 302 200 302 302 200", "POST": "400 302 302 302 302 302 302"},
     "session-replay": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     "session-replay-data": {"GET": "404 404 200 200 200 200 404", "POST": "405 405 405 405 405 405 405"},
     "teacher-signup": {"GET": "404 404 403 404 404 404 404", "POST": "404 404 403 404 404 404 404"},
@@ -113,7 +115,8 @@ HTTP: dict[str, dict[str, str]] = {
     "course-watch": {"GET": "302 403 403 403 403 405 403", "POST": "302 403 403 403 403 302 403"},
     "course-prompts": {"GET": "302 403 403 403 403 200 403", "POST": "302 403 403 403 403 405 403"},
     "join": {"GET": "200 200 200 200 200 200 200", "POST": "200 200 200 200 200 200 200"},
-    "course-join": {"GET": "200 302 302 302 302 403 302", "POST": "400 302 302 302 302 403 302"},
+    # A course link: a GET asks (200), only the POST enrols; the teacher cannot join their own.
+    "course-join": {"GET": "200 200 200 200 200 403 200", "POST": "400 302 302 302 302 403 302"},
 }
 QUERIES = {"session-turn-diff": "?path=app.py"}  # the file whose diff is asked for
 

@@ -87,3 +87,29 @@ def test_every_write_without_a_csrf_token_is_refused_and_changes_nothing(django_
     path = f"/api/workspaces/{world.workspace.id}/files/app.py"
     response = api.put(path, "x = 3\n", content_type="text/plain", headers={"Authorization": f"Token {token}"})
     assert response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_no_get_joins_enrols_or_grants_anything(django_user_model: Any) -> None:
+    """A GET is not a write (the CSRF check guards writes only): a link preview, a prefetch or
+    an ``<img>`` on another site opening an invite or a course link must not make anyone join.
+    Every route of the site, GET as each person: no role, enrollment or copy appears. (A page
+    may still make what only its viewer owns, such as the live session of their own workspace.)"""
+    from spark_ide.classroom.models import Enrollment
+    from spark_ide.pairing.models import Participant
+
+    world = build_world(django_user_model)
+    before = (sorted(Participant.objects.values_list("session_id", "user_id", "role")),
+              sorted(Enrollment.objects.values_list("course_id", "student_id")))
+    opened = 0
+    for person in PEOPLE:
+        client = Client()
+        if person != "anonymous":
+            client.force_login(world.people[person])
+        for route, pattern in url_patterns():
+            client.get(url_for(route, pattern, world))
+            opened += 1
+    after = (sorted(Participant.objects.values_list("session_id", "user_id", "role")),
+             sorted(Enrollment.objects.values_list("course_id", "student_id")))
+    assert after == before
+    assert opened >= 7 * 40

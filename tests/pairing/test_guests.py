@@ -112,9 +112,11 @@ def test_a_bad_invite_link_says_so_on_a_page(session: Session, other_user: Any, 
     assert not Participant.objects.filter(user=other_user).exists()
 
 
-def test_a_signed_in_user_joins_directly(session: Session, other_user: Any) -> None:
+def test_a_signed_in_user_joins_with_their_account(session: Session, other_user: Any) -> None:
     browser = owner_client(other_user)
-    response = browser.get(invite(session, "viewer"))
+    asked = browser.get(invite(session, "viewer"))  # no name to give: the page only asks
+    assert asked.status_code == 200 and "Your name" not in asked.content.decode()
+    response = browser.post(invite(session, "viewer"))
     assert response["Location"] == f"/sessions/{session.id}/"
     assert Participant.objects.get(session=session, user=other_user).role == "viewer"
     assert not Guest.objects.exists()
@@ -165,7 +167,7 @@ def test_a_guest_viewer_cannot_change_files(session: Session) -> None:
 
 def test_the_owner_lists_people_with_guests_marked(session: Session, user: Any, other_user: Any) -> None:
     join_as_guest(session, "viewer", name="Grace")
-    owner_client(other_user).get(invite(session, "collaborator"))
+    owner_client(other_user).post(invite(session, "collaborator"))
     owner = owner_client(user)
     page = owner.get(f"/sessions/{session.id}/")
     assert page.context["members_url"] == f"/sessions/{session.id}/members"
@@ -182,7 +184,7 @@ def test_the_owner_lists_people_with_guests_marked(session: Session, user: Any, 
 
 def test_only_the_owner_sees_and_changes_people(session: Session, other_user: Any) -> None:
     mate = owner_client(other_user)
-    mate.get(invite(session, "collaborator"))
+    mate.post(invite(session, "collaborator"))
     assert mate.get(f"/sessions/{session.id}/members").status_code == 404
     assert mate.post(f"/sessions/{session.id}/invites", {"role": "viewer"}).status_code == 404
     guest = join_as_guest(session, "collaborator")
@@ -223,7 +225,7 @@ def test_a_new_link_revokes_the_guests_who_came_through_the_old_one(
     old_viewer, old_collaborator = invite(session, "viewer"), invite(session, "collaborator")
     viewer = join_as_guest(session, "viewer", name="Vic")
     collaborator = join_as_guest(session, "collaborator", name="Cole")
-    owner_client(other_user).get(old_viewer)  # an account, not a guest: stays
+    owner_client(other_user).post(old_viewer)  # an account, not a guest: stays
     owner = owner_client(user)
     response = owner.post(f"/sessions/{session.id}/invites", {"role": "viewer"})
     assert response.status_code == 200

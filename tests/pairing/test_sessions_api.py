@@ -98,17 +98,35 @@ def test_an_invite_link_grants_its_role(client: Client, ws: Any, user: Any, othe
     session = session_create(workspace=ws, by=user)
     client.force_login(other_user)
     assert client.get(f"/sessions/{session.id}/").status_code == 404
-    response = client.get(f"/sessions/{session.id}/join/{session.viewer_key}")
+    viewer_link = f"/sessions/{session.id}/join/{session.viewer_key}"
+    # Opening the link (a GET: a link preview or a prefetch does it too) changes nothing: it
+    # asks; the button (a POST, with the CSRF token) joins.
+    confirm = client.get(viewer_link)
+    assert confirm.status_code == 200 and "Join as viewer" in confirm.content.decode()
+    assert not Participant.objects.filter(user=other_user).exists()
+    response = client.post(viewer_link)
     assert response["Location"] == f"/sessions/{session.id}/"
     assert Participant.objects.get(user=other_user).role == "viewer"
+    assert client.get(viewer_link)["Location"] == f"/sessions/{session.id}/"  # in already: straight there
     page = client.get(f"/sessions/{session.id}/")
     assert page.status_code == 200
     assert page.context["role"] == "viewer"
     assert page.context["can_drive"] is False
-    client.get(f"/sessions/{session.id}/join/{session.collaborator_key}")
+    upgrade = client.get(f"/sessions/{session.id}/join/{session.collaborator_key}")
+    assert "already take part as a viewer" in upgrade.content.decode()
+    assert Participant.objects.get(user=other_user).role == "viewer"
+    client.post(f"/sessions/{session.id}/join/{session.collaborator_key}")
     assert Participant.objects.get(user=other_user).role == "collaborator"
-    client.get(f"/sessions/{session.id}/join/{session.viewer_key}")  # never a downgrade
+    assert client.post(viewer_link)["Location"] == f"/sessions/{session.id}/"  # never a downgrade
     assert Participant.objects.get(user=other_user).role == "collaborator"
+
+
+def test_the_owners_own_invite_link_leads_back_to_the_session(client: Client, ws: Any, user: Any) -> None:
+    session = session_create(workspace=ws, by=user)
+    client.force_login(user)
+    for key in (session.viewer_key, session.collaborator_key):
+        assert client.get(f"/sessions/{session.id}/join/{key}")["Location"] == f"/sessions/{session.id}/"
+    assert not Participant.objects.filter(user=user).exclude(role="owner").exists()
 
 
 def test_a_wrong_invite_key_is_refused(client: Client, ws: Any, user: Any, other_user: Any) -> None:
