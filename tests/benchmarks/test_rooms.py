@@ -23,7 +23,10 @@ def test_each_room_gets_its_own_answer_and_cpu_is_counted_per_token() -> None:
         for level in figures[relay]["levels"]:
             # Every room relayed its whole answer: the tokens are the rooms' answers together.
             assert level["tokens"] > 150 * level["level"]
-            assert level["server_cpu_ms_per_1k_tokens"] > 0
+            # The kernel counts a process's CPU in 10 ms ticks: a level of a few hundred tokens
+            # may not reach one (a level read 0.0 once in CI); the IDE's levels together do.
+            assert level["server_cpu_ms_per_1k_tokens"] >= 0
+    assert sum(level["server_cpu_ms_per_1k_tokens"] for level in figures["ide"]["levels"]) > 0
     rows: Any = figures["rows"]
     assert rows[0]["unit"] == "rooms" and len(rows) == 2 and rows[1]["unit"] == "ms"
     assert set(figures["charts"]) == {"rooms_p99", "rooms_cpu"}
