@@ -228,12 +228,12 @@ def session_join(request: HttpRequest, session_id: str, key: str) -> HttpRespons
         return render(request, "pairing/invite_invalid.html", {"message": exc.message}, status=404)
     if request.user.is_authenticated:
         user = signed_in_user(request)
-        current, granted = services.join_grants(session=session, user=user, key=key)
-        if granted is None:
-            return redirect("session", session_id=session.id)
         if request.method == "POST":
             joined = services.session_join(session=session, user=user, key=key)
             messages.success(request, f"You joined the session as {joined}.")
+            return redirect("session", session_id=session.id)
+        current, granted = services.join_grants(session=session, user=user, key=key)
+        if granted is None:
             return redirect("session", session_id=session.id)
         context = {"workspace": session.workspace, "role": granted, "current": current, "signed_in": user}
         return render(request, "pairing/join.html", context)
