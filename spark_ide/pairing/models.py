@@ -10,7 +10,7 @@ from django.db import models
 from spark_ide.live.events import Role, TurnStatus
 from spark_ide.workspaces.models import Workspace
 
-__all__ = ["Participant", "Role", "Room", "RoomEvent", "Run", "Session", "Turn", "TurnStatus"]
+__all__ = ["Participant", "Removal", "Role", "Room", "RoomEvent", "Run", "Session", "Turn", "TurnStatus"]
 
 ROLE_CHOICES = [(role.value, role.value) for role in Role]
 STATUS_CHOICES = [(status.value, status.value) for status in TurnStatus]
@@ -37,6 +37,19 @@ class Participant(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "user"], name="one_role_per_session")]
+
+
+class Removal(models.Model):
+    """Someone the owner removed from a session, and the invite keys the session had then: those
+    links no longer let them in (a new link the owner makes does, as does **Let back in**)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="removals")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key_digests = models.JSONField(default=list)  # sha256 hex of each invite key at the removal
+    removed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "user"], name="one_removal_per_session")]
 
 
 class Turn(models.Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import uuid
@@ -19,7 +20,7 @@ from spark_ide.sandbox.control import run_control
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import archived_copy
 
-from .models import Participant, Role, Run, Session, Turn, TurnStatus
+from .models import Participant, Removal, Role, Run, Session, Turn, TurnStatus
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,15 @@ INVITE_KEYS = {Role.VIEWER: "viewer_key", Role.COLLABORATOR: "collaborator_key"}
 
 def _invite_key() -> str:
     return secrets.token_urlsafe(24)
+
+
+def _key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _invite_digests(session: Session) -> list[str]:
+    """The digests of the session's invite keys as they are now (a removal bars these)."""
+    return [_key_digest(getattr(session, field)) for field in INVITE_KEYS.values()]
 
 
 def session_create(*, workspace: Workspace, by: User) -> Session:
@@ -116,12 +126,17 @@ def join_grants(*, session: Session, user: User, key: str) -> tuple[str | None, 
     granted = invite_role(session=session, key=key)
     if current in (Role.COLLABORATOR, granted):
         return current, None
+    removal = Removal.objects.filter(session=session, user=user).only("key_digests").first()
+    if removal is not None and _key_digest(key) in removal.key_digests:
+        raise SessionError("removed", "the owner removed you from this session, and this link no longer "
+                           "lets you in: ask them for a new one")
     return current, granted
 
 
 def session_join(*, session: Session, user: User, key: str) -> str:
     """Join through an invite link; a collaborator link upgrades a viewer, nothing downgrades.
-    Returns the role held after."""
+    Returns the role held after; ``removed`` when the owner removed the user while that link
+    was the session's (``participant_remove``)."""
     current, granted = join_grants(session=session, user=user, key=key)
     if granted is None:
         return str(current)
@@ -190,7 +205,27 @@ def participant_remove(*, session: Session, user_id: int) -> None:
         raise SessionError("not_found", "that person is not in this session")
     if found.role == Role.OWNER or session.workspace.owner_id == user_id:
         raise SessionError("not_removable", "the owner cannot be removed from their own session")
-    found.delete()
+    with transaction.atomic():
+        found.delete()
+        # The links they could come back through stop working for them (not for anyone else).
+        digests = _invite_digests(session)
+        Removal.objects.update_or_create(session=session, user_id=user_id, defaults={"key_digests": digests})
+
+
+def removed_members(session: Session) -> list[Member]:
+    """Who the owner removed and has not let back in, most recent first (the People panel)."""
+    rows = Removal.objects.filter(session=session).select_related("user", "user__guest").order_by("-removed_at", "-id")
+    return [
+        Member(user_id=row.user_id, name=_display_name(row.user), role="removed", guest=_guest_of(row.user) is not None)
+        for row in rows
+    ]
+
+
+def removal_lift(*, session: Session, user_id: int) -> None:
+    """Let a removed person back in: the invite links they hold work for them again (their
+    role is not given back: they join again through a link)."""
+    if not Removal.objects.filter(session=session, user_id=user_id).delete()[0]:
+        raise SessionError("not_found", "that person was not removed from this session")
 
 
 def invite_rotate(*, session: Session, role: str) -> list[int]:

@@ -228,11 +228,14 @@ def session_join(request: HttpRequest, session_id: str, key: str) -> HttpRespons
         return render(request, "pairing/invite_invalid.html", {"message": exc.message}, status=404)
     if request.user.is_authenticated:
         user = signed_in_user(request)
-        if request.method == "POST":
-            joined = services.session_join(session=session, user=user, key=key)
-            messages.success(request, f"You joined the session as {joined}.")
-            return redirect("session", session_id=session.id)
-        current, granted = services.join_grants(session=session, user=user, key=key)
+        try:
+            if request.method == "POST":
+                joined = services.session_join(session=session, user=user, key=key)
+                messages.success(request, f"You joined the session as {joined}.")
+                return redirect("session", session_id=session.id)
+            current, granted = services.join_grants(session=session, user=user, key=key)
+        except services.SessionError as exc:  # removed by the owner while this link was the session's
+            return render(request, "pairing/invite_invalid.html", {"message": exc.message}, status=404)
         if granted is None:
             return redirect("session", session_id=session.id)
         context = {"workspace": session.workspace, "role": granted, "current": current, "signed_in": user}
@@ -260,7 +263,7 @@ def _members_partial(
     request: HttpRequest, session: Session, error: services.SessionError | None = None
 ) -> HttpResponse:
     context = {
-        "members": services.members(session), "error": error,
+        "members": services.members(session), "removed": services.removed_members(session), "error": error,
         "members_url": reverse("session-members", args=[session.id]),
     }
     return render(request, "pairing/_participants.html", context)
@@ -270,19 +273,27 @@ def _members_partial(
 @require_http_methods(["GET", "POST"])
 def session_members(request: HttpRequest, session_id: str) -> HttpResponse:
     """The owner's list of who holds a role; POST ``remove=<user id>`` takes one away and cuts
-    their live connections at once. A refusal is shown in the partial (htmx swaps 200s only)."""
+    their live connections at once (the invite links of the moment stop working for them),
+    ``allow=<user id>`` lets a removed person back in through those links. A refusal is shown
+    in the partial (htmx swaps 200s only)."""
     session = _owned_session(request, session_id)
     if request.method == "GET":
         return _members_partial(request, session)
+    lift = "allow" in request.POST
     try:
-        user_id = int(request.POST.get("remove", ""))
+        user_id = int(request.POST.get("allow" if lift else "remove", ""))
     except ValueError:
-        return _members_partial(request, session, services.SessionError("bad_member", "say whom to remove"))
+        unsaid = services.SessionError("bad_member", "say whom to remove or let back in")
+        return _members_partial(request, session, unsaid)
     try:
-        services.participant_remove(session=session, user_id=user_id)
+        if lift:
+            services.removal_lift(session=session, user_id=user_id)
+        else:
+            services.participant_remove(session=session, user_id=user_id)
     except services.SessionError as exc:
         return _members_partial(request, session, exc)
-    _expel(session, [user_id])
+    if not lift:
+        _expel(session, [user_id])
     return _members_partial(request, session)
 
 

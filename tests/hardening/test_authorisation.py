@@ -97,9 +97,10 @@ HTTP: dict[str, dict[str, str]] = {
     "session-invites": {"GET": "302 405 403 405 405 405 405", "POST": "302 404 403 404 404 200 404"},
     # An invite link (the collaborator's): a GET changes nothing. Signed in, it asks (200) unless
     # the link gives nothing more (guest and collaborator hold it, the owner more: 302 to the
-    # session); the POST joins (and a removed participant who kept the link is back in: only
-    # rotating the link keeps them out). Not signed in, a name makes a guest (POST).
-    "session-join": {"GET": "200 200 302 200 302 302 200", "POST": "400 302 302 302 302 302 302"},
+    # session); the POST joins. A removed participant who kept the link is refused (404 with
+    # the reason): the links of the moment of the removal no longer let them in. Not signed in,
+    # a name makes a guest (POST).
+    "session-join": {"GET": "200 200 302 200 302 302 404", "POST": "400 302 302 302 302 302 404"},
     "session-replay": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     "session-replay-data": {"GET": "404 404 200 200 200 200 404", "POST": "405 405 405 405 405 405 405"},
     "teacher-signup": {"GET": "404 404 403 404 404 404 404", "POST": "404 404 403 404 404 404 404"},

@@ -207,6 +207,47 @@ def test_a_removed_guest_who_reloads_is_told_it_has_no_access(session: Session, 
     assert guest.get(f"/api/sessions/{session.id}/turns").status_code == 404
 
 
+def test_a_removed_person_cannot_come_back_through_the_links_of_the_moment(
+    session: Session, user: Any, other_user: Any
+) -> None:
+    """Removal bars the session's invite links of that moment for that person (both roles, GET
+    and POST, an account or a signed-in guest); a new link, or Let back in, lets them in again."""
+    mate = owner_client(other_user)
+    assert mate.post(invite(session, "viewer")).status_code == 302
+    guest = join_as_guest(session, "collaborator")
+    owner = owner_client(user)
+    for person in (other_user, guest_user()):
+        assert owner.post(f"/sessions/{session.id}/members", {"remove": str(person.pk)}).status_code == 200
+    listing = owner.get(f"/sessions/{session.id}/members")
+    assert [m.name for m in listing.context["removed"]] == ["Grace", "bob"]
+    assert listing.content.decode().count(">Let back in</button>") == 2
+    for client in (mate, guest):
+        for role in ("viewer", "collaborator"):
+            for method in (client.get, client.post):
+                page = method(invite(session, role))
+                assert page.status_code == 404, (role, page.status_code)
+                assert "removed you from this session" in page.content.decode()
+    assert not Participant.objects.filter(user__in=[other_user, guest_user()]).exists()
+    assert Participant.objects.filter(session=session).count() == 1  # the owner; nobody else joined
+
+    # A new collaborator link lets the removed account in (the owner chose to share it again);
+    # the old viewer link still does not.
+    owner.post(f"/sessions/{session.id}/invites", {"role": "collaborator"})
+    session.refresh_from_db()
+    assert mate.post(invite(session, "viewer")).status_code == 404
+    assert mate.post(invite(session, "collaborator")).status_code == 302
+    assert Participant.objects.get(session=session, user=other_user).role == "collaborator"
+
+    # Let back in: the guest's old links... its collaborator link was just replaced; the viewer
+    # link of the moment works for it again.
+    listing = owner.post(f"/sessions/{session.id}/members", {"allow": str(guest_user().pk)})
+    assert listing.status_code == 200 and "Grace" not in [m.name for m in listing.context["removed"]]
+    assert guest.post(invite(session, "viewer")).status_code == 302
+    assert Participant.objects.get(session=session, user=guest_user()).role == "viewer"
+    missing = owner.post(f"/sessions/{session.id}/members", {"allow": str(guest_user().pk)})
+    assert missing.context["error"].code == "not_found"
+
+
 @pytest.mark.parametrize(
     ("remove", "code"), [("", "bad_member"), ("x", "bad_member"), ("999999", "not_found"), ("owner", "not_removable")]
 )
