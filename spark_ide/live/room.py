@@ -66,6 +66,8 @@ from .watchdog import RoomGuard
 
 log = logging.getLogger(__name__)
 
+SLOW_CLOSE_STEP_S = 5.0  # a step of a room's close that takes longer is logged
+
 EPOCH_BITS = 32
 LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
 READ_TIMEOUT_S = 5.0
@@ -155,11 +157,13 @@ class Room:
         if self._compact_soon is not None:
             self._compact_soon.cancel()
         try:
-            await self.store.close()
-            await self.pilot.shutdown()
-            await self.guard.close()
-            await self.runs.close()
-            await self.pipeline.close()
+            steps = (self.store.close, self.pilot.shutdown, self.guard.close, self.runs.close, self.pipeline.close)
+            for step in steps:
+                began = time.monotonic()
+                await step()
+                if (took := time.monotonic() - began) > SLOW_CLOSE_STEP_S:
+                    # The workspace's sockets wait for this close (Rooms.attach): say which step held them.
+                    log.warning("room %s: closing took %.1f s in %s", self.workspace, took, step.__qualname__)
         finally:
             self._done.set()
             self._on_closed(self)

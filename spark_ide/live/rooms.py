@@ -8,8 +8,9 @@ to need a room takes its lease and owns it (``live.cluster.OwnerDesk``); any oth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from .background import Background
 from .cluster import Cluster, ClusterTransport, GroupLink, OwnerDesk, Place, Replica, room_group
@@ -32,18 +33,30 @@ class Rooms:
         self._places: dict[str, Room | Replica] = {}
         self._desks: dict[str, OwnerDesk] = {}
         self._background = Background()
-        self._lock: asyncio.Lock | None = None
-        self._lock_loop: asyncio.AbstractEventLoop | None = None
+        # One lock per workspace, on ``_locks_loop``, and how many attaches hold or wait for it.
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._locks_loop: asyncio.AbstractEventLoop | None = None
 
-    def _guard(self) -> asyncio.Lock:
+    @contextlib.asynccontextmanager
+    async def _guard(self, workspace: str) -> AsyncIterator[None]:
+        """One attach at a time per workspace. Per workspace, not one for all: a room that is
+        slow to close (its last writes) keeps only its own workspace's sockets waiting."""
         loop = asyncio.get_running_loop()
-        if self._lock is None or self._lock_loop is not loop:
-            self._lock, self._lock_loop = asyncio.Lock(), loop
-        return self._lock
+        if self._locks_loop is not loop:
+            self._locks, self._locks_loop = {}, loop
+        lock, users = self._locks.setdefault(workspace, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._locks[workspace]  # nobody holds or waits for it
 
     async def attach(self, workspace: str) -> Room | Replica:
         """Where this process's connections take part in the workspace's room."""
-        async with self._guard():
+        async with self._guard(workspace):
             place: Room | Replica | None = self._places.get(workspace)
             if isinstance(place, Room) and place.closed:
                 await place.wait_closed()  # its last writes land before a new room reads them
