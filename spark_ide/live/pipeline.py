@@ -41,7 +41,11 @@ class _Retry:
     """A pipeline item that only makes the pipeline try its pending writes again."""
 
 
-Item = Frame | bytes | _Retry
+class _Stop:
+    """The last pipeline item: what came before it is delivered, then the pipeline ends."""
+
+
+Item = Frame | bytes | _Retry | _Stop
 
 
 def merged(frames: list[Frame]) -> list[Frame]:
@@ -137,6 +141,7 @@ class Pipeline:
         self._materialize: asyncio.TimerHandle | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._storing: asyncio.Future[None] | None = None  # the event log's write in flight
         self._background = Background()
 
     def start(self) -> None:
@@ -150,16 +155,26 @@ class Pipeline:
         self._queue.put_nowait(update)
 
     async def close(self) -> None:
-        """Deliver and write what waits, then stop."""
-        await self.flush()
+        """Deliver and write what waits, then stop. No write in flight is cancelled: a write
+        cancelled while it waits for the database thread never runs (asgiref drops it), so
+        an update or a batch of turn events would be lost."""
+        delivering = self._tasks[0] if self._tasks else None
+        if delivering is not None and not delivering.done():
+            self._queue.put_nowait(_Stop())
+            with contextlib.suppress(Exception):
+                await delivering  # what was queued before, written and sent
+        await self.flush()  # anything put after the stop (or all, when the pipeline never ran)
         for handle in (self._materialize, self._retry):
             if handle is not None:
                 handle.cancel()
         for task in self._tasks:
-            task.cancel()
+            task.cancel()  # the event log's writer, waiting or sleeping (its write is shielded)
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self._storing is not None:
+            with contextlib.suppress(Exception):
+                await self._storing  # a failed batch is kept: the write below takes it
         await self._store_events()
         with contextlib.suppress(Exception):
             await self._store.write_files(self._texts())
@@ -182,6 +197,8 @@ class Pipeline:
                 await self._deliver(items)
             except Exception:  # a bug must not end the room's only way out
                 log.exception("the room's pipeline failed on a batch")
+            if any(isinstance(item, _Stop) for item in items):
+                return
 
     async def _deliver(self, items: list[Item]) -> None:
         if self._pending_update is None:
@@ -278,7 +295,9 @@ class Pipeline:
             await self._log_wake.wait()
             await asyncio.sleep(self._settings.log_batch_s)
             self._log_wake.clear()
-            await self._store_events()
+            self._storing = asyncio.ensure_future(self._store_events())
+            await asyncio.shield(self._storing)  # close() waits for it instead of cancelling it
+            self._storing = None
 
     async def _store_events(self) -> None:
         batch, self._kept = [*self._kept, *self._unstored.take_entries()], []

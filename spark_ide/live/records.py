@@ -37,8 +37,12 @@ class Records:
         self._queue.put_nowait(_Write(name, write, then))
 
     async def close(self) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
+        try:
             await asyncio.wait_for(self._queue.join(), timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("turn records not written within %.0f s of the room's close (the database thread "
+                        "is that far behind): the one in flight and %d queued given up", DRAIN_TIMEOUT_S,
+                        self._queue.qsize())
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

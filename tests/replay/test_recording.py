@@ -4,6 +4,8 @@ room had then (a real room, the scripted model, the database)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -109,6 +111,25 @@ async def test_each_event_is_stored_with_the_time_it_was_published(
     per_1000 = {kind: round(value * 1000 / tokens) for kind, value in size.items()}
     print(f"\nstored per 1,000 tokens ({tokens} tokens, {len(ANSWER)} characters): {per_1000}")
     assert sum(per_1000.values()) < 16_000, per_1000
+
+
+async def test_closing_a_room_never_drops_a_write_waiting_for_the_database_thread(
+    live: Live, model_server: ModelServer, rooms: None
+) -> None:
+    """A room closes while its event log's batch waits behind other writes on the database
+    thread: the batch is still written (a write cancelled while it waits never runs, so the
+    close used to lose the turn's last events: the steer marks of a replay, in CI)."""
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say("<write path=\"late.py\">\nlate = 1\n</write>\n")})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    busy = asyncio.create_task(database_sync_to_async(time.sleep)(1.5))  # the thread the rooms write on
+    await asyncio.sleep(0.8)  # the log's batch (every 0.5 s) now waits behind it
+    await _finish(client, live)
+    await busy
+    kinds = await database_sync_to_async(
+        lambda: list(RoomEvent.objects.filter(turn=finished["turn"]).values_list("kind", flat=True))
+    )()
+    assert "turn.started" in kinds and "turn.finished" in kinds, kinds
 
 
 async def test_a_replay_rebuilds_the_document_the_room_had_at_any_moment(
