@@ -4,7 +4,8 @@ Daphne has no write backpressure, and a viewer on a slow link must not slow the 
 grow memory without bound. A connection whose previous send has returned gets the next
 frame at once; while a send is in flight, what arrives waits here and is merged: a turn's
 deltas into one, its prose into one (unless a block status came between), a block's
-progress into its newer progress, document updates into one. Nothing is dropped.
+progress into its newer progress, document updates into one, who is in the room (presence, a
+whole list each time) into the newer list. Nothing else is dropped.
 
 A merged item moves to the end of the queue and takes the newest ``seq``, so frames always
 leave in ``seq`` order: a client that resumes after the highest ``seq`` it holds misses
@@ -20,7 +21,7 @@ from typing import Any
 
 from pycrdt import create_update_message, merge_updates
 
-from .events import EditStatus, Event, TurnDelta, TurnProse, encode
+from .events import EditStatus, Event, Presence, TurnDelta, TurnProse, encode
 
 
 class Frame:
@@ -107,7 +108,9 @@ class Backlog:
 
     def add_frame(self, frame: Frame) -> None:
         event = frame.event
-        if self.items and isinstance(event, _MERGEABLE):
+        if type(event) is Presence:
+            self._drop_presence()
+        elif self.items and isinstance(event, _MERGEABLE):
             if isinstance(event, EditStatus):
                 merged = self._merge_status(frame, event)
             else:
@@ -142,6 +145,18 @@ class Backlog:
             run.seq = frame.seq
             return run
         return None
+
+    def _drop_presence(self) -> None:
+        """Take out the waiting presence: the newer one lists everyone (a storm of joins
+        announced it every 0.1 s to sockets that did not keep up)."""
+        items = self.items
+        for index in range(len(items) - 1, -1, -1):
+            older = items[index]
+            if type(older) is Barrier:
+                return
+            if type(older) is Frame and type(older.event) is Presence:
+                del items[index]
+                return  # at most one waits: each one added took out the one before
 
     def _merge_status(self, frame: Frame, event: EditStatus) -> Item | None:
         """Drop the waiting progress of ``frame``'s block (a newer progress stands for it)."""
