@@ -17,6 +17,10 @@ from spark_ide.ops.native_memory import release_lost_write_buffers  # noqa: E402
 
 release_lost_write_buffers()  # a lost connection's unsent data goes at once (issue 16, reconnect storms)
 
+from spark_ide.ops.autobahn_debug import defer_debug_formatting  # noqa: E402
+
+defer_debug_formatting()  # autobahn's per-socket debug line is formatted only when logged
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from spark_ide.pairing.routing import websocket_urlpatterns  # noqa: E402
