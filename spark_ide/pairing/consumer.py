@@ -209,15 +209,31 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Daphne cancels an application that has not ended 10 s after its socket went
+            # (``application_close_timeout``; a connect still waiting in a reconnect storm):
+            # no disconnect runs then, and the connection would stay in its room for good,
+            # its outbox filling with every turn, its socket counted against its person.
+            self._let_go()
+
     async def disconnect(self, code: int) -> None:
         native_memory.socket_closed()  # many at once (a storm): glibc's kept memory goes back to the system
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Give back the socket's place, stop its outbox and leave its room (once)."""
         if hasattr(self, "counted"):
             SOCKETS.give_back(self.counted)
             del self.counted
-        if hasattr(self, "conn"):
+        if hasattr(self, "outbox_task"):
             self.outbox_task.cancel()
-            if hasattr(self, "room"):
-                self.room.leave(self.conn)
+            del self.outbox_task
+        if hasattr(self, "conn") and hasattr(self, "room"):
+            self.room.leave(self.conn)
+            del self.room
 
     def _error(self, code: ErrorCode, message: str, ref: Any = None) -> None:
         self.room.tell(self.conn, ErrorEvent(code, message, ref))

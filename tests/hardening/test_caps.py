@@ -5,6 +5,8 @@ defaults are in spark_ide/settings.py and docs/security.md."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -13,6 +15,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from pycrdt import Map, Text, create_update_message
 
+from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.consumer import SOCKETS, TOO_MANY_SOCKETS
 from tests.pairing.conftest import FILES, Live, LiveClient, connect
 
@@ -51,6 +54,25 @@ async def test_a_users_sockets_past_the_cap_are_refused_with_a_reason(live: Live
     for client in held:
         await client.close()
     assert SOCKETS.local.open.get(live.owner.pk) is None  # every socket given back
+
+
+async def test_a_socket_whose_application_is_killed_leaves_nothing_behind(live: Live, rooms: None) -> None:
+    """Daphne kills an application that has not ended 10 s after its socket went (a connect
+    still waiting in a reconnect storm): no disconnect runs, yet the socket leaves its room and
+    gives its place back (a killed one stayed in the room for good, its outbox filling)."""
+    killed, other = await connect(live), await connect(live)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None and len(room.members()) == 2
+    assert SOCKETS.local.open.get(live.owner.pk) == 2
+    killed.comm.future.cancel()  # what Daphne's application_close_timeout does
+    with contextlib.suppress(asyncio.CancelledError):
+        await killed.comm.future
+    assert [conn.username for conn in room.members()] == ["ada"] and len(room.members()) == 1
+    assert SOCKETS.local.open.get(live.owner.pk) == 1
+    presence = await other.until(lambda e: e["type"] == "presence" and e["participants"][0]["connections"] == 1)
+    assert len(presence["participants"]) == 1
+    await other.close()
+    assert SOCKETS.local.open.get(live.owner.pk) is None
 
 
 @pytest.mark.parametrize("way", ["form", "api"])
