@@ -169,6 +169,7 @@ class Pilot:
         # -- AI policy (live.policy) --
         self._policy = AiPolicy.OPEN
         self._policy_read_at = float("-inf")
+        self._policy_reading: asyncio.Future[AiPolicy] | None = None  # the read in flight (_read_policy)
         self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
         self._spent = 0  # tokens of ended turns the last policy read may not count
         self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
@@ -219,8 +220,9 @@ class Pilot:
         if run is not None:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
-        if self._policy_refresh is not None:
-            self._policy_refresh.cancel()
+        for reading in (self._policy_refresh, self._policy_reading):
+            if reading is not None:
+                reading.cancel()
         for scan in list(self._scans):
             scan.cancel()
         await self._link.close()
@@ -612,10 +614,16 @@ class Pilot:
 
     async def _read_policy(self) -> AiPolicy:
         """The policy as stored, read again when the last read is more than a moment old (a
-        teacher may change it, the quota is spent while the room is open)."""
+        teacher may change it, the quota is spent while the room is open). One read at a time:
+        those who ask meanwhile (the pages of a reconnect storm, each joining) share it."""
         now = time.monotonic()
         if now - self._policy_read_at < POLICY_FRESH_S:
             return self._policy
+        if self._policy_reading is None or self._policy_reading.done():
+            self._policy_reading = asyncio.ensure_future(self._fetch_policy())
+        return await asyncio.shield(self._policy_reading)  # one asker going away does not end it for all
+
+    async def _fetch_policy(self) -> AiPolicy:
         try:
             policy = await self.stage.store.ai_policy()
         except Exception:

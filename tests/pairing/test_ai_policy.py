@@ -3,6 +3,7 @@ scripted model server: the store's ``ai_policy`` is set per test."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -243,6 +244,31 @@ async def test_the_policy_read_serves_a_moment(
     await client.send({"type": "prompt", "text": say("two\n")})
     await client.until(lambda e: e["type"] == "turn.finished" and len(client.of("turn.finished")) == 2)
     assert course.reads == 1  # the second prompt came within the moment the first read serves
+    await client.close()
+
+
+async def test_pages_joining_at_once_share_one_policy_read(
+    live: Live, course: Course, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reconnect storm: every joining page needs the policy, and a stale one is read once for
+    all who ask while it is being read (each read waits on the rooms' database thread)."""
+    client = await connect(live)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    read_before = course.reads
+    course.policy = AiPolicy(mode=AiMode.OFF)
+    slow = DatabaseRoomStore.ai_policy
+
+    async def slow_read(self: DatabaseRoomStore) -> AiPolicy:
+        await asyncio.sleep(0.2)
+        return await slow(self)
+
+    monkeypatch.setattr(DatabaseRoomStore, "ai_policy", slow_read)
+    shown = await asyncio.gather(*(room.pilot.current_policy() for _ in range(50)))
+    assert course.reads == read_before + 1
+    assert all(event is not None and event.mode == "off" for event in shown)
+    shown = await asyncio.gather(*(room.pilot.current_policy() for _ in range(3)))  # stale again (0 s): a new read
+    assert course.reads == read_before + 2
     await client.close()
 
 
