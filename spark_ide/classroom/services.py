@@ -311,6 +311,17 @@ def _text_or_none(workspace: Workspace, path: str) -> str | None:
         return None
 
 
+def _write_if(workspace: Workspace, path: str, text: str, expected: str | None) -> bool:
+    """``file_write`` of ``text`` if the file holds ``expected``; False (nothing written) if not."""
+    try:
+        file_write(workspace=workspace, path=path, data=text, expected=expected)
+    except WorkspaceError as exc:
+        if exc.code != "changed":
+            raise
+        return False
+    return True
+
+
 def file_push(*, course: Course, path: str, text: str) -> PushReport:
     """Write ``path`` in the template and in every student's copy. A copy whose file still
     holds the template's text as copied (or has no such file, never having had it) gets it
@@ -325,8 +336,9 @@ def file_push(*, course: Course, path: str, text: str) -> PushReport:
         copied = enrollment.template_hashes.get(clean)
         unchanged = (current is None and copied is None) or (current is not None and _digest(current) == copied)
         try:
-            if unchanged or current == text:
-                file_write(workspace=enrollment.workspace, path=clean, data=text)
+            # Replaced only if the file still holds what was read just now: a keystroke of the
+            # student's between the read and the write sends the teacher's text beside it.
+            if (unchanged or current == text) and _write_if(enrollment.workspace, clean, text, current):
                 enrollment.template_hashes[clean] = new_hash
                 enrollment.save(update_fields=["template_hashes"])
                 report.replaced.append(enrollment.display_name)

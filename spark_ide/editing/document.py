@@ -13,6 +13,18 @@ from pycrdt import Doc, Text, YMessageType, YSyncMessageType
 from spark_ide.editing.files import workspace_files
 
 
+def replace_file_if(doc: Doc[Any], path: str, text: str | None, expected: str | None, origin: str) -> bool:
+    """``set_file_text`` only if ``path`` holds ``expected`` now (None: there is no such file);
+    False, changing nothing, when it holds something else. Read and write are one step on the
+    document's thread: a keystroke cannot land between them."""
+    files = workspace_files(doc)
+    current = str(files[path]) if path in files else None
+    if current != expected:
+        return False
+    set_file_text(doc, path, text, origin)
+    return True
+
+
 def set_file_text(doc: Doc[Any], path: str, text: str | None, origin: str) -> None:
     """Replace (or create, or with None delete) one file of ``doc`` as one transaction.
 

@@ -322,6 +322,8 @@ class OwnedRoom(Place, Protocol):
 
     def set_file(self, path: str, text: str | None) -> None: ...
 
+    def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool: ...
+
     def texts(self) -> dict[str, str]: ...
 
     async def close(self) -> None: ...
@@ -413,9 +415,15 @@ class OwnerDesk:
         elif kind == "room.rejoin":
             self.room.rejoin_now()
         elif kind == "room.set_file":
-            text = message["text"]
-            self.room.set_file(str(message["path"]), None if text is None else str(text))
-            self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "ok": True}))
+            path, text = str(message["path"]), message["text"]
+            text = None if text is None else str(text)
+            if "expected" in message:  # only if the file still holds what the asker read
+                expected = message["expected"]
+                done = self.room.set_file_if(path, text, None if expected is None else str(expected))
+            else:
+                self.room.set_file(path, text)
+                done = True
+            self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "ok": done}))
         elif kind == "room.read_files":
             answer = {"type": "room.reply", "texts": self.room.texts()}
             self._background.spawn(self.cluster.bus.send(str(message["reply"]), answer))

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pycrdt import (
     Doc,
@@ -34,7 +34,7 @@ from pycrdt import (
 )
 
 from spark_ide.editing import workspace_files
-from spark_ide.editing.document import document_texts, set_file_text, sync_step2
+from spark_ide.editing.document import document_texts, replace_file_if, set_file_text, sync_step2
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
 from .background import Background
@@ -65,6 +65,8 @@ from .turns import Command, CommandKind
 from .watchdog import RoomGuard
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SLOW_CLOSE_STEP_S = 5.0  # a step of a room's close that takes longer is logged
 
@@ -642,13 +644,26 @@ class Room:
 
     def read_files(self) -> dict[str, str]:
         """Every file's current text, read on the room's loop (the document is not shared)."""
+        return self._on_loop(self.texts)
+
+    def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
+        """``editing.document.replace_file_if`` on the room's loop: False when ``path`` no longer
+        holds ``expected`` (someone typed since it was read)."""
+        return self._on_loop(lambda: self.set_file_if(path, text, expected))
+
+    def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
+        """A conditional change over HTTP (on the room's loop)."""
+        return replace_file_if(self.doc, path, text, expected, "http")
+
+    def _on_loop(self, work: Callable[[], T]) -> T:
+        """``work()`` run on the room's loop, from any thread; waits for its result."""
         if threading.get_ident() == self._loop_thread:
-            return self.texts()
+            return work()
 
-        async def read() -> dict[str, str]:
-            return self.texts()
+        async def run() -> T:
+            return work()
 
-        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=READ_TIMEOUT_S)
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=READ_TIMEOUT_S)
 
 
 SIZE_CHECK = "size-check"  # the origin of a person's update applied where it may cross the size limit

@@ -96,6 +96,9 @@ class RemoteDocument:
     def apply_file(self, path: str, text: str | None) -> None:
         self._ask({"type": "room.set_file", "path": path, "text": text})
 
+    def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
+        return bool(self._ask({"type": "room.set_file", "path": path, "text": text, "expected": expected})["ok"])
+
     def read_files(self) -> dict[str, str]:
         texts = self._ask({"type": "room.read_files"})["texts"]
         return {str(path): str(text) for path, text in texts.items()}

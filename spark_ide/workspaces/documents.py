@@ -22,7 +22,7 @@ from django.db import transaction
 from pycrdt import Doc, Text
 
 from spark_ide.editing import workspace_files
-from spark_ide.editing.document import set_file_text
+from spark_ide.editing.document import replace_file_if, set_file_text
 from spark_ide.replay.history import history_begin, history_keep
 
 from .languages import language_for
@@ -37,6 +37,10 @@ class LiveHolder(Protocol):
 
     def read_files(self) -> dict[str, str]:
         """Every file's current text, read on the holder's loop."""
+
+    def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
+        """Apply (path, text or None) on the holder's loop only if the file holds ``expected``
+        (None: no such file) there and then; waits for the answer."""
 
 
 class LiveDocuments:
@@ -133,6 +137,23 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     before = doc.get_state()
     set_file_text(doc, path, text, "http")
     document_append(workspace.id, doc.get_update(before))
+
+
+def document_file_replace_if(workspace: Workspace, path: str, text: str | None, expected: str | None) -> bool | None:
+    """``document_file_changed`` only if the document's ``path`` holds ``expected`` (None: no
+    such file) at the moment of the write; False when it holds something else. None: the
+    workspace was never opened live, and its ``File`` rows are the truth to compare with."""
+    holder = LIVE.holder(workspace.id)
+    if holder is not None:
+        return holder.replace_file_if(path, text, expected)
+    if not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
+        return None
+    doc = document_load(workspace.id)
+    before = doc.get_state()
+    if not replace_file_if(doc, path, text, expected, "http"):
+        return False
+    document_append(workspace.id, doc.get_update(before))
+    return True
 
 
 def live_texts(workspace_id: uuid.UUID) -> dict[str, str] | None:

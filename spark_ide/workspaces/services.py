@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
-from .documents import document_file_changed, live_texts
+from .documents import document_file_changed, document_file_replace_if, live_texts
 from .languages import language_for
 from .models import File, Workspace
 
@@ -115,12 +115,30 @@ def check_writable(workspace: Workspace) -> None:
         raise WorkspaceError("read_only", "this workspace is a copy in an archived course: it is read-only")
 
 
-def file_write(*, workspace: Workspace, path: str, data: bytes | str) -> tuple[File, bool]:
-    """Create or replace a file; returns it and whether it was created."""
+class _Any:
+    """``file_write``'s default ``expected``: whatever the file holds."""
+
+
+ANY_TEXT = _Any()
+
+
+def file_write(
+    *, workspace: Workspace, path: str, data: bytes | str, expected: str | _Any | None = ANY_TEXT
+) -> tuple[File, bool]:
+    """Create or replace a file; returns it and whether it was created. With ``expected``,
+    only if the file holds that text (None: there is no such file) when it is written, in the
+    live document when one is open (where someone may be typing), else in storage; otherwise
+    ``changed``, and nothing is written."""
     clean = checked_path(path)
     text = decoded_text(data, path=clean)
     with transaction.atomic():
         existing = workspace.files.select_for_update().filter(path=clean).first()
+        if not isinstance(expected, _Any):
+            done = document_file_replace_if(workspace, clean, text, expected)
+            if done is None:  # never opened live: the row is the truth
+                done = (None if existing is None else existing.text) == expected
+            if not done:
+                raise WorkspaceError("changed", f"{clean} changed since it was read")
         if existing is None:
             _file_limit_check(workspace, 1)
             _path_conflict_check(workspace, clean)
@@ -132,7 +150,8 @@ def file_write(*, workspace: Workspace, path: str, data: bytes | str) -> tuple[F
         existing.size = len(text.encode())
         existing.save()
         workspace.save(update_fields=["updated_at"])
-        document_file_changed(workspace, clean, text)
+        if isinstance(expected, _Any):
+            document_file_changed(workspace, clean, text)
     return existing, created
 
 

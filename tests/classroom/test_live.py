@@ -3,11 +3,16 @@ their live document (or lands beside what they typed)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
+from spark_ide.classroom import services as classroom_services
 from spark_ide.classroom.models import Course, Enrollment
 from spark_ide.classroom.services import (
     course_archive,
@@ -21,7 +26,8 @@ from spark_ide.classroom.services import (
 from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import Role
 from spark_ide.pairing.services import role_for
-from spark_ide.workspaces.services import workspace_create
+from spark_ide.workspaces.models import Workspace
+from spark_ide.workspaces.services import WorkspaceError, file_text, file_write, workspace_create
 from tests.pairing.conftest import Live, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
 
 from .conftest import TEMPLATE
@@ -74,6 +80,52 @@ async def test_an_open_room_shows_the_student_editing_and_gets_pushed_files(room
     await student.until_true(lambda: student.text("README.teacher.md") == "# Exercise 2\n")
     assert student.text("README.md") == "my notes\n# Exercise 1\n"
     await student.close()
+
+
+async def test_a_keystroke_between_the_pushs_read_and_its_write_is_kept(
+    rooms: None, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """The push reads the student's file, finds it as copied, and writes: a keystroke of the
+    student's landing in between keeps their file (the teacher's text goes beside), where the
+    write used to replace it, keystroke and all."""
+    _, course, enrollment = await database_sync_to_async(setup_course)()
+    session = await database_sync_to_async(student_session)(enrollment)
+    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    student = await connect(live)
+    room = ROOMS.owned(str(enrollment.workspace_id))
+    assert room is not None
+    loop = asyncio.get_running_loop()
+    read = classroom_services._text_or_none
+
+    def read_then_the_student_types(workspace: Workspace, path: str) -> str | None:
+        text = read(workspace, path)
+        if workspace.pk == enrollment.workspace_id:
+            asyncio.run_coroutine_threadsafe(student.type_text("main.py", 0, "# mine\n"), loop).result(5)
+            deadline = time.monotonic() + 5
+            while not room.read_files()["main.py"].startswith("# mine\n") and time.monotonic() < deadline:
+                time.sleep(0.01)  # the room has the keystroke before the push writes
+        return text
+
+    monkeypatch.setattr(classroom_services, "_text_or_none", read_then_the_student_types)
+    report = await database_sync_to_async(file_push)(course=course, path="main.py", text="print('v2')\n")
+    assert report.beside == ["Kim"] and report.replaced == []
+    await student.until_true(lambda: student.text("main.teacher.py") == "print('v2')\n")
+    assert student.text("main.py") == room.texts()["main.py"] == "# mine\nprint('hello')\n"
+    await student.close()
+
+
+def test_a_conditional_write_compares_with_the_stored_file_when_no_room_was_opened(django_user_model: Any) -> None:
+    owner = django_user_model.objects.create_user(username="owner")
+    workspace = workspace_create(owner=owner, name="stored", files={"a.py": "x = 1\n"})
+    with pytest.raises(WorkspaceError) as refused:
+        file_write(workspace=workspace, path="a.py", data="x = 2\n", expected="x = 0\n")
+    assert refused.value.code == "changed"
+    with pytest.raises(WorkspaceError):
+        file_write(workspace=workspace, path="b.py", data="y\n", expected="")  # there is no b.py
+    file_write(workspace=workspace, path="a.py", data="x = 2\n", expected="x = 1\n")
+    file_write(workspace=workspace, path="b.py", data="y\n", expected=None)
+    assert file_text(workspace=workspace, path="a.py") == "x = 2\n"
+    assert file_text(workspace=workspace, path="b.py") == "y\n"
 
 
 async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readable_by_the_teacher(

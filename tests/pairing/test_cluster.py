@@ -143,6 +143,11 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     await driver.until_true(lambda: driver.text("notes.md") == "from HTTP on B\n")
     texts = await asyncio.to_thread(remote.read_files)
     assert texts["notes.md"] == "from HTTP on B\n" and texts["app.py"].startswith("# shared\n")
+    # A conditional write (a teacher's push): only over the text it was read as.
+    assert not await asyncio.to_thread(remote.replace_file_if, "notes.md", "pushed\n", "stale\n")
+    assert await asyncio.to_thread(remote.replace_file_if, "notes.md", "pushed\n", "from HTTP on B\n")
+    assert await asyncio.to_thread(remote.replace_file_if, "new.md", "fresh\n", None)
+    await driver.until_true(lambda: driver.text("notes.md") == "pushed\n" and driver.text("new.md") == "fresh\n")
 
     # The owner removes the viewer: its socket on B is closed as refused, presence follows.
     last_presence = [e for e in driver.events if e["type"] == "presence"][-1]

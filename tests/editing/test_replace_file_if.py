@@ -1,0 +1,24 @@
+"""``editing.document.replace_file_if``: a write that happens only over the text it was read as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycrdt import Doc
+
+from spark_ide.editing.document import document_texts, replace_file_if, set_file_text
+
+
+def test_a_write_happens_only_over_the_text_expected() -> None:
+    doc: Doc[Any] = Doc()
+    set_file_text(doc, "a.py", "x = 1\n", "test")
+    changes: list[bytes] = []
+    doc.observe(lambda event: changes.append(bytes(event.update)))
+    assert not replace_file_if(doc, "a.py", "x = 2\n", "x = 0\n", "push")  # someone typed since
+    assert not replace_file_if(doc, "a.py", "x = 2\n", None, "push")  # read as absent: it is there
+    assert not replace_file_if(doc, "b.py", "y\n", "", "push")  # read as empty: there is none
+    assert changes == [] and document_texts(doc) == {"a.py": "x = 1\n"}
+    assert replace_file_if(doc, "a.py", "x = 2\n", "x = 1\n", "push")
+    assert replace_file_if(doc, "b.py", "y\n", None, "push")
+    assert replace_file_if(doc, "b.py", None, "y\n", "push")  # a delete, over what was read
+    assert document_texts(doc) == {"a.py": "x = 2\n"} and len(changes) == 3
