@@ -80,6 +80,19 @@ def test_findings_mark_the_editor_ask_before_a_run_and_halt_the_model(ide_server
     halted.locator(".guard-loc").click()  # opens the file the finding is in
     page.locator(".tab.active", has_text="users.py").wait_for(timeout=WAIT_MS)
 
+    # The replay shows the halt under its turn too, and its place opens the file there.
+    page.locator("#history a", has_text="Replay this session").click()
+    page.wait_for_url("**/replay")
+    page.locator("#replay[data-ready=true]").wait_for(timeout=WAIT_MS)
+    page.locator("#replay-scrubber").evaluate(
+        "(range) => { range.value = range.max; range.dispatchEvent(new Event('input')); }"
+    )
+    replayed = page.locator("#replay-transcript .turn").first.locator(".guard-finding.halted")
+    replayed.wait_for(timeout=WAIT_MS)
+    assert replayed.inner_text().startswith("Watchdog halted the model: users.py line 5 — runs os.system()")
+    replayed.locator(".guard-loc").click()
+    page.locator("#replay-files button.active[data-path='users.py']").wait_for(timeout=WAIT_MS)
+
 
 # Feeds the page's order check an ephemeral diagnostics event with the current seq (it used to
 # drop such events as repeats), and turns findings into editor diagnostics over a small text.

@@ -219,6 +219,7 @@ class ReplayPlayer {
       case "turn.prose": return transcript.prose(event);
       case "turn.steered": return transcript.steered(event);
       case "turn.finished": return transcript.finished(event);
+      case "guard.finding": return transcript.finding(event); // under its turn, as it was shown live
       case "edit.status":
         transcript.blockStatus(event);
         if (IN_FLIGHT.has(event.state) || event.state === "applied") this.view.modelAt(event.path);
