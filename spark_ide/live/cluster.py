@@ -178,6 +178,7 @@ class GroupLink:
         self._pending = Backlog()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.sent = 0  # stream messages numbered so far (``n``)
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
@@ -218,7 +219,10 @@ class GroupLink:
         if not items:
             return
         wire = [item.payload if isinstance(item, Barrier) else _wire(item) for item in items]
-        await self._bus.group_send(self._group, {"type": "room.stream", "items": wire})
+        # Numbered before it is sent: one that never arrives (a failed publish, a subscriber
+        # reconnecting to Redis meanwhile) is a gap the replicas see in the next one's number.
+        self.sent += 1
+        await self._bus.group_send(self._group, {"type": "room.stream", "n": self.sent, "items": wire})
 
 
 class RemoteSink:
@@ -508,6 +512,7 @@ class Replica:
         self._background = Background()
         self._loop = asyncio.get_running_loop()
         self._closed = False
+        self._received: int | None = None  # the number of the owner's last stream message here
 
     @property
     def closed(self) -> bool:
@@ -626,6 +631,16 @@ class Replica:
             message = await self.cluster.bus.receive(self.channel)
             if message.get("type") != "room.stream":
                 continue
+            number = message.get("n")
+            if isinstance(number, int):
+                if self._received is not None and number != self._received + 1:
+                    # Lost on the way (Redis pub/sub keeps nothing for a subscriber that was
+                    # reconnecting): every connection here starts over from the owner.
+                    log.warning("room %s: stream messages %d-%d from its owner never arrived; its "
+                                "connections here reconnect", self.workspace, self._received + 1, number - 1)
+                    self.let_go()
+                    return
+                self._received = number
             try:
                 self._stream(message["items"])
             except Exception:

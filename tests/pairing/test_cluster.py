@@ -231,3 +231,41 @@ async def test_a_socket_the_owner_forgot_is_told_to_reconnect(live: Live, two: t
     await cole.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
     await driver.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
     await asyncio.gather(driver.close(), cole.close())
+
+
+async def test_a_replica_that_missed_stream_messages_sends_its_sockets_back(
+    live: Live, two: tuple[Process, Process]
+) -> None:
+    """Redis pub/sub keeps nothing for a subscriber that is reconnecting: stream messages
+    published meanwhile never reach the replica. The owner numbers its stream; the replica
+    sees the gap in the next number and moves its sockets (4012), which come back whole."""
+    a, b = two
+    driver = await a.connect(live, live.owner_token)
+    token = await _collaborator(live, "cole", "collaborator")
+    cole = await b.connect(live, token)
+    await driver.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2)
+    replica = b.rooms.held(live.workspace_id)
+    assert isinstance(replica, Replica)
+    receive = b.layer.receive
+    lost: list[Any] = []
+
+    async def losing_one(channel: str) -> Any:  # the subscriber's reconnect: one message gone
+        message = await receive(channel)
+        while channel == replica.channel and message.get("type") == "room.stream" and not lost:
+            lost.append(message)
+            message = await receive(channel)
+        return message
+
+    b.layer.receive = losing_one
+    await driver.type_text("app.py", 0, "# seen\n")  # (taken by the receive already waiting)
+    await cole.until_true(lambda: (cole.text("app.py") or "").startswith("# seen\n"))
+    await driver.type_text("app.py", 0, "# lost on the way\n")
+    await driver.pump(0.3)
+    await driver.type_text("app.py", 0, "# after it\n")
+    with pytest.raises(ConnectionError, match="4012"):
+        await cole.until(lambda e: False, timeout=5)
+    assert lost and "# lost on the way" not in (cole.text("app.py") or "")
+    last = max(e["seq"] for e in cole.events if "seq" in e)
+    cole = await b.connect(live, token, after=last)
+    await cole.until_true(lambda: (cole.text("app.py") or "").startswith("# after it\n# lost on the way\n# seen\n"))
+    await asyncio.gather(driver.close(), cole.close())
