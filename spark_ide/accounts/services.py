@@ -27,8 +27,10 @@ class AccountError(Exception):
         self.message = message
 
 
-def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+def sha256_hex(text: str) -> str:
+    """The SHA-256 of ``text`` (UTF-8), in hex: what is stored of a token, an invite key, a
+    template file's text."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def api_token_create(*, user: User, name: str = "") -> str:
@@ -37,7 +39,7 @@ def api_token_create(*, user: User, name: str = "") -> str:
     if is_guest(user):
         raise AccountError("guest_account", f"{user.get_username()!r} is a guest: guests have no API tokens")
     key = "spk_" + secrets.token_urlsafe(30)
-    ApiToken.objects.create(user=user, name=name[:100], digest=_digest(key), prefix=key[:8])
+    ApiToken.objects.create(user=user, name=name[:100], digest=sha256_hex(key), prefix=key[:8])
     return key
 
 
@@ -48,7 +50,7 @@ def api_token_user(key: str) -> User | None:
     """The active user owning ``key``, or None."""
     if not key or len(key) > 200:
         return None
-    token = ApiToken.objects.select_related("user").filter(digest=_digest(key)).first()
+    token = ApiToken.objects.select_related("user").filter(digest=sha256_hex(key)).first()
     if token is None or not token.user.is_active:
         return None
     now = timezone.now()
@@ -71,7 +73,7 @@ def login_token_create(*, user: User) -> str:
     key = secrets.token_urlsafe(32)
     LoginToken.objects.create(
         user=user,
-        digest=_digest(key),
+        digest=sha256_hex(key),
         expires_at=timezone.now() + timedelta(seconds=settings.SPARK_LOGIN_TOKEN_TTL_S),
     )
     return key
@@ -105,7 +107,7 @@ def login_token_redeem(key: str) -> User:
     if not key or len(key) > 200:
         raise LoginLinkRefused(LoginLinkProblem.UNKNOWN)
     with transaction.atomic():
-        token = LoginToken.objects.select_for_update().select_related("user").filter(digest=_digest(key)).first()
+        token = LoginToken.objects.select_for_update().select_related("user").filter(digest=sha256_hex(key)).first()
         if token is None or not token.user.is_active:
             raise LoginLinkRefused(LoginLinkProblem.UNKNOWN)
         if token.used_at is not None:

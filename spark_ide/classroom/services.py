@@ -6,7 +6,6 @@ sees where they type."""
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import uuid
 from collections.abc import Iterable
@@ -20,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from spark_ide.accounts.services import guest_create
+from spark_ide.accounts.services import guest_create, sha256_hex
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
@@ -201,9 +200,6 @@ def course_delete(*, course: Course) -> None:
 # -- joining ---------------------------------------------------------------------------------
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
 
 def current_texts(workspace: Workspace) -> dict[str, str]:
     """Every file's text now: from the live document when held, else the stored rows."""
@@ -245,7 +241,7 @@ def course_join(*, course: Course, user: User, display_name: str = "") -> tuple[
             raise ClassroomError(exc.code, f"Your copy of the course could not be made: {exc.message}") from None
         enrollment = Enrollment.objects.create(
             course=course, student=user, display_name=name[:100], workspace=copy,
-            template_hashes={path: _digest(text) for path, text in texts.items()},
+            template_hashes={path: sha256_hex(text) for path, text in texts.items()},
         )
         session_for_workspace(workspace=copy, by=user)
     return enrollment, True
@@ -330,11 +326,11 @@ def file_push(*, course: Course, path: str, text: str) -> PushReport:
     clean = checked_path(path)
     file_write(workspace=course.template, path=clean, data=text)  # refuses too large / not UTF-8
     report = PushReport(path=clean)
-    new_hash = _digest(text)
+    new_hash = sha256_hex(text)
     for enrollment in course.enrollments.select_related("workspace"):
         current = _text_or_none(enrollment.workspace, clean)
         copied = enrollment.template_hashes.get(clean)
-        unchanged = (current is None and copied is None) or (current is not None and _digest(current) == copied)
+        unchanged = (current is None and copied is None) or (current is not None and sha256_hex(current) == copied)
         try:
             # Replaced only if the file still holds what was read just now: a keystroke of the
             # student's between the read and the write sends the teacher's text beside it.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import uuid
@@ -14,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from spark_ide.accounts.models import Guest
-from spark_ide.accounts.services import guest_create
+from spark_ide.accounts.services import guest_create, sha256_hex
 from spark_ide.live.store import RunOutcome, RunRecord, TurnOutcome, TurnRecord
 from spark_ide.sandbox.control import run_control
 from spark_ide.workspaces.models import Workspace
@@ -40,13 +39,9 @@ def _invite_key() -> str:
     return secrets.token_urlsafe(24)
 
 
-def _key_digest(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
 def _invite_digests(session: Session) -> list[str]:
     """The digests of the session's invite keys as they are now (a removal bars these)."""
-    return [_key_digest(getattr(session, field)) for field in INVITE_KEYS.values()]
+    return [sha256_hex(getattr(session, field)) for field in INVITE_KEYS.values()]
 
 
 def session_create(*, workspace: Workspace, by: User) -> Session:
@@ -127,7 +122,7 @@ def join_grants(*, session: Session, user: User, key: str) -> tuple[str | None, 
     if current in (Role.COLLABORATOR, granted):
         return current, None
     removal = Removal.objects.filter(session=session, user=user).only("key_digests").first()
-    if removal is not None and _key_digest(key) in removal.key_digests:
+    if removal is not None and sha256_hex(key) in removal.key_digests:
         raise SessionError("removed", "the owner removed you from this session, and this link no longer "
                            "lets you in: ask them for a new one")
     return current, granted
