@@ -133,12 +133,7 @@ def file_write(
     text = decoded_text(data, path=clean)
     with transaction.atomic():
         existing = workspace.files.select_for_update().filter(path=clean).first()
-        if not isinstance(expected, _Any):
-            done = document_file_replace_if(workspace, clean, text, expected)
-            if done is None:  # never opened live: the row is the truth
-                done = (None if existing is None else existing.text) == expected
-            if not done:
-                raise WorkspaceError("changed", f"{clean} changed since it was read")
+        stored = None if existing is None else existing.text
         if existing is None:
             _file_limit_check(workspace, 1)
             _path_conflict_check(workspace, clean)
@@ -146,6 +141,13 @@ def file_write(
             created = True
         else:
             created = False
+        # After the checks: a live document's change is not undone with this transaction.
+        if not isinstance(expected, _Any):
+            done = document_file_replace_if(workspace, clean, text, expected)
+            if done is None:  # never opened live: the row is the truth
+                done = stored == expected
+            if not done:
+                raise WorkspaceError("changed", f"{clean} changed since it was read")
         existing.text = text
         existing.size = len(text.encode())
         existing.save()

@@ -128,6 +128,32 @@ def test_a_conditional_write_compares_with_the_stored_file_when_no_room_was_open
     assert file_text(workspace=workspace, path="b.py") == "y\n"
 
 
+async def test_a_conditional_write_refused_by_a_check_leaves_the_live_document_as_it_was(
+    rooms: None, settings: Any  # noqa: F811
+) -> None:
+    """The file checks (here: the file limit) come before the live document is written (a
+    change made on the room's loop is not undone with the transaction): a refused conditional
+    write changes neither the rows nor the document."""
+    _, _, enrollment = await database_sync_to_async(setup_course)()
+    session = await database_sync_to_async(student_session)(enrollment)
+    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
+    student = await connect(live)
+    room = ROOMS.owned(str(enrollment.workspace_id))
+    assert room is not None
+    settings.SPARK_MAX_WORKSPACE_FILES = len(TEMPLATE)
+
+    def write_one_too_many() -> None:
+        workspace = Workspace.objects.get(pk=enrollment.workspace_id)
+        with pytest.raises(WorkspaceError) as refused:
+            file_write(workspace=workspace, path="new.py", data="y = 1\n", expected=None)
+        assert refused.value.code == "too_many_files"
+
+    await database_sync_to_async(write_one_too_many)()
+    await student.pump(0.2)
+    assert room.texts() == TEMPLATE and student.text("new.py") is None
+    await student.close()
+
+
 async def test_an_archived_courses_copy_is_read_only_for_its_student_and_readable_by_the_teacher(
     rooms: None,  # noqa: F811
 ) -> None:
