@@ -131,12 +131,12 @@ def document_file_changed(workspace: Workspace, path: str, text: str | None) -> 
     if holder is not None:
         holder.apply_file(path, text)
         return
-    if not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
-        return  # never opened live: the document will be built from the files
-    doc = document_load(workspace.id)
-    before = doc.get_state()
-    set_file_text(doc, path, text, "http")
-    document_append(workspace.id, doc.get_update(before))
+
+    def change(doc: Doc[Any]) -> bool:
+        set_file_text(doc, path, text, "http")
+        return True
+
+    _change_stored(workspace.id, change)  # never opened live: the document will be built from the files
 
 
 def document_file_replace_if(workspace: Workspace, path: str, text: str | None, expected: str | None) -> bool | None:
@@ -146,13 +146,19 @@ def document_file_replace_if(workspace: Workspace, path: str, text: str | None, 
     holder = LIVE.holder(workspace.id)
     if holder is not None:
         return holder.replace_file_if(path, text, expected)
-    if not Workspace.objects.filter(pk=workspace.id, ydoc__isnull=False).exists():
+    return _change_stored(workspace.id, lambda doc: replace_file_if(doc, path, text, expected, "http"))
+
+
+def _change_stored(workspace_id: uuid.UUID, change: Callable[[Doc[Any]], bool]) -> bool | None:
+    """``change`` (True: it changed the document) on the stored document of a workspace no
+    process holds live, its update appended; None when the workspace was never opened live."""
+    if not Workspace.objects.filter(pk=workspace_id, ydoc__isnull=False).exists():
         return None
-    doc = document_load(workspace.id)
+    doc = document_load(workspace_id)
     before = doc.get_state()
-    if not replace_file_if(doc, path, text, expected, "http"):
+    if not change(doc):
         return False
-    document_append(workspace.id, doc.get_update(before))
+    document_append(workspace_id, doc.get_update(before))
     return True
 
 
