@@ -25,6 +25,20 @@ def replace_file_if(doc: Doc[Any], path: str, text: str | None, expected: str | 
     return True
 
 
+def move_file(doc: Doc[Any], path: str, new_path: str, origin: str) -> str | None:
+    """Rename ``path`` to ``new_path`` in one transaction, with the text it holds at that moment
+    (the keystroke just typed included); returns that text. None, changing nothing, when there
+    is no ``path`` or ``new_path`` is taken. Pages see one change: the file went and came."""
+    files = workspace_files(doc)
+    if path not in files or new_path in files:
+        return None
+    text = str(files[path])
+    with doc.transaction(origin=origin):
+        del files[path]
+        files[new_path] = Text(text)
+    return text
+
+
 def set_file_text(doc: Doc[Any], path: str, text: str | None, origin: str) -> None:
     """Replace (or create, or with None delete) one file of ``doc`` as one transaction.
 

@@ -328,6 +328,8 @@ class OwnedRoom(Place, Protocol):
 
     def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool: ...
 
+    def move_file(self, path: str, new_path: str) -> str | None: ...
+
     def texts(self) -> dict[str, str]: ...
 
     async def close(self) -> None: ...
@@ -428,6 +430,9 @@ class OwnerDesk:
                 self.room.set_file(path, text)
                 done = True
             self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "ok": done}))
+        elif kind == "room.move_file":
+            moved = self.room.move_file(str(message["path"]), str(message["new_path"]))
+            self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "text": moved}))
         elif kind == "room.read_files":
             answer = {"type": "room.reply", "texts": self.room.texts()}
             self._background.spawn(self.cluster.bus.send(str(message["reply"]), answer))

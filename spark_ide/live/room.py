@@ -34,7 +34,7 @@ from pycrdt import (
 )
 
 from spark_ide.editing import workspace_files
-from spark_ide.editing.document import document_texts, replace_file_if, set_file_text, sync_step2
+from spark_ide.editing.document import document_texts, move_file, replace_file_if, set_file_text, sync_step2
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
 from .background import Background
@@ -654,6 +654,14 @@ class Room:
     def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """A conditional change over HTTP (on the room's loop)."""
         return replace_file_if(self.doc, path, text, expected, "http")
+
+    def rename_file(self, path: str, new_path: str) -> str | None:
+        """``editing.document.move_file`` on the room's loop: the live text moves, as it is."""
+        return self._on_loop(lambda: self.move_file(path, new_path))
+
+    def move_file(self, path: str, new_path: str) -> str | None:
+        """A rename over HTTP (on the room's loop)."""
+        return move_file(self.doc, path, new_path, "http")
 
     def _on_loop(self, work: Callable[[], T]) -> T:
         """``work()`` run on the room's loop, from any thread; waits for its result."""

@@ -99,6 +99,10 @@ class RemoteDocument:
     def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         return bool(self._ask({"type": "room.set_file", "path": path, "text": text, "expected": expected})["ok"])
 
+    def rename_file(self, path: str, new_path: str) -> str | None:
+        moved = self._ask({"type": "room.move_file", "path": path, "new_path": new_path})["text"]
+        return None if moved is None else str(moved)
+
     def read_files(self) -> dict[str, str]:
         texts = self._ask({"type": "room.read_files"})["texts"]
         return {str(path): str(text) for path, text in texts.items()}

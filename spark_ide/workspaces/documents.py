@@ -22,7 +22,7 @@ from django.db import transaction
 from pycrdt import Doc, Text
 
 from spark_ide.editing import workspace_files
-from spark_ide.editing.document import replace_file_if, set_file_text
+from spark_ide.editing.document import move_file, replace_file_if, set_file_text
 from spark_ide.replay.history import history_begin, history_keep
 
 from .languages import language_for
@@ -41,6 +41,10 @@ class LiveHolder(Protocol):
     def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """Apply (path, text or None) on the holder's loop only if the file holds ``expected``
         (None: no such file) there and then; waits for the answer."""
+
+    def rename_file(self, path: str, new_path: str) -> str | None:
+        """Move ``path`` to ``new_path`` with its live text, on the holder's loop, as one change;
+        waits for that text (None: no ``path`` there, or ``new_path`` taken)."""
 
 
 class LiveDocuments:
@@ -147,6 +151,31 @@ def document_file_replace_if(workspace: Workspace, path: str, text: str | None, 
     if holder is not None:
         return holder.replace_file_if(path, text, expected)
     return _change_stored(workspace.id, lambda doc: replace_file_if(doc, path, text, expected, "http"))
+
+
+class NotLive:
+    """``document_file_rename``'s answer for a workspace never opened live: the rows are the truth."""
+
+
+NOT_LIVE = NotLive()
+
+
+def document_file_rename(workspace: Workspace, path: str, new_path: str) -> str | NotLive | None:
+    """Rename a file in the document as one change, with the text the document holds at that
+    moment (the ``File`` row may lag a keystroke behind a live one); returns that text. None:
+    the document has no ``path`` or already has ``new_path``."""
+    holder = LIVE.holder(workspace.id)
+    if holder is not None:
+        return holder.rename_file(path, new_path)
+    moved: list[str | None] = [None]
+
+    def change(doc: Doc[Any]) -> bool:
+        moved[0] = move_file(doc, path, new_path, "http")
+        return moved[0] is not None
+
+    if _change_stored(workspace.id, change) is None:
+        return NOT_LIVE
+    return moved[0]
 
 
 def _change_stored(workspace_id: uuid.UUID, change: Callable[[Doc[Any]], bool]) -> bool | None:

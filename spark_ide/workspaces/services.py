@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 
-from .documents import document_file_changed, document_file_replace_if, live_texts
+from .documents import NotLive, document_file_changed, document_file_rename, document_file_replace_if, live_texts
 from .languages import language_for
 from .models import File, Workspace
 
@@ -194,8 +194,13 @@ def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
     try:
         with transaction.atomic():
             file.save()
-            document_file_changed(workspace, old_path, None)
-            document_file_changed(workspace, clean, file.text)
+            # After the row: a live document's change is not undone with this transaction.
+            moved = document_file_rename(workspace, old_path, clean)
+            if moved is None:
+                raise WorkspaceError("changed", f"{old_path} was renamed or deleted meanwhile, or {clean} created")
+            if not isinstance(moved, NotLive) and moved != file.text:
+                file.text, file.size = moved, len(moved.encode())
+                file.save(update_fields=["text", "size", "updated_at"])
     except IntegrityError:
         raise WorkspaceError("exists", f"{clean} already exists") from None
     return file

@@ -144,8 +144,8 @@ def _tree_response(
 def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool) -> HttpResponse:
     """GET: the tree partial. POST ``action`` = create | rename | delete: change, then the tree.
 
-    Each change also tells the editor what happened (an ``HX-Trigger`` client event), so an
-    open tab follows a rename and closes on delete. Served per live session, whose
+    Each change also tells the editor what happened (an ``HX-Trigger-After-Swap`` client
+    event), so an open tab follows a rename and closes on delete. Served per live session, whose
     participants may not own the workspace; ``can_edit`` comes from their role.
     """
     if request.method == "GET":
@@ -172,4 +172,7 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
     except WorkspaceError as exc:
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
     response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
-    return trigger_client_event(response, event, detail)
+    # After the swap: htmx then fires it on the body when the button that asked is no longer in
+    # the page (this answer's own tree replaced it; or a refresh did, as the document's change
+    # can reach the page first), where a plain HX-Trigger event would reach nobody.
+    return trigger_client_event(response, event, detail, after="swap")

@@ -6,7 +6,7 @@ from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing.document import document_texts, replace_file_if, set_file_text
+from spark_ide.editing.document import document_texts, move_file, replace_file_if, set_file_text
 
 
 def test_a_write_happens_only_over_the_text_expected() -> None:
@@ -22,3 +22,16 @@ def test_a_write_happens_only_over_the_text_expected() -> None:
     assert replace_file_if(doc, "b.py", "y\n", None, "push")
     assert replace_file_if(doc, "b.py", None, "y\n", "push")  # a delete, over what was read
     assert document_texts(doc) == {"a.py": "x = 2\n"} and len(changes) == 3
+
+
+def test_a_move_takes_the_text_as_it_is_in_one_change() -> None:
+    doc: Doc[Any] = Doc()
+    set_file_text(doc, "a.py", "x = 1\n", "test")
+    set_file_text(doc, "b.py", "y\n", "test")
+    changes: list[bytes] = []
+    doc.observe(lambda event: changes.append(bytes(event.update)))
+    assert move_file(doc, "a.py", "b.py", "http") is None  # taken
+    assert move_file(doc, "nope.py", "c.py", "http") is None  # no such file
+    assert changes == []
+    assert move_file(doc, "a.py", "pkg/a.py", "http") == "x = 1\n"
+    assert document_texts(doc) == {"b.py": "y\n", "pkg/a.py": "x = 1\n"} and len(changes) == 1

@@ -148,6 +148,10 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     assert await asyncio.to_thread(remote.replace_file_if, "notes.md", "pushed\n", "from HTTP on B\n")
     assert await asyncio.to_thread(remote.replace_file_if, "new.md", "fresh\n", None)
     await driver.until_true(lambda: driver.text("notes.md") == "pushed\n" and driver.text("new.md") == "fresh\n")
+    # A rename moves the live text in one change; one onto a taken path changes nothing.
+    assert await asyncio.to_thread(remote.rename_file, "new.md", "docs/new.md") == "fresh\n"
+    assert await asyncio.to_thread(remote.rename_file, "notes.md", "docs/new.md") is None
+    await driver.until_true(lambda: driver.text("docs/new.md") == "fresh\n" and driver.text("new.md") is None)
 
     # The owner removes the viewer: its socket on B is closed as refused, presence follows.
     last_presence = [e for e in driver.events if e["type"] == "presence"][-1]

@@ -12,7 +12,7 @@ from django.test import Client
 from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import File, Workspace
-from spark_ide.workspaces.services import file_write
+from spark_ide.workspaces.services import WorkspaceError, file_rename, file_write
 from tests.pairing.conftest import Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
 
@@ -71,6 +71,36 @@ async def test_an_http_write_reaches_the_live_document(live: Live, rooms: None) 
         return client.text("util.py") == "X = 99\n" and client.text("fresh.py") == "new = 1\n"
 
     await _eventually(seen)
+    await client.close()
+
+
+async def test_a_rename_right_after_a_keystroke_moves_the_live_text_in_one_change(live: Live, rooms: None) -> None:
+    """The ``File`` row lags the live document (it is materialised later): a rename takes the
+    text the document holds, keystroke included, and pages see the file go and come in one
+    update. A rename whose file is gone from the live document is refused, changing nothing."""
+    client = await connect(live)
+    await client.pump(0.2)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    await client.type_text("util.py", 0, "# typed\n")
+    await client.until_true(lambda: room.texts()["util.py"] == "# typed\nX = 1\n")
+    workspace = await database_sync_to_async(Workspace.objects.get)(pk=live.workspace_id)
+    updates: list[bytes] = []
+    watch = room.doc.observe(lambda event: updates.append(bytes(event.update)))
+    renamed = await database_sync_to_async(file_rename)(workspace=workspace, path="util.py", new_path="lib/util.py")
+    room.doc.unobserve(watch)
+    assert renamed.text == "# typed\nX = 1\n" and len(updates) == 1
+    row = await database_sync_to_async(File.objects.get)(workspace_id=live.workspace_id, path="lib/util.py")
+    assert (row.text, row.size) == ("# typed\nX = 1\n", 14)
+    await client.until_true(lambda: client.text("lib/util.py") == "# typed\nX = 1\n" and client.text("util.py") is None)
+
+    # app.py is deleted live but its row is still there (not materialised yet): refused.
+    room.set_file("app.py", None)
+    with pytest.raises(WorkspaceError) as refused:
+        await database_sync_to_async(file_rename)(workspace=workspace, path="app.py", new_path="main.py")
+    assert refused.value.code == "changed"
+    assert await database_sync_to_async(File.objects.filter(workspace_id=live.workspace_id, path="app.py").exists)()
+    assert "main.py" not in room.texts()
     await client.close()
 
 

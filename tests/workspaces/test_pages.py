@@ -99,7 +99,7 @@ def test_the_tree_creates_a_file_and_asks_the_editor_to_open_it(browser: Client,
     ws = workspace_create(owner=user, name="w")
     response = browser.post(_tree(ws), {"action": "create", "path": "pkg/mod.py"}, HTTP_HX_REQUEST="true")
     assert 'data-open="pkg/mod.py"' in response.content.decode()
-    assert json.loads(response["HX-Trigger"]) == {"spark:open": {"path": "pkg/mod.py"}}
+    assert json.loads(response["HX-Trigger-After-Swap"]) == {"spark:open": {"path": "pkg/mod.py"}}
     assert ws.files.get().path == "pkg/mod.py"
 
 
@@ -122,7 +122,7 @@ def test_the_tree_renames_with_the_htmx_prompt(browser: Client, user: Any) -> No
     response = browser.post(
         _tree(ws), {"action": "rename", "path": "a.py"}, HTTP_HX_REQUEST="true", HTTP_HX_PROMPT="lib/b.py"
     )
-    assert json.loads(response["HX-Trigger"]) == {"spark:renamed": {"path": "a.py", "new_path": "lib/b.py"}}
+    assert json.loads(response["HX-Trigger-After-Swap"]) == {"spark:renamed": {"path": "a.py", "new_path": "lib/b.py"}}
     renamed = ws.files.get()
     assert (renamed.path, renamed.text) == ("lib/b.py", "x = 1")
 
@@ -137,7 +137,7 @@ def test_the_tree_refuses_a_rename_onto_an_existing_file(browser: Client, user: 
 def test_the_tree_deletes_a_file(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": ""})
     response = browser.post(_tree(ws), {"action": "delete", "path": "a.py"})
-    assert json.loads(response["HX-Trigger"]) == {"spark:deleted": {"path": "a.py"}}
+    assert json.loads(response["HX-Trigger-After-Swap"]) == {"spark:deleted": {"path": "a.py"}}
     assert not ws.files.exists()
 
 

@@ -29,6 +29,7 @@ class LiveSession {
     this.joinedSeq = null; // the room's seq at our hello: turn events up to it are a replay
     this.me = null; // {name, role} from hello
     this.sockets = 0; // everyone's open sockets, as the last presence counted them
+    this.treeChanges = 0; // changes asked from the tree so far (refreshTree)
     this.loop = new FrameLoop();
     this.doc = new Y.Doc();
     this.connection = new SessionConnection(data.wsPath, {
@@ -355,11 +356,37 @@ class LiveSession {
     this.historyTimer = setTimeout(() => this.historyChanged(), REVERT_REFRESH_MS);
   }
 
+  // The tree again, a moment after the document's files changed (a burst of changes asks
+  // once). A change asked from the tree itself (create, rename, delete) answers with the tree
+  // as it left it: while one is on its way no refresh is asked, and a refresh asked before
+  // one began is not shown (its tree is older than that answer's).
   refreshTree() {
     clearTimeout(this.treeTimer);
-    this.treeTimer = setTimeout(() => {
-      if (document.getElementById("tree")) htmx.ajax("GET", this.treeUrl, { target: "#tree", swap: "outerHTML" });
-    }, 300);
+    this.treeTimer = setTimeout(() => this.fetchTree(), 300);
+  }
+
+  async fetchTree() {
+    if (!document.getElementById("tree")) return;
+    if (this.treeBusy()) {
+      this.refreshTree();
+      return;
+    }
+    const asked = this.treeChanges;
+    let html;
+    try {
+      const response = await fetch(this.treeUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" });
+      if (!response.ok) return;
+      html = await response.text();
+    } catch {
+      return; // offline: the next change of the files asks again
+    }
+    const tree = document.getElementById("tree");
+    if (tree && asked === this.treeChanges && !this.treeBusy()) htmx.swap(tree, html, { swapStyle: "outerHTML" });
+  }
+
+  treeBusy() {
+    const tree = document.getElementById("tree");
+    return Boolean(tree && (tree.classList.contains("htmx-request") || tree.querySelector(".htmx-request")));
   }
 
   wire(root) {
@@ -376,6 +403,9 @@ class LiveSession {
       if (revert && this.canDrive) this.revert(revert.dataset.revert, revert);
     });
     const body = document.body;
+    body.addEventListener("htmx:beforeRequest", (event) => {
+      if (event.target instanceof Element && event.target.closest("#tree")) this.treeChanges += 1;
+    });
     body.addEventListener("spark:open", (event) => this.tabs.open(event.detail.path));
     body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
     body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
