@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -255,7 +256,11 @@ class Typist(Browser):
         self.synced = asyncio.Event()
         self.start: bytes = b""
         self.expected = ""
-        self.updates: list[bytes] = []
+        self.updates: list[bytes] = []  # since ``start``
+        self.sent = 0  # updates sent in all
+        self.replacements = 0  # documents adopted (``document.replaced``)
+        self.adopted = asyncio.Event()  # set while the replica holds what was typed (after a replacement)
+        self.adopted.set()
         self.ops: Counter[str] = Counter()
         self.errors: list[str] = []
         super().__init__(ws)
@@ -278,13 +283,38 @@ class Typist(Browser):
                 elif event["type"] == "hello":
                     self.events.append((time.monotonic(), event))
                     self._arrived.set()
+                elif event["type"] == "document.replaced":
+                    await self._adopt(event)
         except ConnectionClosed as exc:
             self.errors.append(f"typist: socket closed: {exc}")
         finally:
             self._arrived.set()
 
+    async def _adopt(self, event: dict[str, Any]) -> None:
+        """The page's part of a replacement: the new document, then ``document.adopted``.
+        Keystrokes still in flight reach it merged by the server; typing waits for them."""
+        self.adopted.clear()
+        self.doc = Doc()
+        self.doc.apply_update(base64.b64decode(event["state"]))
+        self.replacements += 1
+        await self.ws.send(json.dumps({"type": "document.adopted", "generation": event["generation"]}))
+
+    async def _caught_up(self) -> None:
+        """After a replacement: wait until the new document holds every keystroke made (the
+        server merges those in flight into it), then replay from there."""
+        deadline = time.monotonic() + 10
+        while _files_of(self.doc).get(TYPED_PATH) != self.expected:
+            if time.monotonic() > deadline:
+                self.errors.append(f"typist: the replaced document never got the keystrokes in flight in {TYPED_PATH}")
+                break
+            await asyncio.sleep(0.01)
+        self.start, self.updates = self.doc.get_update(), []
+        self.adopted.set()
+
     async def type_once(self, rng: random.Random) -> None:
         """One keystroke-sized edit at a random place: an insert, or now and then a delete."""
+        if not self.adopted.is_set():
+            await self._caught_up()
         target: Text = self.doc.get("files", type=Map)[TYPED_PATH]
         current = str(target)
         if current != self.expected:
@@ -309,10 +339,12 @@ class Typist(Browser):
             self.ops["inserted_chars"] += len(word)
         update = self.doc.get_update(before)
         self.updates.append(update)
+        self.sent += 1
         await self.ws.send(create_update_message(update))
 
     def replay(self) -> str:
-        """``app.py`` rebuilt from the recorded updates alone, in a fresh document."""
+        """``app.py`` rebuilt from the recorded updates alone (since the last replacement), in a
+        fresh document."""
         doc: Doc[Any] = Doc()
         doc.apply_update(self.start)
         for update in self.updates:
@@ -1023,7 +1055,8 @@ def figures(
     operations = {"turns": len(turns), **actions, "blocks_applied": applied,
                   "typed_inserts": typed["insert"], "typed_deletes": typed["delete"],
                   "typed_chars": typed["inserted_chars"] + typed["deleted_chars"],
-                  "yjs_updates_sent": sum(len(room.typist.updates) for room in rooms)}
+                  "yjs_updates_sent": sum(room.typist.sent for room in rooms),
+                  "documents_replaced": sum(room.typist.replacements for room in rooms)}
     changed = applied + typed["insert"] + typed["delete"]
     hostile_frames = sum(h["frames"] for h in load.hostiles)
     answered = sum(h["answered_with_error"] for h in load.hostiles)

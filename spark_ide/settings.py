@@ -222,6 +222,12 @@ SPARK_MAX_YJS_UPDATE_BYTES = envint("SPARK_MAX_YJS_UPDATE_BYTES", SPARK_WS_MAX_M
 SPARK_MAX_DOCUMENT_BYTES = envint("SPARK_MAX_DOCUMENT_BYTES", 5 * 1024 * 1024)
 # Turn events a reconnecting client may be sent to catch up; a client further behind resyncs.
 SPARK_REPLAY_LIMIT = envint("SPARK_REPLAY_LIMIT", 5000)
+# A room looks every this many turns whether its document (the deleted items every rewritten
+# line leaves) has grown past this many times its text plus this many bytes, and if so
+# replaces it by one built from the text (docs/pairing.md, "Replacing the document").
+SPARK_REPLACE_CHECK_TURNS = envint("SPARK_REPLACE_CHECK_TURNS", 10)
+SPARK_REPLACE_RATIO = envint("SPARK_REPLACE_RATIO", 4)
+SPARK_REPLACE_SLACK_BYTES = envint("SPARK_REPLACE_SLACK_BYTES", 64 * 1024)
 
 # /metrics (docs/operations.md): for staff, or for `Authorization: Bearer <SPARK_METRICS_TOKEN>`.
 # Every IDE process of a host writes its metrics into one directory (PROMETHEUS_MULTIPROC_DIR,

@@ -10,7 +10,6 @@ import secrets
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
@@ -20,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from spark_ide.accounts.services import guest_create, sha256_hex
+from spark_ide.editing.paths import beside_path
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
@@ -283,15 +283,6 @@ def teacher_watch(*, enrollment: Enrollment, teacher: User) -> Session:
 # -- pushing a file to every copy --------------------------------------------------------------
 
 
-def beside_path(path: str) -> str:
-    """Where the teacher's version lands when the student changed the file:
-    ``src/main.py`` -> ``src/main.teacher.py``; ``Makefile`` -> ``Makefile.teacher``."""
-    pure = PurePosixPath(path)
-    if pure.suffix and pure.stem:
-        return str(pure.with_name(f"{pure.stem}.teacher{pure.suffix}"))
-    return f"{path}.teacher"
-
-
 @dataclass
 class PushReport:
     path: str
@@ -322,7 +313,7 @@ def file_push(*, course: Course, path: str, text: str) -> PushReport:
     """Write ``path`` in the template and in every student's copy. A copy whose file still
     holds the template's text as copied (or has no such file, never having had it) gets it
     replaced; a copy whose student changed or deleted it keeps theirs, and the teacher's text
-    lands at ``beside_path(path)``. Writes go through ``file_write``, so an open room sees them."""
+    lands at ``beside_path(path, "teacher")``. Writes go through ``file_write``, so an open room sees them."""
     clean = checked_path(path)
     file_write(workspace=course.template, path=clean, data=text)  # refuses too large / not UTF-8
     report = PushReport(path=clean)
@@ -339,7 +330,7 @@ def file_push(*, course: Course, path: str, text: str) -> PushReport:
                 enrollment.save(update_fields=["template_hashes"])
                 report.replaced.append(enrollment.display_name)
             else:
-                file_write(workspace=enrollment.workspace, path=beside_path(clean), data=text)
+                file_write(workspace=enrollment.workspace, path=beside_path(clean, "teacher"), data=text)
                 report.beside.append(enrollment.display_name)
         except WorkspaceError as exc:
             report.failed.append((enrollment.display_name, exc.message))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Collection
+from pathlib import PurePosixPath
 
 from spark_ide.editing.reasons import FailureReason
 
@@ -75,3 +76,13 @@ def path_conflict(path: str, existing: Collection[str]) -> str | None:
     if any(other.startswith(folder) for other in existing):
         return f"{path} is a folder"
     return None
+
+
+def beside_path(path: str, tag: str) -> str:
+    """Where a second version of ``path`` goes, beside it: ``src/main.py`` -> ``src/main.<tag>.py``;
+    ``Makefile`` -> ``Makefile.<tag>`` (a teacher's push over a student's change, a page's
+    edit that clashed with one made meanwhile)."""
+    pure = PurePosixPath(path)
+    if pure.suffix and pure.stem:
+        return str(pure.with_name(f"{pure.stem}.{tag}{pure.suffix}"))
+    return f"{path}.{tag}"

@@ -131,6 +131,7 @@ def room_group(workspace: str) -> str:
 # msgpack carries them as they are:
 #   ["t", seq, "d"|"p", turn, text]   a turn's delta or prose (merged runs included)
 #   ["f", seq, text]                  any other event, as its encoded frame
+#   ["R", seq, text]                  ``document.replaced``, as its encoded frame
 #   ["u", update]                     a persisted document update
 #   ["a", message, skip]              awareness for everyone but connection ``skip``
 #   ["d", conn, item]                 an item (one of the above but "a") for one connection
@@ -146,7 +147,7 @@ def _wire(item: Frame | TextRun | DocUpdate | RawBinary) -> list[Any]:
         event = item.event
         if type(event) is TurnDelta or type(event) is TurnProse:
             return ["t", item.seq, "d" if type(event) is TurnDelta else "p", event.turn, event.text]
-        return ["f", item.seq, item.text]
+        return ["R" if event.parts_documents else "f", item.seq, item.text]
     if isinstance(item, DocUpdate):
         return ["u", item.data]
     return ["r", item.data]
@@ -160,12 +161,19 @@ class Relayed(Event):
     ephemeral: ClassVar[bool] = True
 
 
+@dataclass(frozen=True, slots=True)
+class RelayedReplacement(Relayed):
+    """A ``document.replaced`` another process encoded: the outboxes here part documents at it."""
+
+    parts_documents: ClassVar[bool] = True
+
+
 def _frame(wire: list[Any]) -> Frame:
     kind = wire[0]
     if kind == "t":
         cls = TurnDelta if wire[2] == "d" else TurnProse
         return Frame(cls(turn=str(wire[3]), text=str(wire[4])), int(wire[1]))
-    return Frame.encoded(Relayed(), int(wire[1]), str(wire[2]))
+    return Frame.encoded(RelayedReplacement() if kind == "R" else Relayed(), int(wire[1]), str(wire[2]))
 
 
 class GroupLink:
@@ -302,6 +310,8 @@ class Place(Protocol):
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None: ...
 
+    def adopt(self, conn: Connection, generation: int) -> None: ...
+
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None: ...
 
     async def resume(self, conn: Connection, after: int) -> None: ...
@@ -343,7 +353,7 @@ class RoomClosed(Exception):
 
 def _describe(conn: Connection) -> dict[str, Any]:
     return {"id": conn.id, "session": conn.session, "user_id": conn.user_id, "username": conn.username,
-            "role": conn.role.value}
+            "role": conn.role.value, "generation": conn.generation}
 
 
 _COMMAND_FIELDS = ("text", "effort", "path", "turn")
@@ -455,6 +465,8 @@ class OwnerDesk:
             refused = self.room.receive_yjs(conn, bytes(item["data"]))
             if refused is not None:
                 self.room.tell(conn, refused)
+        elif kind == "adopt":
+            self.room.adopt(conn, int(item["generation"]))
         elif kind == "command":
             fields = {name: item[name] for name in _COMMAND_FIELDS if name in item}
             self.room.command(conn, CommandKind(item["command"]), **fields)
@@ -475,6 +487,7 @@ class OwnerDesk:
             outbox=RemoteSink(self.link, conn_id), remote=replica,
             hang_up=lambda: self.link.put_barrier(["h", conn_id]),
             move=lambda: None,  # the replica moves its own connections when we go
+            generation=None if described.get("generation") is None else int(described["generation"]),
         )
         self._remote[conn_id] = conn
         try:
@@ -562,6 +575,9 @@ class Replica:
             return refused
         self._forward({"kind": "yjs", "conn": conn.id, "data": message})
         return None
+
+    def adopt(self, conn: Connection, generation: int) -> None:
+        self._forward({"kind": "adopt", "conn": conn.id, "generation": generation})
 
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
         item = {"kind": "command", "conn": conn.id, "command": kind.value}
@@ -654,7 +670,7 @@ class Replica:
     def _stream(self, items: list[list[Any]]) -> None:
         for wire in items:
             kind = wire[0]
-            if kind == "t" or kind == "f":
+            if kind == "t" or kind == "f" or kind == "R":
                 frame = _frame(wire)
                 self.seq = max(self.seq, frame.seq)
                 for seat in self._seats.values():

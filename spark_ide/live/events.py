@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_EFFORT",
     "DRIVER_ROLES",
     "EFFORTS",
+    "DocumentReplaced",
     "EditStatus",
     "Effort",
     "ErrorCode",
@@ -129,6 +130,8 @@ class ErrorCode(StrEnum):
     TOO_MANY_FILES = "too_many_files"
     PATH_CONFLICT = "path_conflict"
     STORAGE_FAILED = "storage_failed"
+    # A page's frames of a document replaced twice since it loaded it: they cannot be merged.
+    DOCUMENT_REPLACED = "document_replaced"
     RUN_BUSY = "run_busy"
     NO_SUCH_RUN = "no_such_run"
     # The watchdog found high-severity flaws in the files: the run waits for ``confirm``.
@@ -187,6 +190,9 @@ class Event:
 
     type: ClassVar[str]
     ephemeral: ClassVar[bool] = False
+    # Document updates waiting behind it are never merged with those after it (an outbox's
+    # ``Backlog``): ``document.replaced``, which parts one document from the next.
+    parts_documents: ClassVar[bool] = False
 
     def payload(self) -> dict[str, Any]:
         fields = asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
@@ -217,6 +223,7 @@ class Hello(Event):
     user: str
     turn: str | None
     epoch: int
+    generation: int = 0  # the document this socket is served (``DocumentReplaced``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +272,21 @@ class Resync(Event):
     type: ClassVar[str] = "resync"
     ephemeral: ClassVar[bool] = True
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentReplaced(Event):
+    """The room replaced its document by a new one rebuilt from the same text (fresh item
+    ids, without the deleted items a long-lived document keeps): ``state`` is all of it, as a
+    base64 Yjs update. In the socket's stream every binary frame before this belongs to the
+    old document and every one after it to the new one. The page adopts it and answers
+    ``document.adopted``; what it sent of the old one meanwhile is merged as text."""
+
+    type: ClassVar[str] = "document.replaced"
+    ephemeral: ClassVar[bool] = True
+    parts_documents: ClassVar[bool] = True
+    generation: int
+    state: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,6 +134,9 @@ _DECLARED = (
     MessageSpec("resume", ALL_ROLES, (
         Field("after", (int,), required=True, minimum=0, maximum=MAX_SEQ),
     ), "replay what came before joining, after that seq"),
+    MessageSpec("document.adopted", ALL_ROLES, (
+        Field("generation", (int,), required=True, minimum=0, maximum=MAX_SAFE_INT),
+    ), "the page now holds the replaced document: its binary frames from here on are of it"),
     MessageSpec("ping", ALL_ROLES, (
         Field("id", (int, str), limit="id_chars", minimum=-MAX_SAFE_INT, maximum=MAX_SAFE_INT),
     ), "answered by pong with the same id"),

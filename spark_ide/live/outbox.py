@@ -5,7 +5,8 @@ grow memory without bound. A connection whose previous send has returned gets th
 frame at once; while a send is in flight, what arrives waits here and is merged: a turn's
 deltas into one, its prose into one (unless a block status came between), a block's
 progress into its newer progress, document updates into one, who is in the room (presence, a
-whole list each time) into the newer list. Nothing else is dropped.
+whole list each time) into the newer list. Nothing else is dropped. Updates are never merged
+across a ``document.replaced``: those before it are of the old document.
 
 A merged item moves to the end of the queue and takes the newest ``seq``, so frames always
 leave in ``seq`` order: a client that resumes after the highest ``seq`` it holds misses
@@ -179,6 +180,8 @@ class Backlog:
             older = self.items[index]
             if type(older) is Barrier:
                 break
+            if type(older) is Frame and older.event.parts_documents:
+                break  # the waiting update is of the old document: never merged with one of the new
             if isinstance(older, DocUpdate):
                 del self.items[index]
                 update = merge_updates(older.data, update)

@@ -9,20 +9,28 @@ deltas merged.
 When a write keeps failing the update stays pending (it is never dropped), the room is told
 (it reports the error and stops the model) and a timer tries again; when a write succeeds
 after a failure the room is told again (it resyncs everyone from the stored state).
+
+A replacement of the document (``put_replace``) is a point in this stream: every update of
+the old document is saved and sent before it, the new document is saved whole, and only then
+does the room take it and everyone is sent ``document.replaced``; what follows is of the new
+document.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from pycrdt import merge_updates
 
 from .background import Background
-from .events import TurnEvent
+from .events import DocumentReplaced, TurnEvent
 from .outbox import Backlog, Frame, TextRun
 from .outbox import Item as Waiting
 from .retry import with_retries
@@ -45,7 +53,27 @@ class _Stop:
     """The last pipeline item: what came before it is delivered, then the pipeline ends."""
 
 
-Item = Frame | bytes | _Retry | _Stop
+@dataclass(frozen=True)
+class Replacement:
+    """A new document for the room (``Room.replace_document``): ``state`` is all of it, of
+    ``generation``; ``previous`` is all of the document it replaces, as it was when made."""
+
+    generation: int
+    state: bytes
+    previous: bytes
+    doc: Any  # the new pycrdt Doc, not yet the room's
+    texts: dict[str, str]  # the files it was made from
+
+
+@dataclass(frozen=True)
+class _Replace:
+    """Replace the document here in the stream (``Pipeline.put_replace``)."""
+
+    prepare: Callable[[], Replacement | None]
+    swap: Callable[[Replacement], bool]
+
+
+Item = Frame | bytes | _Retry | _Stop | _Replace
 
 
 def merged(frames: list[Frame]) -> list[Frame]:
@@ -154,6 +182,12 @@ class Pipeline:
     def put_update(self, update: bytes) -> None:
         self._queue.put_nowait(update)
 
+    def put_replace(self, prepare: Callable[[], Replacement | None], swap: Callable[[Replacement], bool]) -> None:
+        """Replace the document once what is queued now is delivered: ``prepare()`` makes the
+        new one (None: not now), it is saved, then ``swap`` makes it the room's (False: not
+        any more, a turn began meanwhile) and everyone is told."""
+        self._queue.put_nowait(_Replace(prepare, swap))
+
     async def close(self) -> None:
         """Deliver and write what waits, then stop. No write in flight is cancelled: a write
         cancelled while it waits for the database thread never runs (asgiref drops it), so
@@ -194,11 +228,70 @@ class Pipeline:
             while not self._queue.empty():
                 items.append(self._queue.get_nowait())
             try:
-                await self._deliver(items)
+                await self._deliver_in_turn(items)
             except Exception:  # a bug must not end the room's only way out
                 log.exception("the room's pipeline failed on a batch")
             if any(isinstance(item, _Stop) for item in items):
                 return
+
+    async def _deliver_in_turn(self, items: list[Item]) -> None:
+        """``_deliver``, with each replacement done at its place among the items."""
+        start = 0
+        for index, item in enumerate(items):
+            if isinstance(item, _Replace):
+                await self._deliver(items[start:index])
+                await self._replace(item)
+                start = index + 1
+        await self._deliver(items[start:])
+
+    async def _replace(self, item: _Replace) -> None:
+        """Save the new document, then hand it to the room and tell everyone, in one step.
+
+        Everything queued before was delivered. Not while an update waits to be saved (the
+        storage is failing): the room keeps its document. While the new one is saved, the
+        room's document may still change (a keystroke): those updates are not sent (they are
+        of the old document); the room carries their text into the new one when it swaps."""
+        while not self._queue.empty():  # what came since the batch began: the old document's too
+            await self._deliver([self._queue.get_nowait()])
+        if self._pending_update is not None:
+            return
+        replacement = item.prepare()
+        if replacement is None:
+            return
+        try:
+            await with_retries(lambda: self._store.replace_document(
+                replacement.state, generation=replacement.generation, previous=replacement.previous,
+            ), self._settings.persist_retries)
+        except Exception:
+            log.warning("could not save the replaced document; the room keeps its own", exc_info=True)
+            return
+        late: list[Item] = []
+        while not self._queue.empty():
+            late.append(self._queue.get_nowait())
+        # From here nothing awaits: the swap, the announcement and the frames that came meanwhile.
+        if not item.swap(replacement):
+            await self._replace_refused(replacement, late)
+            return
+        self._send([frame for frame in late if isinstance(frame, Frame)])
+        event = DocumentReplaced(generation=replacement.generation, state=base64.b64encode(replacement.state).decode())
+        self._send([Frame(event, self.sent_seq)])
+        for other in late:
+            if not isinstance(other, Frame | bytes):
+                self._queue.put_nowait(other)
+
+    async def _replace_refused(self, replacement: Replacement, late: list[Item]) -> None:
+        """A turn began while the new document was saved, and the room kept its own: storage
+        takes the room's whole document back (its own generation), then what came meanwhile
+        goes on as usual."""
+        try:
+            await with_retries(lambda: self._store.replace_document(
+                self._document_state(), generation=replacement.generation - 1, previous=None,
+            ), self._settings.persist_retries)
+        except Exception:
+            log.error("the stored document is a replacement the room did not take, and could not be "
+                      "written back; it is written again at the next compaction", exc_info=True)
+            self._since_compact = self._settings.compact_every
+        await self._deliver_in_turn(late)
 
     async def _deliver(self, items: list[Item]) -> None:
         if self._pending_update is None:

@@ -13,6 +13,7 @@ then the live stream. So a reconnect can neither miss nor repeat an event.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import threading
 import time
@@ -35,12 +36,14 @@ from pycrdt import (
 
 from spark_ide.editing import workspace_files
 from spark_ide.editing.document import document_texts, move_file, replace_file_if, set_file_text, sync_step2
-from spark_ide.editing.paths import BadPath, clean_path, path_conflict
+from spark_ide.editing.paths import BadPath, beside_path, clean_path, path_conflict
+from spark_ide.editing.threeway import take_back
 
 from .background import Background
 from .cluster import RoomClosed, bad_binary, malformed_yjs
 from .events import (
     DRIVER_ROLES,
+    DocumentReplaced,
     ErrorCode,
     ErrorEvent,
     Event,
@@ -57,7 +60,7 @@ from .events import (
 )
 from .outbox import Frame, merged
 from .pilot import Pilot
-from .pipeline import Pipeline
+from .pipeline import Pipeline, Replacement
 from .runs import RoomRuns
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
@@ -74,10 +77,8 @@ EPOCH_BITS = 32
 LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
 READ_TIMEOUT_S = 5.0
 ASK_EVERY_S = 1.0  # a connection whose update was refused is asked for what it has at most this often
-COMPACT_CHECK_TURNS = 10  # turns between two looks at how much deleted text the document holds
-COMPACT_RATIO = 4  # compacted when its encoded state is over this many times its files' text...
-COMPACT_SLACK_BYTES = 64 * 1024  # ...plus this
 PRESENCE_EVERY_S = 0.1  # presence is announced at most this often: a reconnect storm is not n² frames
+PREVIOUS_KEPT_S = 120.0  # a replaced document is kept in memory this long for what pages still send of it
 
 
 class Room:
@@ -97,6 +98,11 @@ class Room:
         self.doc: Doc[Any] = Doc()
         self.epoch = 0
         self.seq = 0
+        self.generation = 0  # which document (``replace_document``)
+        # The document before the last replacement, while pages may still send what they
+        # typed into it (merged as text): (its generation, it); and when it is let go.
+        self._previous: tuple[int, Doc[Any]] | None = None
+        self._forget_previous: asyncio.TimerHandle | None = None
         self._on_closed = on_closed
         self._log: deque[Frame] = deque()
         self._log_floor = 0  # replay from memory covers every event after this seq
@@ -134,6 +140,7 @@ class Room:
         self.doc.apply_update(state.document)
         workspace_files(self.doc)
         self.epoch = state.epoch
+        self.generation = state.generation
         self.seq = self._log_floor = self.pipeline.sent_seq = state.epoch << EPOCH_BITS
         self._doc_watch = self.doc.observe(self._on_doc_change)
         await self.guard.read_rules()
@@ -158,6 +165,7 @@ class Room:
             self._presence_later.cancel()
         if self._compact_soon is not None:
             self._compact_soon.cancel()
+        self._let_previous_go()
         try:
             steps = (self.store.close, self.pilot.shutdown, self.guard.close, self.runs.close, self.pipeline.close)
             for step in steps:
@@ -190,7 +198,7 @@ class Room:
             self._recent_turns.append(event.turn)
         elif isinstance(event, TurnFinished):
             self._turns_unchecked += 1
-            if self._turns_unchecked >= COMPACT_CHECK_TURNS and self._compact_soon is None:
+            if self._turns_unchecked >= self.settings.replace_check_turns and self._compact_soon is None:
                 self._compact_soon = self._loop.call_soon(self._compact_if_worth_it)
         self.pipeline.put_frame(frame)
 
@@ -211,45 +219,163 @@ class Room:
         ))
 
     def _compact_if_worth_it(self) -> None:
-        """Between turns, every ``COMPACT_CHECK_TURNS`` turns: compact the document if the
-        deleted text it keeps makes it ``COMPACT_RATIO`` times its files and more."""
+        """Between turns, every ``replace_check_turns`` turns: replace the document if the
+        deleted items it keeps make it ``replace_ratio`` times its files and more (settings)."""
         self._compact_soon = None
         if self._closed or self.pilot.running_turn is not None:
             return  # the next turn's end looks again
         self._turns_unchecked = 0
         state = self.doc.get_update()
         text = sum(len(body.encode()) for body in self.texts().values())
-        if len(state) > COMPACT_RATIO * text + COMPACT_SLACK_BYTES:
-            self.compact_document(state)
+        if len(state) > self.settings.replace_ratio * text + self.settings.replace_slack_bytes:
+            self.replace_document()
 
-    def compact_document(self, state: bytes | None = None) -> tuple[int, int]:
-        """Replace the document by a copy of itself without the deleted text it keeps.
+    # -- replacing the document --------------------------------------------------------------
 
-        Each turn's undo manager keeps the text its blocks delete (for revert), and pycrdt frees
-        deleted text only in the transaction that deletes it, so a room whose files the model
-        rewrites turn after turn grows by about the size of what each turn replaced, for as
-        long as it is open: every join is sent all of it and every insert walks it. A copy
-        made from the encoded state has the same items (ids, clocks, state vector), so pages
-        go on syncing with it as before; only the deleted text is gone. Between turns only:
-        the kept turns revert as text from then on (``TurnEditor.detach``). Returns the
-        encoded size before and after."""
-        if self.pilot.running_turn is not None:
-            raise RuntimeError("a turn is writing into the document")
-        state = self.doc.get_update() if state is None else state
+    def replace_document(self) -> None:
+        """Replace the document by a new one rebuilt from its files' text, once everything
+        before is saved and sent (the pipeline's step): docs/pairing.md, "Replacing the document".
+
+        Every turn rewrites lines in place, and Yjs keeps each replaced line as a deleted item
+        between live ones, which it can neither merge nor free: a room open for thousands of
+        turns held them all, every join was sent them and every insert walked them. A new
+        document (new item ids) holds the text alone. Pages adopt it (``document.replaced``);
+        what they sent of the old one meanwhile is merged into the new one as text
+        (``_receive_stale``). The kept turns revert as text from then on (``TurnEditor.detach``)."""
+        self.pipeline.put_replace(self._prepare_replacement, self._take_replacement)
+
+    def _prepare_replacement(self) -> Replacement | None:
+        if self._closed or self._turn_began():
+            return None
+        texts = self.texts()
         fresh: Doc[Any] = Doc()
-        fresh.apply_update(state)
-        workspace_files(fresh)
+        files = workspace_files(fresh)
+        with fresh.transaction(origin="replace"):
+            for path, text in texts.items():
+                files[path] = Text(text)
+        return Replacement(
+            generation=self.generation + 1, state=fresh.get_update(), previous=self.doc.get_update(),
+            doc=fresh, texts=texts,
+        )
+
+    def _take_replacement(self, replacement: Replacement) -> bool:
+        """The new document, saved, becomes the room's (False: a turn began meanwhile). What
+        changed in the old one while it was saved is carried into it as text."""
+        if self._closed or self._turn_began():
+            return False
+        old, fresh = self.doc, replacement.doc
+        since = document_texts(old)
         self.pilot.document_replaced(fresh)
         if self._doc_watch is not None:
-            self.doc.unobserve(self._doc_watch)
-        # The old document goes only once nothing observes it: pycrdt's observer holds the
-        # document it observes (a cycle through Rust that Python's collector cannot see).
+            old.unobserve(self._doc_watch)
+        # The old document goes once nothing holds it: pycrdt's observer holds the document
+        # it observes (a cycle through Rust that Python's collector cannot see).
         self.doc = fresh
         self._doc_watch = fresh.observe(self._on_doc_change)
         self._state_message = None
-        after = len(fresh.get_update())
-        log.info("compacted the document of workspace %s: %d -> %d bytes", self.workspace, len(state), after)
-        return len(state), after
+        self.generation = replacement.generation
+        self._keep_previous(replacement.generation - 1, old)
+        for path in sorted(set(since) | set(replacement.texts)):
+            if since.get(path) != replacement.texts.get(path):
+                set_file_text(fresh, path, since.get(path), "merge")
+        log.info("replaced the document of workspace %s (generation %d): %d -> %d bytes", self.workspace,
+                 self.generation, len(replacement.previous), len(replacement.state))
+        return True
+
+    def _turn_began(self) -> bool:
+        """A turn writes into the document: no replacement now; the turn's end looks again."""
+        if self.pilot.running_turn is None:
+            return False
+        self._turns_unchecked = self.settings.replace_check_turns
+        return True
+
+    def _keep_previous(self, generation: int, doc: Doc[Any]) -> None:
+        self._let_previous_go()
+        self._previous = (generation, doc)
+        self._forget_previous = self._loop.call_later(PREVIOUS_KEPT_S, self._let_previous_go)
+
+    def _let_previous_go(self) -> None:
+        if self._forget_previous is not None:
+            self._forget_previous.cancel()
+        self._previous = self._forget_previous = None
+
+    async def _previous_for(self, generation: int) -> Doc[Any] | None:
+        """The document of ``generation`` if it is the one before the room's: in memory for a
+        while after the replacement, else from storage (None: older, or not kept)."""
+        if self._previous is not None and self._previous[0] == generation:
+            return self._previous[1]
+        if generation != self.generation - 1:
+            return None
+        try:
+            state = await self.store.previous_document(generation)
+        except Exception:
+            log.warning("could not read the replaced document of workspace %s", self.workspace, exc_info=True)
+            return None
+        if state is None or generation != self.generation - 1:
+            return None
+        doc: Doc[Any] = Doc()
+        doc.apply_update(state)
+        self._keep_previous(generation, doc)
+        return doc
+
+    def adopt(self, conn: Connection, generation: int) -> None:
+        """``conn``'s page holds the room's document now (``document.adopted``): its binary
+        frames from here on are of it."""
+        if generation == self.generation:
+            conn.generation = generation
+
+    def _receive_stale(self, conn: Connection, message: bytes) -> ErrorEvent | None:
+        """A frame of a page that still holds a replaced document: what it typed there is
+        merged into the room's document as text (a line-based three-way merge; where it
+        clashes with a change made since, the page's version of the file goes beside it).
+        A step 1 of the old document needs no answer; its cursors point into the old one."""
+        if message[0] == YMessageType.AWARENESS or message[1] == YSyncMessageType.SYNC_STEP1:
+            return None
+        if conn.role not in DRIVER_ROLES:
+            return None  # a viewer's step 2 of the old document: a viewer writes nothing
+        previous = self._previous[1] if self._previous is not None and self._previous[0] == conn.generation else None
+        if previous is None:
+            return ErrorEvent(ErrorCode.DOCUMENT_REPLACED, "the document was replaced twice since this page loaded it: "
+                              "what it sent of the old one cannot be merged; reload the page")
+        before = document_texts(previous)
+        try:
+            handle_sync_message(message[1:], previous)
+        except (ValueError, RuntimeError) as exc:
+            return bad_binary(conn.username, str(exc))
+        after = document_texts(previous)
+        return self._merge_texts(before, after)
+
+    def _merge_texts(self, base: dict[str, str], mine: dict[str, str]) -> ErrorEvent | None:
+        """Carry the change ``base`` -> ``mine`` (a page's edits of a replaced document) into
+        the room's document, under the same rules as a person's update."""
+        files = workspace_files(self.doc)
+        existing = set(files.keys())
+        theirs = self.texts()
+        changes: dict[str, str | None] = {}
+        for path in sorted(set(base) | set(mine)):
+            was, now, current = base.get(path), mine.get(path), theirs.get(path)
+            if was == now or now == current:
+                continue
+            if current == was:
+                changes[path] = now
+            elif now is None:
+                continue  # deleted there, changed here since: the change stays
+            elif was is not None and current is not None and (merged := take_back(now, was, current)) is not None:
+                changes[path] = merged
+            else:
+                changes[beside_path(path, "mine")] = now  # both changed the same lines: both kept
+        if not changes:
+            return None
+        limit = self.settings.limits.max_document_bytes
+        grown = _text_bytes(files) + sum(len((text or "").encode()) - len(theirs.get(path, "").encode())
+                                         for path, text in changes.items())
+        if limit is not None and grown > limit:
+            return ErrorEvent(ErrorCode.TOO_LARGE, f"a workspace's files may hold {limit} bytes together; "
+                              f"the edits made before the document was replaced would make them {grown}")
+        with self.doc.transaction(origin="merge"):
+            for path, text in changes.items():
+                set_file_text(self.doc, path, text, "merge")
+        return self._enforce_file_rules(files, existing)
 
     def _document_message(self) -> bytes:
         """The whole document as a sync step 2, encoded once for every join until it changes
@@ -274,6 +400,8 @@ class Room:
         if resync:
             stored = await self._recent_stored()
         policy = await self.pilot.current_policy()  # a course's AI rules (None outside one)
+        held = conn.generation  # the page's document, when it holds one (``?generation=``)
+        previous = None if held is None or held == self.generation else await self._previous_for(held)
         if self._closed:
             raise RoomClosed(self.workspace)
         if self._idle_close is not None:
@@ -285,14 +413,23 @@ class Room:
         sent = self.pipeline.sent_seq
         conn.outbox.put_frame(Frame(Hello(
             session=conn.session, workspace=self.workspace, role=conn.role, user=conn.username,
-            turn=self.pilot.running_turn, epoch=self.epoch,
+            turn=self.pilot.running_turn, epoch=self.epoch, generation=self.generation,
         ), sent))
         if policy is not None:
             conn.outbox.put_frame(Frame(policy, sent))
         for diagnostics in self.guard.diagnostics():
             conn.outbox.put_frame(Frame(diagnostics, sent))
-        conn.outbox.put_raw(create_sync_message(self.doc))
-        conn.outbox.put_raw(self._document_message())
+        if held is None or held == self.generation:
+            conn.generation = self.generation
+            conn.outbox.put_raw(create_sync_message(self.doc))
+            conn.outbox.put_raw(self._document_message())
+        else:
+            # The page holds a replaced document: asked what it has of that one (what it typed
+            # offline, merged as text), then given the room's to adopt.
+            if previous is not None and self._previous is not None and self._previous[1] is previous:
+                conn.outbox.put_raw(create_sync_message(previous))
+            state = base64.b64encode(self.doc.get_update()).decode()
+            conn.outbox.put_frame(Frame(DocumentReplaced(generation=self.generation, state=state), sent))
         frames = None if resync else self._catch_up(after, stored)
         if frames is None:
             self._resync(conn, stored if resync else None, "the events since you left are no longer kept")
@@ -491,6 +628,8 @@ class Room:
 
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
+        if conn.generation is not None and conn.generation != self.generation:
+            return malformed_yjs(message, conn.username) or self._receive_stale(conn, message)
         refused = malformed_yjs(message, conn.username, state=self.doc.get_state)
         if refused is not None:
             self._ask_for_missing(conn, message)

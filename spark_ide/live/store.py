@@ -44,6 +44,7 @@ class RoomState:
     document: bytes  # the document's state as one Yjs update
     epoch: int  # this opening's number: 1 the first time, one more each time after
     unfinished: tuple[str, ...] = ()  # turns recorded as running by an earlier owner
+    generation: int = 0  # which document it is (``Room.replace_document``: one more each time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,13 @@ class RoomStore(Protocol):
     async def compact(self, state: bytes, *, through_id: int) -> None:
         """Replace the stored state by ``state``, which holds every update up to ``through_id``."""
 
+    async def replace_document(self, state: bytes, *, generation: int, previous: bytes | None) -> None:
+        """The document was replaced by ``state``, a new one (fresh ids) of ``generation``; keep
+        ``previous``, the whole one it replaced, for pages that still hold it (None: none)."""
+
+    async def previous_document(self, generation: int) -> bytes | None:
+        """The whole document of ``generation`` if it is the one before the stored one, else None."""
+
     async def write_files(self, texts: Mapping[str, str]) -> None:
         """Bring the materialised file rows (listings, export) in line with the document."""
 
@@ -199,6 +207,11 @@ class LiveSettings:
     idle_close_s: float = 30.0  # a room with nobody in it and no turn closes after this
     persist_retries: tuple[float, ...] = (0.05, 0.2, 0.8)  # waits between tries of a failed write
     compact_every: int = 500  # document updates between compactions
+    # Every this many turns the room looks whether its document is over ``replace_ratio``
+    # times its text plus ``replace_slack_bytes``; if so it replaces it (``Room.replace_document``).
+    replace_check_turns: int = 10
+    replace_ratio: int = 4
+    replace_slack_bytes: int = 64 * 1024
     materialize_after_s: float = 0.2  # file rows follow the document this long after a change
     # Turn events are stored at most this often: they were sent already, and the memory log
     # replays the last LOG_KEPT of them. Each write holds the GIL in the database thread

@@ -92,14 +92,28 @@ class DatabaseRoomStore:
             unfinished = tuple(lost.values_list("id", flat=True))
             lost.update(status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, error="the server running it stopped")
             services.runs_lost(self.workspace)  # a room opens with no run going: any left running was lost
+            generation, _ = documents.document_generation(self.workspace)
         self.epoch = row.epoch
-        return RoomState(document=doc.get_update(), epoch=row.epoch, unfinished=unfinished)
+        return RoomState(document=doc.get_update(), epoch=row.epoch, unfinished=unfinished, generation=generation)
 
     async def append_update(self, update: bytes) -> int:
         return int(await self._write(lambda: documents.document_append(self.workspace, update)))
 
     async def compact(self, state: bytes, *, through_id: int) -> None:
         await self._write(lambda: documents.document_compact(self.workspace, state, through_id=through_id))
+
+    async def replace_document(self, state: bytes, *, generation: int, previous: bytes | None) -> None:
+        await self._write(lambda: documents.document_replace(
+            self.workspace, state, generation=generation, previous=previous,
+        ))
+
+    async def previous_document(self, generation: int) -> bytes | None:
+        def read() -> bytes | None:
+            stored, previous = documents.document_generation(self.workspace)
+            return previous if generation == stored - 1 else None
+
+        result: bytes | None = await database_sync_to_async(read)()
+        return result
 
     async def write_files(self, texts: Mapping[str, str]) -> None:
         await self._write(lambda: documents.files_materialize(self.workspace, dict(texts)))
@@ -198,6 +212,8 @@ def live_settings() -> LiveSettings:
             max_path_length=settings.SPARK_MAX_PATH_LENGTH, max_document_bytes=settings.SPARK_MAX_DOCUMENT_BYTES,
         ),
         replay_limit=settings.SPARK_REPLAY_LIMIT,
+        replace_check_turns=settings.SPARK_REPLACE_CHECK_TURNS, replace_ratio=settings.SPARK_REPLACE_RATIO,
+        replace_slack_bytes=settings.SPARK_REPLACE_SLACK_BYTES,
         meter=METER,
         runner=RUNNER,
         guard=GuardSettings(

@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 
 from spark_ide.live.cluster import Place, RoomClosed
 from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role, encode
-from spark_ide.live.messages import MESSAGES, Invalid, Limits, validate
+from spark_ide.live.messages import MAX_SEQ, MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.transport import Connection
@@ -88,15 +88,16 @@ def _connecting(scope: dict[str, Any], session_id: str) -> tuple[Any, Any, str |
 _lookup = on_lookup_thread(_connecting)
 
 
-def _after(query: bytes) -> int | None:
-    """``?after=N``: the last seq the client holds (absent on a first connection)."""
-    values = parse_qs(query.decode("latin-1")).get("after")
+def _number(query: bytes, name: str) -> int | None:
+    """``?after=N`` (the last seq the client holds) or ``?generation=N`` (the document it
+    holds): absent on a first connection; nonsense counts as 0 (which resyncs)."""
+    values = parse_qs(query.decode("latin-1")).get(name)
     if not values:
         return None
     try:
-        return max(int(values[0]), 0)
+        return min(max(int(values[0]), 0), MAX_SEQ)
     except ValueError:
-        return 0  # nonsense: treat it as "holds nothing", which resyncs
+        return 0
 
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
@@ -160,7 +161,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         )
         self.outbox_task = asyncio.create_task(outbox.run())
         self.pending: set[asyncio.Task[None]] = set()
-        after = _after(self.scope.get("query_string", b""))
+        query = self.scope.get("query_string", b"")
+        after = _number(query, "after")
+        self.conn.generation = _number(query, "generation")
         while True:
             try:
                 self.room = await self.rooms.attach(str(session.workspace_id))
@@ -322,6 +325,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_run_stop(self, values: dict[str, Any]) -> None:
         self.room.run_stop(self.conn, values["run"])
 
+    def _on_document_adopted(self, values: dict[str, Any]) -> None:
+        self.room.adopt(self.conn, values["generation"])
+
     def _on_resume(self, values: dict[str, Any]) -> None:
         """For clients that resume by message rather than ``?after=`` in the URL: what they
         missed before they joined comes now, after live events they may already hold."""
@@ -342,6 +348,7 @@ HANDLERS: dict[str, Handler] = {
     "run.input": SessionConsumer._on_run_input,
     "run.stop": SessionConsumer._on_run_stop,
     "resume": SessionConsumer._on_resume,
+    "document.adopted": SessionConsumer._on_document_adopted,
 }
 if set(HANDLERS) != set(MESSAGES):  # a declared message nobody handles, or the reverse
     raise RuntimeError(f"session messages without a handler or a declaration: {set(HANDLERS) ^ set(MESSAGES)}")

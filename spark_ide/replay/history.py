@@ -11,6 +11,13 @@ inside its own transactions (the history is written with the document, or not at
 A checkpoint is built from the one before and the updates since, not from the live state
 handed to the compaction: that state may already hold changes persisted after ``through``,
 and a checkpoint must be the document exactly as it was.
+
+When the room replaces its document by a new one (``documents.document_replace``: fresh
+item ids, the old items gone), the new document is one update marked ``fresh``, the whole of
+it: nothing before it applies after it. Such an update is as good as a checkpoint, so the
+updates that count towards the next one are those since the later of the two, and that
+checkpoint is built from the fresh update and the updates after it, not from the old
+document.
 """
 
 from __future__ import annotations
@@ -43,7 +50,9 @@ def ms(moment: datetime) -> int:
 
 def history_begin(workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
     """``doc`` as it is now (holding every update up to ``through``) is where the history
-    starts, unless it started already."""
+    starts, unless it started already. A replacement (a ``fresh`` update) never waits in the
+    live log for this: ``document_replace`` compacts through it at once, so the stored state
+    ``doc`` was loaded from is already the new document."""
     if Checkpoint.objects.filter(workspace_id=workspace_id).exists():
         return
     Checkpoint.objects.create(workspace_id=workspace_id, through=through, at=now_ms(), state=doc.get_update())
@@ -54,8 +63,8 @@ def history_keep(workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> N
     into the history, and write a checkpoint when one is due."""
     rows = DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).order_by("id")
     moved = [
-        HistoryUpdate(id=pk, workspace_id=workspace_id, at=ms(created), data=bytes(data))
-        for pk, created, data in rows.values_list("id", "created_at", "data")
+        HistoryUpdate(id=pk, workspace_id=workspace_id, at=ms(created), data=bytes(data), fresh=fresh)
+        for pk, created, data, fresh in rows.values_list("id", "created_at", "data", "fresh")
     ]
     HistoryUpdate.objects.bulk_create(moved, batch_size=500)
     last = Checkpoint.objects.filter(workspace_id=workspace_id).defer("state").order_by("-through").first()
@@ -63,12 +72,20 @@ def history_keep(workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> N
         Checkpoint.objects.create(workspace_id=workspace_id, through=through_id, at=now_ms(), state=state)
         return
     since = HistoryUpdate.objects.filter(workspace_id=workspace_id, id__gt=last.through)
+    # The latest replacement since the checkpoint, if any: the document starts over there.
+    replacement = since.filter(fresh=True).order_by("-id").defer("data").first()
+    if replacement is not None:
+        since = since.filter(id__gt=replacement.pk)
     size = since.aggregate(count=Count("id"), bytes=Sum(Length("data")))
     if size["count"] < CHECKPOINT_UPDATES and (size["bytes"] or 0) < max(len(state), CHECKPOINT_MIN_BYTES):
-        return
+        return  # not due (a replacement alone writes none: it is a whole document already)
     doc: Doc[Any] = Doc()
-    doc.apply_update(bytes(last.state))
-    through, at = last.through, last.at
+    if replacement is None:
+        doc.apply_update(bytes(last.state))
+        through, at = last.through, last.at
+    else:  # a new Doc: the replaced document's items must not be in it
+        doc.apply_update(bytes(replacement.data))  # deferred: read only now a checkpoint is due
+        through, at = replacement.pk, max(last.at, replacement.at)
     for pk, when, data in since.order_by("id").values_list("id", "at", "data").iterator():
         doc.apply_update(bytes(data))
         through, at = pk, max(at, when)

@@ -35,6 +35,7 @@ class HistoryUpdate(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     at = models.BigIntegerField()  # ms since the Unix epoch: when it was persisted
     data = models.BinaryField()
+    fresh = models.BooleanField(default=False)  # a whole new document (``DocumentUpdate.fresh``)
 
     class Meta:
         ordering = ["id"]

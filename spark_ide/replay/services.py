@@ -32,6 +32,7 @@ class Update:
     id: int
     at: int
     data: bytes
+    fresh: bool = False  # a whole new document (a replacement): nothing before it applies after it
 
 
 def _b64(data: bytes | memoryview) -> str:
@@ -40,19 +41,22 @@ def _b64(data: bytes | memoryview) -> str:
 
 def document_history(workspace_id: uuid.UUID) -> tuple[list[Checkpoint], list[Update]]:
     """The checkpoints and every update after the first, oldest first: those compaction moved
-    into the history and those still in the live log."""
+    into the history and those still in the live log (a replacement's, ``fresh``, included)."""
     with transaction.atomic():
         # The live log first: a compaction between the two reads moves rows from the log into
         # the history, so read in this order they are seen twice (once kept), never missed.
         live = DocumentUpdate.objects.filter(workspace_id=workspace_id).order_by("id")
         pending = [
-            Update(pk, ms(created), bytes(data)) for pk, created, data in live.values_list("id", "created_at", "data")
+            Update(pk, ms(created), bytes(data), fresh)
+            for pk, created, data, fresh in live.values_list("id", "created_at", "data", "fresh")
         ]
         checkpoints = list(Checkpoint.objects.filter(workspace_id=workspace_id).order_by("through"))
         if not checkpoints:
             return [], []
         moved = HistoryUpdate.objects.filter(workspace_id=workspace_id, id__gt=checkpoints[0].through).order_by("id")
-        kept = [Update(pk, at, bytes(data)) for pk, at, data in moved.values_list("id", "at", "data")]
+        kept = [
+            Update(pk, at, bytes(data), fresh) for pk, at, data, fresh in moved.values_list("id", "at", "data", "fresh")
+        ]
     last = kept[-1].id if kept else checkpoints[0].through
     return checkpoints, kept + [update for update in pending if update.id > last]
 
@@ -60,7 +64,9 @@ def document_history(workspace_id: uuid.UUID) -> tuple[list[Checkpoint], list[Up
 def replay_data(workspace_id: uuid.UUID) -> dict[str, Any]:
     """The replay of a workspace's room. Times are ms from ``start`` (ms since the Unix epoch)
     and never go back: ``checkpoints`` [{``t``, ``n``: how many of ``updates`` it holds,
-    ``state``: base64 Yjs update}], ``updates`` [[``t``, base64 Yjs update]], ``events``
+    ``state``: base64 Yjs update}], ``updates`` [[``t``, base64 Yjs update]], or [``t``,
+    base64 Yjs update, 1] for a fresh one (the room replaced its document: it is the whole new
+    document, and a replay starts over from it, as from a checkpoint holding it), ``events``
     [the turn event as sent, plus ``seq``, ``t`` and, for a merged run, ``d`` (its
     duration)], ``marks`` [{``t``, ``kind`` (steer, stop, turn), ``turn``, ``text``}] and
     ``end``. Empty lists when the workspace was never opened live."""
@@ -90,7 +96,10 @@ def replay_data(workspace_id: uuid.UUID) -> dict[str, Any]:
             {"t": max(0, c.at - start), "n": bisect.bisect_right(ids, c.through), "state": _b64(c.state)}
             for c in checkpoints
         ],
-        "updates": [[t, _b64(update.data)] for t, update in zip(update_times, updates, strict=True)],
+        "updates": [
+            [t, _b64(update.data), 1] if update.fresh else [t, _b64(update.data)]
+            for t, update in zip(update_times, updates, strict=True)
+        ],
         "events": out_events,
         "marks": marks(out_events),
     }

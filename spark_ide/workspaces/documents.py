@@ -102,13 +102,30 @@ def document_append(workspace_id: uuid.UUID, update: bytes) -> int:
     return int(DocumentUpdate.objects.create(workspace_id=workspace_id, data=update).pk)
 
 
-def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int) -> None:
+def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int, **fields: Any) -> None:
     """Replace the stored state by ``state``, which includes every update up to ``through_id``;
-    the updates move into the document's history (replay), not away."""
+    the updates move into the document's history (replay), not away. ``fields``: more of the
+    workspace's row to write with it."""
     with transaction.atomic():
         history_keep(workspace_id, through_id=through_id, state=state)
-        Workspace.objects.filter(pk=workspace_id).update(ydoc=state)
+        Workspace.objects.filter(pk=workspace_id).update(ydoc=state, **fields)
         DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).delete()
+
+
+def document_replace(workspace_id: uuid.UUID, state: bytes, *, generation: int, previous: bytes | None) -> None:
+    """The room replaced its document by ``state``, a new one (fresh item ids) of
+    ``generation``; ``previous`` is the whole document it replaced. In the history the new
+    document is one update marked ``fresh``: a replay starts over from it."""
+    with transaction.atomic():
+        row = DocumentUpdate.objects.create(workspace_id=workspace_id, data=state, fresh=True)
+        document_compact(workspace_id, state, through_id=row.pk, generation=generation, previous_ydoc=previous)
+
+
+def document_generation(workspace_id: uuid.UUID) -> tuple[int, bytes | None]:
+    """The stored document's generation and the whole document of the generation before
+    (None: there was none, or it is no longer kept)."""
+    generation, previous = Workspace.objects.filter(pk=workspace_id).values_list("generation", "previous_ydoc").get()
+    return int(generation), None if previous is None else bytes(previous)
 
 
 def files_materialize(workspace_id: uuid.UUID, texts: dict[str, str]) -> None:

@@ -34,6 +34,12 @@ class Workspace(models.Model):
     # The live document (pycrdt/Yjs) as a compacted update; later changes are DocumentUpdate
     # rows. Null until the workspace is first opened live: then it is built from the files.
     ydoc = models.BinaryField(null=True, blank=True)
+    # Which document ``ydoc`` is: a room replaces its document by one rebuilt from the text
+    # (fresh item ids, without the deleted items a long-lived one keeps), one more each time.
+    # The one before is kept whole, so that a page that held it can still send what it typed
+    # offline (``live.room``, "Replacing the document").
+    generation = models.PositiveIntegerField(default=0)
+    previous_ydoc = models.BinaryField(null=True, blank=True)
     # Anyone may read the files at the public page (``public.py``) while this is on; off by default.
     public = models.BooleanField(default=False)
     # The watchdog's mode; halt by default, so a new user is protected without configuring anything.
@@ -71,6 +77,8 @@ class DocumentUpdate(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="doc_updates")
     data = models.BinaryField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # A whole new document (a replacement, new item ids): what came before does not apply to it.
+    fresh = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from spark_ide.classroom.dashboard import dashboard
 from spark_ide.classroom.models import Course, Enrollment
-from spark_ide.classroom.services import beside_path, course_join_as_guest, is_teacher, student_session
+from spark_ide.classroom.services import course_join_as_guest, is_teacher, student_session
+from spark_ide.editing.paths import beside_path
 from spark_ide.pairing.models import Participant, Role, Run, Turn, TurnStatus
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import files_materialize
@@ -239,9 +240,9 @@ def test_push_refuses_a_bad_path_clearly(course: Course, teacher: User) -> None:
 
 
 def test_beside_path_rule() -> None:
-    assert beside_path("src/main.py") == "src/main.teacher.py"
-    assert beside_path("Makefile") == "Makefile.teacher"
-    assert beside_path(".env") == ".env.teacher"
+    assert beside_path("src/main.py", "teacher") == "src/main.teacher.py"
+    assert beside_path("Makefile", "teacher") == "Makefile.teacher"
+    assert beside_path(".env", "teacher") == ".env.teacher"
 
 
 # -- policy, archive, delete ---------------------------------------------------------------------

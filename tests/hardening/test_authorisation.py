@@ -233,6 +233,7 @@ SOCKET: dict[str, str] = {
     "run.stop": "refused refused yes no yes yes refused",
     "resume": "refused refused yes yes yes yes refused",
     "ping": "refused refused yes yes yes yes refused",
+    "document.adopted": "refused refused yes yes yes yes refused",
 }
 
 

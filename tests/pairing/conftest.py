@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ class LiveClient:
     comm: WebsocketCommunicator
     events: list[dict[str, Any]] = field(default_factory=list)
     doc: Doc[Any] = field(default_factory=Doc)
+    answers: bool = False  # answer the server's sync step 1 with a step 2, as a page does
+    adopts: bool = True  # take a replaced document as it comes, as a page does
+    _replies: list[bytes] = field(default_factory=list)
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.comm.send_to(text_data=json.dumps(message))
@@ -50,13 +54,27 @@ class LiveClient:
             if frame["type"] == "websocket.close":
                 raise ConnectionError(f"closed by the server: {frame}")
             if frame.get("text") is not None:
-                self.events.append(json.loads(frame["text"]))
+                event = json.loads(frame["text"])
+                self.events.append(event)
+                if event["type"] == "document.replaced" and self.adopts:
+                    await self.adopt(event)
             elif frame.get("bytes") is not None:
                 self._apply_binary(frame["bytes"])
+            for reply in self._replies:
+                await self.comm.send_to(bytes_data=reply)
+            self._replies.clear()
 
     def _apply_binary(self, data: bytes) -> None:
         if data[0] == YMessageType.SYNC:
-            handle_sync_message(data[1:], self.doc)
+            reply = handle_sync_message(data[1:], self.doc)
+            if reply is not None and self.answers:
+                self._replies.append(reply)
+
+    async def adopt(self, event: dict[str, Any]) -> None:
+        """The page's part of ``document.replaced``: the new document, then ``document.adopted``."""
+        self.doc = Doc()
+        self.doc.apply_update(base64.b64decode(event["state"]))
+        await self.send({"type": "document.adopted", "generation": event["generation"]})
 
     async def until(self, predicate: Any, timeout: float = 10.0) -> dict[str, Any]:
         """Wait for the first event (from now on or already seen) that satisfies ``predicate``."""
@@ -135,15 +153,21 @@ def live(transactional_db: None, django_user_model: Any, settings: Any) -> Itera
     yield Live(str(session.id), str(workspace.id), api_token_create(user=owner), owner)
 
 
-async def connect(live: Live, token: str | None = None, path: str | None = None, app: Any = None) -> LiveClient:
-    """A socket to the session through ``app`` (the IDE's ASGI application by default)."""
+async def connect(
+    live: Live, token: str | None = None, path: str | None = None, app: Any = None, *,
+    doc: Doc[Any] | None = None, answers: bool = False, adopts: bool = True,
+) -> LiveClient:
+    """A socket to the session through ``app`` (the IDE's ASGI application by default);
+    ``doc``: the document the page holds already (a reconnect)."""
     from spark_ide.asgi import application
 
     headers = [(b"authorization", f"Token {token or live.owner_token}".encode())]
     comm = WebsocketCommunicator(app or application, path or f"/ws/sessions/{live.session_id}/", headers=headers)
     connected, _ = await comm.connect(timeout=10)
     assert connected
-    client = LiveClient(comm)
+    client = LiveClient(comm, answers=answers, adopts=adopts)
+    if doc is not None:
+        client.doc = doc
     await client.until(lambda e: e["type"] == "hello")
     return client
 

@@ -153,6 +153,17 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     assert await asyncio.to_thread(remote.rename_file, "notes.md", "docs/new.md") is None
     await driver.until_true(lambda: driver.text("docs/new.md") == "fresh\n" and driver.text("new.md") is None)
 
+    # The owner replaces its document: the pages on B adopt it through their replica, and what
+    # the collaborator on B types into it reaches the owner and the driver on A.
+    room.replace_document()
+    for client in (driver, viewer, helper):
+        replaced = await client.until(lambda e: e["type"] == "document.replaced")
+        assert replaced["generation"] == room.generation == 1
+    await helper.type_text("util.py", 0, "# after the replacement\n")
+    for client in (driver, viewer):
+        await client.until_true(lambda c=client: (c.text("util.py") or "").startswith("# after the replacement\n"))
+    assert room.texts()["util.py"] == helper.text("util.py") == viewer.text("util.py") == driver.text("util.py")
+
     # The owner removes the viewer: its socket on B is closed as refused, presence follows.
     last_presence = [e for e in driver.events if e["type"] == "presence"][-1]
     vic_id = next(person["user_id"] for person in last_presence["participants"] if person["user"] == "vic")

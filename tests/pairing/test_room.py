@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from django.db import OperationalError
-from pycrdt import Map, Text, create_update_message
+from pycrdt import Doc, Map, Text, create_update_message
 
 from spark_ide.editing import workspace_files
-from spark_ide.live import room as room_module
+from spark_ide.editing.document import document_texts
 from spark_ide.live.store import LiveSettings
 from spark_ide.pairing import adapter
 from spark_ide.pairing.adapter import ROOMS
@@ -371,12 +371,22 @@ async def test_a_page_joining_while_events_wait_behind_a_save_gets_each_once(
     await page.close()
 
 
-async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_still_revert(
+async def _replaced(room: Any, generation: int) -> None:
+    """Wait (without taking in what the pages were sent) until the room holds ``generation``."""
+    for _ in range(500):
+        if room.generation == generation:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the room never reached generation {generation}")
+
+
+async def test_a_replaced_document_is_adopted_by_pages_and_its_earlier_turns_still_revert(
     live: Live, model_server: object, rooms: None
 ) -> None:
-    """Turns that rewrite a file leave their deleted text in the document (their undo managers
-    keep it); the room compacts it between turns. Pages already joined keep syncing with the
-    copy, a page that joins gets the small one, and a turn from before reverts (as text)."""
+    """Turns that rewrite a file leave deleted items in the document, which no copy of it
+    drops: the room replaces it by a new one built from the text (new item ids). Pages adopt
+    it (``document.replaced``) and go on syncing, a page that joins gets the small one, what is
+    stored is the new one (a restart loads it), and a turn from before reverts (as text)."""
     def body(k: int) -> str:
         return "".join(f"VALUE_{k}_{i} = {i * k}\n" for i in range(80))
 
@@ -386,20 +396,28 @@ async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_st
         await client.send({"type": "prompt", "text": say(f'<write path="big.py">\n{body(k)}</write>\n')})
         turns.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in turns))["turn"])
     room = ROOMS.owned(live.workspace_id)
-    assert room is not None
-    await client.type_text("util.py", 0, "# typed before\n")  # a person's update: the size check's path
+    assert room is not None and room.generation == 0
+    await client.type_text("util.py", 0, "# typed before\n")
     await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed before"))
+    before = len(room.doc.get_update())
     old = weakref.ref(room.doc)
-    before, after = room.compact_document()
-    assert after * 3 < before  # the rewritten text is gone
+    room.replace_document()
+    replaced = await client.until(lambda e: e["type"] == "document.replaced")
+    assert replaced["generation"] == room.generation == 1
+    assert len(room.doc.get_update()) * 3 < before  # the deleted items are gone
+    assert client.text("big.py") == body(4) and (client.text("util.py") or "").startswith("# typed before")
+    room._let_previous_go()  # kept a while for pages that still send of it; then nothing holds it
     gc.collect()
-    assert old() is None  # and with it the old document: nothing in the room holds it
-    await client.type_text("util.py", 0, "# typed after the compaction\n")
+    assert old() is None
+    await client.type_text("util.py", 0, "# typed after the replacement\n")
     await client.until_true(lambda: str(workspace_files(room.doc)["util.py"]).startswith("# typed after"))
     assert "# typed before" in str(workspace_files(room.doc)["util.py"])
     fresh = await connect(live)
     await fresh.until_true(lambda: fresh.text("big.py") == body(4))
+    assert fresh.of("hello")[0]["generation"] == 1 and not fresh.of("document.replaced")
     assert fresh.text("util.py") == client.text("util.py")
+    stored = await database_sync_to_async(documents.document_load)(live.workspace_id)
+    assert document_texts(stored) == room.texts()
     await client.send({"type": "revert", "turn": turns[-1]})
     await client.until(lambda e: e["type"] == "turn.reverted" and e["turn"] == turns[-1])
     for page in (client, fresh):
@@ -410,12 +428,62 @@ async def test_a_compacted_document_keeps_pages_in_sync_and_its_earlier_turns_st
     await fresh.close()
 
 
-async def test_the_room_compacts_its_document_on_its_own_between_turns(
-    live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
+async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_new_one(
+    live: Live, rooms: None
 ) -> None:
-    monkeypatch.setattr(room_module, "COMPACT_CHECK_TURNS", 2)
-    monkeypatch.setattr(room_module, "COMPACT_SLACK_BYTES", 0)
-    monkeypatch.setattr(room_module, "COMPACT_RATIO", 1)
+    """Keystrokes in flight when the document is replaced, and keystrokes made offline by a
+    page that comes back holding the old document, are carried into the new one as text;
+    where they clash with a change made since, the page's version goes beside the file."""
+    typist = await connect(live)
+    offline = await connect(live)
+    offline.answers = True
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    await typist.pump(0.1)
+    await offline.pump(0.1)
+    await offline.close()
+    with offline.doc.transaction():  # typed while the page had no socket: nothing was sent
+        offline.doc.get("files", type=Map)["app.py"].insert(0, "# offline\n")
+    room.replace_document()
+    await _replaced(room, 1)
+    await typist.type_text("util.py", 0, "# in flight\n")  # of the old document: the page has not heard yet
+    await typist.until(lambda e: e["type"] == "document.replaced")
+    await typist.until_true(lambda: typist.text("util.py") == "# in flight\nX = 1\n")
+    assert room.texts()["util.py"] == "# in flight\nX = 1\n"  # once, from the merge
+
+    # The offline page comes back with the old document: asked what it has of it, then given the new one.
+    path = f"/ws/sessions/{live.session_id}/?generation=0"
+    back = await connect(live, path=path, doc=offline.doc, answers=True)
+    await back.until(lambda e: e["type"] == "document.replaced")
+    await back.until_true(lambda: back.text("app.py") == "# offline\n" + FILES["app.py"])
+    await typist.until_true(lambda: typist.text("app.py") == "# offline\n" + FILES["app.py"])
+
+    # A clash: the old document's util.py and the new one's changed the same line.
+    room.set_file("util.py", "X = 2\n")
+    assert room._previous is not None
+    held: Doc[Any] = Doc()
+    held.apply_update(room._previous[1].get_update())  # as it held the old document
+    stale = await connect(live, path=path, doc=held, answers=True, adopts=False)
+    await stale.type_text("util.py", 0, "# mine\n")
+    await typist.until_true(lambda: typist.text("util.mine.py") is not None)
+    assert typist.text("util.py") == "X = 2\n"
+
+    # A page two replacements behind cannot be merged: it is told so, nothing changes.
+    room.replace_document()
+    await _replaced(room, 2)
+    await stale.type_text("util.py", 0, "# lost\n")
+    error = await stale.until(lambda e: e["type"] == "error" and e["code"] == "document_replaced")
+    assert "reload" in error["message"]
+    await typist.pump(0.2)
+    assert "# lost" not in room.texts()["util.py"]
+    for page in (typist, back, stale):
+        await page.close()
+
+
+async def test_the_room_compacts_its_document_on_its_own_between_turns(
+    live: Live, model_server: object, rooms: None, settings: Any
+) -> None:
+    settings.SPARK_REPLACE_CHECK_TURNS, settings.SPARK_REPLACE_RATIO, settings.SPARK_REPLACE_SLACK_BYTES = 2, 1, 0
     client = await connect(live)
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
@@ -425,6 +493,6 @@ async def test_the_room_compacts_its_document_on_its_own_between_turns(
         text = "".join(f"V{k}_{i} = {i}\n" for i in range(80))
         await client.send({"type": "prompt", "text": say(f'<write path="big.py">\n{text}</write>\n')})
         seen.append((await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] not in seen))["turn"])
-    await client.until_true(lambda: room.doc is not first_doc)
+    await client.until_true(lambda: room.doc is not first_doc and room.generation == 1)
     assert len(room.doc.get_update()) < 4 * sum(len(t) for t in room.texts().values())
     await client.close()

@@ -30,16 +30,24 @@ def compact_often(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def document_at(data: dict[str, Any], at: int) -> dict[str, str]:
     """The files of a replay (``replay_data``) at ``at`` (ms since the Unix epoch)."""
-    times = [t for t, _ in data["updates"]]
+    times = [update[0] for update in data["updates"]]
     return document_holding(data, bisect.bisect_right(times, at - data["start"]))
 
 
 def document_holding(data: dict[str, Any], count: int) -> dict[str, str]:
-    """The files of a replay once its first ``count`` updates happened, rebuilt as the replay
-    page does: the latest checkpoint that holds none after those, then the updates after it."""
-    start = [checkpoint for checkpoint in data["checkpoints"] if checkpoint["n"] <= count][-1]
+    """The files of a replay once its first ``count`` updates happened."""
+    return document_texts(document_rebuilt(data, count))
+
+
+def document_rebuilt(data: dict[str, Any], count: int) -> Doc[Any]:
+    """The document of a replay once its first ``count`` updates happened, rebuilt as the replay
+    page does: from the latest checkpoint or fresh update (``[t, state, 1]``: a replacement)
+    among them, then the updates after it."""
+    starts = [(checkpoint["n"], checkpoint["state"]) for checkpoint in data["checkpoints"] if checkpoint["n"] <= count]
+    starts += [(i + 1, update[1]) for i, update in enumerate(data["updates"][:count]) if update[2:] == [1]]
+    n, state = max(starts, key=lambda start: start[0])
     doc: Doc[Any] = Doc()
-    doc.apply_update(base64.b64decode(start["state"]))
-    for _, update in data["updates"][start["n"] : count]:
-        doc.apply_update(base64.b64decode(update))
-    return document_texts(doc)
+    doc.apply_update(base64.b64decode(state))
+    for update in data["updates"][n:count]:
+        doc.apply_update(base64.b64decode(update[1]))
+    return doc

@@ -3,19 +3,21 @@ checkpoints now and then, so every state the document went through can be rebuil
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
-from pycrdt import Doc
+from pycrdt import Doc, Text
 
+from spark_ide.editing import workspace_files
 from spark_ide.editing.document import document_texts, set_file_text
 from spark_ide.replay import history
 from spark_ide.replay.models import Checkpoint, HistoryUpdate
-from spark_ide.replay.services import replay_data
-from spark_ide.workspaces.documents import document_append, document_compact, document_load
+from spark_ide.replay.services import document_history, replay_data
+from spark_ide.workspaces.documents import document_append, document_compact, document_load, document_replace
 from spark_ide.workspaces.models import DocumentUpdate, Workspace
 from spark_ide.workspaces.services import workspace_create
-from tests.replay.conftest import document_holding
+from tests.replay.conftest import document_holding, document_rebuilt
 
 pytestmark = pytest.mark.django_db
 
@@ -25,6 +27,16 @@ def _edit(workspace: Workspace, doc: Doc[Any], path: str, text: str) -> int:
     before = doc.get_state()
     set_file_text(doc, path, text, "test")
     return document_append(workspace.id, doc.get_update(before))
+
+
+def _renewed(doc: Doc[Any]) -> Doc[Any]:
+    """A new document rebuilt from ``doc``'s texts (new item ids), as a room replaces its own."""
+    new: Doc[Any] = Doc()
+    files = workspace_files(new)
+    with new.transaction(origin="test"):
+        for path, text in document_texts(doc).items():
+            files[path] = Text(text)
+    return new
 
 
 def test_every_state_survives_compaction(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,3 +86,48 @@ def test_a_workspace_never_opened_live_has_nothing_to_replay(user: Any) -> None:
     assert replay_data(workspace.id) == {
         "start": None, "end": 0, "checkpoints": [], "updates": [], "events": [], "marks": [],
     }
+
+
+def test_a_replacement_starts_the_document_over(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(history, "CHECKPOINT_UPDATES", 3)
+    workspace = workspace_create(owner=user, name="w", files={"a.py": "a = 0\n"})
+    old = document_load(workspace.id)
+    seen = [document_texts(old)]
+    for i in (1, 2):
+        last = _edit(workspace, old, "a.py" if i % 2 else "b.py", f"a = {i}\n" * 50)
+        seen.append(document_texts(old))
+    document_compact(workspace.id, old.get_update(), through_id=last)  # 2 updates: no checkpoint due
+
+    new = _renewed(old)
+    state = new.get_update()
+    document_replace(workspace.id, state, generation=1, previous=old.get_update())
+    seen.append(document_texts(new))
+    replaced = new.get_state()
+    replacement = HistoryUpdate.objects.get(fresh=True)  # moved as it was, marked
+    assert bytes(replacement.data) == state
+    assert replacement.id == max(HistoryUpdate.objects.values_list("id", flat=True))
+    assert not DocumentUpdate.objects.exists()
+    assert Checkpoint.objects.count() == 1  # a replacement is a whole document: no checkpoint for it alone
+
+    for i in (3, 4, 5):
+        last = _edit(workspace, new, "a.py", f"a = {i}\n" * 50)
+        seen.append(document_texts(new))
+    document_compact(workspace.id, new.get_update(), through_id=last)  # 3 updates since the replacement
+
+    checkpoint = Checkpoint.objects.order_by("through").last()
+    assert checkpoint is not None and checkpoint.through == last
+    built: Doc[Any] = Doc()
+    built.apply_update(bytes(checkpoint.state))
+    assert document_texts(built) == document_texts(new)
+    # Built from the new document alone: none of the old one's items (their client) are in it.
+    assert built.get_state() == new.get_state() != old.get_state()
+    assert len(checkpoint.state) < len(state) + 200  # the new document and three small edits
+
+    assert [update.fresh for update in document_history(workspace.id)[1]] == [False, False, True, False, False, False]
+    data = replay_data(workspace.id)
+    assert [len(update) for update in data["updates"]] == [2, 2, 3, 2, 2, 2]
+    assert data["updates"][2][1:] == [base64.b64encode(state).decode("ascii"), 1]
+    assert [checkpoint["n"] for checkpoint in data["checkpoints"]] == [0, 6]
+    for count, texts in enumerate(seen):
+        assert document_texts(document_rebuilt(data, count)) == texts, count
+    assert document_rebuilt(data, 3).get_state() == replaced  # a replay starts over there too

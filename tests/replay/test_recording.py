@@ -158,7 +158,7 @@ async def test_a_replay_rebuilds_the_document_the_room_had_at_any_moment(
 
     # At each moment an update had been written and the next not yet, the replay's document
     # is the room's (moments where the next write began in the same millisecond are ambiguous).
-    times = [data["start"] + t for t, _ in data["updates"]] + [None]
+    times = [data["start"] + update[0] for update in data["updates"]] + [None]
     checked = 0
     for (moment, texts), next_write in zip(tap.samples, times, strict=True):
         if next_write is not None and next_write <= moment:

@@ -1,6 +1,8 @@
 // The session WebSocket (docs/protocol.md §2): JSON events in order, binary Yjs frames,
 // reconnect with backoff. A reconnect names the last seq held (`?after=`): the server sends
-// what was missed before the live stream, so nothing is missed or shown twice.
+// what was missed before the live stream, so nothing is missed or shown twice; and the
+// generation of the Yjs document the page holds (`?generation=`): if the server replaced it
+// meanwhile, hello is followed by `document.replaced`.
 
 import { EventOrder } from "./event_order.js";
 
@@ -25,12 +27,13 @@ export class SessionConnection {
     this.pingTimer = 0;
     this.pings = new Map(); // ping id -> performance.now() when sent
     this.nextPingId = 1;
+    this.generation = null; // of the document the page holds (LiveSession sets it); null: none yet
   }
 
   connect() {
     clearTimeout(this.retryTimer);
     const after = this.order.resumeAfter;
-    const socket = new WebSocket(after === null ? this.url : `${this.url}?after=${after}`);
+    const socket = new WebSocket(this.address(after));
     socket.binaryType = "arraybuffer";
     this.socket = socket;
     this.handlers.onState(after === null ? "connecting" : "reconnecting");
@@ -39,6 +42,15 @@ export class SessionConnection {
     });
     socket.addEventListener("message", (message) => this.receive(message.data, socket));
     socket.addEventListener("close", (event) => this.closed(socket, event.code));
+  }
+
+  // The socket's URL: the seq to resume after (null: none) and the document's generation.
+  address(after) {
+    const query = new URLSearchParams();
+    if (after !== null) query.set("after", after);
+    if (this.generation !== null) query.set("generation", this.generation);
+    const search = query.toString();
+    return search ? `${this.url}?${search}` : this.url;
   }
 
   receive(data, socket) {

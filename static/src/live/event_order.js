@@ -2,13 +2,14 @@
 // Turn events carry the room's seq and leave the server in seq order: a connection is sent
 // what it missed before it joins the live stream, and merged runs take their newest seq. So a
 // turn event at or below the last seq handled is a repeat and is dropped. Ephemeral events
-// (hello, pong, error, presence, resync, a code run's events, policy, the watchdog's diagnostics)
-// repeat the current seq and are always handled.
+// (hello, pong, error, presence, resync, a code run's events, policy, the watchdog's diagnostics,
+// a replaced document: every binary frame after it is of the new one) repeat the current seq
+// and are always handled.
 // After a `resync` the recent transcript comes again, from older seqs: the marks start over.
 
 const EPHEMERAL = new Set([
   "hello", "pong", "error", "presence", "resync", "run.started", "run.output", "run.finished", "policy",
-  "guard.diagnostics",
+  "guard.diagnostics", "document.replaced",
 ]);
 
 export class EventOrder {

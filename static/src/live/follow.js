@@ -32,6 +32,12 @@ export class FollowMode {
     this.render();
   }
 
+  // The server replaced the document (session.js documentReplaced): drivers' cursors are
+  // looked up in the new one's files (their pages tell them again once they adopt it).
+  rebind(files) {
+    this.files = files;
+  }
+
   get following() {
     return this.mode === "follow";
   }

@@ -27,13 +27,31 @@ export class YjsProvider {
     this.synced = false;
     this.onSynced = () => {};
     this.online = false;
-    doc.on("update", (update, origin) => {
+    this.holding = false; // a new document is being adopted: awareness waits for announce()
+    this.onUpdate = (update, origin) => {
       if (origin !== this) this.sendSync((encoder) => syncProtocol.writeUpdate(encoder, update));
-    });
+    };
+    doc.on("update", this.onUpdate);
     this.awareness.on("update", ({ added, updated, removed }, origin) => {
       if (origin === this) return; // came from the server: do not echo it back
+      if (this.holding) return; // announce() tells this page's whole state
       this.sendAwareness(added.concat(updated, removed));
     });
+  }
+
+  // The server replaced the document by a new one built from the same texts (session.js
+  // documentReplaced): this peer moves to it. What was queued went to the old one (apply()
+  // just before). The awareness stays: it is keyed by the client id, which the new document
+  // keeps. What it tells meanwhile (this page's cursor, made in the new document) is held
+  // until announce(), which follows `document.adopted`: binary frames sent before that are
+  // taken as the old document's.
+  adopt(doc) {
+    this.doc.off("update", this.onUpdate);
+    doc.on("update", this.onUpdate);
+    this.doc = doc;
+    this.awareness.doc = doc;
+    this.queue = [];
+    this.holding = true;
   }
 
   // A (re)connected socket said hello: the server has sent or is sending its step 1 and 2.
@@ -132,8 +150,9 @@ export class YjsProvider {
     this.send(encoding.toUint8Array(encoder));
   }
 
-  // This page's awareness state again, for someone who just came.
+  // This page's awareness state again, for someone who just came or a new document.
   announce() {
+    this.holding = false;
     this.sendAwareness([this.doc.clientID]);
   }
 

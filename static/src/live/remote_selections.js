@@ -143,3 +143,27 @@ export function remoteSelections(ytext, awareness) {
     }
   }, { decorations: (plugin) => plugin.decorations });
 }
+
+// The document was replaced by a new one (tabs.js rebind): this page's cursor as last told,
+// at the same offsets of the same file in the new document, where the others' pages look for
+// it once they adopt it too. A relative position names an item of the old document, which the
+// new one (the same texts, fresh item ids) does not hold.
+export function moveCursor(awareness, oldFiles, files) {
+  const local = awareness.getLocalState();
+  const cursor = local && local.cursor;
+  if (!cursor || !cursor.anchor || !cursor.head) return;
+  const resolve = (relative) => Y.createAbsolutePositionFromRelativePosition(
+    Y.createRelativePositionFromJSON(relative), oldFiles.doc,
+  );
+  const anchor = resolve(cursor.anchor);
+  const head = resolve(cursor.head);
+  const same = anchor && head && anchor.type === head.type;
+  const path = same ? [...oldFiles.keys()].find((key) => oldFiles.get(key) === anchor.type) : undefined;
+  const ytext = path === undefined ? null : files.get(path);
+  if (!(ytext instanceof Y.Text)) {
+    awareness.setLocalStateField("cursor", null); // its file is gone: none until the editor tells one
+    return;
+  }
+  const at = (index) => Y.createRelativePositionFromTypeIndex(ytext, Math.min(index, ytext.length));
+  awareness.setLocalStateField("cursor", { anchor: at(anchor.index), head: at(head.index) });
+}

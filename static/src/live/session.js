@@ -2,6 +2,7 @@
 // the transcript, the status bar and the panels together, and follows the model around.
 import htmx from "htmx.org";
 import * as Y from "yjs";
+import { fromBase64 } from "lib0/buffer";
 import { FrameLoop } from "./frame.js";
 import { SessionConnection } from "./connection.js";
 import { YjsProvider } from "./provider.js";
@@ -89,10 +90,11 @@ class LiveSession {
 
   start() {
     this.provider.onSynced = () => this.openInitial();
-    this.doc.getMap("files").observe((event, transaction) => {
+    this.filesObserver = (event, transaction) => {
       // A file the model (or someone) created or removed: the server-rendered tree follows.
       if (this.provider.synced && transaction.origin === this.provider) this.refreshTree();
-    });
+    };
+    this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
     this.connection.connect();
   }
@@ -140,6 +142,7 @@ class LiveSession {
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
       case "resync": return this.resync();
+      case "document.replaced": return this.documentReplaced(event);
       case "policy": return this.policyChanged(event);
       case "turn.steered": return this.turnSteered(event);
       case "guard.finding": return this.guardFinding(event);
@@ -190,6 +193,10 @@ class LiveSession {
     this.runs.joined(event.role);
     this.provider.connected();
     this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
+    // The document's generation, named on reconnects: a newer one comes as document.replaced.
+    if (this.connection.generation === null && typeof event.generation === "number") {
+      this.connection.generation = event.generation;
+    }
     this.setRunning(event.turn || null);
   }
 
@@ -293,6 +300,38 @@ class LiveSession {
     this.toasts.show("Back in sync: the transcript was reloaded from the server", "ok");
     this.loop.request();
     this.historyChanged();
+  }
+
+  // The server replaced the workspace's document by a new one built from the same texts (a
+  // long-lived document keeps every deleted item): this page moves to it without a reload.
+  // Binary frames before this event were the old document's, those after it the new one's.
+  documentReplaced(event) {
+    if (typeof event.state !== "string" || typeof event.generation !== "number") return;
+    // Frames still queued are the old document's; their replies (a step 2 answering the
+    // server's step 1) go out as such, before `document.adopted`.
+    this.provider.apply();
+    const doc = new Y.Doc();
+    doc.clientID = this.doc.clientID; // the awareness is keyed by it; the new document has no item of it
+    Y.applyUpdate(doc, fromBase64(event.state), this.provider); // from the server: nothing goes back
+    this.adopt(doc);
+    // What this page sends from now on is the new document's; the keystrokes it sent before
+    // come back merged into it, as the server's updates.
+    this.connection.send({ type: "document.adopted", generation: event.generation });
+    this.connection.generation = event.generation;
+    this.provider.announce(); // this page's cursor, now relative to the new document
+  }
+
+  // Everything that held the old document or its files moves to the new one. The old one is
+  // not destroyed: y-protocols' Awareness, which this page keeps, destroys itself with it.
+  adopt(doc) {
+    const files = doc.getMap("files");
+    this.doc.getMap("files").unobserve(this.filesObserver);
+    files.observe(this.filesObserver);
+    this.provider.adopt(doc);
+    this.tabs.rebind(files);
+    this.follow.rebind(files);
+    this.transcript.rebind(files);
+    this.doc = doc;
   }
 
   flushRegions() {

@@ -7,7 +7,7 @@ import * as Y from "yjs";
 import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
 import { editorNonce } from "../csp.js";
 import { languageFor } from "../languages.js";
-import { remoteSelections } from "./remote_selections.js";
+import { moveCursor, remoteSelections } from "./remote_selections.js";
 import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { diagnosticsExtensions } from "./diagnostics.js";
@@ -50,7 +50,8 @@ export class EditorTabs {
       host.addEventListener(kind, () => this.onByHand(), { passive: true });
     }
     tabBar.addEventListener("pointerdown", () => this.filePicked());
-    files.observe((event) => this.filesChanged(event.keysChanged));
+    this.filesObserver = (event) => this.filesChanged(event.keysChanged);
+    files.observe(this.filesObserver);
   }
 
   filePicked() {
@@ -243,6 +244,46 @@ export class EditorTabs {
       this.tabs.set(path, this.newTab(path, ytext));
       if (wasActive) { this.active = null; this.activate(path, { focus: false }); }
     }
+  }
+
+  // The server replaced the document by a new one built from the same texts (session.js
+  // documentReplaced): every tab moves to its file's Y.Text there, and the view shows the same
+  // file, selection and scroll. A tab whose file the new document lacks closes.
+  rebind(files) {
+    const old = this.files;
+    old.unobserve(this.filesObserver);
+    this.files = files;
+    files.observe(this.filesObserver);
+    moveCursor(this.awareness, old, files);
+    const focused = this.view !== null && this.view.hasFocus;
+    this.stash();
+    const gone = [];
+    for (const [path, tab] of this.tabs) {
+      const ytext = files.get(path);
+      if (ytext instanceof Y.Text) this.retarget(path, tab, ytext);
+      else gone.push(path);
+    }
+    // The view still shows the old state (bound to the old text): the active tab's new one,
+    // before a closed tab would make another tab active.
+    const shown = this.active;
+    if (shown !== null && !gone.includes(shown)) {
+      this.active = null;
+      this.activate(shown, { focus: focused });
+    }
+    for (const path of gone) {
+      this.vanished.set(path, this.active === path);
+      this.close(path);
+    }
+    this.filesChanged([...this.waiting.keys()]); // files asked for before they existed
+  }
+
+  // A tab on its file's Y.Text of a new document: a new undo history (the old one undoes items
+  // the new document does not hold), and its state built again, the selection kept.
+  retarget(path, tab, ytext) {
+    tab.undo.destroy();
+    tab.ytext = ytext;
+    tab.undo = new Y.UndoManager(ytext);
+    tab.state = this.rebuilt(path, tab);
   }
 
   // A file the model is writing just appeared in the document (inside the transaction that

@@ -168,7 +168,18 @@ export class Transcript {
       const correction = event.target.closest(".guard-correction[data-correction]");
       if (correction) this.showTurn(correction.dataset.correction);
     });
-    files.observeDeep((events) => this.documentChanged(events));
+    this.filesObserver = (events) => this.documentChanged(events);
+    files.observeDeep(this.filesObserver);
+  }
+
+  // The server replaced the document (session.js documentReplaced): the code blocks that
+  // follow it draw from the new one's texts (unchanged ones are not drawn again: paintCode).
+  rebind(files) {
+    this.files.unobserveDeep(this.filesObserver);
+    this.files = files;
+    files.observeDeep(this.filesObserver);
+    for (const view of this.live) if (view.status) this.repaint.add(view);
+    if (this.repaint.size) this.requestFrame();
   }
 
   entry(turn) {

@@ -2,7 +2,9 @@
 // history at 1x-20x, with a scrubber whose marks show each turn's start and where people
 // steered or stopped the model. The document at a moment is rebuilt with Yjs: the nearest
 // checkpoint before it, then the updates after (forward playback only applies what is new).
-// The transcript is the live page's, fed the stored events up to the moment.
+// A fresh update (the room replaced its document by a new one) is where the document starts
+// over: a seek, or playback, that reaches one builds a new document from it, as from a
+// checkpoint. The transcript is the live page's, fed the stored events up to the moment.
 import * as Y from "yjs";
 import { FrameLoop } from "../live/frame.js";
 import { Transcript } from "../live/transcript.js";
@@ -150,21 +152,24 @@ class ReplayPlayer {
     const timeline = this.timeline;
     t = Math.min(Math.max(0, t), timeline.end);
     const count = timeline.updatesAt(t);
-    const checkpoint = timeline.checkpointFor(count);
+    const start = timeline.startFor(count);
     const behind = this.doc === null || count < this.applied;
-    if (behind || checkpoint.n - this.applied > REBUILD_UPDATES) this.rebuild(checkpoint);
+    // A fresh update not applied yet: the document starts over from it (never applied onto the old one).
+    const replaced = timeline.freshAtOrBefore(count) >= this.applied;
+    if (behind || replaced || start.n - this.applied > REBUILD_UPDATES) this.rebuild(start);
     this.applyUpdates(count);
     this.feedTo(t);
     this.t = t;
     this.render();
   }
 
-  // A new document from `checkpoint`, and a new transcript over it (fed again from the start).
-  rebuild(checkpoint) {
+  // A new document from `start` (a checkpoint or a fresh update: timeline.startFor), and a new
+  // transcript over it (fed again from the start).
+  rebuild(start) {
     if (this.doc) this.doc.destroy();
     this.doc = new Y.Doc();
-    Y.applyUpdate(this.doc, fromBase64(checkpoint.state));
-    this.applied = checkpoint.n;
+    Y.applyUpdate(this.doc, fromBase64(start.state));
+    this.applied = start.n;
     const box = this.transcriptBox.cloneNode(false);
     this.transcriptBox.replaceWith(box);
     this.transcriptBox = box;
@@ -175,6 +180,7 @@ class ReplayPlayer {
     this.partial = 0;
   }
 
+  // The updates up to `count` onto the document (seek saw to it that none of them is fresh).
   applyUpdates(count) {
     const updates = this.timeline.updates;
     if (count <= this.applied) return;

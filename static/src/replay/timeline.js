@@ -1,10 +1,14 @@
 // The replay's data over time (pure: no page, no Yjs): which document updates and turn events
-// have happened by a moment, the checkpoint to seek from, how much of a merged run of text is
-// out, and where playback may jump over a pause. Times are ms from the session's start.
+// have happened by a moment, the checkpoint or fresh update to seek from, how much of a merged
+// run of text is out, and where playback may jump over a pause. Times are ms from the
+// session's start.
 //
 // The data (GET /sessions/<id>/replay/data, spark_ide/replay/services.py):
 //   checkpoints [{t, n, state}]: the whole document (base64 Yjs update) holding updates[0..n)
-//   updates [[t, base64 Yjs update]], events [{...turn event, seq, t, d?}], marks, end.
+//   updates [[t, base64 Yjs update]], or [t, base64 Yjs update, 1] for a fresh one: the room
+//     replaced its document by a new one (new item ids), and this is all of it; nothing before
+//     it applies after it, so the document starts over from it (a checkpoint with n = i + 1).
+//   events [{...turn event, seq, t, d?}], marks, end.
 
 // With nothing happening for longer than this ahead, playback jumps to just before the next
 // thing (LEAD_MS early, so it is seen coming).
@@ -43,6 +47,7 @@ export class Timeline {
     this.events = data.events || [];
     this.marks = data.marks || [];
     this.updateTimes = this.updates.map((update) => update[0]);
+    this.fresh = this.updates.flatMap((update, i) => (update[2] ? [i] : [])); // the fresh updates' indexes
     this.eventTimes = this.events.map((event) => event.t);
     // Runs of text end after they start: the latest end so far, per event, for "is a run still
     // being written at t".
@@ -73,6 +78,21 @@ export class Timeline {
       else break;
     }
     return best;
+  }
+
+  // The index of the latest fresh update among the first `count` updates, or -1.
+  freshAtOrBefore(count) {
+    const before = countUpTo(this.fresh, count - 1);
+    return before > 0 ? this.fresh[before - 1] : -1;
+  }
+
+  // Where to build the document holding the first `count` updates from, as {n, state} (it holds
+  // updates[0..n)): the checkpoint for it, or the latest fresh update among them when later.
+  startFor(count) {
+    const checkpoint = this.checkpointFor(count);
+    const fresh = this.freshAtOrBefore(count);
+    if (fresh < 0 || fresh < checkpoint.n) return checkpoint;
+    return { t: this.updateTimes[fresh], n: fresh + 1, state: this.updates[fresh][1] };
   }
 
   // Where playback that reached t goes on from: t itself while something happens around it,
