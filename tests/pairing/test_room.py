@@ -480,6 +480,37 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
         await page.close()
 
 
+async def test_a_replacement_that_cannot_be_saved_leaves_the_room_its_document(live: Live, rooms: None) -> None:
+    """The new document is saved before anyone hears of it: when storage refuses, the room
+    keeps its own (pages are told nothing, typing goes on); the next replacement goes through."""
+    client = await connect(live)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    tries: list[int] = []
+
+    async def refuse(state: bytes, *, generation: int, previous: bytes | None) -> None:
+        tries.append(generation)
+        raise OperationalError("the database went away")
+
+    room.store.replace_document = refuse  # type: ignore[method-assign]
+    kept = room.doc
+    room.replace_document()
+    await client.type_text("util.py", 0, "# typed meanwhile\n")
+    for _ in range(100):
+        if len(tries) == 4:  # the first try and its three retries
+            break
+        await client.pump(0.05)
+    await client.pump(0.2)
+    assert room.doc is kept and room.generation == 0 and not client.of("document.replaced")
+    assert room.texts()["util.py"] == client.text("util.py") == "# typed meanwhile\nX = 1\n"
+    del room.store.replace_document  # storage answers again
+    room.replace_document()
+    await client.until(lambda e: e["type"] == "document.replaced" and e["generation"] == 1)
+    await client.type_text("util.py", 0, "# after\n")
+    await client.until_true(lambda: room.texts()["util.py"] == "# after\n# typed meanwhile\nX = 1\n")
+    await client.close()
+
+
 async def test_the_room_compacts_its_document_on_its_own_between_turns(
     live: Live, model_server: object, rooms: None, settings: Any
 ) -> None:

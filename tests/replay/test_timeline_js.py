@@ -27,6 +27,7 @@ DATA = {
 SCRIPT = """
 const { Timeline, shownChars, clock } = await import(MODULE);
 const timeline = new Timeline(DATA);
+const fresh = new Timeline(FRESH);
 const prose = DATA.events[1];
 console.log(JSON.stringify({
   updates: [0, 99, 100, 150, 2_499, 2_500, 9_000].map((t) => timeline.updatesAt(t)),
@@ -37,12 +38,21 @@ console.log(JSON.stringify({
   skip: [50, 300, 1_050, 1_200, 2_600, 8_100].map((t) => timeline.skipIdle(t)),
   clock: [0, 999, 65_300].map(clock),
   empty: new Timeline({ checkpoints: [], updates: [], events: [], end: 0 }).empty,
+  fresh: [0, 2, 3, 4, 5, 6].map((n) => fresh.freshAtOrBefore(n)),
+  starts: [0, 2, 3, 4, 5, 6].map((n) => [fresh.startFor(n).n, fresh.startFor(n).state]),
 }));
 """
 
+# The room replaced its document at the fourth update ([t, state, 1]): seeking past it starts
+# from it, not from the checkpoint before, until a later checkpoint holds more.
+FRESH = {
+    **DATA,
+    "updates": [[100, ""], [150, ""], [2_000, ""], [2_200, "new", 1], [6_000, ""], [8_000, ""]],
+}
+
 
 def test_the_timeline_answers_what_happened_by_a_moment() -> None:
-    result: dict[str, Any] = run_node(SCRIPT, MODULE=MODULE, DATA=DATA)
+    result: dict[str, Any] = run_node(SCRIPT, MODULE=MODULE, DATA=DATA, FRESH=FRESH)
     assert result["updates"] == [0, 0, 1, 2, 3, 4, 6]
     assert result["events"] == [0, 1, 2, 3]
     assert result["checkpoints"] == [0, 0, 3, 3, 5, 5]  # the latest holding no later update
@@ -52,3 +62,5 @@ def test_the_timeline_answers_what_happened_by_a_moment() -> None:
     assert result["skip"] == [50, 300, 1_050, 1_200, 5_700, 8_100]
     assert result["clock"] == ["0:00.0", "0:00.9", "1:05.3"]
     assert result["empty"] is True
+    assert result["fresh"] == [-1, -1, -1, 3, 3, 3]
+    assert result["starts"] == [[0, ""], [0, ""], [3, ""], [4, "new"], [5, ""], [5, ""]]
