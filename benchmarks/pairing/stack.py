@@ -225,7 +225,8 @@ class Stack:
             _end(process)
         for log in self._logs:
             log.close()
-        if exc and exc[0] is not None:  # a run that failed: its processes' logs may say why
+        # A run that failed (or SPARK_BENCH_KEEP_LOGS=1): its processes' logs may say why.
+        if (exc and exc[0] is not None) or os.environ.get("SPARK_BENCH_KEEP_LOGS") == "1":
             print(f"the stack's logs are kept in {self.dir}", file=sys.stderr, flush=True)
             return
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -235,28 +235,28 @@ class Pipeline:
                 return
 
     async def _deliver_in_turn(self, items: list[Item]) -> None:
-        """``_deliver``, with each replacement done at its place among the items."""
-        start = 0
+        """``_deliver``, with a replacement done at its place among the items."""
         for index, item in enumerate(items):
             if isinstance(item, _Replace):
-                await self._deliver(items[start:index])
-                await self._replace(item)
-                start = index + 1
-        await self._deliver(items[start:])
+                await self._deliver(items[:index])
+                await self._replace(item, items[index + 1 :])
+                return
+        await self._deliver(items)
 
-    async def _replace(self, item: _Replace) -> None:
+    async def _replace(self, item: _Replace, after: list[Item]) -> None:
         """Save the new document, then hand it to the room and tell everyone, in one step.
 
-        Everything queued before was delivered. Not while an update waits to be saved (the
-        storage is failing): the room keeps its document. While the new one is saved, the
-        room's document may still change (a keystroke): those updates are not sent (they are
-        of the old document); the room carries their text into the new one when it swaps."""
-        while not self._queue.empty():  # what came since the batch began: the old document's too
-            await self._deliver([self._queue.get_nowait()])
-        if self._pending_update is not None:
-            return
-        replacement = item.prepare()
+        Everything queued before the replacement was delivered. Not while an update waits to
+        be saved (the storage is failing): the room keeps its document. The new document is
+        made from the room's files as they are when its turn comes, so the updates queued
+        behind it (of the old document) are in it already, and those that come while it is
+        saved the room carries into it as text when it swaps: none of them is sent (pages get
+        the new document) nor saved (the new document is). A turn that began meanwhile keeps
+        the old document and everything goes on as before. ``after``: the items of this
+        batch behind the replacement."""
+        replacement = item.prepare() if self._pending_update is None else None
         if replacement is None:
+            await self._deliver_in_turn(after)
             return
         try:
             await with_retries(lambda: self._store.replace_document(
@@ -264,20 +264,25 @@ class Pipeline:
             ), self._settings.persist_retries)
         except Exception:
             log.warning("could not save the replaced document; the room keeps its own", exc_info=True)
+            await self._deliver_in_turn(after)
             return
-        late: list[Item] = []
+        late = list(after)
         while not self._queue.empty():
             late.append(self._queue.get_nowait())
+        controls = [other for other in late if not isinstance(other, Frame | bytes)]  # stop, retry: back in line
+        late = [other for other in late if isinstance(other, Frame | bytes)]
         # From here nothing awaits: the swap, the announcement and the frames that came meanwhile.
-        if not item.swap(replacement):
+        swapped = item.swap(replacement)
+        if swapped:
+            self._send([frame for frame in late if isinstance(frame, Frame)])
+            event = DocumentReplaced(
+                generation=replacement.generation, state=base64.b64encode(replacement.state).decode(),
+            )
+            self._send([Frame(event, self.sent_seq)])
+        for other in controls:
+            self._queue.put_nowait(other)
+        if not swapped:
             await self._replace_refused(replacement, late)
-            return
-        self._send([frame for frame in late if isinstance(frame, Frame)])
-        event = DocumentReplaced(generation=replacement.generation, state=base64.b64encode(replacement.state).decode())
-        self._send([Frame(event, self.sent_seq)])
-        for other in late:
-            if not isinstance(other, Frame | bytes):
-                self._queue.put_nowait(other)
 
     async def _replace_refused(self, replacement: Replacement, late: list[Item]) -> None:
         """A turn began while the new document was saved, and the room kept its own: storage
@@ -291,7 +296,7 @@ class Pipeline:
             log.error("the stored document is a replacement the room did not take, and could not be "
                       "written back; it is written again at the next compaction", exc_info=True)
             self._since_compact = self._settings.compact_every
-        await self._deliver_in_turn(late)
+        await self._deliver(late)
 
     async def _deliver(self, items: list[Item]) -> None:
         if self._pending_update is None:
