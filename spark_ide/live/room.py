@@ -79,6 +79,10 @@ READ_TIMEOUT_S = 5.0
 ASK_EVERY_S = 1.0  # a connection whose update was refused is asked for what it has at most this often
 PRESENCE_EVERY_S = 0.1  # presence is announced at most this often: a reconnect storm is not n² frames
 PREVIOUS_KEPT_S = 120.0  # a replaced document is kept in memory this long for what pages still send of it
+# A page's edit of a replaced document is merged line by line (difflib, on the room's loop) in
+# files up to this size; in a larger one it goes beside the file instead (a merge of 20,000
+# equal lines took 50 s).
+MERGE_MAX_CHARS = 64 * 1024
 
 
 class Room:
@@ -335,8 +339,13 @@ class Room:
             return None  # a viewer's step 2 of the old document: a viewer writes nothing
         previous = self._previous[1] if self._previous is not None and self._previous[0] == conn.generation else None
         if previous is None:
-            return ErrorEvent(ErrorCode.DOCUMENT_REPLACED, "the document was replaced twice since this page loaded it: "
-                              "what it sent of the old one cannot be merged; reload the page")
+            return _unmerged()
+        refused = malformed_yjs(message, conn.username, state=previous.get_state)
+        if refused is not None:
+            return refused
+        limit = self.settings.limits.max_document_bytes
+        if limit is not None and _text_bytes(workspace_files(previous)) + len(message) > limit:
+            return ErrorEvent(ErrorCode.TOO_LARGE, f"a workspace's files may hold {limit} bytes together")
         before = document_texts(previous)
         try:
             handle_sync_message(message[1:], previous)
@@ -360,7 +369,10 @@ class Room:
                 changes[path] = now
             elif now is None:
                 continue  # deleted there, changed here since: the change stays
-            elif was is not None and current is not None and (merged := take_back(now, was, current)) is not None:
+            elif (
+                was is not None and current is not None and max(len(was), len(now), len(current)) <= MERGE_MAX_CHARS
+                and (merged := take_back(now, was, current)) is not None
+            ):
                 changes[path] = merged
             else:
                 changes[beside_path(path, "mine")] = now  # both changed the same lines: both kept
@@ -428,6 +440,8 @@ class Room:
             # offline, merged as text), then given the room's to adopt.
             if previous is not None and self._previous is not None and self._previous[1] is previous:
                 conn.outbox.put_raw(create_sync_message(previous))
+            else:  # what it typed offline, if anything, cannot be merged: it is told so
+                conn.outbox.put_frame(Frame(_unmerged(), sent))
             state = base64.b64encode(self.doc.get_update()).decode()
             conn.outbox.put_frame(Frame(DocumentReplaced(generation=self.generation, state=state), sent))
         frames = None if resync else self._catch_up(after, stored)
@@ -814,6 +828,11 @@ class Room:
 
 
 SIZE_CHECK = "size-check"  # the origin of a person's update applied where it may cross the size limit
+
+
+def _unmerged() -> ErrorEvent:
+    return ErrorEvent(ErrorCode.DOCUMENT_REPLACED, "the document was replaced more than once since this page "
+                      "loaded it: anything typed into the old copy while disconnected could not be merged")
 
 
 def _text_bytes(files: Map[Text]) -> int:

@@ -473,9 +473,16 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
     await _replaced(room, 2)
     await stale.type_text("util.py", 0, "# lost\n")
     error = await stale.until(lambda e: e["type"] == "error" and e["code"] == "document_replaced")
-    assert "reload" in error["message"]
+    assert "could not be merged" in error["message"]
     await typist.pump(0.2)
     assert "# lost" not in room.texts()["util.py"]
+
+    # Past MERGE_MAX_CHARS a file is not merged line by line (on the room's loop): beside it.
+    big = "".join(f"line {i}\n" for i in range(10_000))
+    room.set_file("big.txt", big + "theirs\n")
+    assert room._merge_texts({"big.txt": big}, {"big.txt": "mine\n" + big}) is None
+    await typist.until_true(lambda: typist.text("big.mine.txt") == "mine\n" + big)
+    assert room.texts()["big.txt"] == big + "theirs\n"
     for page in (typist, back, stale):
         await page.close()
 
