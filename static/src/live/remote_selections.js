@@ -164,6 +164,23 @@ export function moveCursor(awareness, oldFiles, files) {
     awareness.setLocalStateField("cursor", null); // its file is gone: none until the editor tells one
     return;
   }
-  const at = (index) => Y.createRelativePositionFromTypeIndex(ytext, Math.min(index, ytext.length));
+  const map = positionMap(anchor.type.toString(), ytext.toString());
+  const at = (index) => Y.createRelativePositionFromTypeIndex(ytext, Math.min(map(index), ytext.length));
   awareness.setLocalStateField("cursor", { anchor: at(anchor.index), head: at(head.index) });
+}
+
+// A position of text `before` moved into text `after`, through the one changed stretch between
+// their common start and common end (a position inside it goes to its end in `after`).
+export function positionMap(before, after) {
+  let start = 0;
+  const limit = Math.min(before.length, after.length);
+  while (start < limit && before[start] === after[start]) start += 1;
+  let end = 0;
+  while (end < limit - start && before[before.length - 1 - end] === after[after.length - 1 - end]) end += 1;
+  const shift = after.length - before.length;
+  return (pos) => {
+    if (pos <= start) return pos;
+    if (pos >= before.length - end) return pos + shift;
+    return after.length - end;
+  };
 }

@@ -7,7 +7,7 @@ import * as Y from "yjs";
 import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
 import { editorNonce } from "../csp.js";
 import { languageFor } from "../languages.js";
-import { moveCursor, remoteSelections } from "./remote_selections.js";
+import { moveCursor, positionMap, remoteSelections } from "./remote_selections.js";
 import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { diagnosticsExtensions } from "./diagnostics.js";
@@ -166,9 +166,11 @@ export class EditorTabs {
     if (focus) this.view.focus();
   }
 
-  rebuilt(path, tab) {
+  // The tab's state again on its Y.Text; `map` moves a position of the old text into the new
+  // one (else positions are only clamped).
+  rebuilt(path, tab, map = (pos) => pos) {
     const doc = tab.ytext.toString();
-    const clamp = (pos) => Math.min(pos, doc.length);
+    const clamp = (pos) => Math.min(map(pos), doc.length);
     const ranges = tab.state.selection.ranges.map((r) => EditorSelection.range(clamp(r.anchor), clamp(r.head)));
     return EditorState.create({
       doc, selection: EditorSelection.create(ranges, tab.state.selection.mainIndex), extensions: this.extensions(path, tab),
@@ -280,10 +282,13 @@ export class EditorTabs {
   // A tab on its file's Y.Text of a new document: a new undo history (the old one undoes items
   // the new document does not hold), and its state built again, the selection kept.
   retarget(path, tab, ytext) {
+    const before = tab.state.doc.toString();
     tab.undo.destroy();
     tab.ytext = ytext;
     tab.undo = new Y.UndoManager(ytext);
-    tab.state = this.rebuilt(path, tab);
+    // The new text may lack a keystroke still on its way (merged back a moment later): the
+    // selection moves through the difference, not by its raw offsets.
+    tab.state = this.rebuilt(path, tab, positionMap(before, ytext.toString()));
   }
 
   // A file the model is writing just appeared in the document (inside the transaction that
