@@ -6,6 +6,7 @@ storage (a document nobody holds live is changed in place).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pycrdt import Doc, Text, YMessageType, YSyncMessageType
@@ -23,6 +24,17 @@ def replace_file_if(doc: Doc[Any], path: str, text: str | None, expected: str | 
         return False
     set_file_text(doc, path, text, origin)
     return True
+
+
+def document_from_texts(texts: Mapping[str, str], origin: str) -> Doc[Any]:
+    """A new document holding ``texts`` (path -> content), made in one transaction: a
+    workspace's first document, or the one a room replaces its own by (new item ids)."""
+    doc: Doc[Any] = Doc()
+    files = workspace_files(doc)
+    with doc.transaction(origin=origin):
+        for path, text in texts.items():
+            files[path] = Text(text)
+    return doc
 
 
 def move_file(doc: Doc[Any], path: str, new_path: str, origin: str) -> str | None:

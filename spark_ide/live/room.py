@@ -35,7 +35,14 @@ from pycrdt import (
 )
 
 from spark_ide.editing import workspace_files
-from spark_ide.editing.document import document_texts, move_file, replace_file_if, set_file_text, sync_step2
+from spark_ide.editing.document import (
+    document_from_texts,
+    document_texts,
+    move_file,
+    replace_file_if,
+    set_file_text,
+    sync_step2,
+)
 from spark_ide.editing.paths import BadPath, beside_path, clean_path, path_conflict
 from spark_ide.editing.threeway import take_back
 
@@ -252,11 +259,7 @@ class Room:
         if self._closed or self._turn_began():
             return None
         texts = self.texts()
-        fresh: Doc[Any] = Doc()
-        files = workspace_files(fresh)
-        with fresh.transaction(origin="replace"):
-            for path, text in texts.items():
-                files[path] = Text(text)
+        fresh = document_from_texts(texts, "replace")
         return Replacement(
             generation=self.generation + 1, state=fresh.get_update(), previous=self.doc.get_update(),
             doc=fresh, texts=texts,
@@ -333,16 +336,16 @@ class Room:
         merged into the room's document as text (a line-based three-way merge; where it
         clashes with a change made since, the page's version of the file goes beside it).
         A step 1 of the old document needs no answer; its cursors point into the old one."""
+        previous = self._previous[1] if self._previous is not None and self._previous[0] == conn.generation else None
+        refused = malformed_yjs(message, conn.username, state=None if previous is None else previous.get_state)
+        if refused is not None:
+            return refused
         if message[0] == YMessageType.AWARENESS or message[1] == YSyncMessageType.SYNC_STEP1:
             return None
         if conn.role not in DRIVER_ROLES:
             return None  # a viewer's step 2 of the old document: a viewer writes nothing
-        previous = self._previous[1] if self._previous is not None and self._previous[0] == conn.generation else None
         if previous is None:
             return _unmerged()
-        refused = malformed_yjs(message, conn.username, state=previous.get_state)
-        if refused is not None:
-            return refused
         limit = self.settings.limits.max_document_bytes
         if limit is not None and _text_bytes(workspace_files(previous)) + len(message) > limit:
             return ErrorEvent(ErrorCode.TOO_LARGE, f"a workspace's files may hold {limit} bytes together")
@@ -643,7 +646,7 @@ class Room:
     def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
         if conn.generation is not None and conn.generation != self.generation:
-            return malformed_yjs(message, conn.username) or self._receive_stale(conn, message)
+            return self._receive_stale(conn, message)
         refused = malformed_yjs(message, conn.username, state=self.doc.get_state)
         if refused is not None:
             self._ask_for_missing(conn, message)

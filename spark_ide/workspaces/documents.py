@@ -19,10 +19,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from django.db import transaction
-from pycrdt import Doc, Text
+from pycrdt import Doc
 
-from spark_ide.editing import workspace_files
-from spark_ide.editing.document import move_file, replace_file_if, set_file_text
+from spark_ide.editing.document import document_from_texts, move_file, replace_file_if, set_file_text
 from spark_ide.replay.history import history_begin, history_keep
 
 from .languages import language_for
@@ -79,16 +78,13 @@ def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
     """The workspace's document: stored state plus updates, or built from its files."""
     with transaction.atomic():
         workspace = Workspace.objects.select_for_update().defer(None).get(pk=workspace_id)
-        doc: Doc[Any] = Doc()
         through = 0  # the id of the last stored update the document holds
         if workspace.ydoc is None:
-            files = workspace_files(doc)
-            with doc.transaction(origin="load"):
-                for path, text in workspace.files.values_list("path", "text"):
-                    files[path] = Text(text)
+            doc = document_from_texts(dict(workspace.files.values_list("path", "text")), "load")
             workspace.ydoc = doc.get_update()
             workspace.save(update_fields=["ydoc"])
         else:
+            doc = Doc()
             doc.apply_update(bytes(workspace.ydoc))
             for pk, data in workspace.doc_updates.order_by("id").values_list("id", "data"):
                 doc.apply_update(bytes(data))

@@ -7,10 +7,9 @@ import base64
 from typing import Any
 
 import pytest
-from pycrdt import Doc, Text
+from pycrdt import Doc
 
-from spark_ide.editing import workspace_files
-from spark_ide.editing.document import document_texts, set_file_text
+from spark_ide.editing.document import document_from_texts, document_texts, set_file_text
 from spark_ide.replay import history
 from spark_ide.replay.models import Checkpoint, HistoryUpdate
 from spark_ide.replay.services import document_history, replay_data
@@ -27,16 +26,6 @@ def _edit(workspace: Workspace, doc: Doc[Any], path: str, text: str) -> int:
     before = doc.get_state()
     set_file_text(doc, path, text, "test")
     return document_append(workspace.id, doc.get_update(before))
-
-
-def _renewed(doc: Doc[Any]) -> Doc[Any]:
-    """A new document rebuilt from ``doc``'s texts (new item ids), as a room replaces its own."""
-    new: Doc[Any] = Doc()
-    files = workspace_files(new)
-    with new.transaction(origin="test"):
-        for path, text in document_texts(doc).items():
-            files[path] = Text(text)
-    return new
 
 
 def test_every_state_survives_compaction(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,7 +87,7 @@ def test_a_replacement_starts_the_document_over(user: Any, monkeypatch: pytest.M
         seen.append(document_texts(old))
     document_compact(workspace.id, old.get_update(), through_id=last)  # 2 updates: no checkpoint due
 
-    new = _renewed(old)
+    new = document_from_texts(document_texts(old), "test")
     state = new.get_update()
     document_replace(workspace.id, state, generation=1, previous=old.get_update())
     seen.append(document_texts(new))
