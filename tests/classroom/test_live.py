@@ -28,7 +28,7 @@ from spark_ide.pairing.models import Role
 from spark_ide.pairing.services import role_for
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import WorkspaceError, file_text, file_write, workspace_create
-from tests.pairing.conftest import Live, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
+from tests.pairing.conftest import Live, LiveClient, connect, rooms, token_for  # noqa: F401  (rooms: a fixture)
 
 from .conftest import TEMPLATE
 
@@ -51,11 +51,16 @@ def dashboard_html(teacher: User, course: Course) -> str:
     return str(client.get(f"/classroom/{course.pk}/students").content.decode())
 
 
+async def connect_student(enrollment: Enrollment) -> LiveClient:
+    """The student's page on their copy's live session."""
+    session = await database_sync_to_async(student_session)(enrollment)
+    student = enrollment.student
+    return await connect(Live(str(session.id), str(enrollment.workspace_id), await token_for(student), student))
+
+
 async def test_an_open_room_shows_the_student_editing_and_gets_pushed_files(rooms: None) -> None:  # noqa: F811
     teacher, course, enrollment = await database_sync_to_async(setup_course)()
-    session = await database_sync_to_async(student_session)(enrollment)
-    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
-    student = await connect(live)
+    student = await connect_student(enrollment)
     await student.pump(0.2)
     assert 'data-field="presence">no edit yet' in await database_sync_to_async(dashboard_html)(teacher, course)
     # The student types: the room's owner persists it, and the dashboard (which reads only the
@@ -89,9 +94,7 @@ async def test_a_keystroke_between_the_pushs_read_and_its_write_is_kept(
     student's landing in between keeps their file (the teacher's text goes beside), where the
     write used to replace it, keystroke and all."""
     _, course, enrollment = await database_sync_to_async(setup_course)()
-    session = await database_sync_to_async(student_session)(enrollment)
-    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
-    student = await connect(live)
+    student = await connect_student(enrollment)
     room = ROOMS.owned(str(enrollment.workspace_id))
     assert room is not None
     loop = asyncio.get_running_loop()
@@ -135,9 +138,7 @@ async def test_a_conditional_write_refused_by_a_check_leaves_the_live_document_a
     change made on the room's loop is not undone with the transaction): a refused conditional
     write changes neither the rows nor the document."""
     _, _, enrollment = await database_sync_to_async(setup_course)()
-    session = await database_sync_to_async(student_session)(enrollment)
-    live = Live(str(session.id), str(enrollment.workspace_id), await token_for(enrollment.student), enrollment.student)
-    student = await connect(live)
+    student = await connect_student(enrollment)
     room = ROOMS.owned(str(enrollment.workspace_id))
     assert room is not None
     settings.SPARK_MAX_WORKSPACE_FILES = len(TEMPLATE)
