@@ -22,12 +22,15 @@ from typing import Any
 
 from pycrdt import Doc, Text, TextEvent
 
-from spark_ide.editing.lines import utf8_length
+from spark_ide.editing.lines import OpenLine, utf8_length
 from spark_ide.editing.snapshot import FileSnapshot
 
 # How far ahead a new line may match an old one; further matches are treated as new
 # lines, which keeps a repeated line (`return None`) from deleting half a file early.
 LOOKAHEAD_LINES = 50
+# The ghost is the unfinished line's end, at most this long: a status per delta must not
+# carry a line of 10^6 characters (the page shows the end, where the model is writing).
+GHOST_CHARS = 256
 
 
 class LineApplier:
@@ -63,7 +66,7 @@ class LineApplier:
         # Text typed right at the end of the file goes after the region, not into it.
         self._end_at_eof = position >= snapshot.size
         self._next = 0  # first old line neither kept nor passed yet
-        self._partial = ""
+        self._line = OpenLine(tail_chars=GHOST_CHARS)
         self._written = 0
         self._conflicts: list[int] = []
         self._foreign_changes = False
@@ -72,8 +75,13 @@ class LineApplier:
 
     @property
     def ghost(self) -> str:
-        """The line being written, not yet in the document."""
-        return self._partial
+        """The line being written, not yet in the document: its last ``GHOST_CHARS``."""
+        return self._line.tail(GHOST_CHARS)
+
+    @property
+    def ghost_from(self) -> int:
+        """How many characters of the line being written come before ``ghost``."""
+        return max(0, self._line.length - GHOST_CHARS)
 
     @property
     def ghost_line(self) -> int:
@@ -106,18 +114,13 @@ class LineApplier:
         return tuple(self._conflicts)
 
     def feed(self, chunk: str) -> None:
-        if "\n" not in chunk:
-            self._partial += chunk
-            return
-        *complete, self._partial = (self._partial + chunk).split("\n")
-        for line in complete:
+        for line in self._line.feed(chunk):
             self._commit(line + "\n")
 
     def finish(self) -> tuple[int, ...]:
         """Write the last line and delete the old lines that were not kept."""
-        if self._partial:
-            line, self._partial = self._partial, ""
-            self._commit(line)
+        if self._line:
+            self._commit(self._line.take())
         self._delete(self._next, len(self._old))
         self._next = len(self._old)
         self.close()

@@ -259,6 +259,7 @@ class EditBlock:
                 (),
                 applier.ghost,
                 applier.ghost_line,
+                applier.ghost_from,
                 self._strategy,
                 fenced=self.fenced,
                 language=self.language,

@@ -32,3 +32,70 @@ def normalize(line: str) -> str:
 def utf8_length(text: str) -> int:
     """Y.Text (pycrdt) counts positions in UTF-8 bytes, Python in code points."""
     return len(text) if text.isascii() else len(text.encode())
+
+
+class OpenLine:
+    """The line being written, delta by delta: what each delta costs is its own length, never
+    the line's (a model writes paragraphs, minified JSON and literals of 10^6 characters as one
+    line; a string grown with ``+=`` on an attribute is copied whole at every delta).
+
+    ``feed`` keeps the line in pieces and hands back the lines a delta completes (joined once,
+    at their end); ``tail`` is the line's last characters (at most ``tail_chars``, kept in a
+    string trimmed now and then), ``length`` its length so far.
+    """
+
+    __slots__ = ("_loose", "_parts", "_tail", "_tail_chars", "length")
+    _COMPACT = 256  # pieces joined into one when this many have come (their own cost only)
+
+    def __init__(self, tail_chars: int = 0) -> None:
+        self._parts: list[str] = []
+        self._loose = 0  # pieces at the end of _parts not joined yet
+        self._tail = ""
+        self._tail_chars = tail_chars
+        self.length = 0
+
+    def __bool__(self) -> bool:
+        return self.length > 0
+
+    def feed(self, chunk: str) -> list[str]:
+        """Take more text; the lines it completes, without their "\\n"."""
+        if "\n" not in chunk:
+            self._add(chunk)
+            return []
+        first, *rest = chunk.split("\n")
+        if self._parts:
+            self._parts.append(first)
+            first = "".join(self._parts)
+        last = rest.pop()
+        self._clear()
+        self._add(last)
+        return [first, *rest]
+
+    def take(self) -> str:
+        """The unfinished line, whole; the line starts over empty."""
+        line = "".join(self._parts)
+        self._clear()
+        return line
+
+    def _clear(self) -> None:
+        self._parts, self._loose, self._tail, self.length = [], 0, "", 0
+
+    def tail(self, chars: int) -> str:
+        """The line's last ``chars`` characters (``chars`` at most ``tail_chars``)."""
+        assert chars <= self._tail_chars
+        return self._tail[-chars:] if chars else ""
+
+    def _add(self, piece: str) -> None:
+        if not piece:
+            return
+        parts = self._parts
+        parts.append(piece)
+        self.length += len(piece)
+        self._loose += 1
+        if self._loose == self._COMPACT:
+            parts[-self._COMPACT :] = ["".join(parts[-self._COMPACT :])]
+            self._loose = 0
+        keep = self._tail_chars
+        if keep:
+            tail = self._tail + piece if len(piece) < keep else piece[-keep:]
+            self._tail = tail[-keep:] if len(tail) > 2 * keep else tail

@@ -47,6 +47,7 @@ class BlockStatus:
     candidates: tuple[int, ...] = ()
     ghost: str | None = None
     ghost_line: int | None = None
+    ghost_from: int = 0  # characters of the unfinished line before `ghost` (its end only is sent)
     strategy: MatchStrategy | None = None
     reason: str | None = None
     message: str | None = None
@@ -69,6 +70,8 @@ class BlockStatus:
         if self.ghost is not None:
             detail["ghost"] = self.ghost
             detail["ghost_line"] = self.ghost_line
+            if self.ghost_from:
+                detail["ghost_from"] = self.ghost_from
         if self.strategy is not None:
             detail["strategy"] = self.strategy.value
         if self.reason is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
-from spark_ide.editing.lines import normalize, split_lines
+from spark_ide.editing.lines import OpenLine, normalize, split_lines
 from spark_ide.editing.locator import (
     REPORTED_CANDIDATES,
     exact_line_starts,
@@ -33,7 +33,7 @@ class _Mode(Enum):
 class CandidateTracker:
     def __init__(self, text: str) -> None:
         self._text = text
-        self._partial = ""
+        self._line = OpenLine()
         self._seen: list[str] = []
         self._mode = _Mode.EXACT
         # Exact candidates as (region start, start of the line after the lines seen);
@@ -49,13 +49,10 @@ class CandidateTracker:
 
     def feed(self, chunk: str) -> bool:
         """Take more old_text; True when a line completed (the candidates may differ)."""
-        if "\n" not in chunk:
-            self._partial += chunk
-            return False
-        *complete, self._partial = (self._partial + chunk).split("\n")
+        complete = self._line.feed(chunk)
         for line in complete:
             self._narrow(line)
-        return True
+        return bool(complete)
 
     def count(self) -> int | None:
         """How many places are still possible (None: too many to say yet)."""

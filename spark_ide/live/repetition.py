@@ -4,42 +4,103 @@ Small models fall into loops ("Turn 2a3f… no edit blocks." forty times over). 
 fed the answer as it streams and says when the tail has become a loop, so the Pilot stops
 the turn instead of letting it run for a minute. Code repeats legitimately (blank lines,
 closing braces, a table of rows that differ in their numbers), so a loop needs substance:
-a cycle of one to ``MAX_PERIOD`` identical lines (blanks at either end aside) whose text is
-at least ``MIN_CYCLE_CHARS`` long, repeated ``MIN_REPEATS`` times in a row; or, within one
-overlong line, a fragment repeated ``MIN_REPEATS`` times at its end.
+
+* across lines: a cycle of one to ``MAX_PERIOD`` identical lines (blanks at either end
+  aside) whose text is at least ``MIN_CYCLE_CHARS`` long, repeated ``MIN_REPEATS`` times in
+  a row;
+* inside one line at least ``LONG_LINE`` characters long: its end is a fragment of
+  ``MIN_FRAGMENT`` to ``MAX_FRAGMENT`` characters repeated ``MIN_REPEATS`` times in a row,
+  over at least ``MIN_INLINE_SPAN`` characters (so a short run of equal items in a data
+  literal, ``0, 0, 0, …`` or base64's ``AAAA…``, is not taken for a loop; a model that loops
+  goes on, and is caught a few hundred characters later).
+
+Every delta costs the same whatever the length of the line it continues (a model writes
+paragraphs, minified JSON and data literals as one line of 10^4 to 10^6 characters): the
+guard keeps only the line's last ``2 * WINDOW`` characters, and the inline check looks for
+the line's last ``MIN_FRAGMENT`` characters one period back (one ``rfind`` over
+``MAX_FRAGMENT`` characters) before it compares anything; only the periods found there are
+compared (``repeats_at_end``), at most ``MAX_FRAGMENT - MIN_FRAGMENT + 1`` per delta, each
+over at most ``WINDOW`` characters. A line longer than the kept tail is remembered for the
+line cycles by its length and its tail.
 """
 
 from __future__ import annotations
-
-import re
 
 MAX_PERIOD = 8  # lines in one cycle, at most
 MIN_REPEATS = 6  # cycles in a row that make a loop
 MIN_CYCLE_CHARS = 12  # a cycle this short (a brace, "pass") is not a loop
 LONG_LINE = 600  # a line this long without a newline is checked for a loop inside it
-_INLINE = re.compile(r"(.{8,120}?)\1{" + str(MIN_REPEATS - 1) + r",}$", re.DOTALL)
+MIN_FRAGMENT = 8  # the shortest fragment that loops inside a line
+MAX_FRAGMENT = 120  # ... and the longest
+MIN_INLINE_SPAN = 400  # characters a loop inside a line covers, at least
+WINDOW = max(MAX_FRAGMENT * MIN_REPEATS, MIN_INLINE_SPAN)  # the most an inline check reads
+
+
+def inline_span(period: int) -> int:
+    """The characters at the end of a line that must repeat with ``period`` to be a loop."""
+    return max(period * MIN_REPEATS, MIN_INLINE_SPAN)
+
+
+def repeats_at_end(tail: str, period: int) -> bool:
+    """Whether ``tail`` ends with a loop of ``period`` characters: its last ``inline_span``
+    characters equal themselves shifted by ``period`` (one C-level comparison)."""
+    span = inline_span(period)
+    if len(tail) < span:
+        return False
+    return tail[len(tail) - span + period :] == tail[len(tail) - span : len(tail) - period]
 
 
 class RepetitionGuard:
     def __init__(self) -> None:
-        self._lines: list[str] = []  # the complete lines, trimmed, newest last (bounded)
-        self._partial = ""
+        self._lines: list[str] = []  # the complete lines' keys, newest last (bounded)
+        self._tail = ""  # the current line's last characters (at most 2 * WINDOW)
+        self._length = 0  # the current line's whole length
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
-        self._partial += text
-        if "\n" not in text:  # most deltas: the line goes on, nothing to split (it ran per delta)
-            return self._inline_loop()
-        *complete, self._partial = self._partial.split("\n")
-        if complete:
-            self._lines.extend(line.strip() for line in complete)
-            del self._lines[: -MAX_PERIOD * MIN_REPEATS]
-            if self._looping():
+        start = 0
+        while (end := text.find("\n", start)) >= 0:  # most deltas end no line: not even once
+            self._extend(text[start:end])
+            if self._end_line():
                 return True
-        return self._inline_loop()
+            start = end + 1
+        self._extend(text[start:] if start else text)
+        return self._length >= LONG_LINE and self._inline_loop()
+
+    def _extend(self, piece: str) -> None:
+        if not piece:
+            return
+        self._length += len(piece)
+        if len(piece) >= WINDOW:
+            self._tail = piece[-WINDOW:]
+            return
+        self._tail += piece
+        if len(self._tail) > 2 * WINDOW:  # trimmed now and then: each delta's cost stays flat
+            self._tail = self._tail[-WINDOW:]
+
+    def _end_line(self) -> bool:
+        """The current line is complete: remember it (its key) and look for a line cycle."""
+        if len(self._tail) == self._length:
+            key = self._tail.strip()
+        else:  # too long to keep: its length and its tail stand for it
+            key = f"\0{self._length}\0{self._tail[-WINDOW:].rstrip()}"
+        self._tail, self._length = "", 0
+        self._lines.append(key)
+        del self._lines[: -MAX_PERIOD * MIN_REPEATS]
+        return self._looping()
 
     def _inline_loop(self) -> bool:
-        return len(self._partial) >= LONG_LINE and _INLINE.search(self._partial[-LONG_LINE:]) is not None
+        tail = self._tail
+        end = len(tail)
+        probe = tail[end - MIN_FRAGMENT :]
+        # A loop of period p puts the probe p characters back too: look only where it is.
+        lowest = max(0, end - MIN_FRAGMENT - MAX_FRAGMENT)
+        found = tail.rfind(probe, lowest, end - MIN_FRAGMENT)  # the nearest: the shortest period
+        while found >= lowest:
+            if repeats_at_end(tail, end - MIN_FRAGMENT - found):
+                return True
+            found = tail.rfind(probe, lowest, found + MIN_FRAGMENT - 1)
+        return False
 
     def _looping(self) -> bool:
         lines = self._lines

@@ -16,6 +16,7 @@ from spark_ide.editing import (
     TurnEditor,
     workspace_files,
 )
+from spark_ide.editing.applier import GHOST_CHARS
 
 from .support import Block, build_stream, make_doc, read
 
@@ -78,6 +79,25 @@ def test_it_reports_the_ghost_line_without_writing_it() -> None:
         "strategy": "exact",
     }
     assert read(doc, "app.py") == APP
+
+
+def test_a_long_unfinished_line_reports_its_end_as_the_ghost() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed('<edit path="app.py">\n<old_text>\n    return 2\n</old_text>\n<new_text>\n')
+    literal = "".join(f"{i:05d}," for i in range(20_000))  # 120,000 characters on one line
+    line = f"    return [{literal}]"
+    events: list[Any] = []
+    for at in range(0, len(line), 4):
+        events = editor.feed(line[at : at + 4])
+    streaming = statuses(events)[-1]
+    assert streaming.ghost == line[-GHOST_CHARS:]
+    assert streaming.ghost_from == len(line) - GHOST_CHARS
+    detail = streaming.detail()
+    assert detail["ghost"] == line[-GHOST_CHARS:] and detail["ghost_from"] == len(line) - GHOST_CHARS
+    assert read(doc, "app.py") == APP  # still unfinished: not written
+    editor.feed("\n</new_text>\n</edit>\n")
+    assert read(doc, "app.py") == APP.replace("    return 2\n", line + "\n")  # written whole
 
 
 def test_it_passes_prose_through_for_the_transcript() -> None:
