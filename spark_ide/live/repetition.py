@@ -16,15 +16,17 @@ closing braces, a table of rows that differ in their numbers), so a loop needs s
 
 Every delta costs the same whatever the length of the line it continues (a model writes
 paragraphs, minified JSON and data literals as one line of 10^4 to 10^6 characters): the
-guard keeps only the line's last ``2 * WINDOW`` characters, and the inline check looks for
+line is kept in pieces (``OpenLine``) with its last ``WINDOW`` characters at hand, and the
+inline check looks for
 the line's last ``MIN_FRAGMENT`` characters one period back (one ``rfind`` over
 ``MAX_FRAGMENT`` characters) before it compares anything; only the periods found there are
 compared (``repeats_at_end``), at most ``MAX_FRAGMENT - MIN_FRAGMENT + 1`` per delta, each
-over at most ``WINDOW`` characters. A line longer than the kept tail is remembered for the
-line cycles by its length and its tail.
+over at most ``WINDOW`` characters.
 """
 
 from __future__ import annotations
+
+from spark_ide.editing.lines import OpenLine
 
 MAX_PERIOD = 8  # lines in one cycle, at most
 MIN_REPEATS = 6  # cycles in a row that make a loop
@@ -52,45 +54,20 @@ def repeats_at_end(tail: str, period: int) -> bool:
 
 class RepetitionGuard:
     def __init__(self) -> None:
-        self._lines: list[str] = []  # the complete lines' keys, newest last (bounded)
-        self._tail = ""  # the current line's last characters (at most 2 * WINDOW)
-        self._length = 0  # the current line's whole length
+        self._lines: list[str] = []  # the complete lines, trimmed, newest last (bounded)
+        self._line = OpenLine(tail_chars=WINDOW)  # the current line
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
-        start = 0
-        while (end := text.find("\n", start)) >= 0:  # most deltas end no line: not even once
-            self._extend(text[start:end])
-            if self._end_line():
+        for line in self._line.feed(text):  # most deltas end no line
+            self._lines.append(line.strip())
+            del self._lines[: -MAX_PERIOD * MIN_REPEATS]
+            if self._looping():
                 return True
-            start = end + 1
-        self._extend(text[start:] if start else text)
-        return self._length >= LONG_LINE and self._inline_loop()
-
-    def _extend(self, piece: str) -> None:
-        if not piece:
-            return
-        self._length += len(piece)
-        if len(piece) >= WINDOW:
-            self._tail = piece[-WINDOW:]
-            return
-        self._tail += piece
-        if len(self._tail) > 2 * WINDOW:  # trimmed now and then: each delta's cost stays flat
-            self._tail = self._tail[-WINDOW:]
-
-    def _end_line(self) -> bool:
-        """The current line is complete: remember it (its key) and look for a line cycle."""
-        if len(self._tail) == self._length:
-            key = self._tail.strip()
-        else:  # too long to keep: its length and its tail stand for it
-            key = f"\0{self._length}\0{self._tail[-WINDOW:].rstrip()}"
-        self._tail, self._length = "", 0
-        self._lines.append(key)
-        del self._lines[: -MAX_PERIOD * MIN_REPEATS]
-        return self._looping()
+        return self._line.length >= LONG_LINE and self._inline_loop()
 
     def _inline_loop(self) -> bool:
-        tail = self._tail
+        tail = self._line.tail(WINDOW)
         end = len(tail)
         probe = tail[end - MIN_FRAGMENT :]
         # A loop of period p puts the probe p characters back too: look only where it is.

@@ -206,4 +206,4 @@ def test_a_million_character_line_costs_each_delta_the_same(monkeypatch: pytest.
     assert most <= MAX_FRAGMENT - MIN_FRAGMENT + 1  # at most one comparison per period, per delta
     assert len(calls) <= deltas  # on average under one per delta
     assert max(calls) <= 2 * WINDOW  # each over the kept tail, never the line
-    assert len(guard._tail) <= 2 * WINDOW
+    assert len(guard._line.tail(WINDOW)) <= WINDOW
