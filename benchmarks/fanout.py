@@ -6,7 +6,8 @@ server, frame tap, the IDE under Daphne in one process on SQLite, the bare relay
 session is watched by N sockets, all joined with the owner's API token (a person's tabs, or
 everyone who came by invite: the room treats them the same); the bare relay runs its fan-out
 mode (``/watch/<name>``: the sockets share one model socket and each event is encoded once).
-A driving socket prompts an answer of ``--tokens`` tokens of prose at 1,000 tokens/s; for
+A driving socket prompts an answer of ``--tokens`` tokens (a long prose line, a code block,
+short lines: ``pairing.run.mixed``) at 1,000 tokens/s; for
 each upstream delta and each watcher, the added latency is when the watcher held its last
 character minus when the tap saw its frame. N rises through ``--levels`` (IDE and bare
 alternating, the watchers of a level kept for the next); a relay stops at the first level
@@ -56,7 +57,7 @@ from urllib.parse import urlsplit
 from benchmarks import report
 from benchmarks.pairing.client import Browser, Watcher, play
 from benchmarks.pairing.processes import CONNECT_BATCH, JOINED, SETTLE_S, SharedRoom, paced
-from benchmarks.pairing.run import FILES, PACED_RATE, prose
+from benchmarks.pairing.run import FILES, PACED_RATE, mixed, prose
 from benchmarks.pairing.scale import (
     cpu_row,
     measure_level,
@@ -149,7 +150,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def one_process_ramp(args: argparse.Namespace) -> dict[str, Any]:
-    text = prose(args.tokens, salt=7)
+    text = mixed(args.tokens, salt=7)
     async with Stack({SCENARIO: text}) as stack:
         _, ws_url = await stack.session(FILES)
         ide = Side("ide", ws_url, stack.token, await Browser.open(ws_url, stack.token), stack, text)

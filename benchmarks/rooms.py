@@ -3,7 +3,8 @@
 The pairing benchmark's stack (``benchmarks.pairing.stack``: model server, frame tap, the IDE
 under Daphne in one process, the bare relay). R rooms, each its own workspace and session
 with one socket (the bare relay: R sockets, each with its own model socket), each driven by
-its own scripted answer of ``--tokens`` tokens of prose at 1,000 tokens/s, all at once. For
+its own scripted answer of ``--tokens`` tokens (a long prose line, a code block, short
+lines: ``pairing.run.mixed``) at 1,000 tokens/s, all at once. For
 each upstream delta of each room: when its socket held the delta's last character minus when
 the tap saw its frame.
 
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import signal
 from typing import Any
 
 from benchmarks import report
 from benchmarks.pairing.client import Watcher
-from benchmarks.pairing.run import FILES, PACED_RATE, prose
+from benchmarks.pairing.run import FILES, PACED_RATE, mixed
 from benchmarks.pairing.scale import (
     cpu_row,
     measure_level,
@@ -34,7 +36,7 @@ from benchmarks.pairing.scale import (
     ramp_parser,
     server_pids,
 )
-from benchmarks.pairing.stack import Stack
+from benchmarks.pairing.stack import Stack, fresh_postgres_database
 
 SCENARIO = "rooms"
 LEVELS = (5, 10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
@@ -49,8 +51,9 @@ def script(room: int) -> str:
 
 
 def answer(room: int, tokens: int) -> str:
-    """Room ``room``'s answer: its own text (the tap tells the rooms' answers apart by it)."""
-    return f"room {room} says: {prose(tokens, salt=room)}"
+    """Room ``room``'s answer: its own text (the tap tells the rooms' answers apart by it), a
+    long prose line, a code block and short lines (``mixed``)."""
+    return f"room {room} says: {mixed(tokens, salt=room)}"
 
 
 class Side:
@@ -106,7 +109,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     this_run = asyncio.current_task()
     assert this_run is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
-    async with Stack(texts) as stack:
+    database = fresh_postgres_database(args.postgres) if args.postgres else ""
+    async with Stack(texts, database_url=database) as stack:
         ide, bare = Side("ide", stack, texts), Side("bare", stack, texts)
         try:
             measures = {"ide": ide.measure, "bare": bare.measure}
@@ -117,6 +121,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures = ramp_figures(ramps)
     figures["rows"] = rows(figures, args.limit_ms)
     figures["charts"] = charts(figures, args.limit_ms)
+    figures["database"] = "PostgreSQL" if args.postgres else "SQLite (the embedded default)"
     figures["setup"] = setup.finish(tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=levels)
     return figures
 
@@ -134,7 +139,8 @@ def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
 
     out = [
         report.row(
-            f"rooms at {PACED_RATE:,} tokens/s each, one socket each: largest count with p99 <= {limit_ms:g} ms",
+            f"rooms at {PACED_RATE:,} tokens/s each, one socket each, on {figures['database']}: largest count with "
+            f"p99 <= {limit_ms:g} ms",
             ide["largest"], unit="rooms", baseline=bare["largest"], ratio=ratio, target=f">= {TARGET_RATIO}x bare",
             met=report.at_least(ratio, TARGET_RATIO),
             note=f"IDE stopped: {ide['stopped']}; bare stopped: {bare['stopped']}; generator CPU share at the "
@@ -167,7 +173,12 @@ def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "rooms", LEVELS, LIMIT_MS)
-    return parse_ramp(parser, argv)
+    parser.add_argument("--postgres", metavar="NAME", default="",
+                        help="run the IDE on this PostgreSQL database, made afresh on 127.0.0.1:5432 (default: SQLite)")
+    args = parse_ramp(parser, argv)
+    if args.postgres and not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.postgres):
+        parser.error("--postgres must be a plain PostgreSQL name: lower-case letters, digits, _")
+    return args
 
 
 def main(argv: list[str]) -> dict[str, Any]:

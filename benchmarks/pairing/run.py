@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import signal
 import statistics
 import time
@@ -72,6 +73,23 @@ def prose(tokens: int, salt: int = 0) -> str:
         count += len(split_tokens(piece))
         pieces.append(piece)
     return "".join(pieces)
+
+
+def one_line(tokens: int, salt: int = 0) -> str:
+    """A paragraph of ``tokens`` words (a little more tokens) on one line, in a seeded random order
+    (``prose`` cycles through its words: on one line that is a loop, and the server's
+    repetition guard ends it)."""
+    rng = random.Random(salt)  # noqa: S311 - seeded text, not secrets
+    return " ".join(rng.choice(VOCAB) for _ in range(tokens))
+
+
+def mixed(tokens: int, salt: int = 0) -> str:
+    """An answer as models write them: a paragraph on one long line (about 60 % of the
+    tokens), a ``<write>`` of a small code file, then prose in short lines."""
+    paragraph = one_line(max(tokens * 6 // 10, 1), salt)
+    code = f'<write path="notes/mixed_{salt}.py">\n{write_body(salt, functions=max(tokens // 100, 1))}</write>'
+    rest = prose(max(tokens - len(split_tokens(paragraph)) - len(split_tokens(code)), 1), salt + 1)
+    return f"{paragraph}\n{code}\n{rest}"
 
 
 def write_body(salt: int, functions: int = 40) -> str:
