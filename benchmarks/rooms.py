@@ -119,9 +119,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ide.close()
             bare.close()
     figures = ramp_figures(ramps)
+    figures["database"] = "PostgreSQL" if args.postgres else "SQLite (the embedded default)"
     figures["rows"] = rows(figures, args.limit_ms)
     figures["charts"] = charts(figures, args.limit_ms)
-    figures["database"] = "PostgreSQL" if args.postgres else "SQLite (the embedded default)"
     figures["setup"] = setup.finish(tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=levels)
     return figures
 
