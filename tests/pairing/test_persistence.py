@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connections
 from django.test import Client
 
-from spark_ide.pairing.adapter import ROOMS
+from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore, StaleOwner, appends
 from spark_ide.pairing.models import Turn
-from spark_ide.workspaces.models import File, Workspace
-from spark_ide.workspaces.services import WorkspaceError, file_rename, file_write
+from spark_ide.workspaces.models import DocumentUpdate, File, Workspace
+from spark_ide.workspaces.services import WorkspaceError, file_rename, file_write, workspace_create
 from tests.pairing.conftest import Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
 
@@ -136,3 +137,62 @@ async def test_the_tree_and_the_listing_show_a_file_the_model_just_made(
     tree = await database_sync_to_async(http.get)(f"/sessions/{live.session_id}/tree")
     assert 'data-open="steered.py"' in tree.content.decode()
     await client.close()
+
+
+async def test_the_updates_of_many_rooms_are_written_together_each_room_in_order(
+    transactional_db: None, django_user_model: Any,
+) -> None:
+    """Updates waiting at once, of several rooms, take one trip to the database thread; each
+    room gets its own rows, in its order; a room opened again elsewhere (a stale epoch) has
+    its write refused alone, and the others' writes of that trip stand."""
+    owner = await database_sync_to_async(django_user_model.objects.create_user)(username="grace")
+
+    async def opened(name: str) -> DatabaseRoomStore:
+        workspace = await database_sync_to_async(workspace_create)(owner=owner, name=name, files={"a.py": ""})
+        store = DatabaseRoomStore(workspace.id)
+        await database_sync_to_async(store._open)()
+        return store
+
+    stores = [await opened(f"w{i}") for i in range(4)]
+    stale = stores[3]
+    stale.epoch -= 1  # another process opened it since
+    writer = appends()
+    trips = writer.trips
+    results = await asyncio.gather(
+        *(store.append_update(f"{i}".encode()) for i, store in enumerate(stores)), return_exceptions=True,
+    )
+    assert writer.trips == trips + 1
+    assert isinstance(results[3], StaleOwner)
+    assert all(isinstance(result, int) for result in results[:3])
+    second = await asyncio.gather(*(store.append_update(b"second") for store in stores[:3]))
+    for i, store in enumerate(stores[:3]):
+        rows = await database_sync_to_async(
+            lambda store=store: list(DocumentUpdate.objects.filter(workspace_id=store.workspace)
+                                     .order_by("id").values_list("data", flat=True)))()
+        assert [bytes(row) for row in rows] == [f"{i}".encode(), b"second"]
+        assert second[i] > results[i]  # type: ignore[operator]
+    stale_rows = await database_sync_to_async(DocumentUpdate.objects.filter(workspace_id=stale.workspace).count)()
+    assert stale_rows == 0
+    await database_sync_to_async(connections.close_all)()
+
+
+async def test_a_room_that_stops_waiting_does_not_stop_the_others_write(
+    transactional_db: None, django_user_model: Any,
+) -> None:
+    owner = await database_sync_to_async(django_user_model.objects.create_user)(username="hedy")
+    stores = []
+    for name in ("x", "y"):
+        workspace = await database_sync_to_async(workspace_create)(owner=owner, name=name, files={"a.py": ""})
+        stores.append(DatabaseRoomStore(workspace.id))
+        await database_sync_to_async(stores[-1]._open)()
+    leaving = asyncio.create_task(stores[0].append_update(b"left"))
+    staying = asyncio.create_task(stores[1].append_update(b"stayed"))
+    await asyncio.sleep(0)
+    leaving.cancel()
+    assert await staying > 0
+    with pytest.raises(asyncio.CancelledError):
+        await leaving
+    written = await database_sync_to_async(
+        lambda: sorted(bytes(d) for d in DocumentUpdate.objects.values_list("data", flat=True)))()
+    assert written == [b"left", b"stayed"]  # the write it asked for was made: only the wait ended
+    await database_sync_to_async(connections.close_all)()
