@@ -15,6 +15,8 @@ import ast
 import re
 from typing import NamedTuple
 
+from spark_ide.guard.python_fstrings import SPLIT_FROM, split_fstrings
+
 _CODE = re.compile(r"""[()\[\]{}#\\]|'''|\"\"\"|'|\"""")
 _STRING_END = {
     "'": re.compile(r"\\.?|'"),
@@ -31,6 +33,9 @@ _MARKS_ONLY = str.maketrans({chr(code): None for code in range(128) if chr(code)
 _OPENERS = frozenset("([{")
 _WHOLE: dict[str, bool] = {}  # ``LogicalLines.passes``: a line's brackets and quotes -> a whole logical line?
 _WHOLE_MAX = 4096  # patterns remembered at most (a hostile file could make every line's differ)
+# Only patterns this short are remembered: code repeats short ones, and a key is kept for the life of the process (a
+# minified line's pattern is about as long as the line: 4,096 of those could hold gigabytes).
+_WHOLE_LONGEST = 128
 _FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
 _SOFT_KEYWORDS = frozenset({"match", "case"})
 
@@ -133,8 +138,11 @@ class LogicalLines:
         marks = line.translate(_MARKS_ONLY)
         if not marks:
             return True
-        whole = _WHOLE.get(marks)
-        if whole is None:
+        if len(marks) > _WHOLE_LONGEST:
+            whole = _marks_depth(marks, 0) == 0
+        elif (known := _WHOLE.get(marks)) is not None:
+            whole = known
+        else:
             whole = _marks_depth(marks, 0) == 0
             if len(_WHOLE) < _WHOLE_MAX:
                 _WHOLE[marks] = whole
@@ -262,6 +270,8 @@ def _with_offset(tree: ast.Module | None, offset: int) -> tuple[ast.Module, int]
 
 
 def _parse(source: str) -> ast.Module | None:
+    if len(source) >= SPLIT_FROM:
+        source = split_fstrings(source)  # 3.11 parses a long f-string in quadratic time: cut it into short ones
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):

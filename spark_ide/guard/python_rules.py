@@ -213,15 +213,9 @@ class StatementRules:
         """Findings of one statement, its tree parsed with ``offset`` scaffold lines before it."""
         self._first_line = first_line - offset
         self._found: list[Finding] = []
-        self._targets: dict[int, list[str]] = {}  # id of a call -> the names its statement assigns to
         nodes = list(ast.walk(tree))
-        for node in nodes:
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names = [name for name in map(dotted, targets) if name is not None]
-                for sub in ast.walk(node.value):
-                    if isinstance(sub, ast.Call):
-                        self._targets[id(sub)] = names
+        self._nodes = nodes
+        self._targets: dict[int, list[str]] | None = None  # made when a rule asks (``_assigned_to``)
         for node in nodes:
             if isinstance(node, ast.Call):
                 self._call(node)
@@ -230,6 +224,7 @@ class StatementRules:
                 self._learn_import(node)
             elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
                 self._learn_assignment(node)
+        self._nodes, self._targets = [], None  # the tree is not kept past its statement
         return self._found
 
     def _line(self, node: ast.expr | ast.stmt) -> int:
@@ -348,7 +343,22 @@ class StatementRules:
                          "are cracked in seconds")
 
     def _assigned_to_password(self, call: ast.Call) -> bool:
-        return any(_PASSWORD_WORD.search(name) for name in self._targets.get(id(call), ()))
+        return any(_PASSWORD_WORD.search(name) for name in self._assigned_to(call))
+
+    def _assigned_to(self, call: ast.Call) -> list[str]:
+        """The names the statement holding ``call`` assigns to. The map of every call to them is made the first time
+        a rule asks, not for every statement: it walks every assigned value once more (a statement holding a long
+        literal, a minified line, spent about as long in that walk as in all the rules)."""
+        if self._targets is None:
+            self._targets = {}
+            for node in self._nodes:
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [name for name in map(dotted, targets) if name is not None]
+                    for sub in ast.walk(node.value):
+                        if isinstance(sub, ast.Call):
+                            self._targets[id(sub)] = names
+        return self._targets.get(id(call), [])
 
     def _verify(self, call: ast.Call, name: str | None, attr: str | None) -> None:
         verify = _keyword(call, "verify")

@@ -24,7 +24,10 @@ class FileScanner:
         self._python = self.language.is_python
         self._statements = self.language.statements(path) if self.language.statements is not None else None
         self._next_line = first_line
-        self._partial: list[str] = []  # the pieces of the line not yet ended
+        # The line not yet ended, in pieces: the latest chunks as they came, and every ``_JOIN`` of them joined into
+        # one (a megabyte-long line streamed 4 characters at a time is then ~4,000 strings, not 250,000).
+        self._partial: list[str] = []
+        self._loose = 0  # how many of ``_partial``'s last pieces are chunks not joined yet
         self._reported: set[tuple[str, str, int]] = set()
         self._finished = False
         self._words = _words_for(self.language)
@@ -34,16 +37,21 @@ class FileScanner:
         if self._finished:
             raise ValueError("this scanner's stream has finished")
         end = text.rfind("\n")
-        if end < 0:
+        if end < 0:  # most chunks: a piece of a line, kept (nothing is certain before the line ends)
             if text:
                 self._partial.append(text)
+                self._loose += 1
+                if self._loose == _JOIN:
+                    self._partial[-_JOIN:] = ["".join(self._partial[-_JOIN:])]
+                    self._loose = 0
             return []
         done = text[:end]
         if self._partial:
             self._partial.append(done)
-            done = "".join(self._partial)
+            done = "".join(self._partial)  # once per line
         rest = text[end + 1 :]
         self._partial = [rest] if rest else []
+        self._loose = len(self._partial)
         found = self._lines(done)
         return self._fresh(found) if found else found
 
@@ -56,6 +64,7 @@ class FileScanner:
         if self._partial:
             found.extend(self._lines("".join(self._partial)))
             self._partial = []
+            self._loose = 0
         if self._statements is not None:
             found.extend(self._statements.finish())
         return self._fresh(found)
@@ -106,6 +115,7 @@ class FileScanner:
 
 
 _SECRET_MARKS = KEY_MARK | HINT_MARK
+_JOIN = 64  # the chunks of an unfinished line kept apart at most: then joined (each chunk is copied once more)
 
 
 @functools.cache
