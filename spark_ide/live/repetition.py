@@ -81,12 +81,15 @@ class RepetitionGuard:
 
     def _looping(self) -> bool:
         lines = self._lines
+        last = lines[-1]
         for period in range(1, MAX_PERIOD + 1):
             span = period * MIN_REPEATS
             if len(lines) < span:
                 break
+            if lines[-1 - period] != last:
+                continue  # most lines of most answers: one comparison per period, nothing built
             cycle = lines[-period:]
-            if len("".join(cycle)) < MIN_CYCLE_CHARS:
+            if sum(map(len, cycle)) < MIN_CYCLE_CHARS:
                 continue
             if all(lines[-span + i] == cycle[i % period] for i in range(span)):
                 return True
