@@ -43,6 +43,9 @@ RETRY_LATER_S = (1.0, 2.0, 5.0, 10.0)  # after a batch failed for good: when to 
 # A batch this small goes out as it is: a delta and its prose are the usual batch of a room
 # that keeps up, and there is nothing to merge in them.
 MERGE_FROM = 3
+# The file rows are refreshed at most this often relative to how long the last refresh took
+# (at most a tenth of the time spent writing them).
+MATERIALIZE_SPACING = 10.0
 
 
 class _Retry:
@@ -167,6 +170,9 @@ class Pipeline:
         self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
         self._log_wake = asyncio.Event()
         self._materialize: asyncio.TimerHandle | None = None
+        self._materialize_wait = settings.materialize_after_s
+        self._materializing = False  # a refresh of the file rows is being written
+        self._files_stale = False  # the document changed since the last refresh began
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._storing: asyncio.Future[None] | None = None  # the event log's write in flight
@@ -373,20 +379,36 @@ class Pipeline:
                 await self._store.compact(self._document_state(), through_id=last_id)
             except Exception:
                 log.warning("could not compact the document (it stays as updates)", exc_info=True)
-        if self._materialize is None:
-            self._materialize = asyncio.get_running_loop().call_later(
-                self._settings.materialize_after_s, self._spawn_materialize
-            )
+        self._files_stale = True
+        self._schedule_materialize()
+
+    def _schedule_materialize(self) -> None:
+        """A refresh of the file rows, ``_materialize_wait`` from now; one at a time."""
+        if self._materialize is None and not self._materializing:
+            self._materialize = asyncio.get_running_loop().call_later(self._materialize_wait, self._spawn_materialize)
 
     def _spawn_materialize(self) -> None:
         self._materialize = None
+        self._materializing = True
         self._background.spawn(self._write_files())
 
     async def _write_files(self) -> None:
+        started = time.monotonic()
+        self._files_stale = False
         try:
             await self._store.write_files(self._texts())
         except Exception:
             log.warning("could not refresh the file rows (the document is saved)", exc_info=True)
+        finally:
+            self._materializing = False
+        # The rows are the files' whole texts: a file the model is writing (a 10^6-character
+        # JSON, say) is written again at every refresh, and the database thread every room
+        # shares would spend its time on it, the rooms' document updates waiting behind. The
+        # next refresh waits MATERIALIZE_SPACING times as long as this one took.
+        took = time.monotonic() - started
+        self._materialize_wait = max(self._settings.materialize_after_s, MATERIALIZE_SPACING * took)
+        if self._files_stale:  # the document changed while they were written
+            self._schedule_materialize()
 
     # -- the event log -----------------------------------------------------------------------
 
