@@ -9,7 +9,13 @@ Chromium through Playwright. A probe installed before any page script
 Phases:
 
 * ``rates``: at each ``--rates`` (tokens/s), one answer of prose then a 300-line
-  ``<write>`` block lasting about ``--seconds``, prompted from the IDE page's prompt box;
+  ``<write>`` block lasting about ``--seconds``, prompted from the IDE page's prompt box.
+  Models write long lines, so the prose comes in paragraphs of as many words as the rate's
+  tokens per second, each on ONE line (1,000 / 5,000 / 20,000 words at 1k / 5k / 20k;
+  ``--line-words`` sets one length for every rate), at least one whole paragraph however
+  short ``--seconds``; at rates from ``--literal-rate`` on, a ``<write>`` of a file with one
+  ``--literal-chars`` (50,000) character string literal on one line comes before the 300-line
+  file;
   long tasks, longest gap between animation frames, frames per second, from the prompt until
   the editor shows the file's last line. The same stream played to the baseline page
   (``browser_bare.html``: a socket to the bare relay appending each delta to one text node)
@@ -18,9 +24,10 @@ Phases:
 * ``lag``: at ``--lag-rate`` (5,000 tokens/s), ``--lag-turns`` answers each writing a new
   300-line file: from the binary frame that brings the file's last line to the page (the
   probe wraps the page's WebSocket) to the editor holding that line (a MutationObserver on
-  the editor). p50 / p95.
+  the editor). p50 / p95. Each answer's prose is one line.
 * ``memory``: a fresh page; turns mixing prose and edit blocks (rewriting a few files) at
-  ``--memory-rate`` until ``--memory-tokens`` (100k and 1M) tokens have streamed; at each
+  ``--memory-rate`` until ``--memory-tokens`` (100k and 1M) tokens have streamed (the prose
+  in lines of ``--memory-line-words`` words); at each
   mark, the JS heap in use after a forced GC (CDP ``HeapProfiler.collectGarbage``, then
   ``Performance.getMetrics``) and the DOM node count.
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import random
 import statistics
 import subprocess
 import sys
@@ -41,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
-from benchmarks.pairing.run import prose, write_body
+from benchmarks.pairing.run import VOCAB, write_body
 from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.engines.scripted import split_tokens
 
@@ -86,7 +94,10 @@ LONG_TASKS_LOADED = (0, 0, 5)  # at ISSUE_RATES, one busy thread beside
 MAX_GAP_MS = 33.0  # longest gap between animation frames at the top rate
 LAG_P95_MS = 50.0  # last-line lag at the lag rate
 MEMORY_RATIO = 2.0  # heap after 1M tokens / after 100k
-# ~100 s. Answers must last a couple of seconds: what a page does wrong with a growing turn
+LITERAL_CHARS = 50_000  # the one-line string literal of the answers at --literal-rate and above
+LAG_LINE_WORDS = 1_000_000  # the lag answers' prose: one line
+MEMORY_LINE_WORDS = 5_000
+# ~110 s. Answers must last a couple of seconds: what a page does wrong with a growing turn
 # (the original page laid out its whole prose every frame) only shows past ~100 KB of it.
 QUICK = ["--seconds", "2", "--lag-turns", "8", "--reps", "1", "--memory-prose", "60000"]
 
@@ -95,9 +106,42 @@ def progress(message: str) -> None:
     report.progress("browser", message)
 
 
-def answer(prose_tokens: int, path: str, salt: int) -> str:
-    """Prose, then a whole new file of 300 lines written at ``path``."""
-    return f'{prose(prose_tokens, salt)}\n<write path="{path}">\n{write_body(salt, WRITE_FUNCTIONS)}</write>\nDone.\n'
+def prose(tokens: int, salt: int = 0, line_words: int = 14) -> str:
+    """Deterministic prose of exactly ``tokens`` scripted-engine tokens, a line break after every
+    ``line_words`` words; no line starts with '<'. The words come in a seeded random order: a
+    line that cycles through them is what the server's repetition guard stops as a loop."""
+    rng = random.Random(salt)  # noqa: S311 - seeded text, not secrets
+    pieces: list[str] = []
+    count = 0
+    while count < tokens:
+        i = len(pieces)
+        word = rng.choice(VOCAB)
+        piece = word if not pieces else ("\n" if i % line_words == 0 else " ") + word
+        if count + len(split_tokens(piece)) > tokens:
+            piece = " a" if pieces else "a"  # one token: land on the count exactly
+        count += len(split_tokens(piece))
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def literal_file(chars: int, salt: int) -> str:
+    """A Python file whose second line holds one string literal of ``chars`` hex digits
+    (seeded; hex, so that no secret pattern of the watchdog can match inside it)."""
+    digits = f"{random.Random(salt).getrandbits(4 * chars):0{chars}x}"[:chars]  # noqa: S311 - not a secret
+    return f'# generated\nBLOB = "{digits}"\nSIZE = len(BLOB)\n'
+
+
+def literal_path(path: str) -> str:
+    return path.removesuffix(".py") + "_blob.py"
+
+
+def answer(prose_tokens: int, path: str, salt: int, line_words: int = 14, literal: int = 0) -> str:
+    """Prose in lines of ``line_words`` words, then (with ``literal``) a file holding one line
+    of ``literal`` characters, then a whole new file of 300 lines written at ``path``."""
+    text = prose(prose_tokens, salt, line_words) + "\n"
+    if literal:
+        text += f'<write path="{literal_path(path)}">\n{literal_file(literal, salt)}</write>\n'
+    return text + f'<write path="{path}">\n{write_body(salt, WRITE_FUNCTIONS)}</write>\nDone.\n'
 
 
 def last_line(salt: int) -> tuple[str, int]:
@@ -130,12 +174,14 @@ class Scripts:
         self.texts: dict[str, str] = {}
         self._next_salt = 0
 
-    def add(self, kind: str, prose_tokens: int, path: str | None = None) -> Script:
+    def add(
+        self, kind: str, prose_tokens: int, path: str | None = None, *, line_words: int = 14, literal: int = 0
+    ) -> Script:
         salt = self._next_salt
         self._next_salt += 1
         name = f"{kind}-{salt}"
         path = path or f"bench/{kind}_{salt}.py"
-        script = Script(name, answer(prose_tokens, path, salt), path, salt)
+        script = Script(name, answer(prose_tokens, path, salt, line_words, literal), path, salt)
         self.texts[name] = script.text
         return script
 
@@ -576,22 +622,29 @@ def charts(figures: dict[str, Any], rates: list[float]) -> dict[str, report.Char
 def plan(args: argparse.Namespace) -> tuple[Scripts, dict[str, Any]]:
     """Every script, made before the engine starts (it reads them from a file)."""
     scripts = Scripts()
-    write_tokens = tokens(answer(0, "bench/x.py", 0)) - tokens(prose(0))
+    write_tokens = tokens(answer(0, "bench/x.py", 0))
+    literal_tokens = tokens(answer(0, "bench/x.py", 0, literal=args.literal_chars)) - write_tokens
     plans: dict[str, Any] = {"warm": [scripts.add("warm", 50), scripts.add("warm", 50)]}
     rate_plans: dict[tuple[str, float, int], Script] = {}
     for load in args.loads:
         for rate in args.rates:
+            words = args.line_words or int(rate)
+            literal = args.literal_chars if rate >= args.literal_rate else 0
+            rest = write_tokens + (literal_tokens if literal else 0)
+            paragraph = tokens(prose(int(words * 1.7), 0, words).split("\n", 1)[0])  # one whole line of them
             for rep in range(args.reps):
                 rate_plans[(load, rate, rep)] = scripts.add(
-                    "stream", max(100, int(rate * args.seconds) - write_tokens)
+                    "stream", max(100, paragraph, int(rate * args.seconds) - rest), line_words=words, literal=literal,
                 )
     plans["rates"] = rate_plans
-    plans["lag"] = [scripts.add("lag", args.lag_prose) for _ in range(args.lag_turns)]
+    plans["lag"] = [scripts.add("lag", args.lag_prose, line_words=LAG_LINE_WORDS) for _ in range(args.lag_turns)]
     memory: list[Script] = []
     if args.memory_tokens:
         per_turn = args.memory_prose + write_tokens
         for k in range(max(args.memory_tokens) // per_turn + 2):
-            memory.append(scripts.add("mem", args.memory_prose, path=f"bench/mem_{k % MEMORY_FILES}.py"))
+            memory.append(scripts.add(
+                "mem", args.memory_prose, path=f"bench/mem_{k % MEMORY_FILES}.py", line_words=args.memory_line_words,
+            ))
     plans["memory"] = memory
     return scripts, plans
 
@@ -622,6 +675,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures["setup"] = setup.finish(
         rates=args.rates, seconds_per_answer=args.seconds, reps=args.reps, loads=args.loads,
         lag_turns=args.lag_turns, memory_tokens=args.memory_tokens, memory_rate=args.memory_rate,
+        line_words=args.line_words or "the rate's tokens/s", literal_chars=args.literal_chars,
+        literal_rate=args.literal_rate, memory_line_words=args.memory_line_words,
         bundle=str(args.bundle) if args.bundle else "static/dist/main.js",
     )
     return figures
@@ -647,6 +702,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rates", type=_numbers(float), default=[1000.0, 5000.0, 20000.0], help="tokens/s")
     parser.add_argument("--seconds", type=float, default=4.0, help="length of each streamed answer")
     parser.add_argument("--reps", type=int, default=3, help="answers per rate, load and page (medians)")
+    parser.add_argument("--line-words", type=int, default=0,
+                        help="words per prose line in the rates' answers (default: the rate's tokens/s)")
+    parser.add_argument("--literal-chars", type=int, default=LITERAL_CHARS,
+                        help="the one-line literal written before the 300-line file (0: none)")
+    parser.add_argument("--literal-rate", type=float, default=5000.0,
+                        help="answers from this rate on write the literal")
     parser.add_argument("--loads", default=",".join(LOADS), help="idle, loaded (one busy thread beside)")
     parser.add_argument("--lag-rate", type=float, default=5000.0)
     parser.add_argument("--lag-turns", type=int, default=12)
@@ -654,12 +715,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--memory-tokens", type=_numbers(int), default=[100_000, 1_000_000])
     parser.add_argument("--memory-rate", type=float, default=100_000.0)
     parser.add_argument("--memory-prose", type=int, default=30_000, help="prose tokens per memory turn")
+    parser.add_argument("--memory-line-words", type=int, default=MEMORY_LINE_WORDS, help="words per prose line there")
     parser.add_argument("--bundle", type=Path, help="serve this build of static/dist/main.js (compare two builds)")
     args = parser.parse_args(argv)
     args.phases = [p for p in args.phases.split(",") if p]
     args.loads = [p for p in args.loads.split(",") if p]
     if unknown := (set(args.phases) - set(PHASES)) | (set(args.loads) - set(LOADS)):
         parser.error(f"unknown phases or loads: {', '.join(sorted(unknown))}")
+    if args.line_words < 0 or args.literal_chars < 0 or args.memory_line_words < 1:
+        parser.error("--line-words and --literal-chars must be >= 0, --memory-line-words >= 1")
     if args.seconds <= 0 or args.reps < 1 or args.lag_turns < 0 or args.lag_rate <= 0 or args.memory_rate <= 0:
         parser.error("--seconds, --reps, --lag-rate and --memory-rate must be positive; --lag-turns >= 0")
     if args.bundle is not None and not args.bundle.is_file():

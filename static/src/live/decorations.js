@@ -9,25 +9,77 @@ import { IN_FLIGHT } from "./block_states.js";
 
 export const setLiveRegion = StateEffect.define();
 
-class GhostWidget extends WidgetType {
-  constructor(text) {
-    super();
+// What the ghost shows: the end of the unfinished line. The server sends at most its last
+// characters (`detail.ghost`) and how many come before them (`detail.ghost_from`, absent when
+// none): a model writing one line of 50,000 characters must not cost the page 50,000
+// characters per status. A cut line starts with an ellipsis.
+export const GHOST_ELLIPSIS = "…";
+// However much a server sends (one from before ghost_from sent the whole line), the page draws
+// no more than this of its end.
+const GHOST_SHOWN_CHARS = 512;
+
+export function ghostText(detail) {
+  if (!detail || typeof detail.ghost !== "string") return null;
+  const ghost = detail.ghost;
+  const from = Number.isInteger(detail.ghost_from) && detail.ghost_from > 0 ? detail.ghost_from : 0;
+  if (ghost.length > GHOST_SHOWN_CHARS) return GHOST_ELLIPSIS + ghost.slice(ghost.length - GHOST_SHOWN_CHARS);
+  return from ? GHOST_ELLIPSIS + ghost : ghost;
+}
+
+// The ghost of one streaming block. Its text changes with nearly every status, its place only
+// when a line is done: the text is written into the ghost's node directly (paint()), and the
+// editor needs a transaction only when the place or the region changes. The node is in a
+// shadow root of its own: the editor watches its content for changes (a person typing), and
+// each change it sees costs a read of the selection and a measure of the whole view.
+export class GhostSource {
+  constructor(text = "") {
     this.text = text;
+    this.node = null; // the text node showing it, once drawn
   }
 
+  // The text as last set, into the drawn node (if the node is still in the editor).
+  paint() {
+    if (this.node && this.node.isConnected && this.node.data !== this.text) this.node.data = this.text;
+  }
+}
+
+class GhostWidget extends WidgetType {
+  constructor(source) {
+    super();
+    this.source = source;
+  }
+
+  // The same block's ghost: the same node (its text is painted in place).
   eq(other) {
-    return other.text === this.text;
+    return other.source === this.source;
   }
 
+  // A line: the text (in a shadow root, see GhostSource) and the caret after it, isolated left
+  // to right so that an overflowing ghost keeps its end in view (live.css).
   toDOM() {
     const line = document.createElement("div");
     line.className = "cm-live-ghost";
     line.setAttribute("aria-hidden", "true");
-    line.textContent = this.text;
+    const wrap = document.createElement("span");
+    wrap.className = "cm-live-ghost-text";
+    const host = document.createElement("span");
+    this.source.node = document.createTextNode(this.source.text);
+    host.attachShadow({ mode: "open" }).append(this.source.node);
     const caret = document.createElement("span");
     caret.className = "cm-live-caret";
-    line.append(caret);
+    wrap.append(host, caret);
+    line.append(wrap);
     return line;
+  }
+
+  // Another block's ghost where one was drawn: the element stays, its text is this one's.
+  updateDOM(dom) {
+    const host = dom.firstChild && dom.firstChild.firstChild;
+    const node = host && host.shadowRoot && host.shadowRoot.firstChild;
+    if (!node || node.nodeType !== Node.TEXT_NODE) return false;
+    this.source.node = node;
+    node.data = this.source.text;
+    return true;
   }
 
   ignoreEvent() {
@@ -40,8 +92,9 @@ const candidateLine = Decoration.line({ class: "cm-live-candidate" });
 
 // The ghost is a block widget, so it must come from the state (it changes line heights).
 function ghostDecorations(info, doc) {
-  if (!info || info.state !== "streaming" || typeof info.detail.ghost !== "string") return Decoration.none;
-  const widget = new GhostWidget(info.detail.ghost);
+  const text = info && info.state === "streaming" ? ghostText(info.detail) : null;
+  if (text === null) return Decoration.none;
+  const widget = new GhostWidget(info.ghost || new GhostSource(text));
   const at = info.detail.ghost_line;
   // The ghost sits where the line will land: above ghost_line, or after the last line.
   return Decoration.set(at && at <= doc.lines
@@ -118,6 +171,22 @@ export function followPosition(info, doc) {
   return line === null ? null : lineStart(line, doc);
 }
 
+function sameLines(a, b) {
+  if (!Array.isArray(a) || !Array.isArray(b)) return a === b || (!Array.isArray(a) && !Array.isArray(b));
+  return a.length === b.length && a.every((value, i) => value === b[i]);
+}
+
+// Do two statuses of a path draw the same region, the ghost's text aside? Then the editor's
+// decorations stand, and only the ghost's text is painted.
+export function sameRegion(a, b) {
+  if (!a || !b) return a === b;
+  if (a.turn !== b.turn || a.block !== b.block || a.state !== b.state || a.ghost !== b.ghost) return false;
+  const x = a.detail;
+  const y = b.detail;
+  return x.ghost_line === y.ghost_line && sameLines(x.lines, y.lines) && sameLines(x.candidates, y.candidates)
+    && (ghostText(x) === null) === (ghostText(y) === null);
+}
+
 export class LiveRegions {
   constructor() {
     this.byPath = new Map(); // path -> {turn, block, state, detail}
@@ -129,7 +198,12 @@ export class LiveRegions {
     const { path, state } = event;
     if (!path) return;
     if (IN_FLIGHT.has(state)) {
-      this.byPath.set(path, { turn: event.turn, block: event.block, state, detail: event.detail || {} });
+      const current = this.byPath.get(path);
+      const detail = event.detail || {};
+      const ghost = current && current.turn === event.turn && current.block === event.block
+        ? current.ghost : new GhostSource();
+      ghost.text = ghostText(detail) ?? ""; // drawn at the next frame (paint)
+      this.byPath.set(path, { turn: event.turn, block: event.block, state, detail, ghost });
     } else {
       const current = this.byPath.get(path);
       if (current && current.block === event.block && current.turn === event.turn) this.byPath.delete(path);

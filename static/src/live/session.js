@@ -342,8 +342,14 @@ class LiveSession {
       const info = this.regions.get(active);
       // While a block streams, its ghost; once it is applied, the last line it wrote.
       const end = this.regions.takeEnd(active);
-      const line = this.follow.mayScroll() ? (info ? followLine(info) : end) : null;
-      this.tabs.stageRegion(active, info, line);
+      // Most statuses of a streaming block only move its ghost's text along the line: that is
+      // painted into the ghost's node, without an editor transaction (whose cost, with every
+      // extension's update and a measure after it, does not depend on how little changed).
+      if (!(info && end === null && this.tabs.drawsRegion(active, info))) {
+        const line = this.follow.mayScroll() ? (info ? followLine(info) : end) : null;
+        this.tabs.stageRegion(active, info, line);
+      }
+      if (info) info.ghost.paint();
     }
     this.tabs.render(); // the tabs' "model is writing here" marks
   }

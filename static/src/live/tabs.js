@@ -8,7 +8,7 @@ import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } 
 import { editorNonce } from "../csp.js";
 import { languageFor } from "../languages.js";
 import { moveCursor, positionMap, remoteSelections } from "./remote_selections.js";
-import { lineStart, liveDecorations, setLiveRegion } from "./decorations.js";
+import { lineStart, liveDecorations, sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { diagnosticsExtensions } from "./diagnostics.js";
 
@@ -42,6 +42,7 @@ export class EditorTabs {
     this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
     this.lastFilePick = -Infinity; // a tab or tree click: stop switching files for a while
     this.staged = null; // {path, info, line}: the region for the next editor transaction
+    this.shown = null; // {path, info}: the region the editor draws
     const touched = () => { this.lastUserAction = performance.now(); };
     host.addEventListener("pointerdown", touched);
     host.addEventListener("keydown", touched);
@@ -102,6 +103,7 @@ export class EditorTabs {
     if (staged && this.view && transaction.startState === this.view.state && staged.path === this.active) {
       this.staged = null;
       spec.effects = this.regionEffects(staged, transaction.newDoc);
+      this.shown = { path: staged.path, info: staged.info };
     }
     return spec;
   }
@@ -159,7 +161,8 @@ export class EditorTabs {
     const scroll = tab.scroll || EditorView.scrollIntoView(0, { y: "start" });
     // The watchdog's findings as they are now: an inactive tab's state did not hear of changes.
     const found = this.diagnostics ? this.diagnostics.spec(path, this.view.state).effects : [];
-    this.view.dispatch({ effects: [setLiveRegion.of(this.regions.get(path)), scroll, ...found] });
+    this.shown = { path, info: this.regions.get(path) };
+    this.view.dispatch({ effects: [setLiveRegion.of(this.shown.info), scroll, ...found] });
     this.fileLabel.textContent = path;
     if (window.location.hash !== `#${encodeURI(path)}`) history.replaceState(null, "", `#${path}`);
     this.render();
@@ -324,10 +327,18 @@ export class EditorTabs {
     this.staged = { path, info, line };
   }
 
+  // Does the editor draw `info` for `path` (or will it, with the staged region), the ghost's
+  // text aside? Then a new status needs no editor transaction (session.js flushRegions).
+  drawsRegion(path, info) {
+    const drawn = this.staged || this.shown;
+    return Boolean(this.view && drawn && path === this.active && drawn.path === path && sameRegion(drawn.info, info));
+  }
+
   applyStagedRegion() {
     const staged = this.staged;
     this.staged = null;
     if (!staged || !this.view || staged.path !== this.active) return;
+    this.shown = { path: staged.path, info: staged.info };
     this.view.dispatch({ effects: this.regionEffects(staged, this.view.state.doc) });
   }
 

@@ -22,6 +22,7 @@ const STATE_LABELS = {
 // what it showed last.
 const WRITTEN = new Set(["streaming", "applied"]);
 const MAX_CODE_LINES = 400; // longer files show their start; the editor has the rest
+const CODE_LINE_CHARS = 2000; // and longer lines their start
 // Why a turn ended, where the outcome alone does not say (turn.finished `reason`); other
 // reasons show as their name.
 const REASON_LABELS = {
@@ -50,16 +51,25 @@ const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started ar
 // At Spark's speed a turn's prose grows by tens of kilobytes a second. Laying out one
 // growing paragraph costs the whole text on every frame, so prose goes into parts: a part
 // is closed at the first line break after PART_CHARS (or, in a paragraph that never breaks,
-// at a space after PART_MAX_CHARS) and only the open part is laid out again.
+// such as the thousands of words a model writes on one line, at a space before
+// PART_MAX_CHARS) and only the open part is laid out again: what a delta costs the layout
+// is bounded by PART_MAX_CHARS, however long the line it continues.
 const PART_CHARS = 2048;
-const PART_MAX_CHARS = 16384;
+const PART_MAX_CHARS = 4096;
+// A block's chip has a part of its own (a status redraws the chip alone, not the paragraph
+// before it) and weighs this much prose when the page decides what to keep.
+const CHIP_CHARS = 64;
 // The page stays light however long the session: a turn keeps about PROSE_DOM_CHARS of its
 // prose on the page, the parts before that wait behind a "show earlier" button (at most
 // HIDDEN_CHARS of them, as plain text, and only for the last HIDDEN_TURNS finished turns),
-// and the transcript keeps the last MAX_TURNS turns (the turn history below has every turn).
+// finished turns before the last FULL_TURNS fold to their heading and one button that tells
+// their outcome (their text, chips and footer kept as data, drawn again when the person opens
+// one; a finished turn is a few nodes, not a few dozen), and the transcript keeps the
+// last MAX_TURNS turns (the turn history below has every turn, the replay every word).
 const PROSE_DOM_CHARS = 32768;
 const HIDDEN_CHARS = 262144;
 const HIDDEN_TURNS = 3; // only the last few finished turns keep their earlier text
+const FULL_TURNS = 6;
 const MAX_TURNS = 30;
 // Prose drawn per animation frame, at most; the rest waits for the next frame. A stall (a
 // hidden tab, a busy machine) must not come back as one long frame.
@@ -109,10 +119,26 @@ export function partCut(chars, text) {
   return space >= 0 ? space + 1 : limit;
 }
 
-// The lines [start, end] (1-based, inclusive) of a text.
-function region(text, [start, end]) {
-  const lines = text.split("\n");
-  return lines.slice(Math.max(start - 1, 0), Math.min(end, start - 1 + MAX_CODE_LINES)).join("\n");
+// The lines [start, end] (1-based, inclusive) of a text, at most MAX_CODE_LINES of them, each
+// cut at CODE_LINE_CHARS: found by looking for line breaks, not by splitting the whole file,
+// and a model's one-line data literal is not highlighted again on every frame.
+export function region(text, [start, end]) {
+  let at = 0;
+  for (let line = 1; line < start; line += 1) {
+    const stop = text.indexOf("\n", at);
+    if (stop < 0) return "";
+    at = stop + 1;
+  }
+  const lines = [];
+  const last = Math.min(end, start - 1 + MAX_CODE_LINES);
+  for (let line = Math.max(start, 1); line <= last; line += 1) {
+    const stop = text.indexOf("\n", at);
+    const upTo = stop < 0 ? text.length : stop;
+    lines.push(upTo - at > CODE_LINE_CHARS ? `${text.slice(at, at + CODE_LINE_CHARS)}…` : text.slice(at, upTo));
+    if (stop < 0) break;
+    at = stop + 1;
+  }
+  return lines.join("\n");
 }
 
 function highlighted(code, parser) {
@@ -149,6 +175,7 @@ export class Transcript {
     this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
     this.earlier = null; // the note that says so
     this.withHidden = []; // finished turns that keep earlier text off the page, oldest first
+    this.foldPending = false; // foldSoon() asked for a fold when the page is idle
     // Follow the end unless the person scrolled up. Measured on their scroll, not per frame:
     // reading the layout after every append would force a layout of the page each time. The
     // scroll itself happens when a turn's box changed size, which a ResizeObserver tells
@@ -201,11 +228,141 @@ export class Transcript {
       droppedChars: 0, // prose that is no longer kept at all
       more: null, // the "show earlier" button
       expanded: false, // the person asked for the earlier prose: it stays
+      outcome: null, // turn.finished's status, reason, metrics, error, by (the footer's)
+      folded: null, // a folded turn's prose and blocks, in order: strings and block records
+      unfolded: false, // the person opened a folded turn: it stays open
     };
     this.turns.set(turn, entry);
     this.append(article);
     this.dropOldTurns();
+    this.foldSoon();
     return entry;
+  }
+
+  // Folding is housekeeping: done when the page is idle, not in the task that starts or ends a
+  // turn (the editor's last lines may be waiting behind it).
+  foldSoon() {
+    if (this.foldPending) return;
+    this.foldPending = true;
+    const fold = () => {
+      this.foldPending = false;
+      this.foldOldTurns();
+    };
+    if (typeof requestIdleCallback === "function") requestIdleCallback(fold, { timeout: 1000 });
+    else setTimeout(fold, 200);
+  }
+
+  // Finished turns before the last FULL_TURNS fold (one not yet finished stays as it is).
+  foldOldTurns() {
+    let newer = 0;
+    const entries = [...this.turns.values()];
+    for (let i = entries.length - 1; i >= 0; i -= 1) {
+      const entry = entries[i];
+      newer += 1;
+      if (newer <= FULL_TURNS || !entry.done) continue;
+      if (!entry.folded && !entry.unfolded) this.fold(entry);
+    }
+  }
+
+  // A finished turn's prose and chips leave the page for a one-line button; what they showed
+  // is kept as data (text as strings, each block as its last status), not as nodes.
+  fold(entry) {
+    const blockOf = new Map();
+    for (const [block, view] of entry.blocks) blockOf.set(view.box, block);
+    const pieces = [];
+    let chars = 0;
+    const take = (part) => {
+      if (!part.box) { // text that never was on the page, or left it
+        if (part.words) pieces.push(part.words);
+        chars += part.chars;
+        return;
+      }
+      for (const node of part.box.childNodes) {
+        if (node.nodeType === Node.TEXT_NODE) {
+          pieces.push(node.data);
+          chars += node.data.length;
+        } else if (blockOf.has(node)) {
+          const block = blockOf.get(node);
+          const view = entry.blocks.get(block);
+          const record = {
+            folded: true, status: view.status, lines: view.lines, shown: view.shown ?? null,
+            fenced: Boolean(view.code), language: view.language || null,
+          };
+          entry.blocks.set(block, record);
+          this.live.delete(view);
+          this.repaint.delete(view);
+          pieces.push(record);
+        }
+      }
+    };
+    for (const part of entry.hidden) take(part);
+    for (const part of entry.parts) take(part);
+    for (const [block, view] of entry.blocks) { // a block whose text is no longer kept at all
+      if (view.folded) continue;
+      this.live.delete(view);
+      this.repaint.delete(view);
+      entry.blocks.set(block, { folded: true, status: view.status, lines: view.lines, shown: null, fenced: false });
+    }
+    entry.folded = pieces;
+    entry.parts = [];
+    entry.part = null;
+    entry.shownChars = 0;
+    entry.hidden = [];
+    entry.hiddenChars = 0;
+    entry.more = null;
+    this.withHidden = this.withHidden.filter((other) => other !== entry);
+    const blocks = pieces.filter((piece) => typeof piece !== "string").length;
+    entry.prose.replaceChildren(this.foldButton(entry, chars, blocks));
+    const footer = entry.article.querySelector(":scope > .turn-foot");
+    if (footer) footer.remove(); // the button says the outcome; the footer comes back with the text
+  }
+
+  // (A method of its own: a listener made in fold() would keep fold()'s locals, and with
+  // them the nodes that left the page.)
+  foldButton(entry, chars, blocks) {
+    const button = element("button", "prose-fold");
+    button.type = "button";
+    const what = [`${Math.max(1, Math.round(chars / 1024))} KB`];
+    if (blocks) what.push(`${blocks} edit${blocks === 1 ? "" : "s"}`);
+    const { status, reason, metrics } = entry.outcome;
+    const why = reasonLabel(status, reason);
+    const tokens = metrics && typeof metrics.tokens === "number" ? ` · ${metrics.tokens} tok` : "";
+    button.textContent = `${status}${why ? ` (${why})` : ""}${tokens}: show this answer (${what.join(", ")})`;
+    button.title = entry.droppedChars
+      ? `Its first ${Math.round(entry.droppedChars / 1024)} KB are no longer kept on this page (the replay has every word)`
+      : "An earlier answer, folded to keep the page light";
+    button.addEventListener("click", () => this.unfold(entry));
+    return button;
+  }
+
+  // The person opened a folded turn: its text and chips are drawn again (the chips as their
+  // blocks' last statuses; a fenced block's code as it showed it).
+  unfold(entry) {
+    const pieces = entry.folded;
+    if (!pieces) return;
+    entry.folded = null;
+    entry.unfolded = true;
+    entry.expanded = true; // no "show earlier" again: it is all here
+    entry.prose.replaceChildren();
+    for (const piece of pieces) {
+      if (typeof piece === "string") {
+        this.write(entry, piece);
+        continue;
+      }
+      const view = this.openBlock(entry, { kind: piece.status.detail.kind, fenced: piece.fenced, language: piece.language });
+      this.live.delete(view);
+      view.status = piece.status;
+      view.lines = piece.lines;
+      if (view.code && piece.shown !== null) {
+        view.shown = piece.shown;
+        view.parser = parserFor(piece.status.path, view.language);
+        view.code.replaceChildren(highlighted(piece.shown, view.parser));
+      }
+      for (const [block, record] of entry.blocks) if (record === piece) entry.blocks.set(block, view);
+      this.paint(view);
+    }
+    if (entry.droppedChars) this.showMore(entry);
+    entry.article.append(this.footer(entry));
   }
 
   // Only the last MAX_TURNS turns stay; a running turn is never dropped.
@@ -222,6 +379,7 @@ export class Transcript {
       }
       this.pending.delete(entry);
       this.turns.delete(turn);
+      this.withHidden = this.withHidden.filter((other) => other !== entry);
       this.droppedTurns += 1;
     }
     if (this.droppedTurns) {
@@ -344,6 +502,12 @@ export class Transcript {
     if (!this.turns.has(turn) && !IN_FLIGHT.has(state)) return;
     const entry = this.entry(turn);
     let view = entry.blocks.get(block);
+    if (entry.folded) { // a block of a folded turn (rolled back by a revert): its record changes
+      if (!view) return;
+      view.status = { path, state, detail };
+      if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+      return;
+    }
     if (!view) {
       this.drain(entry); // the prose before the block goes before it
       view = this.openBlock(entry, detail);
@@ -365,6 +529,17 @@ export class Transcript {
     entry.article.classList.add(`status-${status}`);
     // Its start came before what the server keeps for a new page: it is no longer "in progress".
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
+    entry.outcome = { status, reason, metrics, error, by };
+    entry.article.append(this.footer(entry));
+    // The document updates that came with the turn's last events are applied later in this
+    // frame: its code blocks follow them through the next flush, then stop.
+    this.freezing.push([entry, 2]);
+    this.foldSoon();
+  }
+
+  // A finished turn's footer: its outcome, why, its figures.
+  footer(entry) {
+    const { status, reason, metrics, error, by } = entry.outcome;
     const footer = element("footer", "turn-foot");
     if (reason) footer.dataset.reason = reason;
     footer.append(element("span", `badge outcome ${status}`, status));
@@ -382,10 +557,7 @@ export class Transcript {
       footer.append(element("span", "badge model", metrics.model));
     }
     if (error) footer.append(element("span", "error", typeof error === "string" ? error : error.message || ""));
-    entry.article.append(footer);
-    // The document updates that came with the turn's last events are applied later in this
-    // frame: its code blocks follow them through the next flush, then stop.
-    this.freezing.push([entry, 2]);
+    return footer;
   }
 
   flush() {
@@ -394,7 +566,7 @@ export class Transcript {
     this.freezing = this.freezing.filter((item) => {
       item[1] -= 1;
       if (item[1] > 0) return true;
-      for (const view of item[0].blocks.values()) this.live.delete(view);
+      for (const view of item[0].blocks.values()) this.live.delete(view); // (a fold's records are in no set)
       return false;
     });
     if (this.pending.size === 0) return;
@@ -421,7 +593,13 @@ export class Transcript {
     entry.buffer = text.slice(cut);
     if (!entry.buffer) this.pending.delete(entry);
     text = text.slice(0, cut);
-    const drawn = text.length;
+    this.write(entry, text);
+    this.trim(entry);
+    return text.length;
+  }
+
+  // Text at the end of the turn's prose: into its open part, and new parts as they fill.
+  write(entry, text) {
     while (text) {
       const part = this.openPart(entry);
       const end = partCut(part.chars, text);
@@ -436,8 +614,6 @@ export class Transcript {
       if (end < text.length) entry.part = null; // full: the rest goes into a new part
       text = text.slice(end);
     }
-    this.trim(entry);
-    return drawn;
   }
 
   // All of the turn's prose on the page and the head of `text` go behind "show earlier";
@@ -448,7 +624,8 @@ export class Transcript {
     if (newline >= 0 && newline - keepFrom < PART_CHARS) keepFrom = newline + 1;
     for (const part of entry.parts) {
       part.box.remove();
-      entry.hidden.push(part);
+      // Text alone is kept as a string, not as detached nodes; a part with a chip stays whole.
+      entry.hidden.push(part.box.childElementCount ? part : { box: null, words: part.box.textContent, chars: part.chars });
       entry.hiddenChars += part.chars;
     }
     entry.parts = [];
@@ -571,9 +748,14 @@ export class Transcript {
     } else {
       view.box = view.chip;
     }
+    // A part of its own: a status redraws the chip, not the paragraph it follows; prose
+    // after the block starts a new part.
+    entry.part = null;
     const part = this.openPart(entry);
     part.box.append(view.box);
-    part.text = null; // prose after the block starts a new text node
+    part.chars = CHIP_CHARS;
+    entry.shownChars += CHIP_CHARS;
+    entry.part = null;
     return view;
   }
 
