@@ -62,6 +62,11 @@ from .watchdog import CORRECTOR, RoomGuard, TurnWatch, bandit_in_process, correc
 log = logging.getLogger(__name__)
 
 DEFAULT_FENCE_PATH = "main.py"
+# Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
+# one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
+# many tokens, so a busy process spends less per token the busier it is; the watchdog still
+# reads a step line by line, the guard stops a loop within a step.
+MERGED_CHARS = 512
 POLICY_FRESH_S = 2.0  # a course's AI policy read for a prompt serves the commands of the next seconds
 
 
@@ -385,12 +390,16 @@ class Pilot:
                 if not run.live:
                     return
                 if isinstance(event, TextDelta):
-                    run.deltas += 1
-                    run.chars += len(event.text)
-                    self.stage.publish(TurnDelta(turn=run.id, text=event.text))
-                    if self._apply(run, event.text):
+                    text, more = event.text, 0
+                    if run.stream.waiting:  # behind the model: the deltas waiting go in one step
+                        waiting, more = run.stream.take_waiting_text(MERGED_CHARS)
+                        text += waiting
+                    run.deltas += 1 + more
+                    run.chars += len(text)
+                    self.stage.publish(TurnDelta(turn=run.id, text=text))
+                    if self._apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
-                    if run.repetition.feed(event.text):
+                    if run.repetition.feed(text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break

@@ -72,7 +72,7 @@ from .runs import RoomRuns
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
 from .turns import Command, CommandKind
-from .watchdog import RoomGuard
+from .watchdog import RoomGuard, start_scan_process
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,8 @@ class Room:
         self.seq = self._log_floor = self.pipeline.sent_seq = state.epoch << EPOCH_BITS
         self._doc_watch = self.doc.observe(self._on_doc_change)
         await self.guard.read_rules()
+        if self.guard.rules.active:
+            start_scan_process()  # now, not under the first stream that writes code
         self.guard.changed()  # the files as they are: their diagnostics
         self.pipeline.start()
         for turn in state.unfinished:

@@ -37,7 +37,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -146,6 +146,23 @@ def scan_pool() -> ProcessPoolExecutor:
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_scan_process,
             )
         return _pool
+
+
+def _ready() -> None:
+    """Nothing: a first task for the scan process, to have it started."""
+
+
+def start_scan_process() -> None:
+    """Have the scan process started now (a room opening), not at the first block a model
+    writes: its start holds the event loop a moment and its bandit load takes the process a
+    second, and every room's stream waited behind it (the first level of ``spark_bench
+    rooms``: p99 95-270 ms, then 21 ms at the next)."""
+    scan_pool().submit(_ready).add_done_callback(_started)
+
+
+def _started(future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("the watchdog's scan process did not start: %s", future.exception())
 
 
 async def in_scan_process(work: Callable[[], T]) -> T:

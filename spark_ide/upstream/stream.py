@@ -70,6 +70,7 @@ class TurnStream:
         self.first_token_at: float | None = None
         self._last_activity_at: float | None = None
         self._queue: asyncio.Queue[UpstreamEvent | _Resend | _Wake] = asyncio.Queue()
+        self._next: UpstreamEvent | _Resend | _Wake | None = None  # taken from the queue, not yet yielded
         self._state: State = "running"
         self._pushed_terminal = False
         self._pushed_text: list[str] = []
@@ -97,7 +98,7 @@ class TurnStream:
     @property
     def waiting(self) -> int:
         """How many events have arrived and wait to be taken (0: the consumer keeps up)."""
-        return self._queue.qsize()
+        return self._queue.qsize() + (self._next is not None)
 
     def __aiter__(self) -> TurnStream:
         return self
@@ -190,7 +191,37 @@ class TurnStream:
             self._pushed_terminal = True
             self._queue.put_nowait(event)
 
+    def take_waiting_text(self, limit: int) -> tuple[str, int]:
+        """The text of the deltas already waiting, as one piece (up to about ``limit``
+        characters; the first other event stays next): a consumer that fell behind takes one
+        step for all of them instead of one per token, so the more it falls behind the less
+        each token costs it. With how many deltas it holds; ("", 0) when nothing waits (a
+        consumer that keeps up)."""
+        if self._state != "running":
+            return "", 0
+        texts: list[str] = []
+        size = 0
+        while size < limit:
+            if self._next is not None:
+                item, self._next = self._next, None
+            elif not self._queue.empty():
+                item = self._queue.get_nowait()
+            else:
+                break
+            if not isinstance(item, TextDelta):
+                self._next = item
+                break
+            texts.append(item.text)
+            size += len(item.text)
+        text = "".join(texts)
+        if text:
+            self._yielded_text.append(text)
+        return text, len(texts)
+
     async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
+        if self._next is not None:
+            item, self._next = self._next, None
+            return item
         if not self._queue.empty():
             # At high rates events are usually waiting: skip wait_for's timer (~14 µs each).
             return self._queue.get_nowait()

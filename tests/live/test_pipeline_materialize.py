@@ -33,7 +33,7 @@ async def _refreshes_while_writing(store: SlowFiles, seconds: float) -> list[flo
 
     pipeline = Pipeline(
         store=store, transport=Transport(),  # type: ignore[arg-type]
-        settings=LiveSettings(connect_model=connect, persist_retries=(), materialize_after_s=0.01),  # type: ignore[arg-type]
+        settings=LiveSettings(connect_model=connect, persist_retries=(), materialize_after_s=0.01),
         document_state=lambda: b"state", texts=lambda: {"big.json": "x"}, on_failed=lambda exc: None,
         on_recovered=lambda: None,
     )

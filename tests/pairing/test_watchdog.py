@@ -250,3 +250,19 @@ async def test_a_flaw_deep_in_a_long_block_at_a_saturating_rate_is_halted_before
     flaw = "def find(cursor, name):\n    cursor.execute(f\"SELECT * FROM users WHERE name = '{name}'\")\n"
     answer = f'<write path="users.py">\n{body}{flaw}' + "def last():\n    return 1\n</write>\nDone.\n"
     await _halted_before_the_block_ends(live, answer, line=body.count("\n") + 2)
+
+
+async def test_a_room_opening_starts_the_scan_process_before_any_code_is_written(
+    live: Live, rooms: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scan process starts when a room with the watchdog on opens, not under the first
+    stream that writes code (its start held every room's stream a moment)."""
+    from spark_ide.live import watchdog
+
+    monkeypatch.setattr(watchdog, "_pool", None)  # as in a process that never scanned
+    client = await connect(live)
+    started = watchdog._pool
+    assert started is not None
+    await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(started, watchdog._ready), 30)  # it answers
+    await client.close()
+    started.shutdown(wait=False)

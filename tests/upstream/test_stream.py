@@ -131,3 +131,28 @@ def test_only_text_deltas_are_not_terminal() -> None:
     assert not is_terminal(TextDelta("x", None, marks))
     assert all(is_terminal(e) for e in (Completed(None, None, marks),
                                         ErrorEvent("timeout", "", True, marks)))
+
+
+async def test_a_consumer_behind_takes_the_waiting_text_in_one_step_and_the_end_stays_next() -> None:
+    stream = make(Recorder())
+    stream.mark_sent()
+    for piece in ("a", "bc", "de", "fgh"):
+        stream.delta(piece)
+    stream.complete(None)
+    first = await asyncio.wait_for(stream.__anext__(), 5)
+    assert isinstance(first, TextDelta) and first.text == "a"
+    assert stream.waiting == 4
+    assert stream.take_waiting_text(limit=3) == ("bcde", 2)  # up to about the limit
+    assert stream.take_waiting_text(limit=100) == ("fgh", 1)  # the terminal event stays next
+    assert stream.waiting == 1 and stream.take_waiting_text(limit=100) == ("", 0)
+    rest = await asyncio.wait_for(drain(stream), 5)
+    assert [type(e) for e in rest] == [Completed]
+    assert stream.text == "abcdefgh"
+
+
+async def test_a_consumer_that_keeps_up_finds_nothing_waiting() -> None:
+    stream = make(Recorder())
+    stream.mark_sent()
+    stream.delta("x")
+    assert isinstance(await asyncio.wait_for(stream.__anext__(), 5), TextDelta)
+    assert stream.waiting == 0 and stream.take_waiting_text(limit=100) == ("", 0)
