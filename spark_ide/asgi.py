@@ -32,3 +32,7 @@ application = ProtocolTypeRouter(
         "websocket": SessionSocketAuth(URLRouter(websocket_urlpatterns)),
     }
 )
+
+from spark_ide.ops.gc_freeze import freeze_startup_objects  # noqa: E402
+
+freeze_startup_objects()  # the collector's full passes skip what start-up made (issue 26)

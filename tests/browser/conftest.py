@@ -89,10 +89,21 @@ def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
         SPARK_REPLAY_LIMIT="200",  # small enough that a page offline for seconds must resync
         SPARK_MAX_OUTPUT_TOKENS="100000",  # the scripted engine is not the small model: no short ceiling
     )
+    with with_model_server(env, data, model_port) as server:
+        yield server
+
+
+@contextmanager
+def with_model_server(
+    env: dict[str, str], data: Path, model_port: int, scripts: Path | None = None,
+) -> Iterator[IdeServer]:
+    """Our model server's scripted engine on ``model_port`` (knowing ``scripts``, a JSON file
+    of name -> text, if given), then the IDE under Daphne with ``env``."""
     model_log = data / "model.log"
+    extra = ["--script-file", str(scripts)] if scripts is not None else []
     with model_log.open("w") as model_out:
         model = subprocess.Popen(
-            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port)],
+            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port), *extra],
             cwd=ROOT, env=env, stdout=model_out, stderr=subprocess.STDOUT,
         )
         try:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,10 +23,9 @@ from tests.browser.conftest import (
     IdeServer,
     _free_port,
     create_file,
-    daphne,
     open_new_workspace,
     server_text,
-    wait_for_port,
+    with_model_server,
 )
 
 pytestmark = pytest.mark.browser
@@ -90,20 +87,8 @@ def scripted_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFact
     scripts.write_text(json.dumps(SCRIPTS), encoding="utf-8")
     model_port = _free_port()
     env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1"}
-    log = data / "model.log"
-    with log.open("w") as out:
-        model = subprocess.Popen(
-            [sys.executable, "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port),
-             "--script-file", str(scripts)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_for_port(model_port, model, "the scripted model server", log)
-            with daphne(env, data) as server:
-                yield server
-        finally:
-            model.terminate()
-            model.wait(timeout=10)
+    with with_model_server(env, data, model_port, scripts) as server:
+        yield server
 
 
 def _ask(page: Any, text: str) -> None:
