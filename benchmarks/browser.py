@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
-from benchmarks.pairing.run import VOCAB, write_body
+from benchmarks.pairing.run import random_prose, write_body
 from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.engines.scripted import split_tokens
 
@@ -106,24 +106,6 @@ def progress(message: str) -> None:
     report.progress("browser", message)
 
 
-def prose(tokens: int, salt: int = 0, line_words: int = 14) -> str:
-    """Deterministic prose of exactly ``tokens`` scripted-engine tokens, a line break after every
-    ``line_words`` words; no line starts with '<'. The words come in a seeded random order: a
-    line that cycles through them is what the server's repetition guard stops as a loop."""
-    rng = random.Random(salt)  # noqa: S311 - seeded text, not secrets
-    pieces: list[str] = []
-    count = 0
-    while count < tokens:
-        i = len(pieces)
-        word = rng.choice(VOCAB)
-        piece = word if not pieces else ("\n" if i % line_words == 0 else " ") + word
-        if count + len(split_tokens(piece)) > tokens:
-            piece = " a" if pieces else "a"  # one token: land on the count exactly
-        count += len(split_tokens(piece))
-        pieces.append(piece)
-    return "".join(pieces)
-
-
 def literal_file(chars: int, salt: int) -> str:
     """A Python file whose second line holds one string literal of ``chars`` hex digits
     (seeded; hex, so that no secret pattern of the watchdog can match inside it)."""
@@ -138,7 +120,7 @@ def literal_path(path: str) -> str:
 def answer(prose_tokens: int, path: str, salt: int, line_words: int = 14, literal: int = 0) -> str:
     """Prose in lines of ``line_words`` words, then (with ``literal``) a file holding one line
     of ``literal`` characters, then a whole new file of 300 lines written at ``path``."""
-    text = prose(prose_tokens, salt, line_words) + "\n"
+    text = random_prose(prose_tokens, salt, line_words) + "\n"
     if literal:
         text += f'<write path="{literal_path(path)}">\n{literal_file(literal, salt)}</write>\n'
     return text + f'<write path="{path}">\n{write_body(salt, WRITE_FUNCTIONS)}</write>\nDone.\n'
@@ -631,7 +613,7 @@ def plan(args: argparse.Namespace) -> tuple[Scripts, dict[str, Any]]:
             words = args.line_words or int(rate)
             literal = args.literal_chars if rate >= args.literal_rate else 0
             rest = write_tokens + (literal_tokens if literal else 0)
-            paragraph = tokens(prose(int(words * 1.7), 0, words).split("\n", 1)[0])  # one whole line of them
+            paragraph = tokens(random_prose(int(words * 1.7), 0, words).split("\n", 1)[0])  # one whole line of them
             for rep in range(args.reps):
                 rate_plans[(load, rate, rep)] = scripts.add(
                     "stream", max(100, paragraph, int(rate * args.seconds) - rest), line_words=words, literal=literal,

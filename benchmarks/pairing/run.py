@@ -75,18 +75,30 @@ def prose(tokens: int, salt: int = 0) -> str:
     return "".join(pieces)
 
 
-def one_line(tokens: int, salt: int = 0) -> str:
-    """A paragraph of ``tokens`` words (a little more tokens) on one line, in a seeded random order
-    (``prose`` cycles through its words: on one line that is a loop, and the server's
+def random_prose(tokens: int, salt: int = 0, line_words: int = 14) -> str:
+    """Deterministic prose of exactly ``tokens`` scripted-engine tokens, a line break after every
+    ``line_words`` words; no line starts with '<'. The words come in a seeded random order
+    (``prose`` cycles through them: on one long line that is a loop, and the server's
     repetition guard ends it)."""
     rng = random.Random(salt)  # noqa: S311 - seeded text, not secrets
-    return " ".join(rng.choice(VOCAB) for _ in range(tokens))
+    pieces: list[str] = []
+    count = 0
+    while count < tokens:
+        i = len(pieces)
+        word = rng.choice(VOCAB)
+        piece = word if not pieces else ("\n" if i % line_words == 0 else " ") + word
+        if count + len(split_tokens(piece)) > tokens:
+            piece = " a" if pieces else "a"  # one token: land on the count exactly
+        count += len(split_tokens(piece))
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def mixed(tokens: int, salt: int = 0) -> str:
     """An answer as models write them: a paragraph on one long line (about 60 % of the
     tokens), a ``<write>`` of a small code file, then prose in short lines."""
-    paragraph = one_line(max(tokens * 6 // 10, 1), salt)
+    paragraph_tokens = max(tokens * 6 // 10, 1)
+    paragraph = random_prose(paragraph_tokens, salt, line_words=paragraph_tokens + 1)
     code = f'<write path="notes/mixed_{salt}.py">\n{write_body(salt, functions=max(tokens // 100, 1))}</write>'
     rest = prose(max(tokens - len(split_tokens(paragraph)) - len(split_tokens(code)), 1), salt + 1)
     return f"{paragraph}\n{code}\n{rest}"

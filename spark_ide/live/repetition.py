@@ -17,11 +17,10 @@ closing braces, a table of rows that differ in their numbers), so a loop needs s
 Every delta costs the same whatever the length of the line it continues (a model writes
 paragraphs, minified JSON and data literals as one line of 10^4 to 10^6 characters): the
 line is kept in pieces (``OpenLine``) with its last ``WINDOW`` characters at hand, and the
-inline check looks for
-the line's last ``MIN_FRAGMENT`` characters one period back (one ``rfind`` over
-``MAX_FRAGMENT`` characters) before it compares anything; only the periods found there are
-compared (``repeats_at_end``), at most ``MAX_FRAGMENT - MIN_FRAGMENT + 1`` per delta, each
-over at most ``WINDOW`` characters.
+inline check looks for the line's last ``MIN_FRAGMENT`` characters one period back (one
+``rfind`` over ``MAX_FRAGMENT`` characters) before it compares anything; only the periods
+found there are compared (``repeats_at_end``), at most ``MAX_FRAGMENT - MIN_FRAGMENT + 1``
+per delta, each over at most ``WINDOW`` characters.
 """
 
 from __future__ import annotations
