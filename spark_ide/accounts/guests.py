@@ -5,7 +5,7 @@ closed to them until someone decides otherwise."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -17,7 +17,7 @@ from spark_ide.api import error_response
 
 from .services import is_guest
 
-View = TypeVar("View", bound=Callable[..., HttpResponseBase])
+View = TypeVar("View", bound=Callable[..., HttpResponseBase | Awaitable[HttpResponseBase]])
 
 # The page a guest lands on instead of the workspace list (served by the pairing app).
 GUEST_HOME = "guest-home"

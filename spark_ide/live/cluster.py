@@ -342,6 +342,8 @@ class OwnedRoom(Place, Protocol):
 
     def texts(self) -> dict[str, str]: ...
 
+    async def store_events(self) -> None: ...
+
     async def close(self) -> None: ...
 
     def members(self) -> list[Connection]: ...
@@ -443,9 +445,17 @@ class OwnerDesk:
         elif kind == "room.move_file":
             moved = self.room.move_file(str(message["path"]), str(message["new_path"]))
             self._background.spawn(self.cluster.bus.send(str(message["reply"]), {"type": "room.reply", "text": moved}))
+        elif kind == "room.store_events":
+            self._background.spawn(self._store_events(str(message["reply"])))
         elif kind == "room.read_files":
             answer = {"type": "room.reply", "texts": self.room.texts()}
             self._background.spawn(self.cluster.bus.send(str(message["reply"]), answer))
+
+    async def _store_events(self, reply: str) -> None:
+        try:
+            await self.room.store_events()
+        finally:  # the asker waits for an answer either way (a failed write is kept for later)
+            await self.cluster.bus.send(reply, {"type": "room.reply"})
 
     def _upstream(self, replica: str, item: dict[str, Any]) -> None:
         kind = item["kind"]

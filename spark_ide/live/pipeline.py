@@ -176,6 +176,7 @@ class Pipeline:
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._storing: asyncio.Future[None] | None = None  # the event log's write in flight
+        self._log_writes = asyncio.Lock()  # one write of the event log at a time, in order
         self._background = Background()
 
     def start(self) -> None:
@@ -215,7 +216,7 @@ class Pipeline:
         if self._storing is not None:
             with contextlib.suppress(Exception):
                 await self._storing  # a failed batch is kept: the write below takes it
-        await self._store_events()
+        await self.store_log()
         with contextlib.suppress(Exception):
             await self._store.write_files(self._texts())
 
@@ -419,11 +420,17 @@ class Pipeline:
             await self._log_wake.wait()
             await asyncio.sleep(self._settings.log_batch_s)
             self._log_wake.clear()
-            self._storing = asyncio.ensure_future(self._store_events())
+            self._storing = asyncio.ensure_future(self.store_log())
             await asyncio.shield(self._storing)  # close() waits for it instead of cancelling it
             self._storing = None
 
-    async def _store_events(self) -> None:
+    async def store_log(self) -> None:
+        """Every turn event sent so far, stored before this returns: the batch writer's
+        work, and what a replay opened right after a turn waits for (it reads the record)."""
+        async with self._log_writes:  # a failed batch is kept for the next: never two at once
+            await self._store_batch()
+
+    async def _store_batch(self) -> None:
         batch, self._kept = [*self._kept, *self._unstored.take_entries()], []
         if not batch:
             return

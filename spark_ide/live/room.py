@@ -821,6 +821,14 @@ class Room:
         """A rename over HTTP (on the room's loop)."""
         return move_file(self.doc, path, new_path, "http")
 
+    async def store_events(self) -> None:
+        """Every turn event sent so far, stored before this returns (from any loop: a replay's
+        request waits for it without holding a thread)."""
+        if asyncio.get_running_loop() is self._loop:
+            await self.pipeline.store_log()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.pipeline.store_log(), self._loop))
+
     def _on_loop(self, work: Callable[[], T]) -> T:
         """``work()`` run on the room's loop, from any thread; waits for its result."""
         if threading.get_ident() == self._loop_thread:

@@ -107,6 +107,9 @@ class RemoteDocument:
         texts = self._ask({"type": "room.read_files"})["texts"]
         return {str(path): str(text) for path, text in texts.items()}
 
+    async def store_events(self) -> None:
+        await ask_owner(self.cluster.bus, self.owner, {"type": "room.store_events"})
+
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = async_to_sync(ask_owner)(self.cluster.bus, self.owner, message)
         return answer

@@ -45,6 +45,11 @@ class LiveHolder(Protocol):
         """Move ``path`` to ``new_path`` with its live text, on the holder's loop, as one change;
         waits for that text (None: no ``path`` there, or ``new_path`` taken)."""
 
+    async def store_events(self) -> None:
+        """Store every turn event the room has sent (they are written in batches); returns
+        once they are in the database. Awaited from an async view, never from the database
+        thread (the holder's write needs it)."""
+
 
 class LiveDocuments:
     """Which workspace documents this process holds live, and how to reach them."""

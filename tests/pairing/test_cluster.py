@@ -24,7 +24,7 @@ from spark_ide.live.rooms import Rooms
 from spark_ide.pairing.adapter import make_room
 from spark_ide.pairing.cluster import RedisLease, RemoteDocument
 from spark_ide.pairing.consumer import SessionConsumer
-from spark_ide.pairing.models import Participant, Turn
+from spark_ide.pairing.models import Participant, RoomEvent, Turn
 from spark_ide.pairing.models import Room as RoomRow
 from spark_ide.pairing.ws_auth import SessionSocketAuth
 from tests.conftest import port_open, require
@@ -152,6 +152,13 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     assert await asyncio.to_thread(remote.rename_file, "new.md", "docs/new.md") == "fresh\n"
     assert await asyncio.to_thread(remote.rename_file, "notes.md", "docs/new.md") is None
     await driver.until_true(lambda: driver.text("docs/new.md") == "fresh\n" and driver.text("new.md") is None)
+    # A replay asked for on B: the owner stores the turn events it sent, then answers.
+    sent = max(seq for seq, _, _ in _turn_events(driver))
+    await remote.store_events()
+    stored = await database_sync_to_async(
+        lambda: max(RoomEvent.objects.filter(workspace_id=live.workspace_id).values_list("seq", flat=True))
+    )()
+    assert stored >= sent
 
     # The owner replaces its document: the pages on B adopt it through their replica, and what
     # the collaborator on B types into it reaches the owner and the driver on A.

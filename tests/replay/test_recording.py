@@ -5,6 +5,7 @@ room had then (a real room, the scripted model, the database)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from typing import Any
@@ -177,3 +178,31 @@ async def test_a_replay_rebuilds_the_document_the_room_had_at_any_moment(
     finished_old = next(e for e in data["events"] if e["type"] == "turn.finished" and e["turn"] == old)
     assert steer[0]["t"] == finished_old["t"]
     assert [mark["kind"] for mark in data["marks"]] == ["turn", "steer"]
+
+
+async def test_a_replay_opened_right_after_a_turn_holds_all_of_it(
+    live: Live, model_server: ModelServer, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room writes its turn events in batches, after sending them; a replay asked for
+    right after a turn has the room store what it holds first, and shows the whole turn
+    (it used to miss a watchdog's halt opened within the batch's half second, in CI)."""
+    from django.test import AsyncClient
+
+    from spark_ide.pairing import adapter
+
+    settings = adapter.live_settings
+    monkeypatch.setattr(adapter, "live_settings", lambda: dataclasses.replace(settings(), log_batch_s=600.0))
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say("All of it.\n")})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    stored = await database_sync_to_async(lambda: RoomEvent.objects.filter(turn=finished["turn"]).count())()
+    assert stored == 0  # nothing written yet: the next batch is ten minutes away
+
+    browser = AsyncClient()
+    await browser.aforce_login(live.owner)
+    response = await browser.get(f"/sessions/{live.session_id}/replay/data")
+    assert response.status_code == 200
+    events = [event for event in response.json()["events"] if event.get("turn") == finished["turn"]]
+    assert [event["type"] for event in events][:1] == ["turn.started"]
+    assert events[-1]["type"] == "turn.finished" and events[-1]["status"] == "completed"
+    await _finish(client, live)
