@@ -156,3 +156,34 @@ async def test_a_consumer_that_keeps_up_finds_nothing_waiting() -> None:
     stream.delta("x")
     assert isinstance(await asyncio.wait_for(stream.__anext__(), 5), TextDelta)
     assert stream.waiting == 0 and stream.take_waiting_text(limit=100) == ("", 0)
+
+
+async def test_a_reader_waiting_for_each_delta_sets_the_deadline_timer_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The stream keeps one timer for its deadline (moved on only when it fires), not one per
+    awaited delta: a reader that keeps up with 200 deltas arms it once, and again once when
+    the first byte brings the deadline closer."""
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_later = loop.call_later
+
+    def counting(delay, callback, *args):  # type: ignore[no-untyped-def]
+        if getattr(callback, "__name__", "") == "_on_deadline":
+            armed.append(delay)
+        return call_later(delay, callback, *args)
+
+    monkeypatch.setattr(loop, "call_later", counting)
+    stream = TurnStream(REQUEST, stopper=Recorder().stop, resender=None, first_byte_timeout_s=30.0, idle_timeout_s=20.0)
+    stream.mark_sent()
+
+    async def model() -> None:
+        for i in range(200):
+            await asyncio.sleep(0)  # the reader waits for each one
+            stream.delta(f"t{i} ")
+        stream.complete(None)
+
+    producer = asyncio.create_task(model())
+    events = await asyncio.wait_for(drain(stream), 5)
+    await producer
+    assert len(events) == 201 and isinstance(events[-1], Completed)
+    assert len(armed) == 2, armed  # first byte (30 s), then idle (20 s from the first delta)
+    assert armed[0] > 29 and armed[1] < 20.5
