@@ -1,6 +1,6 @@
 // Browser entry point: htmx for server-rendered partials, the live editor and its latency
-// panel on workspace and session pages, a session's replay, the folder import on the
-// workspace list.
+// panel on workspace and session pages, a session's replay, the resizable panels of both,
+// the folder import on the workspace list.
 import htmx from "htmx.org";
 import { cspNonce } from "./csp.js";
 import { wireFolderImport } from "./folder_import.js";

@@ -73,6 +73,9 @@ LIVE_CONTROLS = {
     "export": "#export",
     "send": "#prompt [data-action=send]",
     "effort": "#prompt select[name=effort]",
+    "follow": "#follow",
+    "run": "#run-controls [data-run=run]",
+    "side splitter": "[data-splitter=live-side]",
 }
 REPLAY_CONTROLS = {
     "sign out": ".topbar .account button[type=submit]",
@@ -119,6 +122,8 @@ def test_the_live_and_replay_pages_fit_from_1024_px_with_one_three_and_ten_peopl
     diff.locator(".diff-body pre").wait_for(timeout=LIVE_WAIT_MS)
     page.locator("#guard-setting summary").wait_for(timeout=LIVE_WAIT_MS)
 
+    effort = page.get_by_label("Effort")  # the drop-down has a visible label
+    assert effort.evaluate("(node) => node.name") == "effort"
     problems = _measure(page, LIVE_CONTROLS, "alone")
     with crowd(ide_server, page) as people:
         people.join("Grace", "Alan Mathison")

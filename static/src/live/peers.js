@@ -1,5 +1,6 @@
-// Who is here: the presence list (name, role, colour; a person's tabs once, with a count) and
-// the file each of them has open (Yjs awareness `file`). The colours are the server's
+// Who is here: the presence list (name, role, colour; a person's tabs once, with a count;
+// past SHOWN people folded to "+N" with everyone's list under it) and the file each of them
+// has open (Yjs awareness `file`). The colours are the server's
 // (presence `colour`, decided once in spark_ide/live/events.py, so every browser agrees);
 // they reach the page as classes of one constructed style sheet, never as style attributes.
 
