@@ -1,12 +1,13 @@
 // Browser entry point: htmx for server-rendered partials, the live editor and its latency
-// panel on workspace and session pages, a session's replay, the folder import on the
-// workspace list.
+// panel on workspace and session pages, a session's replay, the resizable panels of both,
+// the folder import on the workspace list.
 import htmx from "htmx.org";
 import { cspNonce } from "./csp.js";
 import { wireFolderImport } from "./folder_import.js";
 import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
 import { startReplay } from "./replay/replay.js";
+import { startSplitters } from "./splitter.js";
 
 // Under the page's Content-Security-Policy: htmx evaluates no attribute as code (hx-on,
 // "js:" values, trigger filters) and runs no <script> it swaps in (the policy would refuse
@@ -24,6 +25,7 @@ function boot() {
   if (live) startLiveSession(live);
   const replay = document.getElementById("replay");
   if (replay) startReplay(replay);
+  startSplitters(); // the live and replay pages' resizable panels
   document.querySelectorAll("form[data-folder-import]").forEach(wireFolderImport);
 }
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,3 +229,70 @@ def second_person(
         assert errors == [], f"JavaScript errors on the second person's page: {errors}"
     finally:
         context.close()
+
+
+class Crowd:
+    """People present in a session without a browser each: guests who join through its invite
+    link over plain HTTP, as a person's browser would (the name form, its CSRF token, the
+    session cookie), then hold the session socket open with that cookie, reading what it sends.
+    Cheap enough for ten people where ten browser contexts are not."""
+
+    def __init__(self, server: IdeServer, link: str, ws_path: str) -> None:
+        self.server = server
+        self.link = link
+        self.ws_url = server.url.replace("http", "ws", 1) + ws_path
+        self.sockets = ExitStack()
+        self.readers: list[threading.Thread] = []
+
+    def _cookie(self, name: str) -> str:
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        form = opener.open(self.link, timeout=10).read().decode()
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+        assert found, "the invite link's page has no form"
+        body = urllib.parse.urlencode({"csrfmiddlewaretoken": found.group(1), "name": name}).encode()
+        with opener.open(self.link, data=body, timeout=10) as answer:
+            assert "/sessions/" in answer.url, f"{name} was not let in: {answer.url}"
+        return "; ".join(f"{cookie.name}={cookie.value}" for cookie in jar)
+
+    def join(self, *names: str) -> None:
+        """Each of ``names`` joins as a guest and stays connected until ``close``."""
+        from websockets.sync.client import connect
+
+        for name in names:
+            headers = {"Cookie": self._cookie(name), "Origin": self.server.url}
+            socket_ = self.sockets.enter_context(
+                connect(self.ws_url, additional_headers=headers, max_size=None, open_timeout=10)
+            )
+            reader = threading.Thread(target=self._drain, args=(socket_,), daemon=True)
+            reader.start()
+            self.readers.append(reader)
+
+    @staticmethod
+    def _drain(socket_: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            for _ in socket_:
+                pass  # what the room sends is read, so it never waits on these sockets
+        except ConnectionClosed:
+            pass
+
+    def close(self) -> None:
+        self.sockets.close()
+        for reader in self.readers:
+            reader.join(timeout=5)
+        self.readers = []
+
+
+@contextmanager
+def crowd(server: IdeServer, owner: Any, role: str = "viewer") -> Iterator[Crowd]:
+    """A ``Crowd`` for the owner's session, joining through its ``role`` invite link."""
+    owner.locator(".invites summary").click()
+    link = owner.locator(f"#invite-{role}").input_value()
+    owner.locator(".invites summary").click()
+    people = Crowd(server, link, str(owner.locator("#live").get_attribute("data-ws-path")))
+    try:
+        yield people
+    finally:
+        people.close()

@@ -66,7 +66,7 @@ def test_the_workspace_page_is_the_live_editor(browser: Client, user: Any) -> No
 def test_the_owners_crumbs_lead_to_the_list_and_the_export(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w")
     page = browser.get(f"/w/{ws.id}/").content.decode()
-    assert '<a href="/">Workspaces</a> / w' in page
+    assert '<a href="/">Workspaces</a> / <span class="crumb-name">w</span>' in page
     assert f'href="/w/{ws.id}/export.zip"' in page
 
 

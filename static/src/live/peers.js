@@ -1,5 +1,6 @@
-// Who is here: the presence list (name, role, colour; a person's tabs once, with a count) and
-// the file each of them has open (Yjs awareness `file`). The colours are the server's
+// Who is here: the presence list (name, role, colour; a person's tabs once, with a count;
+// past SHOWN people folded to "+N" with everyone's list under it) and the file each of them
+// has open (Yjs awareness `file`). The colours are the server's
 // (presence `colour`, decided once in spark_ide/live/events.py, so every browser agrees);
 // they reach the page as classes of one constructed style sheet, never as style attributes.
 
@@ -47,10 +48,18 @@ export class PeerColours {
   }
 }
 
+// At most this many people show in the top bar; with more, the first SHOWN - 1 show (this
+// page's person first) and a "+N" control opens the list of everyone.
+export const SHOWN = 4;
+
 export class PresenceList {
-  // list: the <ul>; awareness: the Yjs peer's; colours: a PeerColours
-  constructor(list, awareness, colours) {
+  // list: the top bar's <ul>; more: the <details> whose summary reads "+N" and whose panel
+  // lists everyone (hidden while all fit); awareness: the Yjs peer's; colours: a PeerColours
+  constructor(list, more, awareness, colours) {
     this.list = list;
+    this.more = more;
+    this.everyone = more ? more.querySelector("[data-presence=all]") : null;
+    this.count = more ? more.querySelector("summary") : null;
     this.awareness = awareness;
     this.colours = colours;
     this.participants = [];
@@ -90,15 +99,38 @@ export class PresenceList {
     if (drawn !== this.files) this.render();
   }
 
+  // Everyone in the room's order, this page's person first.
+  ordered() {
+    const mine = this.mine();
+    return mine ? [mine, ...this.participants.filter((person) => person !== mine)] : this.participants;
+  }
+
   render() {
     const files = this.openFiles();
     this.files = JSON.stringify([...files].map(([id, paths]) => [id, [...paths].sort()]));
-    const items = this.participants.map((person) => this.item(person, files.get(person.user_id)));
+    const people = this.ordered();
+    const folded = this.more !== null && people.length > SHOWN;
+    const shown = folded ? people.slice(0, SHOWN - 1) : people;
+    const items = shown.map((person) => this.item(person, files.get(person.user_id)));
     this.colours.apply();
     this.list.replaceChildren(...items);
+    if (!this.more) return;
+    this.more.hidden = !folded;
+    if (!folded) {
+      this.more.open = false;
+      this.everyone.replaceChildren();
+      return;
+    }
+    const hidden = people.length - shown.length;
+    this.count.textContent = `+${hidden}`;
+    this.count.setAttribute("aria-label", `${hidden} more: everyone here (${people.length})`);
+    this.count.title = `Everyone here: ${people.length} people`;
+    this.everyone.replaceChildren(...people.map((person) => this.item(person, files.get(person.user_id), { role: true })));
   }
 
-  item(person, files) {
+  // One person: their dot and name, their tabs' count, the files they are on; in the list of
+  // everyone (`role`), their role too.
+  item(person, files, { role: withRole = false } = {}) {
     const { user, role } = person;
     const name = String(user ?? "?");
     const count = Number.isInteger(person.connections) ? person.connections : 1;
@@ -113,6 +145,12 @@ export class PresenceList {
     label.className = "person-name";
     label.textContent = name === this.me ? `${name} (you)` : name;
     item.append(dot, label);
+    if (withRole) {
+      const badge = document.createElement("span");
+      badge.className = `badge role-${role}`;
+      badge.textContent = role;
+      item.append(badge);
+    }
     const parts = [`${name}, ${role}`];
     if (count > 1) {
       const tabs = document.createElement("span");

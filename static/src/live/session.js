@@ -49,7 +49,9 @@ class LiveSession {
       diagnostics: this.diagnostics, onByHand: () => this.follow.byHand(),
     });
     this.colours = new PeerColours();
-    this.presence = new PresenceList(document.getElementById("presence"), this.provider.awareness, this.colours);
+    this.presence = new PresenceList(
+      document.getElementById("presence"), document.getElementById("presence-more"), this.provider.awareness, this.colours,
+    );
     this.follow = new FollowMode({
       button: root.querySelector("#follow"), who: root.querySelector("[data-field=follow]"), tabs: this.tabs,
       awareness: this.provider.awareness, files: this.doc.getMap("files"), modelWriting: () => this.running !== null,
