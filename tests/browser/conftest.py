@@ -224,3 +224,46 @@ def second_person(
         assert errors == [], f"JavaScript errors on the second person's page: {errors}"
     finally:
         context.close()
+
+
+def failures(page: Any) -> list[tuple[int, str]]:
+    """Every 4xx/5xx response the page gets from now on (the list grows as they come)."""
+    bad: list[tuple[int, str]] = []
+    page.on("response", lambda answer: bad.append((answer.status, answer.url)) if answer.status >= 400 else None)
+    return bad
+
+
+def live(page: Any) -> None:
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+
+
+def front(page: Any, name: str) -> None:
+    page.locator(".tab.active", has_text=name).wait_for(timeout=LIVE_WAIT_MS)
+
+
+def tab_names(page: Any) -> list[str]:
+    return [str(name) for name in page.locator(".tab").evaluate_all("(tabs) => tabs.map((t) => t.dataset.path)")]
+
+
+def open_every_panel(page: Any) -> None:
+    """Open (and close) each panel this person's page has, waiting for what each loads."""
+    if page.locator("#guard-setting").count():  # the owner's: loaded after the page, replacing its holder
+        page.locator("details#guard-setting").wait_for(timeout=LIVE_WAIT_MS)
+    if page.locator(".members summary").count():
+        page.locator(".members summary").click()
+        page.locator("#members .members-list").wait_for()
+        page.locator(".members summary").click()
+    if page.locator(".invites summary").count():
+        page.locator(".invites summary").click()
+        page.locator(".invite-panel input[readonly]").first.wait_for()
+        page.locator(".invites summary").click()
+    for panel in ("#public-share", "#guard-setting"):
+        if page.locator(f"{panel} summary").count():
+            page.locator(f"{panel} summary").click()
+            page.locator(f"{panel} .invite-panel").wait_for()
+            page.locator(f"{panel} summary").click()
+    page.locator(".history-diff summary").first.click()
+    page.locator(".history-diff .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
+    for toggle in ("#follow", "#present"):  # on, then off again
+        page.locator(toggle).click()
+        page.locator(toggle).click()
