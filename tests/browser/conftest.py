@@ -155,9 +155,11 @@ def sign_in(server: IdeServer, page: Any, username: str = "local") -> None:
     page.wait_for_url(f"{server.url}/")  # signed in, the token gone from the address
 
 
-def open_new_workspace(server: IdeServer, page: Any, name: str) -> str:
-    """Sign in, create a workspace from the list and wait for its live editor; returns its URL."""
-    sign_in(server, page)
+def open_new_workspace(server: IdeServer, page: Any, name: str, username: str = "local") -> str:
+    """Sign in, create a workspace from the list and wait for its live editor; returns its URL.
+    A test that makes its user a teacher signs in as a user of its own: the server is shared,
+    and a teacher's header (its Classroom link) would follow "local" into every later test."""
+    sign_in(server, page, username)
     page.get_by_label("New workspace name").fill(name)
     page.get_by_role("button", name="Create").click()
     page.wait_for_url("**/w/*/")

@@ -26,9 +26,9 @@ pytestmark = pytest.mark.browser
 
 def test_teacher_dashboard_shows_a_students_live_edit(ide_server: IdeServer, page: Any, chromium: Any) -> None:
     teacher_bad = failures(page)
-    open_new_workspace(ide_server, page, "class template")
+    open_new_workspace(ide_server, page, "class template", username="mrs-t")
     create_file(page, "main.py")
-    ide_server.manage("spark_teacher", "local")
+    ide_server.manage("spark_teacher", "mrs-t")
     page.goto(f"{ide_server.url}/")
     page.locator("header #classroom-link").click()  # found from the header, not from the docs
     page.wait_for_url("**/classroom/")
