@@ -4,9 +4,9 @@ teacher's dashboard says it."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django import template
+from django.template import Context
 from django.utils import timezone
 from django.utils.timesince import timesince
 
@@ -18,7 +18,7 @@ JUST_NOW = timedelta(minutes=1)
 
 
 @register.simple_tag(takes_context=True)
-def classroom_member(context: dict[str, Any]) -> bool:
+def classroom_member(context: Context) -> bool:
     """Whether the signed-in person has a classroom to go to: a teacher, or a student
     enrolled in a course (the header links to ``/classroom/`` for them)."""
     request = context.get("request")

@@ -115,7 +115,13 @@ class LiveSession {
   // The document is here: the person's own tabs, and a file in front (landing.js); a
   // driver's place that came before the files, when following.
   openInitial() {
-    this.landing.land(decodeURIComponent(window.location.hash.slice(1)));
+    let named = window.location.hash.slice(1);
+    try {
+      named = decodeURIComponent(named);
+    } catch {
+      // a path with a lone "%" was written to the address as it is
+    }
+    this.landing.land(named);
     if (this.follow.following) this.follow.go();
   }
 
