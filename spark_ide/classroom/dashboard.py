@@ -31,38 +31,45 @@ class StudentStatus:
     enrollment: Enrollment
     last_edit: datetime | None  # the copy's newest change since the student joined; None: none yet
     editing: bool  # last_edit within EDITING_WINDOW
-    turn_running: bool
+    last_turn: Turn | None  # the copy's newest AI turn (running, or how it ended)
     last_run: Run | None
+
+    @property
+    def turn_running(self) -> bool:
+        return self.last_turn is not None and self.last_turn.status == TurnStatus.RUNNING
 
 
 def dashboard(course: Course) -> list[StudentStatus]:
     """Each student with what they are doing now: editing (a change to their copy within
-    ``EDITING_WINDOW``), a model turn running, their latest run. Three queries whatever the
-    class size (it is polled)."""
+    ``EDITING_WINDOW``), their latest AI turn (running, or how and when it ended: the row
+    says so as soon as the turn's record is written), their latest run. Three queries
+    whatever the class size (it is polled)."""
     latest_run = Run.objects.filter(session__workspace_id=OuterRef("workspace_id")).order_by("-created_at", "-id")
+    latest_turn = Turn.objects.filter(session__workspace_id=OuterRef("workspace_id")).order_by("-created_at", "-id")
     newest_file = File.objects.filter(workspace_id=OuterRef("workspace_id")).order_by("-updated_at")
     enrollments = list(
         course.enrollments.select_related("student").annotate(
             last_run_id=Subquery(latest_run.values("id")[:1]),
+            last_turn_id=Subquery(latest_turn.values("id")[:1]),
             last_change=Subquery(newest_file.values("updated_at")[:1]),
         )
     )
-    ids = [enrollment.workspace_id for enrollment in enrollments]
-    running = set(
-        Turn.objects.filter(session__workspace_id__in=ids, status=TurnStatus.RUNNING)
-        .values_list("session__workspace_id", flat=True)
+    turn_ids = [getattr(enrollment, "last_turn_id", None) for enrollment in enrollments]
+    # Not the turns' texts: the output and the ledger can be long, the row shows a line.
+    turns = Turn.objects.only("id", "prompt", "status", "reason", "created_at", "finished_at").in_bulk(
+        [turn_id for turn_id in turn_ids if turn_id is not None]
     )
     wanted = [getattr(enrollment, "last_run_id", None) for enrollment in enrollments]
     runs = Run.objects.in_bulk([run_id for run_id in wanted if run_id is not None])
     now = timezone.now()
     rows = []
-    for enrollment, run_id in zip(enrollments, wanted, strict=True):
+    for enrollment, run_id, turn_id in zip(enrollments, wanted, turn_ids, strict=True):
         changed: datetime | None = getattr(enrollment, "last_change", None)
         # The copy's files were written as it was made, just before the enrollment: not an edit.
         last_edit = changed if changed is not None and changed > enrollment.joined_at else None
         rows.append(StudentStatus(
             enrollment=enrollment, last_edit=last_edit,
             editing=last_edit is not None and now - last_edit <= EDITING_WINDOW,
-            turn_running=enrollment.workspace_id in running, last_run=runs.get(run_id) if run_id else None,
+            last_turn=turns.get(turn_id) if turn_id else None, last_run=runs.get(run_id) if run_id else None,
         ))
     return rows

@@ -73,6 +73,11 @@ def is_teacher(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.has_perm(TEACHER_PERMISSION))
 
 
+def takes_a_course(user: Any) -> bool:
+    """Whether the user is a student: enrolled in at least one course."""
+    return bool(getattr(user, "is_authenticated", False) and Enrollment.objects.filter(student=user).exists())
+
+
 # -- courses ---------------------------------------------------------------------------------
 
 
@@ -353,6 +358,17 @@ def prompts_by_student(course: Course) -> list[tuple[Enrollment, list[Turn]]]:
 # -- what the live core and the session page ask ---------------------------------------------
 
 
+def copy_enrollment(workspace_id: uuid.UUID) -> Enrollment | None:
+    """The enrollment whose copy the workspace is (with its course and student), or None for
+    any other workspace (a template included)."""
+    return Enrollment.objects.select_related("course", "student").filter(workspace_id=workspace_id).first()
+
+
+def student_courses(user: User) -> list[Enrollment]:
+    """The courses the user takes (their enrollments, with each copy's session to open)."""
+    return list(Enrollment.objects.filter(student=user).select_related("course", "workspace").order_by("-joined_at"))
+
+
 def _tokens_of(metrics: Iterable[Any]) -> int:
     total = 0
     for entry in metrics:
@@ -389,7 +405,11 @@ def course_notice_for(workspace_id: uuid.UUID) -> str | None:
 
     The tokens *left* are not in it: the page is drawn once, and the live ``policy`` event
     (``live.policy.AiPolicy.label``, beside the prompt box) counts them down after each turn."""
-    enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
+    return course_notice(Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first())
+
+
+def course_notice(enrollment: Enrollment | None) -> str | None:
+    """``course_notice_for`` of the copy of ``enrollment`` (None: not a copy, no notice)."""
     if enrollment is None:
         return None
     course = enrollment.course

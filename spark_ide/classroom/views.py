@@ -81,18 +81,22 @@ def teacher_signup(request: HttpRequest) -> HttpResponse:
 
 
 def _list_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    teacher = signed_in_user(request)
-    enrolled = Enrollment.objects.values_list("workspace_id", flat=True)
-    return {
-        "courses": Course.objects.filter(teacher=teacher).select_related("template"),
-        "workspaces": Workspace.objects.filter(owner=teacher).exclude(pk__in=enrolled).order_by("name"),
-        **extra,
-    }
+    user = signed_in_user(request)
+    context: dict[str, Any] = {"taking": services.student_courses(user), "teacher": services.is_teacher(user)}
+    if context["teacher"]:
+        enrolled = Enrollment.objects.values_list("workspace_id", flat=True)
+        context["courses"] = Course.objects.filter(teacher=user).select_related("template")
+        context["workspaces"] = Workspace.objects.filter(owner=user).exclude(pk__in=enrolled).order_by("name")
+    return {**context, **extra}
 
 
-@teacher_required
+@guests_allowed
+@login_required
 @require_GET
 def course_list(request: HttpRequest) -> HttpResponse:
+    """The classroom's home, where the header's Classroom link goes: the courses the person
+    takes (each opens their copy) and a code to join another; for a teacher, also their own
+    courses and a new one. A guest made by a course link is a student here like any other."""
     return render(request, "classroom/list.html", _list_context(request))
 
 

@@ -167,20 +167,24 @@ class Member:
     name: str
     role: str
     guest: bool
+    teacher: bool = False  # the course's teacher, in a student's copy: watches by right
 
     @property
     def removable(self) -> bool:
-        return self.role != Role.OWNER
+        return self.role != Role.OWNER and not self.teacher
 
 
-def members(session: Session) -> list[Member]:
-    """Who holds a role in the session: the owner first, then in the order they joined."""
+def members(session: Session, teacher_id: int | None = None) -> list[Member]:
+    """Who holds a role in the session: the owner first, then in the order they joined.
+    ``teacher_id``: in a student's copy of a course, the course's teacher (not removable:
+    they watch every copy of their course)."""
     rows = Participant.objects.filter(session=session).select_related("user", "user__guest")
     found = [
-        Member(user_id=row.user_id, name=_display_name(row.user), role=row.role, guest=_guest_of(row.user) is not None)
+        Member(user_id=row.user_id, name=_display_name(row.user), role=row.role, guest=_guest_of(row.user) is not None,
+               teacher=row.user_id == teacher_id)
         for row in rows.order_by("joined_at", "id")
     ]
-    return sorted(found, key=lambda member: member.removable)
+    return sorted(found, key=lambda member: member.role != Role.OWNER)
 
 
 def _guest_of(user: User) -> Guest | None:

@@ -285,6 +285,8 @@ def public_toggle(request: HttpRequest, workspace_id: str) -> HttpResponse:
     value = request.POST.get("public", "")
     if value not in {"on", "off"}:
         return HttpResponseBadRequest("public must be 'on' or 'off'")
+    if value == "on" and Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists():
+        return HttpResponse("a student's copy of a course has no public page: the teacher sees it", status=409)
     workspace_publish(workspace=workspace, public=value == "on")
     if getattr(request, "htmx", False):
         return render(request, "workspaces/_public_toggle.html", {"workspace": workspace, "opened": True})

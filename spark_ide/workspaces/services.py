@@ -95,6 +95,14 @@ def file_listing(workspace: Workspace) -> list[dict[str, object]]:
     ]
 
 
+def last_changed_path(workspace: Workspace) -> str:
+    """The path of the file changed last (its stored row, which the room keeps in step with
+    the live document), or "" for an empty workspace: where someone who joins lands when
+    nobody is at work in it."""
+    found = workspace.files.order_by("-updated_at", "path").values_list("path", flat=True).first()
+    return str(found) if found is not None else ""
+
+
 def _file_limit_check(workspace: Workspace, adding: int) -> None:
     limit = settings.SPARK_MAX_WORKSPACE_FILES
     if workspace.files.count() + adding > limit:

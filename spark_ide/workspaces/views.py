@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
 
 from . import services
@@ -74,6 +75,7 @@ def workspace_import(request: HttpRequest) -> HttpResponse:
     return redirect("workspace", workspace_id=report.workspace.id)
 
 
+@guests_allowed  # a student who joined a course by its link (a guest) owns their copy
 @login_required
 @require_GET
 def workspace_export(request: HttpRequest, workspace_id: str) -> HttpResponse:
@@ -104,6 +106,7 @@ def _guard_setting(request: HttpRequest, workspace: Workspace, *, opened: bool, 
     return render(request, "workspaces/_guard_setting.html", context, status=status)
 
 
+@guests_allowed  # a student who joined a course by its link (a guest) owns their copy
 @login_required
 @require_http_methods(["GET", "POST"])
 def guard_setting(request: HttpRequest, workspace_id: str) -> HttpResponse:

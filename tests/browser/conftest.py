@@ -160,9 +160,11 @@ def sign_in(server: IdeServer, page: Any, username: str = "local") -> None:
     page.wait_for_url(f"{server.url}/")  # signed in, the token gone from the address
 
 
-def open_new_workspace(server: IdeServer, page: Any, name: str) -> str:
-    """Sign in, create a workspace from the list and wait for its live editor; returns its URL."""
-    sign_in(server, page)
+def open_new_workspace(server: IdeServer, page: Any, name: str, username: str = "local") -> str:
+    """Sign in, create a workspace from the list and wait for its live editor; returns its URL.
+    A test that makes its user a teacher signs in as a user of its own: the server is shared,
+    and a teacher's header (its Classroom link) would follow "local" into every later test."""
+    sign_in(server, page, username)
     page.get_by_label("New workspace name").fill(name)
     page.get_by_role("button", name="Create").click()
     page.wait_for_url("**/w/*/")
@@ -296,3 +298,46 @@ def crowd(server: IdeServer, owner: Any, role: str = "viewer") -> Iterator[Crowd
         yield people
     finally:
         people.close()
+
+
+def failures(page: Any) -> list[tuple[int, str]]:
+    """Every 4xx/5xx response the page gets from now on (the list grows as they come)."""
+    bad: list[tuple[int, str]] = []
+    page.on("response", lambda answer: bad.append((answer.status, answer.url)) if answer.status >= 400 else None)
+    return bad
+
+
+def live(page: Any) -> None:
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+
+
+def front(page: Any, name: str) -> None:
+    page.locator(".tab.active", has_text=name).wait_for(timeout=LIVE_WAIT_MS)
+
+
+def tab_names(page: Any) -> list[str]:
+    return [str(name) for name in page.locator(".tab").evaluate_all("(tabs) => tabs.map((t) => t.dataset.path)")]
+
+
+def open_every_panel(page: Any) -> None:
+    """Open (and close) each panel this person's page has, waiting for what each loads."""
+    if page.locator("#guard-setting").count():  # the owner's: loaded after the page, replacing its holder
+        page.locator("details#guard-setting").wait_for(timeout=LIVE_WAIT_MS)
+    if page.locator(".members summary").count():
+        page.locator(".members summary").click()
+        page.locator("#members .members-list").wait_for()
+        page.locator(".members summary").click()
+    if page.locator(".invites summary").count():
+        page.locator(".invites summary").click()
+        page.locator(".invite-panel input[readonly]").first.wait_for()
+        page.locator(".invites summary").click()
+    for panel in ("#public-share", "#guard-setting"):
+        if page.locator(f"{panel} summary").count():
+            page.locator(f"{panel} summary").click()
+            page.locator(f"{panel} .invite-panel").wait_for()
+            page.locator(f"{panel} summary").click()
+    page.locator(".history-diff summary").first.click()
+    page.locator(".history-diff .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
+    for toggle in ("#follow", "#present"):  # on, then off again
+        page.locator(toggle).click()
+        page.locator(toggle).click()

@@ -49,7 +49,7 @@ def test_pages_run_under_the_policy_and_injected_code_does_not(
 
     # The live page: the editor's styles carry the nonce; a collaborator's caret is coloured
     # through the CSSOM, not a style attribute.
-    url = open_new_workspace(ide_server, page, "policed")
+    url = open_new_workspace(ide_server, page, "policed", username="tess")  # a teacher below
     policy = page.evaluate("async (url) => (await fetch(url)).headers.get('content-security-policy')", url)
     assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy and "'unsafe-eval'" not in policy
     nonce = page.locator("meta[name=csp-nonce]").get_attribute("content")
@@ -109,7 +109,7 @@ def test_pages_run_under_the_policy_and_injected_code_does_not(
     page.goto(f"{ide_server.url}/")
     page.get_by_label("New workspace name").wait_for()
     assert_clean(page, console, "the workspace list")
-    ide_server.manage("spark_teacher", "local")
+    ide_server.manage("spark_teacher", "tess")
     page.goto(f"{ide_server.url}/classroom/")
     page.get_by_label("Name").fill("Policed class")
     page.get_by_label("Template: one of your workspaces").select_option(label="policed")

@@ -55,7 +55,7 @@ def test_two_people_see_each_other_and_the_viewer_follows_the_driver(
     page.keyboard.type("seed = 1\n")
     wait_for_server_text(page, "a.py", "seed = 1\n")
     presenter_link = str(page.eval_on_selector("#present", "(link) => link.href"))
-    assert presenter_link.endswith("?present=1")
+    assert presenter_link.endswith("?present=1&follow=1")  # whoever opens it follows
 
     with second_person(ide_server, page, chromium, role="viewer", username="vera") as viewer:
         viewer.goto(presenter_link)

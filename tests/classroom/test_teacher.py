@@ -35,7 +35,9 @@ pytestmark = pytest.mark.django_db
 def test_a_user_who_is_not_a_teacher_cannot_create_or_see_courses(course: Course, user: Any) -> None:
     browser = signed_in(user)
     template = Workspace.objects.create(owner=user, name="mine")
-    assert browser.get("/classroom/").status_code == 403
+    home = browser.get("/classroom/")  # the classroom's home: the courses they take, a code to join one
+    assert home.status_code == 200
+    assert "You take no course yet" in home.content.decode() and "New course" not in home.content.decode()
     assert browser.post("/classroom/new", {"name": "Sneaky", "template": str(template.pk)}).status_code == 403
     assert browser.get(f"/classroom/{course.pk}/").status_code == 403
     assert Course.objects.count() == 1
@@ -144,9 +146,9 @@ def test_the_dashboard_partial_shows_turns_running_and_the_last_run(
     html = signed_in(teacher).get(f"/classroom/{course.pk}/students").content.decode()
     kim_row = html.split('data-student="Kim"')[1].split("</tr>")[0]
     lee_row = html.split('data-student="Lee"')[1].split("</tr>")[0]
-    assert 'data-field="turn">running' in kim_row and "error (exit 1)" in kim_row
+    assert "running · " in kim_row.split('data-field="turn">')[1] and "error (exit 1)" in kim_row
     assert 'data-field="presence">no edit yet' in kim_row
-    assert 'data-field="turn">—' in lee_row and "no run yet" in lee_row
+    assert 'data-field="turn">no turn yet' in lee_row and "no run yet" in lee_row
     assert lee.display_name == "Lee"
     enrol(course, "max")
     with django_assert_max_num_queries(3):  # polled every 3 s: not a query per student

@@ -79,9 +79,10 @@ HTTP: dict[str, dict[str, str]] = {
     "workspace-list": {"GET": "302 200 302 200 200 200 200", "POST": "302 405 302 405 405 405 405"},
     "workspace-new": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},
     "workspace-import": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},
-    "workspace-export": {"GET": "302 404 403 404 404 200 404", "POST": "302 405 403 405 405 405 405"},
+    # Open to guests (a guest student owns their copy of a course); anyone else's: not found.
+    "workspace-export": {"GET": "302 404 404 404 404 200 404", "POST": "302 405 405 405 405 405 405"},
     "workspace-public-toggle": {"GET": "302 405 403 405 405 405 405", "POST": "302 404 403 404 404 400 404"},
-    "workspace-guard-setting": {"GET": "302 404 403 404 404 200 404", "POST": "302 404 403 404 404 400 404"},
+    "workspace-guard-setting": {"GET": "302 404 404 404 404 200 404", "POST": "302 404 404 404 404 400 404"},
     "workspace-public-css": {"GET": "200 200 200 200 200 200 200", "POST": "405 405 405 405 405 405 405"},
     "workspace-public": {"GET": "404 404 404 404 404 404 404", "POST": "405 405 405 405 405 405 405"},
     "workspace-public-file": {"GET": "404 404 404 404 404 404 404", "POST": "405 405 405 405 405 405 405"},
@@ -93,8 +94,8 @@ HTTP: dict[str, dict[str, str]] = {
     "session-turn-diff": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     # A viewer reads the tree; changing files (POST) is for owner and collaborators.
     "session-tree": {"GET": "302 404 200 200 200 200 404", "POST": "302 404 200 403 200 200 404"},
-    "session-members": {"GET": "302 404 403 404 404 200 404", "POST": "302 404 403 404 404 200 404"},
-    "session-invites": {"GET": "302 405 403 405 405 405 405", "POST": "302 404 403 404 404 200 404"},
+    "session-members": {"GET": "302 404 404 404 404 200 404", "POST": "302 404 404 404 404 200 404"},
+    "session-invites": {"GET": "302 405 405 405 405 405 405", "POST": "302 404 404 404 404 200 404"},
     # An invite link (the collaborator's): a GET changes nothing. Signed in, it asks (200) unless
     # the link gives nothing more (guest and collaborator hold it, the owner more: 302 to the
     # session); the POST joins. A removed participant who kept the link is refused (404 with
@@ -104,8 +105,10 @@ HTTP: dict[str, dict[str, str]] = {
     "session-replay": {"GET": "302 404 200 200 200 200 404", "POST": "302 405 405 405 405 405 405"},
     "session-replay-data": {"GET": "404 404 200 200 200 200 404", "POST": "405 405 405 405 405 405 405"},
     "teacher-signup": {"GET": "404 404 403 404 404 404 404", "POST": "404 404 403 404 404 404 404"},
-    # The classroom is for teachers (the owner here): 403 for everyone else, whatever the id.
-    "course-list": {"GET": "302 403 403 403 403 200 403", "POST": "302 403 403 403 403 405 403"},
+    # The classroom's home answers everyone signed in (the courses they take, a code to join
+    # one; a teacher's own courses too). The rest is for teachers (the owner here): 403 for
+    # everyone else, whatever the id.
+    "course-list": {"GET": "302 200 200 200 200 200 200", "POST": "302 405 405 405 405 405 405"},
     "course-new": {"GET": "302 403 403 403 403 405 403", "POST": "302 403 403 403 403 400 403"},
     "course": {"GET": "302 403 403 403 403 200 403", "POST": "302 403 403 403 403 405 403"},
     "course-policy": {"GET": "302 403 403 403 403 405 403", "POST": "302 403 403 403 403 400 403"},

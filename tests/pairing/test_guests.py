@@ -134,10 +134,13 @@ def test_a_guest_sees_only_its_session(session: Session, user: Any) -> None:
     pages = (missing, guest.get(f"/sessions/{other_session.id}/"))
     same = [re.search(rb'<section class="card narrow" id="no-access">.*?</section>', p.content, re.S) for p in pages]
     assert missing.status_code == 404 and same[0] and same[1] and same[0][0] == same[1][0]  # the same page
-    for path in (f"/w/{elsewhere.id}/", f"/w/{elsewhere.id}/export.zip", "/account/tokens/"):
+    for path in (f"/w/{elsewhere.id}/", "/account/tokens/"):
         response = guest.get(path)
         assert response.status_code == 403
         assert "Not open to guests" in response.content.decode()
+    # Open to guests (a guest student owns their copy of a course), someone else's: not found.
+    for path in (f"/w/{elsewhere.id}/export.zip", f"/w/{elsewhere.id}/guard"):
+        assert guest.get(path).status_code == 404
     assert guest.post("/workspaces/new", {"name": "mine"}).status_code == 403
     api = guest.get("/api/workspaces")
     assert (api.status_code, api.json()["error"]["code"]) == (403, "guest_forbidden")
@@ -188,8 +191,9 @@ def test_only_the_owner_sees_and_changes_people(session: Session, other_user: An
     assert mate.get(f"/sessions/{session.id}/members").status_code == 404
     assert mate.post(f"/sessions/{session.id}/invites", {"role": "viewer"}).status_code == 404
     guest = join_as_guest(session, "collaborator")
-    assert guest.get(f"/sessions/{session.id}/members").status_code == 403
-    assert guest.post(f"/sessions/{session.id}/members", {"remove": str(other_user.pk)}).status_code == 403
+    assert guest.get(f"/sessions/{session.id}/members").status_code == 404
+    assert guest.post(f"/sessions/{session.id}/members", {"remove": str(other_user.pk)}).status_code == 404
+    assert guest.post(f"/sessions/{session.id}/invites", {"role": "viewer"}).status_code == 404
     assert Participant.objects.filter(session=session, user=other_user).exists()
 
 

@@ -6,22 +6,43 @@
 // Modes: "auto" (the default: the model's file opens and the view follows it unless the
 // person is busy in the editor), "follow" (always, and the drivers' cursors too), "manual"
 // (nothing moves the view but the person).
+//
+// Following is only ever the person's choice: the Follow button, or opening a link that asks
+// for it (`?follow=1`, the presenter link shared with an audience). The page's address says
+// whether the person follows, so a reload keeps it; nothing else (presenter mode included)
+// turns it on.
 import * as Y from "yjs";
 
 const LABELS = { auto: "Follow", follow: "Stop following", manual: "Follow" };
 const VIEWER = "viewer"; // the one role that does not drive: its cursor is not followed
+const PARAM = "follow";
+
+// Does the page's address ask to follow (a shared presenter link, or a reload while following)?
+export function followAsked(location = window.location) {
+  return new URL(location.href).searchParams.get(PARAM) === "1";
+}
+
+// The address says whether the person follows, so that a reload keeps it.
+function rememberFollowing(on) {
+  const url = new URL(window.location.href);
+  if (on) url.searchParams.set(PARAM, "1");
+  else url.searchParams.delete(PARAM);
+  if (url.href !== window.location.href) history.replaceState(history.state, "", url);
+}
 
 export class FollowMode {
   // button: the toggle; who: where it says whom the view follows; tabs: EditorTabs;
   // awareness: the Yjs peer's; files: the document's Y.Map of files;
-  // modelWriting(): is a turn running now?
-  constructor({ button, who, tabs, awareness, files, modelWriting }) {
+  // modelWriting(): is a turn running now? onDriverAt(path): a driver's page said it has
+  // `path` open (landing.js).
+  constructor({ button, who, tabs, awareness, files, modelWriting, onDriverAt = () => {} }) {
     this.button = button;
     this.who = who;
     this.tabs = tabs;
     this.awareness = awareness;
     this.files = files;
     this.modelWriting = modelWriting;
+    this.onDriverAt = onDriverAt;
     this.mode = "auto";
     this.stoppedByHand = false;
     this.target = null; // where the action was last: {kind: "model"|"driver", path, line?, client?}
@@ -45,6 +66,7 @@ export class FollowMode {
   set(mode) {
     this.mode = mode;
     this.stoppedByHand = false;
+    rememberFollowing(mode === "follow");
     this.render();
     if (mode === "follow") this.go();
   }
@@ -54,6 +76,7 @@ export class FollowMode {
     if (this.mode !== "follow") return;
     this.mode = "manual";
     this.stoppedByHand = true;
+    rememberFollowing(false);
     this.render();
   }
 
@@ -88,6 +111,7 @@ export class FollowMode {
       this.seen.set(client, where);
       if (typeof state.file !== "string" || !state.file) continue;
       this.target = { kind: "driver", path: state.file, client, name: state.user.name };
+      this.onDriverAt(state.file);
       if (this.mode === "follow" && !this.modelWriting()) this.go();
       else this.render();
     }

@@ -1,6 +1,7 @@
-// Presenter mode, for demos: large type in the editor and the transcript, and the view
-// follows the driver. The page's address says it (`?present=1`), so the toggle is also a
-// link to share: whoever opens it lands in presenter mode.
+// Presenter mode, for demos: large type in the editor and the transcript. The page's address
+// says it (`?present=1`), so the toggle is also a link to share: whoever opens it lands in
+// presenter mode, following the driver (the link also asks for that: `&follow=1`, follow.js).
+// Entering or leaving it by the toggle changes nothing of whom the person follows.
 
 const PARAM = "present";
 
@@ -35,7 +36,7 @@ export class PresenterMode {
     this.link.textContent = on ? "Leave presenter mode" : "Present";
     this.link.title = on
       ? "Back to the normal view"
-      : "Presenter mode: large type, the view follows the driver (share this link to present to others)";
+      : "Presenter mode: large type (share this link: whoever opens it follows the driver)";
     const url = new URL(window.location.href);
     if (on) url.searchParams.set(PARAM, "1");
     else url.searchParams.delete(PARAM);

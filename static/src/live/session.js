@@ -14,8 +14,9 @@ import { StatusBar } from "./status.js";
 import { Toasts, keepPanelsInView, userName, wireCopyButtons } from "./notices.js";
 import { IN_FLIGHT } from "./block_states.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
-import { FollowMode } from "./follow.js";
+import { FollowMode, followAsked } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
+import { Landing, SavedTabs } from "./landing.js";
 import { RunPanel } from "./run_panel.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 
@@ -46,7 +47,7 @@ class LiveSession {
       tabBar: root.querySelector("#tabs"), host: root.querySelector("#editor"),
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
-      diagnostics: this.diagnostics, onByHand: () => this.follow.byHand(),
+      diagnostics: this.diagnostics, onByHand: () => this.byHand(),
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(
@@ -55,6 +56,11 @@ class LiveSession {
     this.follow = new FollowMode({
       button: root.querySelector("#follow"), who: root.querySelector("[data-field=follow]"), tabs: this.tabs,
       awareness: this.provider.awareness, files: this.doc.getMap("files"), modelWriting: () => this.running !== null,
+      onDriverAt: (path) => this.landing.driverAt(path),
+    });
+    this.landing = new Landing({
+      tabs: this.tabs, saved: new SavedTabs(data.workspace, data.user), lastFile: data.lastFile,
+      exists: (path) => this.doc.getMap("files").get(path) instanceof Y.Text,
     });
     this.presenter = new PresenterMode(document.getElementById("present"), {
       onChange: (on) => this.presenting(on),
@@ -98,19 +104,33 @@ class LiveSession {
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
+    if (followAsked()) this.follow.set("follow"); // a shared presenter link, or a reload while following
     this.connection.connect();
   }
 
-  // Presenter mode: large type (the editor measures its lines again) and following the driver.
+  // Presenter mode: large type (the editor measures its lines again). Whom the person
+  // follows is theirs to say: entering it does not change it.
   presenting(on) {
-    this.follow.set(on ? "follow" : "auto");
-    if (this.tabs.view) this.tabs.view.requestMeasure();
+    this.tabs.setLargeType(on);
   }
 
+  // The document is here: the person's own tabs, and a file in front (landing.js); a
+  // driver's place that came before the files, when following.
   openInitial() {
-    const initial = decodeURIComponent(window.location.hash.slice(1));
-    if (initial) this.tabs.open(initial, { focus: false });
-    else if (this.follow.following) this.follow.go(); // a driver's place that came before the files
+    let named = window.location.hash.slice(1);
+    try {
+      named = decodeURIComponent(named);
+    } catch {
+      // a path with a lone "%" was written to the address as it is
+    }
+    this.landing.land(named);
+    if (this.follow.following) this.follow.go();
+  }
+
+  // The person scrolled, typed or picked a file themselves.
+  byHand() {
+    this.follow.byHand();
+    this.landing.byHand();
   }
 
   connectionState(state, retryMs) {
@@ -182,6 +202,7 @@ class LiveSession {
   // A finding's place clicked: that file, at that line.
   openAt(path, line) {
     if (path !== this.tabs.active) this.follow.byHand();
+    this.landing.byHand();
     this.tabs.filePicked();
     this.tabs.goToLine(path, line);
   }
@@ -262,6 +283,7 @@ class LiveSession {
     this.explain(event);
     // A block written faster than the statuses are sent may first show up applied: the
     // running turn's file opens all the same.
+    if (event.path && event.turn === this.running) this.landing.turnAt(event.path);
     const writing = IN_FLIGHT.has(event.state)
       || (event.state === "applied" && event.turn === this.running && !this.replayed(event));
     if (writing && event.path) {
@@ -357,6 +379,7 @@ class LiveSession {
   }
 
   setRunning(turn) {
+    if (turn !== this.running) this.landing.turnEnded();
     this.running = turn;
     if (this.prompt) this.prompt.running(turn !== null);
   }
@@ -442,6 +465,7 @@ class LiveSession {
       if (link) {
         event.preventDefault();
         if (link.dataset.open !== this.tabs.active) this.follow.byHand();
+        this.landing.byHand();
         this.tabs.filePicked();
         this.tabs.open(link.dataset.open);
         return;
@@ -449,11 +473,15 @@ class LiveSession {
       const revert = event.target.closest("[data-revert]");
       if (revert && this.canDrive) this.revert(revert.dataset.revert, revert);
     });
+    // Any click in the tab bar or the editor: where the person landed is theirs now.
+    for (const part of [root.querySelector("#tabs"), root.querySelector("#editor")]) {
+      part.addEventListener("pointerdown", () => this.landing.byHand());
+    }
     const body = document.body;
     body.addEventListener("htmx:beforeRequest", (event) => {
       if (event.target instanceof Element && event.target.closest("#tree")) this.treeChanges += 1;
     });
-    body.addEventListener("spark:open", (event) => this.tabs.open(event.detail.path));
+    body.addEventListener("spark:open", (event) => { this.landing.byHand(); this.tabs.open(event.detail.path); });
     body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
     body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
     this.runs.wireShortcut(document);

@@ -1,7 +1,7 @@
 // Editor tabs over one CodeMirror view, each tab a Yjs-bound EditorState on the file's Y.Text
 // (doc.getMap("files")). The model's edits and other people's typing arrive through Yjs.
 import { EditorView, basicSetup } from "codemirror";
-import { EditorSelection, EditorState, Transaction } from "@codemirror/state";
+import { Compartment, EditorSelection, EditorState, Transaction } from "@codemirror/state";
 import { keymap } from "@codemirror/view";
 import * as Y from "yjs";
 import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
@@ -17,6 +17,12 @@ import { diagnosticsExtensions } from "./diagnostics.js";
 const USER_FOCUS_MS = 4000;
 // The model's line counts as in sight this many lines inside the editor's visible edges.
 const SIGHT_MARGIN_LINES = 3;
+// Presenter mode's type, as a theme of the editor's own: CodeMirror positions the line numbers
+// from the line heights it measured, and reads them again only when its content changes
+// height, it is redrawn, or its theme changes. Type made larger by a page style alone, in a
+// file shorter than the editor (whose content keeps the editor's height whatever the type),
+// left the numbers where the old lines were; a theme tells it to measure again.
+const LARGE_TYPE = EditorView.theme({ "&.cm-editor .cm-scroller": { fontSize: "22px", lineHeight: "1.5" } });
 
 export class EditorTabs {
   // onByHand(): the person scrolled or typed in the editor, or picked another tab;
@@ -43,6 +49,9 @@ export class EditorTabs {
     this.lastFilePick = -Infinity; // a tab or tree click: stop switching files for a while
     this.staged = null; // {path, info, line}: the region for the next editor transaction
     this.shown = null; // {path, info}: the region the editor draws
+    this.onTabsChanged = () => {}; // the tabs or the front one changed (landing.js keeps them)
+    this.typeSize = new Compartment(); // presenter mode's large type, or the normal one
+    this.largeType = false;
     const touched = () => { this.lastUserAction = performance.now(); };
     host.addEventListener("pointerdown", touched);
     host.addEventListener("keydown", touched);
@@ -74,6 +83,23 @@ export class EditorTabs {
     return this.tabs.has(path) || this.waiting.has(path) || this.opening.has(path);
   }
 
+  // Presenter mode's large type (on) or the normal one, in every tab: the editor measures its
+  // lines again (see LARGE_TYPE).
+  setLargeType(on) {
+    if (on === this.largeType) return;
+    this.largeType = on;
+    const effects = this.typeSize.reconfigure(on ? LARGE_TYPE : []);
+    for (const [path, tab] of this.tabs) {
+      if (path !== this.active || !this.view) tab.state = tab.state.update({ effects }).state;
+    }
+    if (this.view) this.view.dispatch({ effects });
+  }
+
+  // The open tabs' paths, in the tab bar's order.
+  paths() {
+    return [...this.tabs.keys()];
+  }
+
   extensions(path, tab) {
     return [
       keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
@@ -87,6 +113,7 @@ export class EditorTabs {
       yRemoteSelectionsTheme,
       remoteSelections(tab.ytext, this.awareness),
       editorNonce(),
+      this.typeSize.of(this.largeType ? LARGE_TYPE : []),
       liveDecorations(),
       diagnosticsExtensions(),
       EditorState.transactionExtender.of((transaction) => this.extendRemote(transaction)),
@@ -370,6 +397,7 @@ export class EditorTabs {
     if (drawn === this.drawn && this.tabBar.childElementCount === tabs.length) return;
     this.drawn = drawn;
     renderTabBar(this.tabBar, tabs, { onPick: (path) => this.picked(path), onClose: (path) => this.close(path) });
+    this.onTabsChanged();
   }
 
   picked(path) {
