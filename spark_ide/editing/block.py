@@ -285,12 +285,14 @@ class EditBlock:
         if applier is not None:
             undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
             lines = applier.located_range if undone else applier.line_range
+            if merge is not None and self._merged_lines is not None:
+                lines = self._merged_lines
         elif self._tracker is not None and self._tracker.lines_seen:
             candidates = candidates or tuple(self._tracker.candidates())
             if self._tracker.count() == 1:
                 lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
-        if merge is not None and self._merged_lines is not None:
-            lines = self._merged_lines
+        if applier is None and merge is not None:
+            lines = self._merged_lines  # a fence whose preview showed nothing: where its code is
         self.changed = False
         return BlockStatus(
             turn=self.turn,
