@@ -154,11 +154,12 @@ class FenceLines:
         if first in (" ", "\t"):  # indented: a line of the current item
             shown = self._mode is _Mode.SHOW and any(part.strip() for part in self._partial)
             return "join" if shown else None
-        if self._mode is not None and not self._whole_item():
-            return "join" if self._mode is _Mode.SHOW else None
         if self._partial_chars > MAX_HEAD_CHARS:
             return None
-        return "start" if self._new_item_shown("".join(self._partial)) else None
+        sure = self._new_item_shown("".join(self._partial))
+        if self._mode is not None and not self._whole_item():  # inside the item above, as far as can be told
+            return "join" if sure and self._mode is _Mode.SHOW else None
+        return "start" if sure else None
 
     def _new_item_shown(self, text: str) -> bool:
         """Whether an item beginning with ``text`` (a line still being written) will be shown
@@ -199,7 +200,9 @@ class FenceLines:
                 self._start_item(line, out)
         elif (blank or comment) and self._whole_item():
             self._pending.append(line)
-        elif at_column_0 and not continues_statement(line) and self._whole_item():
+        elif at_column_0 and not continues_statement(line) and (
+            self._whole_item() or (self._mode is _Mode.SHOW and self._would_hold(line))
+        ):
             self._end_item(out)
             self._start_item(line, out)
         else:
@@ -207,6 +210,20 @@ class FenceLines:
             for one in lines:
                 self._add(one)
                 self._route(one, out)
+
+    def _would_hold(self, line: str) -> bool:
+        """Whether a line at column 0 would start an item the preview holds. Inside a shown
+        item that is not whole (an open bracket or string, or code that does not parse) it
+        starts one all the same: a line that reads as a copy of the file's is not shown,
+        whatever it turns out to be (the merge, at the end, reads the whole code)."""
+        existing = self._existing()
+        if existing is None or line.startswith("@"):
+            return False
+        name = head_name(line)
+        first = line.rstrip()
+        return (name is not None and name in existing.definitions) or any(
+            lines[0] == first for lines in existing.statements
+        )
 
     def _start_item(self, line: str, out: list[str]) -> None:
         lead, self._pending = self._pending, []

@@ -168,20 +168,61 @@ def test_a_statement_is_held_while_it_matches_the_files_and_shown_once_it_differ
 def test_the_lines_of_a_fence_are_cut_into_items_as_python_reads_them() -> None:
     existing = read_existing(FILE)
     assert existing is not None
-    lines = FenceLines(lambda: existing)
-    code = (
-        "X = '''\n"
-        "def is_prime(n):\n"  # inside a string: not a definition
-        "'''\n"
-        "if X:\n    pass\nelse:\n    pass\n"
-        "# about is_prime\n"
-        "def is_prime(n):\n    return n == 2\n"
-        "\n"
-        "print(is_prime(7))\n"
-        "value = call(\n1,\n)\n"
-    )
-    shown = "".join(lines.feed(piece) for piece in chunk(code, list(range(0, len(code), 5))))
-    lines.finish()
-    assert shown == "X = '''\ndef is_prime(n):\n'''\nif X:\n    pass\nelse:\n    pass\nvalue = call(\n1,\n)\n"
+
+    def cut(code: str) -> tuple[str, str]:
+        lines = FenceLines(lambda: existing)
+        shown = "".join(lines.feed(piece) for piece in chunk(code, list(range(0, len(code), 5))))
+        lines.finish()
+        return shown, lines.held
+
+    text = 'X = """\ndef is_even(n):\n"""\n'  # inside a string: not a definition
+    branches = "if X:\n    pass\nelse:\n    pass\n"  # `else:` goes on the `if`
+    call = "value = call(\n1,\n)\n"  # `)` goes on the call
+    held_code = "# about is_prime\ndef is_prime(n):\n    return n == 2\n\nprint(is_prime(7))\n"
+    shown, held = cut(text + branches + held_code + call)
+    assert shown == text + branches + call
     # The comment above a definition goes with it, so does the blank line above a statement.
-    assert lines.held == "# about is_prime\ndef is_prime(n):\n    return n == 2\n\nprint(is_prime(7))\n"
+    assert held == "# about is_prime\ndef is_prime(n):\n    return n == 2\n\nprint(is_prime(7))\n"
+    # In a shown item that never parses, a line that reads as the file's definition is held
+    # all the same (the merge reads the whole code in the end).
+    shown, held = cut("broken(\ndef is_prime(n):\n    return 1\nprint(2)\n")
+    assert (shown, held) == ("broken(\nprint(2)\n", "def is_prime(n):\n    return 1\n")
+
+
+ITEMS = [
+    "def is_prime(n):\n    return n > 1\n",
+    "def is_prime(n):\n    if n < 2:\n        return False\n    return True\n",
+    "def is_even(n):\n    return n % 2 == 0\n",
+    "@cache\ndef is_prime(n):\n    return n == 2\n",
+    "# a comment\n",
+    "\n",
+    "print(is_prime(7))\n",
+    "print(is_prime(8))\n",
+    "import math\n",
+    "class is_prime:\n    pass\n",
+    "is_prime = None\n",
+    "x = (\n1,\n)\n",
+    "if True:\n    pass\nelse:\n    pass\n",
+    "  broken(\n",
+    "s = '''\ndef is_prime(n):\n'''\n",
+]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    items=st.lists(st.sampled_from(ITEMS), min_size=1, max_size=6),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=20),
+)
+def test_while_any_fence_streams_the_files_definitions_never_show_twice(items: list[str], cuts: list[int]) -> None:
+    answer = "```python\n" + "".join(items) + "```\n"
+    doc = make_doc({"main.py": FILE})
+    editor = TurnEditor(doc, "t1", fence_path="main.py")
+    for piece in chunk(answer[: -len("```\n")], cuts):  # everything before the fence closes
+        editor.feed(piece)
+        text = read(doc, "main.py")
+        assert re.findall(r"^(?:def|class) is_prime\b|^is_prime =", text, flags=re.MULTILINE) == ["def is_prime"]
+    editor.feed("```\n")
+    editor.finish()
+    assert not editor.ledger.with_outcome(Outcome.IN_FLIGHT)
+    editor.revert()
+    assert read(doc, "main.py") == FILE

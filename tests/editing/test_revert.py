@@ -236,7 +236,7 @@ def test_restore_is_refused_and_changes_nothing_when_its_lines_were_edited_since
     with doc.transaction(origin="human"):
         ytext.insert(len("def a("), "y")  # the line the turn changed
     files = read_files(doc)
-    with pytest.raises(RevertUnavailable, match="cannot be restored: the lines its revert changed in app.py"):
+    with pytest.raises(RevertUnavailable, match=r"cannot be restored: the lines its revert changed in app\.py"):
         editor.restore()
     assert read_files(doc) == files
     assert editor.reverted  # still reverted: nothing was restored

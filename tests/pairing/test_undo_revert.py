@@ -35,7 +35,8 @@ async def refused(client: LiveClient, message: dict[str, Any]) -> dict[str, Any]
 
 
 async def _record(turn: str) -> Turn:
-    return await database_sync_to_async(Turn.objects.get)(pk=turn)
+    record: Turn = await database_sync_to_async(Turn.objects.get)(pk=turn)
+    return record
 
 
 async def test_undo_revert_brings_the_turn_back_for_everyone_until_the_next_turn(
