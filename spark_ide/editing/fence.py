@@ -48,7 +48,6 @@ _DEFINITION_NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)(
 class MergeResult:
     report: MergeReport
     lines: tuple[int, int] | None  # where the code is now
-    transactions: int  # tracked transactions made (0 or 1)
     conflicts: tuple[int, ...] = ()  # lines of definitions kept because a person changed them
 
 
@@ -380,11 +379,14 @@ class FencePreview:
         return "".join(self._lines.shown if self._lines is not None else self._shown)
 
     def _cut(self, current: str) -> tuple[int, int] | None:
-        """The preview (with its gap) in ``current``, in code points: None when there is none."""
+        """The preview (with its gap) in ``current``, in code points: None when there is none,
+        or when its gap is gone (someone deleted it)."""
         if self.applier is None:
             return None
         start, end = self.applier.region
         start -= utf8_length(self.gap)
+        if start < 0:
+            return None
         if current.isascii():
             return start, end
         data = current.encode()
@@ -403,7 +405,8 @@ class FencePreview:
         """Take the preview out and merge ``code`` into the file as it is now (one transaction)."""
         current = str(self._ytext)
         cut = self._cut(current)
-        if cut is not None and current[cut[0] : cut[1]] != self.gap + self._shown_text():
+        typed_into = cut is None or current[cut[0] : cut[1]] != self.gap + self._shown_text()
+        if self.applier is not None and typed_into:
             return self._merge_held(current)  # someone typed into the preview: it stays
         start, end = cut if cut is not None else (len(current), len(current))
         base = current[:start] + current[end:]
@@ -415,27 +418,27 @@ class FencePreview:
             lines: tuple[int, int] | None = (first, first + code.rstrip("\n").count("\n"))
         else:
             splices, lines = _through_cut(plan.splices, start, end), plan.lines
-        changed = self._apply(current, splices)
-        return MergeResult(plan.report, lines, changed, plan.conflicts)
+        self._apply(current, splices)
+        return MergeResult(plan.report, lines, plan.conflicts)
 
     def _merge_held(self, current: str) -> MergeResult:
         """The preview was typed into: it stays as it is, and the code it did not show (the
         definitions the file had) merges into the file around it."""
         held = self._lines.held if self._lines is not None else ""
         if not held.strip():
-            return MergeResult(MergeReport(inserted=True), None, 0)
+            return MergeResult(MergeReport(inserted=True), None)
         plan = plan_merge(current, held, python=self.python, original=self.original)
-        changed = self._apply(current, list(plan.splices))
-        return MergeResult(plan.report, plan.lines, changed, plan.conflicts)
+        self._apply(current, list(plan.splices))
+        return MergeResult(plan.report, plan.lines, plan.conflicts)
 
-    def _apply(self, current: str, splices: list[Splice]) -> int:
-        """Make ``splices`` of ``current`` (ascending), each narrowed to what changes: 1
-        transaction, or 0 when nothing does."""
+    def _apply(self, current: str, splices: list[Splice]) -> None:
+        """Make ``splices`` of ``current`` (ascending), each narrowed to what changes, in one
+        transaction (none when nothing changes)."""
         made = [
             one for one in (narrowed(current[s.start : s.stop], s.start, s.text) for s in splices) if one is not None
         ]
         if not made:
-            return 0
+            return
         with self._doc.transaction(origin=self._origin):
             for splice in reversed(made):
                 at = utf8_length(current[: splice.start])
@@ -444,7 +447,6 @@ class FencePreview:
                 if splice.text:
                     self._ytext.insert(at, splice.text)
         self.transactions += 1
-        return 1
 
 
 def _through_cut(splices: tuple[Splice, ...], start: int, end: int) -> list[Splice]:
