@@ -63,6 +63,7 @@ class EditBlock:
         self._own_transactions = 0  # tracked transactions not made by the applier
         self._code: list[str] = []  # a fence's text, merged when it closes
         self._preview: FencePreview | None = None  # a fence streaming after a file's content
+        self._fence_line = 0  # the line its preview starts on (where its code is reported)
         self._merge: MergeReport | None = None
         self._merged_lines: tuple[int, int] | None = None
 
@@ -107,18 +108,14 @@ class EditBlock:
             self._start_applier(doc, snapshot, 0, tuple(split_lines_keeping_ends(snapshot.text)), 0)
 
     def _start_preview(self, doc: Doc[Any], snapshot: FileSnapshot) -> None:
-        """A fence into a file with content streams after it, to be merged when it closes."""
+        """A fence into a file with content streams after it, to be merged when it closes
+        (`fence.py`: nothing is written until a line is to be shown)."""
         assert self._ytext is not None
         original = snapshot.text
-        gap = separator(original)
-        if gap:
-            with doc.transaction(origin=self.origin):
-                self._ytext.insert(snapshot.size, gap)
-            self._own_transactions += 1
-            snapshot = FileSnapshot(snapshot.text + gap, doc.get_state(), snapshot.size + len(gap))
-        self._preview = FencePreview(original, gap, is_python(self.path, self.language))
-        text = snapshot.text
-        self._start_applier(doc, snapshot, text.count("\n"), (), len(text))
+        self._preview = FencePreview(doc, self._ytext, self.origin, original, is_python(self.path, self.language))
+        self._fence_line = (original + separator(original)).count("\n") + 1
+        self.state = EditState.STREAMING
+        self.changed = True
 
     @property
     def file_origin(self) -> str:
@@ -129,7 +126,8 @@ class EditBlock:
     def transactions(self) -> int:
         """How many tracked transactions (so undo-stack items) this block made."""
         applier = self._applier.transactions if self._applier is not None else 0
-        return applier + self._own_transactions
+        preview = self._preview.transactions if self._preview is not None else 0
+        return applier + preview + self._own_transactions
 
     def take_old_text(self, text: str) -> None:
         self._old_parts.append(text)
@@ -151,10 +149,18 @@ class EditBlock:
     @property
     def code_line(self) -> int | None:
         """The file line (1-based) the block's new text starts on; None before it streams."""
+        if self._preview is not None:
+            return self._fence_line
         return self._applier.first_line + 1 if self._applier is not None else None
 
     def take_new_text(self, text: str) -> None:
-        if self._applier is not None:
+        preview = self._preview
+        if preview is not None:
+            preview.feed(text)
+            self._applier = preview.applier  # from its first line shown
+            self.changed = True
+            self._code.append(text)
+        elif self._applier is not None:
             self._applier.feed(text)
             self.changed = True
             if self.fenced:
@@ -169,10 +175,10 @@ class EditBlock:
         """
         limit = self._limits.max_file_bytes
         if limit is None or self._applier is None or self._ytext is None:
-            return
-        if self._preview is not None:
+            return  # (a preview with nothing shown yet adds nothing)
+        if self._preview is not None and self._merge is None:
             start, end = self._applier.region
-            certain = end - start
+            certain = end - start  # the code shown (held code replaces what the file has)
         else:
             certain = len(self._ytext) - self._applier.pending_bytes
         if certain > limit:
@@ -181,27 +187,28 @@ class EditBlock:
 
     def complete(self) -> BlockStatus:
         """The block's text is all there: write its last line, then check the limits."""
-        assert self._applier is not None
-        conflicts = self._applier.finish()
+        if self._preview is not None:
+            self._preview.close()
+            conflicts = self._applier.conflicts if self._applier is not None else ()
+        else:
+            assert self._applier is not None
+            conflicts = self._applier.finish()
         if self.fenced:
-            conflicts += self._merge_fence()
+            conflicts = tuple(sorted({*conflicts, *self._merge_fence()}))
         self.check_size()
         return self.settle(EditState.APPLIED, conflicts=conflicts)
 
     def _merge_fence(self) -> tuple[int, ...]:
         """A closed fence: merge its preview into the file, or describe what the empty file got.
         Returns the lines kept because a person changed them."""
-        assert self._applier is not None and self._ytext is not None and self._doc is not None
         code = "".join(self._code)
         preview = self._preview
         if preview is None:
             self._merge = plan_merge("", code, python=is_python(self.path, self.language)).report
             return ()
-        self._preview = None
-        result = preview.merge(self._doc, self._ytext, self.origin, self._applier.region, code)
+        result = preview.merge(code)
         self._merge = result.report
         self._merged_lines = result.lines
-        self._own_transactions += result.transactions
         return result.conflicts
 
     def settle(
@@ -246,6 +253,15 @@ class EditBlock:
     ) -> BlockStatus:
         """The current status; the keyword arguments carry the details of a final one."""
         applier = self._applier
+        preview = self._preview
+        if preview is not None and self.state is EditState.STREAMING and (applier is None or preview.held_lines):
+            # A fence's code the preview holds back (it is the file's own definition, or
+            # nothing was shown yet): the region is the definition it will replace, no ghost.
+            self.changed = False
+            return BlockStatus(
+                self.turn, self.index, self.path, self.kind, EditState.STREAMING, preview.held_lines,
+                fenced=self.fenced, language=self.language,
+            )
         if applier is not None and self.state is EditState.STREAMING:
             # Once per chunk while a block streams: the short way.
             self.changed = False
@@ -275,6 +291,8 @@ class EditBlock:
             candidates = candidates or tuple(self._tracker.candidates())
             if self._tracker.count() == 1:
                 lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
+        if applier is None and merge is not None:
+            lines = self._merged_lines  # a fence whose preview showed nothing: where its code is
         self.changed = False
         return BlockStatus(
             turn=self.turn,

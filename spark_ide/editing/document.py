@@ -12,6 +12,7 @@ from typing import Any
 from pycrdt import Doc, Text, YMessageType, YSyncMessageType
 
 from spark_ide.editing.files import workspace_files
+from spark_ide.editing.lines import utf8_length
 
 
 def replace_file_if(doc: Doc[Any], path: str, text: str | None, expected: str | None, origin: str) -> bool:
@@ -77,10 +78,12 @@ def set_file_text(doc: Doc[Any], path: str, text: str | None, origin: str) -> No
         while end_old > start and end_new > start and old[end_old - 1] == text[end_new - 1]:
             end_old -= 1
             end_new -= 1
+        # Y.Text positions are UTF-8 bytes (docs/editing.md, "pycrdt detail"), not code points.
+        at = utf8_length(old[:start])
         if end_old > start:
-            del current[start:end_old]
+            del current[at : at + utf8_length(old[start:end_old])]
         if end_new > start:
-            current.insert(start, text[start:end_new])
+            current.insert(at, text[start:end_new])
 
 
 def sync_step2(update: bytes) -> bytes:

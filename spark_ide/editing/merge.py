@@ -233,7 +233,7 @@ class _Merge:
                 first -= 1  # the first newline ends the file's last line
             spans.append(((first, first + body.rstrip("\n").count("\n")), main))
             shifts.append((start, text.count("\n") - self._span_text(start, stop).count("\n")))
-            splices.append(_narrowed(self._span_text(start, stop), self.offsets[start], text))
+            splices.append(narrowed(self._span_text(start, stop), self.offsets[start], text))
         report = MergeReport(
             replaced=tuple(new.key for _, new in replaced),
             added=tuple(item.label for group in groups for item in group.items),
@@ -264,7 +264,7 @@ class _Merge:
         return text
 
 
-def _narrowed(old: str, offset: int, new: str) -> Splice | None:
+def narrowed(old: str, offset: int, new: str) -> Splice | None:
     """The splice without the text both sides share at either end (None: nothing changes)."""
     if old == new:
         return None

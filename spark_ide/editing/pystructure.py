@@ -5,11 +5,17 @@ Definitions (`def`, `async def`, `class`, a simple `NAME = ...` or `NAME: type =
 keyed by their name, imports by the names they bind, anything else by its syntax tree, so
 two spellings of the same statement compare equal. A comment block right above an item
 (column 0, no blank line in between) is its `lead`.
+
+For code still arriving line by line (a fence's preview, `fence.py`): `head_name` reads the
+name a top-level line begins to define, `is_complete` whether the text so far is whole
+statements, and `continues_statement` whether a line at column 0 still belongs to the
+statement above (`else:`, `except:`, ...).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -43,6 +49,35 @@ class PythonFile:
     lines: tuple[str, ...]  # with their line ends
     items: tuple[Item, ...]
     docstring: Item | None  # the module docstring (also the first item)
+
+
+# `def NAME` / `async def NAME` / `class NAME`, or `NAME = ...` / `NAME: T = ...` (not `==`).
+_HEAD = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)|([^\W\d]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+# Column-0 lines that go on the compound statement above rather than start one.
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
+
+
+def head_name(line: str) -> str | None:
+    """The name a top-level line starts to define (`def f(`, `class A`, `X = `), if any.
+    A guess from the line alone: `parse_python` has the last word once the code is whole."""
+    found = _HEAD.match(line)
+    if found is None:
+        return None
+    return found.group(1) or found.group(2)
+
+
+def continues_statement(line: str) -> bool:
+    """Whether a line at column 0 belongs to the statement above (`else:`, `except ...:`)."""
+    return _CONTINUATION.match(line) is not None
+
+
+def is_complete(text: str) -> bool:
+    """Whether ``text`` is whole statements (no open bracket, string or block without body)."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def parse_python(text: str) -> PythonFile | None:

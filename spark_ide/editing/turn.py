@@ -36,7 +36,9 @@ class TurnEditor:
     Every change is a transaction with origin `ai:<turn>:<block>`; one origin-scoped
     undo manager per turn (capturing each transaction separately) can take back the block
     in flight on `cancel()` and the whole turn on `revert()`, leaving other people's
-    changes alone.
+    changes alone. `restore()` undoes a revert: the turn's change goes back into each file as
+    text (the revert's change taken back out, `threeway.take_back`), and the turn reverts as
+    text from then on.
 
     `limits` are the workspace's (paths, file count, file size): a block that would break
     one fails with a named reason and leaves nothing behind.
@@ -82,6 +84,9 @@ class TurnEditor:
         self._out: list[EditEvent] = []
         self._closed = False
         self._reverted = False
+        # What the last revert did: each file the turn touched, before and after it (restore).
+        self._revert_texts: dict[str, tuple[str | None, str | None]] = {}
+        self._finals: dict[int, BlockStatus] = {}  # each block's final status (restored as it was)
         self._watched: dict[str, tuple[Text, Subscription]] = {}
         self._created: dict[str, str] = {}  # path -> origin of the files this turn created
         self._code: list[CodeText] = []  # new text sent to files since the last take_code()
@@ -155,11 +160,16 @@ class TurnEditor:
         self._doc = doc
         self._files = workspace_files(doc, self._files_key)
 
+    @property
+    def reverted(self) -> bool:
+        return self._reverted
+
     def revert(self) -> list[EditEvent]:
         """Undo the whole turn (cancelling it first if it is still streaming)."""
         events = [] if self._closed else self.cancel()
         if self._reverted:
             return events
+        before = {path: self._text(path) for path in self._before}
         if self._undo is None:
             self._take_back_as_text()  # raises RevertUnavailable before changing anything
         else:
@@ -169,6 +179,7 @@ class TurnEditor:
             for path, origin in self._created.items():
                 self._remove_if_empty(path, origin)
         self._reverted = True
+        self._revert_texts = {path: (text, self._text(path)) for path, text in before.items()}
         for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
             status = BlockStatus(
                 turn=self.turn_id,
@@ -183,6 +194,41 @@ class TurnEditor:
             events.append(status)
         return events
 
+    def restore(self) -> list[EditEvent]:
+        """Undo the last `revert()`: the turn's change goes back into each file, as text (the
+        revert's change taken back out of the file as it is now), and its blocks are as they
+        were. Raises `RevertUnavailable`, changing nothing, when the turn is not reverted, when
+        a file it brings back was deleted since, or when the lines it brings back (or those
+        beside them) were edited since. From then on the turn reverts as text."""
+        if not self._reverted:
+            raise RevertUnavailable(f"turn {self.turn_id} is not reverted: there is nothing to restore")
+        plans: dict[str, str | None] = {}
+        for path, (before, after) in self._revert_texts.items():
+            if before == after:
+                continue
+            now = self._text(path)
+            if now is None and after is not None:
+                raise RevertUnavailable(f"turn {self.turn_id} cannot be restored: {path} was deleted since")
+            taken = take_back(before or "", after or "", now or "")
+            if taken is None:
+                raise RevertUnavailable(
+                    f"turn {self.turn_id} cannot be restored: the lines its revert changed in {path} were edited since"
+                )
+            plans[path] = None if before is None and taken == "" else taken
+        for path, text in plans.items():
+            set_file_text(self._doc, path, text, origin=f"ai:{self.turn_id}:restore")
+        # The undo history no longer describes the files (its turn was undone, then put back
+        # as text): a later revert works on text, as after `detach`.
+        self._undo = None
+        self._reverted = False
+        self._revert_texts = {}
+        events: list[EditEvent] = []
+        for entry in self._ledger.with_outcome(Outcome.REVERTED):
+            status = self._finals[entry.block]
+            self._ledger.record(status)
+            events.append(status)
+        return events
+
     def _take_back_as_text(self) -> None:
         """A detached turn's revert: each file it changed, with its change taken back out."""
         plans: dict[str, str | None] = {}
@@ -193,7 +239,8 @@ class TurnEditor:
             if path in self._mixed:
                 raise RevertUnavailable(
                     f"turn {self.turn_id} cannot be reverted any more: someone else edited {path} while it was "
-                    "being written, and the document's undo history has since been compacted"
+                    "being written, and the document's undo history has since gone (compacted, or the turn was "
+                    "reverted and restored)"
                 )
             now = self._text(path)
             if now is None:
@@ -322,11 +369,12 @@ class TurnEditor:
         candidates: tuple[int, ...] = (),
     ) -> None:
         status = block.settle(state, reason=reason, message=message, candidates=candidates)
-        self._ledger.record(status)
-        self._out.append(status)
+        self._emit(status)
 
     def _emit(self, status: BlockStatus) -> None:
         self._ledger.record(status)
+        if status.state.is_final:
+            self._finals[status.block] = status
         self._out.append(status)
 
     def _report_progress(self) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "TurnFinished",
     "TurnProse",
     "TurnQueued",
+    "TurnRestored",
     "TurnReverted",
     "TurnStarted",
     "TurnStatus",
@@ -126,6 +127,8 @@ class ErrorCode(StrEnum):
     MALFORMED_BINARY = "malformed_binary"
     NOT_AVAILABLE = "not_available"
     REVERT_UNAVAILABLE = "revert_unavailable"
+    # ``restore``: not a turn reverted since the last turn started, or its lines were edited since.
+    RESTORE_UNAVAILABLE = "restore_unavailable"
     BAD_PATH = "bad_path"
     TOO_MANY_FILES = "too_many_files"
     PATH_CONFLICT = "path_conflict"
@@ -468,6 +471,13 @@ class TurnReverted(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRestored(TurnEvent):
+    """A revert undone: the turn's edits are back (``restore``)."""
+
+    type: ClassVar[str] = "turn.restored"
+
+
+@dataclass(frozen=True, slots=True)
 class GuardFinding(TurnEvent):
     """The watchdog found a flaw in what ``turn`` wrote: ``action`` ``halted`` (the stream was
     stopped and the model re-prompted: ``correction`` is that turn) or ``flagged``."""
@@ -488,7 +498,7 @@ _TURN_EVENTS: dict[str, type[TurnEvent]] = {
     cls.type: cls
     for cls in (
         TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted,
-        GuardFinding,
+        TurnRestored, GuardFinding,
     )
 }
 

@@ -121,6 +121,8 @@ _DECLARED = (
                 "stop the running turn and prompt again"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
     MessageSpec("revert", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "undo a turn's edits"),
+    MessageSpec("restore", DRIVER_ROLES, (_text("turn", limit="id_chars"),),
+                "undo the revert of a turn (until the next turn starts): its edits back"),
     MessageSpec("run", DRIVER_ROLES, (
         _flag("tests"),
         _text("path", limit="path_chars", required=False, required_unless="tests"),

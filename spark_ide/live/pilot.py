@@ -45,6 +45,7 @@ from .events import (
     TurnFinished,
     TurnProse,
     TurnQueued,
+    TurnRestored,
     TurnReverted,
     TurnStarted,
     TurnStatus,
@@ -164,6 +165,7 @@ class Pilot:
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
         self._revertible = Revertible()
+        self._restorable: set[str] = set()  # turns reverted since the last turn started
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self._history: deque[PastTurn] = deque(maxlen=self.style.history_turns)
         self._last_ledger = ""
@@ -270,6 +272,8 @@ class Pilot:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
         elif kind is CommandKind.REVERT:
             await self._revert(command)
+        elif kind is CommandKind.RESTORE:
+            self._restore(command)
         elif kind is CommandKind.NEXT and run is None:
             await self._next()
 
@@ -317,6 +321,7 @@ class Pilot:
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
+        self._restorable.clear()  # a revert can be undone until the next turn starts: this one
         self._revertible.add(run.id, run.editor)
         command = run.command
         requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
@@ -724,6 +729,7 @@ class Pilot:
                 command.reply(SessionError(ErrorCode.REVERT_UNAVAILABLE, str(refused), ref=turn))
             return
         self._publish_edits(edits)
+        self._restorable.add(turn)
         # Announced once recorded, so a history panel refreshed on it shows the revert.
         self._records.put(
             "turn reverted", lambda: self.stage.store.turn_reverted(turn),
@@ -732,3 +738,35 @@ class Pilot:
         if running is not None:
             await self._stop_upstream(running)
             await self._next()
+
+    def _restore(self, command: Command) -> None:
+        """Undo the revert of a turn: its edits go back into the files (``TurnEditor.restore``),
+        for everyone, and its record is no longer reverted. Only a turn reverted since the
+        last turn started (``_restorable``), in this room; refused, changing nothing, when
+        the lines it brings back were edited since."""
+        turn = command.turn
+        editor = self._revertible.get(turn)
+        if turn not in self._restorable or editor is None or not editor.reverted:
+            if command.reply is not None:
+                why = (
+                    "a turn has started since it was reverted" if editor is not None and editor.reverted
+                    else "it is not a reverted turn of this room"
+                )
+                command.reply(SessionError(
+                    ErrorCode.RESTORE_UNAVAILABLE,
+                    f"turn {turn} cannot be restored: {why} (a revert can be undone until the next turn starts)",
+                    ref=turn,
+                ))
+            return
+        try:
+            edits = editor.restore()
+        except RevertUnavailable as refused:
+            if command.reply is not None:
+                command.reply(SessionError(ErrorCode.RESTORE_UNAVAILABLE, str(refused), ref=turn))
+            return
+        self._restorable.discard(turn)
+        self._publish_edits(edits)
+        self._records.put(
+            "turn restored", lambda: self.stage.store.turn_restored(turn),
+            then=lambda: self.stage.publish(TurnRestored(turn=turn)),
+        )

@@ -176,6 +176,9 @@ class RoomStore(Protocol):
 
     async def turn_reverted(self, turn: str) -> None: ...
 
+    async def turn_restored(self, turn: str) -> None:
+        """A revert of ``turn`` undone: it is no longer reverted."""
+
     async def run_started(self, record: RunRecord) -> None: ...
 
     async def run_finished(self, outcome: RunOutcome) -> None: ...

@@ -30,6 +30,7 @@ class CommandKind(StrEnum):
     STEER = "steer"
     STOP = "stop"
     REVERT = "revert"
+    RESTORE = "restore"  # undo a revert
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
 
 
@@ -44,7 +45,7 @@ class Command:
     text: str = ""
     effort: Effort = DEFAULT_EFFORT
     path: str = ""
-    turn: str = ""  # revert: which turn; prompt: the id the turn will have (given when queued)
+    turn: str = ""  # revert, restore: which turn; prompt: the id the turn will have (given when queued)
     received_at: float = field(default_factory=time.monotonic)
     reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections

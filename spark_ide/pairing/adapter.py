@@ -229,6 +229,9 @@ class DatabaseRoomStore:
     async def turn_reverted(self, turn: str) -> None:
         await self._write(lambda: services.turn_mark_reverted(turn))
 
+    async def turn_restored(self, turn: str) -> None:
+        await self._write(lambda: services.turn_mark_restored(turn))
+
     async def run_started(self, record: RunRecord) -> None:
         await self._write(lambda: services.run_create(record))
 

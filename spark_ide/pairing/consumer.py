@@ -316,6 +316,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_revert(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.REVERT, turn=values["turn"])
 
+    def _on_restore(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.RESTORE, turn=values["turn"])
+
     def _on_run(self, values: dict[str, Any]) -> None:
         tests = values["tests"]
         path = "" if tests else values["path"]
@@ -346,6 +349,7 @@ HANDLERS: dict[str, Handler] = {
     "steer": SessionConsumer._on_steer,
     "stop": SessionConsumer._on_stop,
     "revert": SessionConsumer._on_revert,
+    "restore": SessionConsumer._on_restore,
     "run": SessionConsumer._on_run,
     "run.input": SessionConsumer._on_run_input,
     "run.stop": SessionConsumer._on_run_stop,

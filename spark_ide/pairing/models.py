@@ -72,6 +72,8 @@ class Turn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     reverted = models.BooleanField(default=False)
+    # When it was reverted (null: it is not): it can be restored until a later turn starts.
+    reverted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]

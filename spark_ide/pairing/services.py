@@ -306,7 +306,12 @@ def run_finish(outcome: RunOutcome) -> None:
 
 
 def turn_mark_reverted(turn_id: str) -> None:
-    Turn.objects.filter(pk=turn_id).update(reverted=True)
+    Turn.objects.filter(pk=turn_id).update(reverted=True, reverted_at=timezone.now())
+
+
+def turn_mark_restored(turn_id: str) -> None:
+    """A revert undone (``restore``): the turn's edits are back."""
+    Turn.objects.filter(pk=turn_id).update(reverted=False, reverted_at=None)
 
 
 # The turn history lists at most this many turns: the room's latest.
@@ -335,6 +340,7 @@ def turns_for(session: Session) -> list[dict[str, Any]]:
         {
             "id": t.id, "prompt": t.prompt, "status": t.status, "steered_from": t.steered_from_id,
             "effort": t.effort, "metrics": t.metrics, "reverted": t.reverted,
+            "reverted_at": t.reverted_at.isoformat() if t.reverted_at is not None else None,
             "created_at": t.created_at.isoformat(),
         }
         for t in room_turns(session)

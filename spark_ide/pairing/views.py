@@ -186,10 +186,14 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     everything = bool(request.session.get(key, False))
     latest = services.room_turns(session)
     shown = latest if everything else latest[-HISTORY_SHOWN:]
+    newest = latest[-1].created_at if latest else None
     turns = [
         {
             "id": turn.id, "prompt": turn.prompt, "status": turn.status, "reason": turn.reason,
             "steered_from": turn.steered_from_id, "metrics": turn.metrics, "reverted": turn.reverted,
+            # A revert can be undone until the next turn starts (the room says so if it cannot).
+            "restorable": turn.reverted and turn.reverted_at is not None and newest is not None
+            and turn.reverted_at > newest,
             "created_at": turn.created_at, "error": turn.error,
             "paths": list(turn.diff),
         }

@@ -1,4 +1,5 @@
-// CodeMirror language support by file extension.
+// CodeMirror language support by file extension, and each language's usual indentation.
+import { indentUnit } from "@codemirror/language";
 import { python } from "@codemirror/lang-python";
 import { javascript } from "@codemirror/lang-javascript";
 import { html } from "@codemirror/lang-html";
@@ -23,9 +24,26 @@ const BY_EXTENSION = {
   json: () => json(),
 };
 
-export function languageFor(path) {
+// What a table says for a file's extension (lower-case; none for `Makefile`, `.env`, or a
+// name such as `a.constructor`, which is no key of the table's own).
+function byExtension(table, path) {
   const name = path.split("/").pop();
   const dot = name.lastIndexOf(".");
-  const make = dot > 0 ? BY_EXTENSION[name.slice(dot + 1).toLowerCase()] : undefined;
+  const extension = dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
+  return Object.hasOwn(table, extension) ? table[extension] : undefined;
+}
+
+export function languageFor(path) {
+  const make = byExtension(BY_EXTENSION, path);
   return make ? make() : [];
+}
+
+// What Enter and Tab indent by, where the language's convention is not CodeMirror's default of
+// 2 spaces (which JavaScript, TypeScript, HTML, CSS and JSON use): 4 for Python (PEP 8) and
+// Markdown (a list item's body, an indented code block).
+const INDENT_BY_EXTENSION = { py: 4, pyi: 4, md: 4, markdown: 4 };
+
+export function indentationFor(path) {
+  const width = byExtension(INDENT_BY_EXTENSION, path);
+  return width ? indentUnit.of(" ".repeat(width)) : [];
 }

@@ -89,3 +89,14 @@ def test_a_file_opens_from_the_address_fragment(ide_server: IdeServer, page: Any
     page.goto(f"{workspace_url}#docs/notes.md")
     page.locator(".tab.active", has_text="notes.md").wait_for(timeout=LIVE_WAIT_MS)
     page.locator(".cm-content[data-language='markdown']", has_text="# Notes").wait_for(timeout=LIVE_WAIT_MS)
+
+
+def test_enter_indents_by_the_languages_convention(ide_server: IdeServer, page: Any) -> None:
+    """Issue 27: the editor indented Python by 2 spaces; each language has its own unit."""
+    open_new_workspace(ide_server, page, "indentation")
+    for path, typed, indented in (("f.py", "def f():\n", "    "), ("f.js", "function f() {\n", "  ")):
+        create_file(page, path)
+        page.locator(".cm-content").click()
+        page.keyboard.type(typed)  # the line break by the Enter key, as a person types it
+        page.keyboard.type("x")
+        wait_for_server_text(page, path, f"{typed}{indented}x" + ("\n}" if path.endswith(".js") else ""))

@@ -1,4 +1,5 @@
-"""Live pairing in a real browser: the model's edits stream into the editor, steer, revert.
+"""Live pairing in a real browser: the model's edits stream into the editor, steer, revert
+(asked first, and undone).
 
 The model is our scripted engine: a prompt's ``[say]...[/say]`` is played at ``[rate:N]``
 tokens/s, so each test knows exactly what the model writes and how fast.
@@ -100,9 +101,33 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_se
     _shot(page, "steered")
 
     history = page.locator("#history")
-    revert = history.locator(f"[data-revert='{second.get_attribute('data-turn')}']")
+    turn = second.get_attribute("data-turn")
+    native: list[str] = []
+    page.on("dialog", lambda dialog: native.append(dialog.message))  # window.confirm: never
+    revert = history.locator(f"[data-revert='{turn}']")
     revert.wait_for(timeout=WAIT_MS)
+    # Revert asks first, in the page's own dialog; Cancel changes nothing.
     revert.click()
+    asked = page.get_by_role("dialog", name="Revert this turn?")
+    asked.wait_for()
+    assert "Steered: a shorter file." in asked.locator("[data-confirm=prompt]").inner_text()
+    assert "until the next turn starts" in asked.inner_text()
+    _shot(page, "revert_asks")
+    asked.get_by_role("button", name="Cancel").click()
+    asked.wait_for(state="hidden")
+    page.wait_for_timeout(300)
+    assert _document(page, "a.py") == 'print("steered")\n' and revert.is_enabled()
+    revert.click()
+    asked.get_by_role("button", name="Revert").click()
+    _wait_document(page, "a.py", lambda text: text == SEED)
+    history.locator(".badge.reverted").wait_for(timeout=WAIT_MS)
+    # ... and is undone until the next turn starts.
+    history.locator(f"[data-restore='{turn}']").click()
+    _wait_document(page, "a.py", lambda text: text == 'print("steered")\n')
+    history.locator(f"[data-revert='{turn}']").wait_for(timeout=WAIT_MS)
+    assert history.locator(".badge.reverted").count() == 0
+    history.locator(f"[data-revert='{turn}']").click()
+    asked.get_by_role("button", name="Revert").click()
     _wait_document(page, "a.py", lambda text: text == SEED)
     history.locator(".badge.reverted").wait_for(timeout=WAIT_MS)
     # A turn's diff is fetched when its file is opened in the history.
@@ -118,7 +143,12 @@ def test_edits_stream_in_then_a_steer_replaces_them_and_a_revert_persists(ide_se
     page.locator(".cm-content", has_text="seed = 1").wait_for(timeout=WAIT_MS)
     assert _document(page, "a.py") == SEED
     assert page.locator("#history .history-turn").count() == 2
+    history.locator(f"[data-restore='{turn}']").wait_for(timeout=WAIT_MS)  # still possible after a reload
     _shot(page, "reloaded")
+    _ask(page, "[rate:2000][say]Nothing to change.[/say]")
+    history.locator(".history-turn").nth(2).wait_for(timeout=WAIT_MS)
+    history.locator(f"[data-restore='{turn}']").wait_for(state="detached", timeout=WAIT_MS)  # a turn started
+    assert native == []
 
 
 def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any, chromium: Any) -> None:

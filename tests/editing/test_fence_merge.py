@@ -99,12 +99,18 @@ def test_the_code_streams_after_the_file_then_merges_into_it() -> None:
     doc = make_doc({"main.py": USER})
     editor = TurnEditor(doc, "t1", fence_path="main.py")
     upto = ANSWER.index("    if n < 2:") + len("    if n")
-    events = editor.feed(ANSWER[:upto])
+    events = editor.feed(ANSWER[: ANSWER.index("ath") + 1])
     # The preview: after the file and a blank line, the lines written so far.
-    assert read(doc, "main.py") == USER + "\nimport math\n\ndef is_prime(n):\n"
+    assert read(doc, "main.py") == USER + "\n"
     assert statuses(events)[-1].detail() == {
-        "kind": "write", "fenced": True, "language": "python", "lines": [15, 17], "ghost": "    if n", "ghost_line": 18,
+        "kind": "write", "fenced": True, "language": "python", "lines": [15, 15],
+        "ghost": "import ma", "ghost_line": 15,
     }
+    events = editor.feed(ANSWER[ANSWER.index("ath") + 1 : upto])
+    # The file has an is_prime: the new one is not previewed (it would show it twice); its
+    # region is the file's is_prime, which it will replace.
+    assert read(doc, "main.py") == USER + "\nimport math\n"
+    assert statuses(events)[-1].detail() == {"kind": "write", "fenced": True, "language": "python", "lines": [9, 10]}
     events = editor.feed(ANSWER[upto:]) + editor.finish()
     assert read(doc, "main.py") == MERGED
     final = statuses(events)[-1]
@@ -301,9 +307,16 @@ def test_typing_into_the_preview_keeps_the_code_where_it_was_previewed() -> None
     type_after(person, "import math", "  # yes")
     sync(server, person)
     events = editor.feed(ANSWER[ANSWER.index("print(is_prime") :]) + editor.finish()
-    code = ANSWER[ANSWER.index("import math") : ANSWER.index("```\nIt")]
-    assert read(server, "main.py") == USER + "\n" + code.replace("import math", "import math  # yes")
-    assert statuses(events)[-1].detail()["merge"] == {"inserted": True}
+    sync(server, person)
+    # The preview stays as it was typed into; the is_prime it held back replaces the file's.
+    replaced = MERGED[MERGED.index("def is_prime") : MERGED.index("\n\n\nprint(greet")]
+    expected = USER.replace("def is_prime(n):\n    return False", replaced)
+    expected += "\nimport math  # yes\n\nprint(is_prime(7))\n"
+    assert read(server, "main.py") == read(person, "main.py") == expected
+    assert statuses(events)[-1].detail()["merge"] == {"replaced": ["is_prime"], "added": []}
+    editor.revert()
+    sync(server, person)
+    assert read(server, "main.py") == USER + "  # yes"  # the model's text goes, the person's stays
 
 
 def test_text_typed_at_the_end_while_the_preview_streams_stays_after_it() -> None:

@@ -35,3 +35,14 @@ def test_a_move_takes_the_text_as_it_is_in_one_change() -> None:
     assert changes == []
     assert move_file(doc, "a.py", "pkg/a.py", "http") == "x = 1\n"
     assert document_texts(doc) == {"b.py": "y\n", "pkg/a.py": "x = 1\n"} and len(changes) == 1
+
+
+def test_a_write_over_text_with_accents_replaces_just_the_middle() -> None:
+    """Y.Text counts UTF-8 bytes: the differing middle is found in characters and cut in bytes
+    (it was cut at character offsets: `café x = 1` became `café x =21`)."""
+    doc: Doc[Any] = Doc()
+    set_file_text(doc, "a.py", "café x = 1\nb\n", "test")
+    set_file_text(doc, "a.py", "café x = 2\nb\n", "test")
+    assert document_texts(doc) == {"a.py": "café x = 2\nb\n"}
+    set_file_text(doc, "a.py", "ça: é 2\nb — ü\n", "test")
+    assert document_texts(doc) == {"a.py": "ça: é 2\nb — ü\n"}

@@ -186,3 +186,92 @@ def test_a_running_turn_cannot_be_detached() -> None:
     editor.feed("Thinking")
     with pytest.raises(EditorClosedError):
         editor.detach(Doc())
+
+
+# -- undoing a revert (``TurnEditor.restore``, issue 27) -------------------------------------
+
+
+def _reverted(files: dict[str, str], blocks: list[Block]) -> tuple[Doc[Any], TurnEditor, dict[str, str]]:
+    """A turn of ``blocks`` over ``files``, then reverted: the document, the editor and the
+    files as the turn left them."""
+    doc = make_doc(files)
+    editor = TurnEditor(doc, "t1")
+    editor.feed(build_stream(blocks)[0])
+    editor.finish()
+    written = read_files(doc)
+    editor.revert()
+    return doc, editor, written
+
+
+def test_restore_puts_the_turn_back_with_its_blocks_and_the_file_it_created() -> None:
+    doc, editor, written = _reverted({"app.py": APP}, BLOCKS)
+    assert read_files(doc) == {"app.py": APP}
+    events = editor.restore()
+    assert read_files(doc) == written  # lib/new.py is back too
+    assert [(e.block, e.state, e.reason) for e in events if isinstance(e, BlockStatus)] == [
+        (0, EditState.APPLIED, None),
+        (1, EditState.APPLIED, None),
+    ]
+    assert [entry.outcome for entry in editor.ledger.entries] == [Outcome.APPLIED, Outcome.APPLIED, Outcome.FAILED]
+    assert not editor.reverted
+    # ... and it reverts again (as text now), and comes back again.
+    editor.revert()
+    assert read_files(doc) == {"app.py": APP}
+    editor.restore()
+    assert read_files(doc) == written
+
+
+def test_restore_keeps_what_people_typed_since_the_revert() -> None:
+    doc, editor, written = _reverted({"app.py": APP}, BLOCKS)
+    ytext = workspace_files(doc)["app.py"]
+    with doc.transaction(origin="human"):
+        ytext.insert(len(ytext), "\n# typed after the revert\n")
+    editor.restore()
+    assert read_files(doc) == {**written, "app.py": written["app.py"] + "\n# typed after the revert\n"}
+
+
+def test_restore_is_refused_and_changes_nothing_when_its_lines_were_edited_since() -> None:
+    doc, editor, _ = _reverted({"app.py": APP}, BLOCKS)
+    ytext = workspace_files(doc)["app.py"]
+    with doc.transaction(origin="human"):
+        ytext.insert(len("def a("), "y")  # the line the turn changed
+    files = read_files(doc)
+    with pytest.raises(RevertUnavailable, match=r"cannot be restored: the lines its revert changed in app\.py"):
+        editor.restore()
+    assert read_files(doc) == files
+    assert editor.reverted  # still reverted: nothing was restored
+
+
+def test_restore_of_a_turn_that_is_not_reverted_is_refused() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed(build_stream(BLOCKS)[0])
+    editor.finish()
+    with pytest.raises(RevertUnavailable, match="is not reverted"):
+        editor.restore()
+
+
+def test_a_turn_reverted_after_the_room_compacted_its_document_is_restored_too() -> None:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    editor.feed(build_stream([Block("edit", "app.py", "def a():\n", "def a(x):\n")])[0])
+    editor.finish()
+    fresh = _compacted(doc, editor)
+    editor.revert()
+    assert read(fresh, "app.py") == APP
+    editor.restore()
+    assert read(fresh, "app.py") == APP.replace("def a():", "def a(x):")
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario=scenarios())
+def test_revert_then_restore_gives_back_what_the_turn_wrote(scenario: Scenario) -> None:
+    doc = make_doc(scenario.files)
+    editor = TurnEditor(doc, "t1")
+    editor.feed(scenario.stream)
+    editor.finish()
+    written = read_files(doc)
+    editor.revert()
+    if editor.ledger.with_outcome(Outcome.REVERTED):
+        editor.restore()
+    assert read_files(doc) == written

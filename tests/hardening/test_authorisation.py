@@ -231,6 +231,7 @@ SOCKET: dict[str, str] = {
     "steer": "refused refused yes no yes yes refused",
     "stop": "refused refused yes no yes yes refused",
     "revert": "refused refused yes no yes yes refused",
+    "restore": "refused refused yes no yes yes refused",
     "run": "refused refused yes no yes yes refused",
     "run.input": "refused refused yes no yes yes refused",
     "run.stop": "refused refused yes no yes yes refused",

@@ -42,6 +42,9 @@ def _env(data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_BASE_URL"}}
     env["SPARK_DATA_DIR"] = str(data)
     env["SPARK_SITE_URL"] = "http://127.0.0.1:8000"
+    runtime = data / "run"  # where spark_run records its server: this test's own
+    runtime.mkdir(exist_ok=True)
+    env["XDG_RUNTIME_DIR"] = str(runtime)
     return env
 
 
@@ -107,5 +110,5 @@ def test_links_printed_while_spark_run_runs_point_at_its_port(tmp_path: Path) ->
         another = _login_url(tmp_path, "bob")
         assert another.startswith(f"http://127.0.0.1:{port}/?token="), another
         _signs_in(another)
-    assert not (tmp_path / "running.json").exists()
+    assert list((tmp_path / "run" / "spark-ide").iterdir()) == []  # its record went with it
     assert _login_url(tmp_path, "bob").startswith("http://127.0.0.1:8000/?token=")  # stopped: SITE_URL

@@ -19,6 +19,7 @@ from spark_ide.accounts.services import api_token_create
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS
+from spark_ide.pairing.models import Participant, Role
 from spark_ide.pairing.services import session_create
 from spark_ide.workspaces.services import workspace_create
 from tests.support.recording_engine import RecordingEngine
@@ -183,6 +184,15 @@ async def rooms() -> AsyncIterator[None]:
 
 async def token_for(user: Any) -> str:
     return str(await database_sync_to_async(api_token_create)(user=user))
+
+
+async def connect_viewer(live: Live, django_user_model: Any, username: str = "vic") -> LiveClient:
+    """Someone who joined the session as a viewer, on a socket of their own."""
+    viewer = await database_sync_to_async(django_user_model.objects.create_user)(
+        username=username, password=f"pw-{username}-123",
+    )
+    await database_sync_to_async(Participant.objects.create)(session_id=live.session_id, user=viewer, role=Role.VIEWER)
+    return await connect(live, token=await token_for(viewer))
 
 
 def say(text: str, rate: int = 2000) -> str:

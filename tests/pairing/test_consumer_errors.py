@@ -11,8 +11,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
-from spark_ide.pairing.models import Participant, Role
-from tests.pairing.conftest import Live, LiveClient, connect, say, token_for
+from tests.pairing.conftest import Live, LiveClient, connect, connect_viewer, say, token_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -45,6 +44,9 @@ async def still_open(client: LiveClient) -> None:
         ('{"type": "prompt", "text": "hi", "effort": "maximum"}', "bad_field"),
         ('{"type": "steer", "text": 5}', "missing_field"),
         ('{"type": "revert"}', "missing_field"),
+        ('{"type": "restore"}', "missing_field"),
+        ('{"type": "restore", "turn": " "}', "missing_field"),
+        ('{"type": "restore", "turn": ["t1"]}', "missing_field"),
         ('{"type": "resume", "after": "x"}', "missing_field"),
         ('{"type": "run"}', "missing_field"),
         ('{"type": "run.stop"}', "missing_field"),
@@ -89,12 +91,6 @@ async def test_flooding_is_rate_limited(live: Live, rooms: None) -> None:
     await client.close()
 
 
-async def _viewer(live: Live, django_user_model: Any) -> LiveClient:
-    viewer = await database_sync_to_async(django_user_model.objects.create_user)(username="vic", password="pw-vic-123")
-    await database_sync_to_async(Participant.objects.create)(session_id=live.session_id, user=viewer, role=Role.VIEWER)
-    return await connect(live, token=await token_for(viewer))
-
-
 @pytest.mark.parametrize(
     "message",
     [
@@ -102,13 +98,14 @@ async def _viewer(live: Live, django_user_model: Any) -> LiveClient:
         {"type": "steer", "text": "hi"},
         {"type": "stop"},
         {"type": "revert", "turn": "t1"},
+        {"type": "restore", "turn": "t1"},
         {"type": "run", "path": "app.py"},
         {"type": "run.input", "run": "r", "text": "x\n"},
         {"type": "run.stop", "run": "r"},
     ],
 )
 async def test_a_viewer_may_not_drive(live: Live, rooms: None, django_user_model: Any, message: dict[str, Any]) -> None:
-    client = await _viewer(live, django_user_model)
+    client = await connect_viewer(live, django_user_model)
     hello = client.of("hello")[0]
     assert hello["role"] == "viewer"
     error = await error_after(client, json.dumps(message))
@@ -119,7 +116,7 @@ async def test_a_viewer_may_not_drive(live: Live, rooms: None, django_user_model
 
 
 async def test_a_viewer_may_not_edit_the_document(live: Live, rooms: None, django_user_model: Any) -> None:
-    client = await _viewer(live, django_user_model)
+    client = await connect_viewer(live, django_user_model)
     await client.pump(0.2)
     before = client.text("util.py")
     await client.type_text("util.py", 0, "# sneaky\n")

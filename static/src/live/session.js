@@ -18,9 +18,11 @@ import { FollowMode, followAsked } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
 import { Landing, SavedTabs } from "./landing.js";
 import { RunPanel } from "./run_panel.js";
+import { RevertControls } from "./revert.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 
-const REVERT_REFRESH_MS = 800;
+const RUN_REFRESH_MS = 800;
+const REVERT_ERRORS = new Set(["revert_unavailable", "restore_unavailable"]);
 
 class LiveSession {
   constructor(root) {
@@ -77,6 +79,10 @@ class LiveSession {
       requestFrame: () => this.loop.request(), history: document.getElementById("history"),
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
+    });
+    this.reverts = new RevertControls({
+      dialog: document.getElementById("revert-confirm"), send: (message) => this.connection.send(message),
+      toast: (message, kind) => this.toasts.show(message, kind),
     });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
@@ -167,6 +173,9 @@ class LiveSession {
       case "document.replaced": return this.documentReplaced(event);
       case "policy": return this.policyChanged(event);
       case "turn.steered": return this.turnSteered(event);
+      // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
+      case "turn.reverted":
+      case "turn.restored": return this.historyChanged();
       case "guard.finding": return this.guardFinding(event);
       case "guard.diagnostics":
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
@@ -269,6 +278,10 @@ class LiveSession {
       return;
     }
     this.toasts.show(`${event.message || event.code}`, "error");
+    if (REVERT_ERRORS.has(event.code)) {
+      this.historyChanged(); // its button comes back as it was
+      return;
+    }
     this.status.refused();
     if (this.prompt) this.prompt.release();
   }
@@ -278,8 +291,6 @@ class LiveSession {
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
-    // A block of a finished turn rolled back: someone reverted that turn.
-    if (event.state === "rolled_back" && event.turn !== this.running) this.historyChangedSoon();
     this.explain(event);
     // A block written faster than the statuses are sent may first show up applied: the
     // running turn's file opens all the same.
@@ -405,25 +416,14 @@ class LiveSession {
     if (this.running) this.connection.send({ type: "stop" });
   }
 
-  revert(turn, button) {
-    if (!this.connection.send({ type: "revert", turn })) {
-      this.toasts.show("Not sent: the connection is down, retrying", "error");
-      return;
-    }
-    button.disabled = true;
-    button.textContent = "Reverting…";
-    this.historyChangedSoon();
-  }
-
   historyChanged() {
     document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
   }
 
-  // The server records a revert after announcing it, and no event says when it is recorded:
-  // the panel asks once a moment later.
+  // A run is recorded after its events, and no event says when: the panel asks a moment later.
   historyChangedSoon() {
     clearTimeout(this.historyTimer);
-    this.historyTimer = setTimeout(() => this.historyChanged(), REVERT_REFRESH_MS);
+    this.historyTimer = setTimeout(() => this.historyChanged(), RUN_REFRESH_MS);
   }
 
   // The tree again, a moment after the document's files changed (a burst of changes asks
@@ -471,7 +471,9 @@ class LiveSession {
         return;
       }
       const revert = event.target.closest("[data-revert]");
-      if (revert && this.canDrive) this.revert(revert.dataset.revert, revert);
+      if (revert && this.canDrive) this.reverts.ask(revert.dataset.revert, revert);
+      const restore = event.target.closest("[data-restore]");
+      if (restore && this.canDrive) this.reverts.restore(restore.dataset.restore, restore);
     });
     // Any click in the tab bar or the editor: where the person landed is theirs now.
     for (const part of [root.querySelector("#tabs"), root.querySelector("#editor")]) {

@@ -6,7 +6,7 @@ import { keymap } from "@codemirror/view";
 import * as Y from "yjs";
 import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
 import { editorNonce } from "../csp.js";
-import { languageFor } from "../languages.js";
+import { indentationFor, languageFor } from "../languages.js";
 import { moveCursor, positionMap, remoteSelections } from "./remote_selections.js";
 import { lineStart, liveDecorations, sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
@@ -105,6 +105,7 @@ export class EditorTabs {
       keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
       basicSetup,
       languageFor(path),
+      indentationFor(path),
       EditorState.readOnly.of(!this.canEdit),
       EditorView.editable.of(this.canEdit),
       // Others' carets by our own plugin (remote_selections.js: no style attributes, which the

@@ -230,7 +230,7 @@ class ReplayPlayer {
         transcript.blockStatus(event);
         if (IN_FLIGHT.has(event.state) || event.state === "applied") this.view.modelAt(event.path);
         return undefined;
-      default: return undefined; // turn.queued, turn.reverted: the document shows what they did
+      default: return undefined; // turn.queued, turn.reverted, turn.restored: the document shows what they did
     }
   }
 

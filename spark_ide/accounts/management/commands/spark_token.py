@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from spark_ide.accounts.services import AccountError, api_token_create
+from spark_ide.accounts.site import servers_database
 
 
 class Command(BaseCommand):
@@ -16,10 +17,11 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="cli")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no such user: {options['username']}")
-        try:
-            self.stdout.write(api_token_create(user=user, name=options["name"]))
-        except AccountError as exc:
-            raise CommandError(exc.message) from None
+        with servers_database():
+            user = get_user_model().objects.filter(username=options["username"]).first()
+            if user is None:
+                raise CommandError(f"no such user: {options['username']}")
+            try:
+                self.stdout.write(api_token_create(user=user, name=options["name"]))
+            except AccountError as exc:
+                raise CommandError(exc.message) from None
