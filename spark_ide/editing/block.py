@@ -16,7 +16,7 @@ from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
-from spark_ide.editing.status import BlockStatus, EditState
+from spark_ide.editing.status import BlockStatus, EditState, code_head
 from spark_ide.editing.tracker import CandidateTracker
 
 
@@ -193,6 +193,7 @@ class EditBlock:
         Returns the lines kept because a person changed them."""
         assert self._applier is not None and self._ytext is not None and self._doc is not None
         code = "".join(self._code)
+        self._code = [code]  # joined once: settle() reads it again for the status
         preview = self._preview
         if preview is None:
             self._merge = plan_merge("", code, python=is_python(self.path, self.language)).report
@@ -213,12 +214,15 @@ class EditBlock:
         candidates: tuple[int, ...] = (),
         conflicts: tuple[int, ...] = (),
     ) -> BlockStatus:
-        """Enter a final state; the block ignores everything after this."""
+        """Enter a final state; the block ignores everything after this. A fence's final
+        status carries the code the model wrote in it (what the transcript shows of it, now and
+        after a reload: the document may hold other text there by then)."""
         self.state = state
-        self.final = self.status(
-            reason=reason, message=message, candidates=candidates, conflicts=conflicts
-        )
-        return self.final
+        final = self.status(reason=reason, message=message, candidates=candidates, conflicts=conflicts)
+        if self.fenced:
+            final.code, final.code_lines = code_head("".join(self._code))
+        self.final = final
+        return final
 
     @property
     def ytext(self) -> Text | None:

@@ -4,6 +4,10 @@
 // what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
+// A fence's code is the turn's own record: its final status carries the code the model wrote
+// (`detail.code`), so a reloaded page, a late joiner and the replay show what the live page
+// showed, whatever people typed into the file since; only while the fence is being written
+// does the block show its lines of the document as they arrive.
 // The watchdog's `guard.finding`s go under the turn's prose: a halt stands out (where, what,
 // the fix asked for, a link to the correction turn), a flag is one quiet line.
 // Work is buffered and drawn at most once per animation frame (flush()).
@@ -17,12 +21,14 @@ import { findingMessage, findingPlace } from "./diagnostics.js";
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
 };
-// In these states `detail.lines` is the region the block wrote: the chip counts its lines
-// and a fenced block shows it from the document. One that failed or was rolled back keeps
-// what it showed last.
+// In these states `detail.lines` is the region the block wrote: the chip counts its lines.
+// One that failed or was rolled back keeps the count it showed last.
 const WRITTEN = new Set(["streaming", "applied"]);
-const MAX_CODE_LINES = 400; // longer files show their start; the editor has the rest
-const CODE_LINE_CHARS = 2000; // and longer lines their start
+// A fence being written shows this much of its region of the document (the server bounds the
+// code of a final status the same way: editing/status.py code_head): longer blocks show their
+// start, longer lines theirs; the editor has the rest.
+const MAX_CODE_LINES = 400;
+const CODE_LINE_CHARS = 2000;
 // Why a turn ended, where the outcome alone does not say (turn.finished `reason`); other
 // reasons show as their name.
 const REASON_LABELS = {
@@ -157,8 +163,18 @@ function parserFor(path, language) {
   return support ? support.language.parser : null;
 }
 
+// A fence's code as its final status records it (`detail.code`, `detail.code_lines`), as the
+// block shows it: {code: without the line break that ends its last line, more: how many
+// lines the server left out}.
+export function recordedCode(detail) {
+  const code = detail.code;
+  const total = detail.code_lines;
+  const more = typeof total === "number" ? Math.max(0, total - (code.match(/\n/g) || []).length) : 0;
+  return { code: code.endsWith("\n") ? code.slice(0, -1) : code, more };
+}
+
 export class Transcript {
-  // files: the document's path -> Y.Text map (fenced blocks show their region of it);
+  // files: the document's path -> Y.Text map (a fence being written shows its region of it);
   // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked;
   // peerClass(username): the class that gives a person's colour ("" for none).
   // onOpenLine(path, line): a finding's location was clicked.
@@ -170,7 +186,7 @@ export class Transcript {
     this.turns = new Map(); // turn id -> entry (see entry())
     this.pending = new Set(); // entries with buffered prose
     this.repaint = new Set(); // blocks whose status or document region changed
-    this.live = new Set(); // fenced blocks that follow the document
+    this.live = new Set(); // fenced blocks being written: they follow the document
     this.freezing = []; // [entry, flushes left] of finished turns whose code stops following
     this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
     this.earlier = null; // the note that says so
@@ -286,7 +302,7 @@ export class Transcript {
           const view = entry.blocks.get(block);
           const record = {
             folded: true, status: view.status, lines: view.lines, shown: view.shown ?? null,
-            fenced: Boolean(view.code), language: view.language || null,
+            fenced: Boolean(view.code), language: view.language || null, more: view.moreLines || 0,
           };
           entry.blocks.set(block, record);
           this.live.delete(view);
@@ -353,11 +369,8 @@ export class Transcript {
       this.live.delete(view);
       view.status = piece.status;
       view.lines = piece.lines;
-      if (view.code && piece.shown !== null) {
-        view.shown = piece.shown;
-        view.parser = parserFor(piece.status.path, view.language);
-        view.code.replaceChildren(highlighted(piece.shown, view.parser));
-      }
+      // The turn is over: the code it showed is its record.
+      if (view.code && piece.shown !== null) view.recorded = { code: piece.shown, more: piece.more || 0 };
       for (const [block, record] of entry.blocks) if (record === piece) entry.blocks.set(block, view);
       this.paint(view);
     }
@@ -506,6 +519,11 @@ export class Transcript {
       if (!view) return;
       view.status = { path, state, detail };
       if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+      if (view.fenced && typeof detail.code === "string") {
+        const recorded = recordedCode(detail);
+        view.shown = recorded.code;
+        view.more = recorded.more;
+      }
       return;
     }
     if (!view) {
@@ -514,8 +532,12 @@ export class Transcript {
       entry.blocks.set(block, view);
     }
     view.status = { path, state, detail };
-    if (!WRITTEN.has(state)) this.live.delete(view);
-    else if (Array.isArray(detail.lines)) view.lines = detail.lines;
+    if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+    // The code the model wrote, from the block's final status; a final status without it (a
+    // revert's, which follows the one that had it) leaves the code as it is. Only a fence in
+    // flight follows the document.
+    if (view.code && typeof detail.code === "string") view.recorded = recordedCode(detail);
+    if (!IN_FLIGHT.has(state)) this.live.delete(view);
     this.repaint.add(view);
   }
 
@@ -733,16 +755,20 @@ export class Transcript {
       lines: null, // the region [first, last] as of the latest streaming/applied status
       status: null,
       code: null,
+      recorded: null, // a fence's code as its final status recorded it (recordedCode)
     };
     view.chip.type = "button";
     view.chip.append(view.kind, view.path, view.count, view.state, view.merge);
     if (detail.fenced) {
       const figure = element("figure", "code-block");
       view.code = element("code");
-      view.shown = null; // the code text last drawn
+      view.shown = null; // the code text last drawn (null: none yet)
+      view.moreLines = 0; // lines of the recorded code the server left out
+      view.moreNote = element("p", "code-more");
       view.language = detail.language || null;
-      figure.append(view.chip, element("pre"));
-      figure.lastChild.append(view.code);
+      figure.append(view.chip, element("pre"), view.moreNote);
+      figure.children[1].append(view.code);
+      figure.classList.add("no-code"); // until it has code to show
       view.box = figure;
       this.live.add(view);
     } else {
@@ -775,13 +801,24 @@ export class Transcript {
     const label = `${chip.dataset.path || ""} ${STATE_LABELS[state] || state}`;
     const why = detail.message || detail.reason || merged;
     chip.title = why ? `${label}: ${why}` : label;
-    if (view.code && view.lines && (this.live.has(view) || view.shown === null)) this.paintCode(view, path);
+    if (!view.code) return;
+    if (view.recorded) this.showCode(view, path, view.recorded.code, view.recorded.more);
+    else if (view.lines && this.live.has(view)) this.paintCode(view, path);
   }
 
+  // A fence being written: its region of the document as it is now.
   paintCode(view, path) {
     const text = this.files.get(path);
-    const code = text ? region(text.toString(), view.lines) : "";
+    this.showCode(view, path, text ? region(text.toString(), view.lines) : "", 0);
+  }
+
+  showCode(view, path, code, more) {
+    if (more !== view.moreLines) {
+      view.moreLines = more;
+      view.moreNote.textContent = more ? `${more} more line${more === 1 ? "" : "s"} not shown` : "";
+    }
     if (code === view.shown) return;
+    view.box.classList.remove("no-code");
     view.shown = code;
     if (view.parser === undefined) view.parser = parserFor(path, view.language);
     view.code.replaceChildren(highlighted(code, view.parser));
