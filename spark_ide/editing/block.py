@@ -269,10 +269,13 @@ class EditBlock:
                 language=self.language,
             )
         lines: tuple[int, int] | None = None
+        written: tuple[int, int] | None = None
         merge = self._merge if self.state is EditState.APPLIED else None
         if applier is not None:
             undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
             lines = applier.located_range if undone else applier.line_range
+            if undone:
+                written = applier.line_range
             if merge is not None and self._merged_lines is not None:
                 lines = self._merged_lines
         elif self._tracker is not None and self._tracker.lines_seen:
@@ -295,6 +298,7 @@ class EditBlock:
             fenced=self.fenced,
             language=self.language,
             merge=merge,
+            written=written,
         )
 
     def _start_applier(

@@ -62,7 +62,9 @@ class BlockStatus:
 
     `lines` is the 1-based inclusive region: while locating, the surviving candidate's
     place (None when zero or several remain, see `candidates`); while streaming and
-    after, the region being rewritten. `reason` is a `FailureReason` value for `failed`
+    after, the region being rewritten (for `rolled_back` and `failed`: the region as located,
+    which the rollback restored, and `written` the region the block had written when it
+    stopped). `reason` is a `FailureReason` value for `failed`
     and a `RollbackReason` value for `rolled_back`. `fenced`: the block is a small model's
     Markdown code fence (taken as a write), in `language` if the fence names one; `merge`
     (applied fences only) says how its code went into the file. `code` (a fence's final
@@ -88,6 +90,7 @@ class BlockStatus:
     fenced: bool = False
     language: str | None = None
     merge: MergeReport | None = None
+    written: tuple[int, int] | None = None
     code: str | None = None
     code_lines: int | None = None
 
@@ -117,6 +120,8 @@ class BlockStatus:
             detail["conflict"] = {"lines": list(self.conflicts)}
         if self.merge is not None:
             detail["merge"] = self.merge.as_dict()
+        if self.written is not None:
+            detail["written"] = list(self.written)
         if self.code is not None:
             detail["code"] = self.code
             if self.code_lines is not None:

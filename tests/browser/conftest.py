@@ -93,6 +93,16 @@ def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def small_model_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    """A second IDE whose prompts ask for whole files, as for the bundled small model: the
+    first code fence of an answer is a write to the open file (or main.py). Same model server."""
+    data = tmp_path_factory.mktemp("ide-small")
+    env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "SPARK_EDIT_STYLE": "whole-file"}
+    with daphne(env, data) as server:
+        yield server
+
+
 @contextmanager
 def with_model_server(
     env: dict[str, str], data: Path, model_port: int, scripts: Path | None = None,

@@ -8,7 +8,6 @@ scripted engine: a prompt's ``[say]...[/say]`` is what it answers, at ``[rate:N]
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,6 @@ from tests.browser.conftest import (
     LIVE_WAIT_MS,
     IdeServer,
     create_file,
-    daphne,
     open_new_workspace,
     wait_for_server_text,
 )
@@ -25,16 +23,6 @@ from tests.browser.conftest import (
 pytestmark = pytest.mark.browser
 
 SEED = "seed = 1\n"
-
-
-@pytest.fixture(scope="module")
-def small_model_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
-    """A second IDE whose prompts ask for whole files, as for the bundled small model: the
-    first code fence of an answer is a write to the open file (or main.py)."""
-    data = tmp_path_factory.mktemp("ide-small")
-    env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "SPARK_EDIT_STYLE": "whole-file"}
-    with daphne(env, data) as server:
-        yield server
 
 
 def _with_seed_file(server: IdeServer, page: Any, name: str) -> None:

@@ -5,6 +5,7 @@ typed into since. Only the final status carries it: a status per delta stays sma
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from spark_ide.editing import BlockStatus, EditState, TurnEditor, workspace_files
 from spark_ide.editing.status import CODE_LINE_CHARS, CODE_MAX_LINES, CUT_MARK, code_head
@@ -14,7 +15,7 @@ from .support import make_doc, read
 CODE = "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, n))\n"
 
 
-def statuses(events: list[object]) -> list[BlockStatus]:
+def statuses(events: Sequence[object]) -> list[BlockStatus]:
     return [event for event in events if isinstance(event, BlockStatus)]
 
 
@@ -49,7 +50,7 @@ def test_the_applied_status_carries_what_the_model_wrote_not_what_a_person_typed
     assert all("code" not in status.detail() for status in statuses(events)[:-1])
 
 
-def test_a_rolled_back_fence_records_what_was_rolled_back() -> None:
+def test_a_rolled_back_fence_records_what_was_rolled_back_and_how_many_lines() -> None:
     doc = make_doc({"main.py": ""})
     editor = TurnEditor(doc, "t1", fence_path="main.py")
     editor.feed("```python\ndef is_prime(n):\n    return Tr")
@@ -58,6 +59,7 @@ def test_a_rolled_back_fence_records_what_was_rolled_back() -> None:
     final = statuses(events)[-1]
     assert final.state is EditState.ROLLED_BACK
     assert final.detail()["code"] == "def is_prime(n):\n    return Tr"  # the unfinished line too
+    assert final.detail()["written"] == [1, 1]  # what it had written when it stopped (the chip's count)
 
 
 def test_a_failed_fence_records_its_code_and_a_tag_block_records_none() -> None:
@@ -85,3 +87,15 @@ def test_a_long_one_line_fence_sends_small_statuses_and_one_bounded_record() -> 
     final = found[-1].detail()
     assert final["code"] == ("DATA = [" + piece * 5)[:CODE_LINE_CHARS] + CUT_MARK + "\n"
     assert "code_lines" not in final
+
+
+def test_any_block_stopped_mid_way_says_how_many_lines_it_had_written() -> None:
+    """A reloaded page counts a rolled-back block's lines from its final status: the
+    streaming statuses that showed the count may have been merged away in the stored log."""
+    doc = make_doc({})
+    editor = TurnEditor(doc, "t1")
+    editor.feed('<write path="a.py">\nx = 1\ny = 2\nz = 3\nw')
+    final = statuses(editor.cancel())[-1]
+    assert final.state is EditState.ROLLED_BACK
+    assert final.detail()["written"] == [1, 3]
+    assert "code" not in final.detail()

@@ -22,8 +22,15 @@ const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
 };
 // In these states `detail.lines` is the region the block wrote: the chip counts its lines.
-// One that failed or was rolled back keeps the count it showed last.
+// One that failed or was rolled back counts what it had written when it stopped
+// (`detail.written`), or keeps its count (a revert's rolled_back, after its applied).
 const WRITTEN = new Set(["streaming", "applied"]);
+
+// The region [first, last] a status says the block wrote, or null.
+function writtenLines(state, detail) {
+  const lines = WRITTEN.has(state) ? detail.lines : detail.written;
+  return Array.isArray(lines) ? lines : null;
+}
 // A fence being written shows this much of its region of the document (the server bounds the
 // code of a final status the same way: editing/status.py code_head): longer blocks show their
 // start, longer lines theirs; the editor has the rest.
@@ -518,7 +525,7 @@ export class Transcript {
     if (entry.folded) { // a block of a folded turn (rolled back by a revert): its record changes
       if (!view) return;
       view.status = { path, state, detail };
-      if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+      view.lines = writtenLines(state, detail) || view.lines;
       if (view.fenced && typeof detail.code === "string") {
         const recorded = recordedCode(detail);
         view.shown = recorded.code;
@@ -532,7 +539,7 @@ export class Transcript {
       entry.blocks.set(block, view);
     }
     view.status = { path, state, detail };
-    if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+    view.lines = writtenLines(state, detail) || view.lines;
     // The code the model wrote, from the block's final status; a final status without it (a
     // revert's, which follows the one that had it) leaves the code as it is. Only a fence in
     // flight follows the document.
@@ -545,7 +552,13 @@ export class Transcript {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
+    // Its end is drawn now, so everything that came before it is too: its prose, and its
+    // blocks' last statuses (otherwise drawn next frame), so that no moment shows a finished
+    // turn with a block still "writing" (a replay fed many events at once, a seek).
     this.drain(entry);
+    for (const view of entry.blocks.values()) {
+      if (this.repaint.delete(view)) this.paint(view);
+    }
     this.keepHidden(entry);
     entry.article.classList.remove("running");
     entry.article.classList.add(`status-${status}`);
