@@ -566,8 +566,9 @@ export class Transcript {
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
     entry.outcome = { status, reason, metrics, error, by };
     entry.article.append(this.footer(entry));
-    // The document updates that came with the turn's last events are applied later in this
-    // frame: its code blocks follow them through the next flush, then stop.
+    // A fence whose final status never came (its server went away mid-block) follows the
+    // document updates that came with the turn's last events (applied later in this frame)
+    // through the next flush, then stops; one with its final status stopped at it.
     this.freezing.push([entry, 2]);
     this.foldSoon();
   }
