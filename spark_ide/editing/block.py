@@ -16,7 +16,7 @@ from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
-from spark_ide.editing.status import BlockStatus, EditState
+from spark_ide.editing.status import BlockStatus, EditState, code_head
 from spark_ide.editing.tracker import CandidateTracker
 
 
@@ -202,6 +202,7 @@ class EditBlock:
         """A closed fence: merge its preview into the file, or describe what the empty file got.
         Returns the lines kept because a person changed them."""
         code = "".join(self._code)
+        self._code = [code]  # joined once: settle() reads it again for the status
         preview = self._preview
         if preview is None:
             self._merge = plan_merge("", code, python=is_python(self.path, self.language)).report
@@ -220,12 +221,15 @@ class EditBlock:
         candidates: tuple[int, ...] = (),
         conflicts: tuple[int, ...] = (),
     ) -> BlockStatus:
-        """Enter a final state; the block ignores everything after this."""
+        """Enter a final state; the block ignores everything after this. A fence's final
+        status carries the code the model wrote in it (what the transcript shows of it, now and
+        after a reload: the document may hold other text there by then)."""
         self.state = state
-        self.final = self.status(
-            reason=reason, message=message, candidates=candidates, conflicts=conflicts
-        )
-        return self.final
+        final = self.status(reason=reason, message=message, candidates=candidates, conflicts=conflicts)
+        if self.fenced:
+            final.code, final.code_lines = code_head("".join(self._code))
+        self.final = final
+        return final
 
     @property
     def ytext(self) -> Text | None:
@@ -281,10 +285,13 @@ class EditBlock:
                 language=self.language,
             )
         lines: tuple[int, int] | None = None
+        written: tuple[int, int] | None = None
         merge = self._merge if self.state is EditState.APPLIED else None
         if applier is not None:
             undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
             lines = applier.located_range if undone else applier.line_range
+            if undone:
+                written = applier.line_range
             if merge is not None and self._merged_lines is not None:
                 lines = self._merged_lines
         elif self._tracker is not None and self._tracker.lines_seen:
@@ -309,6 +316,7 @@ class EditBlock:
             fenced=self.fenced,
             language=self.language,
             merge=merge,
+            written=written,
         )
 
     def _start_applier(

@@ -9,6 +9,36 @@ from spark_ide.editing.locator import MatchStrategy
 from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind
 
+# A fence's code as its final status carries it (`code`): at most this many lines, each cut at
+# this many characters (a cut line ends in CUT_MARK). The transcript shows no more of a block
+# than this (the editor has the rest), so a status never weighs more than the page shows.
+CODE_MAX_LINES = 400
+CODE_LINE_CHARS = 2000
+CUT_MARK = "\u2026"
+
+
+def code_head(text: str) -> tuple[str, int | None]:
+    """What a fence's final status carries of ``text``, the code it wrote: its first
+    CODE_MAX_LINES lines, a longer line cut at CODE_LINE_CHARS with CUT_MARK after it (the
+    text's line breaks kept, a trailing one included); and the number of lines ``text`` has
+    when some were left out (None when all are there). Found by looking for line breaks, not
+    by splitting the text: a model's one-line data literal of a megabyte costs one scan."""
+    parts: list[str] = []
+    at = 0
+    for _ in range(CODE_MAX_LINES):
+        stop = text.find("\n", at)
+        end = len(text) if stop < 0 else stop
+        if end - at > CODE_LINE_CHARS:
+            parts.append(text[at : at + CODE_LINE_CHARS] + CUT_MARK)
+        else:
+            parts.append(text[at:end])
+        if stop < 0:
+            return "\n".join(parts), None
+        at = stop + 1
+    if at >= len(text):  # exactly CODE_MAX_LINES lines, the last one ended
+        return "\n".join(parts) + "\n", None
+    return "\n".join(parts) + "\n", CODE_MAX_LINES + text.count("\n", at) + (not text.endswith("\n"))
+
 
 class EditState(StrEnum):
     """The `state` of PROTOCOL.md's `edit.status`."""
@@ -32,10 +62,15 @@ class BlockStatus:
 
     `lines` is the 1-based inclusive region: while locating, the surviving candidate's
     place (None when zero or several remain, see `candidates`); while streaming and
-    after, the region being rewritten. `reason` is a `FailureReason` value for `failed`
+    after, the region being rewritten (for `rolled_back` and `failed`: the region as located,
+    which the rollback restored, and `written` the region the block had written when it
+    stopped). `reason` is a `FailureReason` value for `failed`
     and a `RollbackReason` value for `rolled_back`. `fenced`: the block is a small model's
     Markdown code fence (taken as a write), in `language` if the fence names one; `merge`
-    (applied fences only) says how its code went into the file.
+    (applied fences only) says how its code went into the file. `code` (a fence's final
+    status only): the code the model wrote in the fence, as `code_head` bounds it, and
+    `code_lines` its line count when `code` leaves lines out. The transcript shows a fence
+    from these, never from the document, which people may have typed into since.
     """
 
     turn: str
@@ -55,6 +90,9 @@ class BlockStatus:
     fenced: bool = False
     language: str | None = None
     merge: MergeReport | None = None
+    written: tuple[int, int] | None = None
+    code: str | None = None
+    code_lines: int | None = None
 
     def detail(self) -> dict[str, object]:
         """The JSON-able `detail` of the `edit.status` message (only what is known)."""
@@ -82,6 +120,12 @@ class BlockStatus:
             detail["conflict"] = {"lines": list(self.conflicts)}
         if self.merge is not None:
             detail["merge"] = self.merge.as_dict()
+        if self.written is not None:
+            detail["written"] = list(self.written)
+        if self.code is not None:
+            detail["code"] = self.code
+            if self.code_lines is not None:
+                detail["code_lines"] = self.code_lines
         return detail
 
     def as_message(self) -> dict[str, object]:

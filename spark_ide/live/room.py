@@ -51,6 +51,7 @@ from .cluster import RoomClosed, bad_binary, malformed_yjs
 from .events import (
     DRIVER_ROLES,
     DocumentReplaced,
+    EditStatus,
     ErrorCode,
     ErrorEvent,
     Event,
@@ -856,12 +857,18 @@ def _text_bytes(files: Map[Text]) -> int:
 def within_budget(frames: list[Frame], running: str | None, budget: int) -> list[Frame]:
     """The frames of the newest turns whose text fits ``budget`` characters (whole turns only:
     a turn's text is never cut, and older turns stop at the first that does not fit), and
-    always those of the running turn."""
+    always those of the running turn. A turn's text is its deltas and prose and the code its
+    fences' final statuses carry (``detail.code``)."""
     size: dict[str, int] = {}
     for frame in frames:
         event = frame.event
         assert isinstance(event, TurnEvent)
-        text = event.text if isinstance(event, TurnDelta | TurnProse) else ""
+        if isinstance(event, TurnDelta | TurnProse):
+            text = event.text
+        elif isinstance(event, EditStatus) and isinstance(code := event.detail.get("code"), str):
+            text = code
+        else:
+            text = ""
         size[event.turn] = size.get(event.turn, 0) + len(text) + 100
     kept = {running} if running is not None else set()
     for turn in reversed(list(size)):  # in order of first appearance, so newest last

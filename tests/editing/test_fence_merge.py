@@ -80,6 +80,8 @@ FINAL_DETAIL = {
     "language": "python",
     "lines": [10, 18],
     "merge": {"replaced": ["is_prime"], "added": ["import math", "print(is_prime(7))"]},
+    # What the model wrote in the fence, not the merged region of the file.
+    "code": ANSWER[ANSWER.index("import math") : ANSWER.index("```\nIt")],
 }
 
 
@@ -193,6 +195,7 @@ def test_other_languages_keep_the_preview_as_the_inserted_code() -> None:
     assert read(doc, "app.js") == "function a() {\n  return 1;\n}\n\nfunction b() {\n  return 2;\n}\n"
     assert statuses(events)[-1].detail() == {
         "kind": "write", "fenced": True, "language": "js", "lines": [5, 7], "merge": {"inserted": True},
+        "code": "function b() {\n  return 2;\n}\n",
     }
     editor.revert()
     assert read(doc, "app.js") == script

@@ -81,7 +81,7 @@ def test_the_fenced_write_is_flagged_with_its_language_and_the_rest_is_prose() -
     assert details[0] == opened
     assert details[-1] == {
         "kind": "write", "fenced": True, "language": "python", "lines": [1, 2],
-        "merge": {"replaced": [], "added": ["is_prime"]},
+        "merge": {"replaced": [], "added": ["is_prime"]}, "code": FILE,
     }
     prose = [e.text for e in events if isinstance(e, ProseEvent)]
     assert prose[0] == "Here's a Python function that checks if a number is prime:\n"

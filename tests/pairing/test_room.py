@@ -187,6 +187,32 @@ async def test_a_new_page_gets_the_recent_transcript(live: Live, model_server: o
     await page.close()
 
 
+async def test_a_new_page_gets_each_fences_code_as_the_model_wrote_it_not_as_the_file_is_now(
+    live: Live, model_server: object, rooms: None, settings: Any,
+) -> None:
+    """A reloaded page shows a fence from its final status (``detail.code``): text a person
+    typed into the file afterwards is not the model's."""
+    settings.SPARK_EDIT_STYLE = "whole-file"  # a small model: the first fence writes the active file
+    code = "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, n))\n"
+    first = await connect(live)
+    await first.send({"type": "prompt", "text": say(f"Here:\n```python\n{code}```\nDone.\n"), "path": "main.py"})
+    turn = (await first.until(lambda e: e["type"] == "turn.finished"))["turn"]
+    applied = first.of("edit.status", turn)[-1]
+    assert applied["state"] == "applied" and applied["detail"]["code"] == code
+    await first.until_true(lambda: first.text("main.py") == code)
+    await first.type_text("main.py", 0, "# Grace was here\n")
+    await first.close()
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    await room.close()  # a restart: the transcript now comes from the stored event log
+    page = await connect(live)
+    await page.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
+    await page.until_true(lambda: page.text("main.py") == "# Grace was here\n" + code)
+    final = page.of("edit.status", turn)[-1]
+    assert (final["state"], final["detail"]["code"], final["detail"]["fenced"]) == ("applied", code, True)
+    await page.close()
+
+
 async def test_revert_of_the_running_turn_stops_upstream_and_the_next_prompt_starts_at_once(
     live: Live, model_server: Any, rooms: None
 ) -> None:

@@ -4,6 +4,10 @@
 // what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
+// A fence's code is the turn's own record: its final status carries the code the model wrote
+// (`detail.code`), so a reloaded page, a late joiner and the replay show what the live page
+// showed, whatever people typed into the file since; only while the fence is being written
+// does the block show its lines of the document as they arrive.
 // The watchdog's `guard.finding`s go under the turn's prose: a halt stands out (where, what,
 // the fix asked for, a link to the correction turn), a flag is one quiet line.
 // Work is buffered and drawn at most once per animation frame (flush()).
@@ -17,12 +21,21 @@ import { findingMessage, findingPlace } from "./diagnostics.js";
 const STATE_LABELS = {
   locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
 };
-// In these states `detail.lines` is the region the block wrote: the chip counts its lines
-// and a fenced block shows it from the document. One that failed or was rolled back keeps
-// what it showed last.
+// In these states `detail.lines` is the region the block wrote: the chip counts its lines.
+// One that failed or was rolled back counts what it had written when it stopped
+// (`detail.written`), or keeps its count (a revert's rolled_back, after its applied).
 const WRITTEN = new Set(["streaming", "applied"]);
-const MAX_CODE_LINES = 400; // longer files show their start; the editor has the rest
-const CODE_LINE_CHARS = 2000; // and longer lines their start
+
+// The region [first, last] a status says the block wrote, or null.
+function writtenLines(state, detail) {
+  const lines = WRITTEN.has(state) ? detail.lines : detail.written;
+  return Array.isArray(lines) ? lines : null;
+}
+// A fence being written shows this much of its region of the document (the server bounds the
+// code of a final status the same way: editing/status.py code_head): longer blocks show their
+// start, longer lines theirs; the editor has the rest.
+const MAX_CODE_LINES = 400;
+const CODE_LINE_CHARS = 2000;
 // Why a turn ended, where the outcome alone does not say (turn.finished `reason`); other
 // reasons show as their name.
 const REASON_LABELS = {
@@ -157,8 +170,18 @@ function parserFor(path, language) {
   return support ? support.language.parser : null;
 }
 
+// A fence's code as its final status records it (`detail.code`, `detail.code_lines`), as the
+// block shows it: {code: without the line break that ends its last line, more: how many
+// lines the server left out}.
+export function recordedCode(detail) {
+  const code = detail.code;
+  const total = detail.code_lines;
+  const more = typeof total === "number" ? Math.max(0, total - (code.match(/\n/g) || []).length) : 0;
+  return { code: code.endsWith("\n") ? code.slice(0, -1) : code, more };
+}
+
 export class Transcript {
-  // files: the document's path -> Y.Text map (fenced blocks show their region of it);
+  // files: the document's path -> Y.Text map (a fence being written shows its region of it);
   // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked;
   // peerClass(username): the class that gives a person's colour ("" for none).
   // onOpenLine(path, line): a finding's location was clicked.
@@ -170,7 +193,7 @@ export class Transcript {
     this.turns = new Map(); // turn id -> entry (see entry())
     this.pending = new Set(); // entries with buffered prose
     this.repaint = new Set(); // blocks whose status or document region changed
-    this.live = new Set(); // fenced blocks that follow the document
+    this.live = new Set(); // fenced blocks being written: they follow the document
     this.freezing = []; // [entry, flushes left] of finished turns whose code stops following
     this.droppedTurns = 0; // turns no longer on the page (MAX_TURNS)
     this.earlier = null; // the note that says so
@@ -286,7 +309,7 @@ export class Transcript {
           const view = entry.blocks.get(block);
           const record = {
             folded: true, status: view.status, lines: view.lines, shown: view.shown ?? null,
-            fenced: Boolean(view.code), language: view.language || null,
+            fenced: Boolean(view.code), language: view.language || null, more: view.moreLines || 0,
           };
           entry.blocks.set(block, record);
           this.live.delete(view);
@@ -353,11 +376,8 @@ export class Transcript {
       this.live.delete(view);
       view.status = piece.status;
       view.lines = piece.lines;
-      if (view.code && piece.shown !== null) {
-        view.shown = piece.shown;
-        view.parser = parserFor(piece.status.path, view.language);
-        view.code.replaceChildren(highlighted(piece.shown, view.parser));
-      }
+      // The turn is over: the code it showed is its record.
+      if (view.code && piece.shown !== null) view.recorded = { code: piece.shown, more: piece.more || 0 };
       for (const [block, record] of entry.blocks) if (record === piece) entry.blocks.set(block, view);
       this.paint(view);
     }
@@ -505,7 +525,12 @@ export class Transcript {
     if (entry.folded) { // a block of a folded turn (rolled back by a revert): its record changes
       if (!view) return;
       view.status = { path, state, detail };
-      if (WRITTEN.has(state) && Array.isArray(detail.lines)) view.lines = detail.lines;
+      view.lines = writtenLines(state, detail) || view.lines;
+      if (view.fenced && typeof detail.code === "string") {
+        const recorded = recordedCode(detail);
+        view.shown = recorded.code;
+        view.more = recorded.more;
+      }
       return;
     }
     if (!view) {
@@ -514,8 +539,12 @@ export class Transcript {
       entry.blocks.set(block, view);
     }
     view.status = { path, state, detail };
-    if (!WRITTEN.has(state)) this.live.delete(view);
-    else if (Array.isArray(detail.lines)) view.lines = detail.lines;
+    view.lines = writtenLines(state, detail) || view.lines;
+    // The code the model wrote, from the block's final status; a final status without it (a
+    // revert's, which follows the one that had it) leaves the code as it is. Only a fence in
+    // flight follows the document.
+    if (view.code && typeof detail.code === "string") view.recorded = recordedCode(detail);
+    if (!IN_FLIGHT.has(state)) this.live.delete(view);
     this.repaint.add(view);
   }
 
@@ -523,7 +552,13 @@ export class Transcript {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
+    // Its end is drawn now, so everything that came before it is too: its prose, and its
+    // blocks' last statuses (otherwise drawn next frame), so that no moment shows a finished
+    // turn with a block still "writing" (a replay fed many events at once, a seek).
     this.drain(entry);
+    for (const view of entry.blocks.values()) {
+      if (this.repaint.delete(view)) this.paint(view);
+    }
     this.keepHidden(entry);
     entry.article.classList.remove("running");
     entry.article.classList.add(`status-${status}`);
@@ -531,8 +566,9 @@ export class Transcript {
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
     entry.outcome = { status, reason, metrics, error, by };
     entry.article.append(this.footer(entry));
-    // The document updates that came with the turn's last events are applied later in this
-    // frame: its code blocks follow them through the next flush, then stop.
+    // A fence whose final status never came (its server went away mid-block) follows the
+    // document updates that came with the turn's last events (applied later in this frame)
+    // through the next flush, then stops; one with its final status stopped at it.
     this.freezing.push([entry, 2]);
     this.foldSoon();
   }
@@ -733,16 +769,20 @@ export class Transcript {
       lines: null, // the region [first, last] as of the latest streaming/applied status
       status: null,
       code: null,
+      recorded: null, // a fence's code as its final status recorded it (recordedCode)
     };
     view.chip.type = "button";
     view.chip.append(view.kind, view.path, view.count, view.state, view.merge);
     if (detail.fenced) {
       const figure = element("figure", "code-block");
       view.code = element("code");
-      view.shown = null; // the code text last drawn
+      view.shown = null; // the code text last drawn (null: none yet)
+      view.moreLines = 0; // lines of the recorded code the server left out
+      view.moreNote = element("p", "code-more");
       view.language = detail.language || null;
-      figure.append(view.chip, element("pre"));
-      figure.lastChild.append(view.code);
+      figure.append(view.chip, element("pre"), view.moreNote);
+      figure.children[1].append(view.code);
+      figure.classList.add("no-code"); // until it has code to show
       view.box = figure;
       this.live.add(view);
     } else {
@@ -775,13 +815,24 @@ export class Transcript {
     const label = `${chip.dataset.path || ""} ${STATE_LABELS[state] || state}`;
     const why = detail.message || detail.reason || merged;
     chip.title = why ? `${label}: ${why}` : label;
-    if (view.code && view.lines && (this.live.has(view) || view.shown === null)) this.paintCode(view, path);
+    if (!view.code) return;
+    if (view.recorded) this.showCode(view, path, view.recorded.code, view.recorded.more);
+    else if (view.lines && this.live.has(view)) this.paintCode(view, path);
   }
 
+  // A fence being written: its region of the document as it is now.
   paintCode(view, path) {
     const text = this.files.get(path);
-    const code = text ? region(text.toString(), view.lines) : "";
+    this.showCode(view, path, text ? region(text.toString(), view.lines) : "", 0);
+  }
+
+  showCode(view, path, code, more) {
+    if (more !== view.moreLines) {
+      view.moreLines = more;
+      view.moreNote.textContent = more ? `${more} more line${more === 1 ? "" : "s"} not shown` : "";
+    }
     if (code === view.shown) return;
+    view.box.classList.remove("no-code");
     view.shown = code;
     if (view.parser === undefined) view.parser = parserFor(path, view.language);
     view.code.replaceChildren(highlighted(code, view.parser));

@@ -39,7 +39,7 @@ class ReplayPlayer {
     this.transcriptBox = root.querySelector("#replay-transcript");
     this.view = new DocumentView({
       host: root.querySelector("#replay-editor"), list: root.querySelector("#replay-files"),
-      label: root.querySelector("[data-field=file]"), follow: root.querySelector("[data-field=follow]"),
+      tabs: root.querySelector("[data-field=tabs]"), follow: root.querySelector("[data-field=follow]"),
     });
     this.view.onPick = () => this.render();
     this.loop = new FrameLoop();

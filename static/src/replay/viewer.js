@@ -19,13 +19,15 @@ export function textChange(before, after) {
 }
 
 export class DocumentView {
-  constructor({ host, list, label, follow }) {
+  // host: the editor's box; list: the file list; tabs: the tab bar, which holds the shown
+  // file's tab (none while no file is shown: at a moment with no files); follow: the checkbox.
+  constructor({ host, list, tabs, follow }) {
     this.host = host;
     this.list = list;
-    this.label = label;
+    this.tabs = tabs;
     this.followBox = follow;
     this.path = null; // the file shown
-    this.shown = null; // its text as shown (null: not in the document at this moment)
+    this.shown = undefined; // its text as shown (null: not in the document at this moment; undefined: not drawn)
     this.paths = []; // the files listed
     this.view = null;
     this.missing = document.createElement("p");
@@ -51,12 +53,20 @@ export class DocumentView {
 
   show(path) {
     this.path = path;
-    this.shown = null;
+    this.shown = undefined;
     if (this.view) {
       this.view.destroy();
       this.view = null;
     }
-    this.label.textContent = path || "–";
+    if (!path) {
+      this.tabs.replaceChildren();
+      return;
+    }
+    const tab = document.createElement("span");
+    tab.className = "tab active";
+    tab.textContent = path;
+    tab.title = path;
+    this.tabs.replaceChildren(tab);
   }
 
   // Draw `files` (the document's path -> Y.Text map) as it is now.
@@ -97,7 +107,9 @@ export class DocumentView {
       if (this.view) this.view.destroy();
       this.view = null;
       this.shown = null;
-      this.missing.textContent = this.path ? `${this.path} is not in the workspace at this moment.` : "No file.";
+      this.missing.textContent = this.path
+        ? `${this.path} is not in the workspace at this moment.`
+        : "The workspace has no files at this moment.";
       this.host.replaceChildren(this.missing);
       return;
     }
