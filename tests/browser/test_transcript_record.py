@@ -146,3 +146,23 @@ def test_reload_late_join_and_replay_show_the_blocks_the_model_wrote(
     assert _settled(page, 3, "#replay-transcript") == live
     writing = page.locator("#replay-transcript .chip[data-state='streaming'], #replay-transcript .turn.running")
     assert writing.count() == 0
+
+    # A block whose final status never came (its server went away mid-block) does not say
+    # "writing" once its turn has ended: the replay's record with the first block's end
+    # replaced by a status of it still writing.
+    def without_first_final_status(route: Any) -> None:
+        data = route.fetch().json()
+        final = next(i for i, e in enumerate(data["events"])
+                     if e["type"] == "edit.status" and e["state"] not in ("locating", "streaming"))
+        event = data["events"][final]
+        event["state"] = "streaming"  # its last status stored: the one before its end
+        del event["detail"]["code"]
+        route.fulfill(json=data)
+
+    page.route("**/replay/data", without_first_final_status)
+    page.reload()
+    page.locator("#replay[data-ready=true]").wait_for(timeout=LIVE_WAIT_MS)
+    page.locator("#replay-scrubber").evaluate("(r) => { r.value = r.max; r.dispatchEvent(new Event('input')); }")
+    first = page.locator("#replay-transcript .turn").first.locator(".chip")
+    first.locator(".chip-state", has_text="not finished").wait_for(timeout=LIVE_WAIT_MS)
+    assert first.get_attribute("data-state") == "streaming" and "unfinished" in (first.get_attribute("class") or "")

@@ -557,7 +557,11 @@ export class Transcript {
     // turn with a block still "writing" (a replay fed many events at once, a seek).
     this.drain(entry);
     for (const view of entry.blocks.values()) {
-      if (this.repaint.delete(view)) this.paint(view);
+      if (view.folded || !view.status) continue;
+      // A block whose final status never came (its server went away mid-block) is not
+      // "writing" any more: it says it was left unfinished.
+      view.ended = true;
+      if (this.repaint.delete(view) || IN_FLIGHT.has(view.status.state)) this.paint(view);
     }
     this.keepHidden(entry);
     entry.article.classList.remove("running");
@@ -804,7 +808,9 @@ export class Transcript {
     const chip = view.chip;
     chip.dataset.state = state;
     view.box.dataset.state = state;
-    view.state.textContent = STATE_LABELS[state] || state;
+    const unfinished = view.ended && IN_FLIGHT.has(state);
+    chip.classList.toggle("unfinished", Boolean(unfinished));
+    view.state.textContent = unfinished ? "not finished" : STATE_LABELS[state] || state;
     if (path) {
       chip.dataset.path = path;
       view.path.textContent = path;
@@ -812,7 +818,7 @@ export class Transcript {
     if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
     const merged = state === "applied" ? mergeSummary(detail.merge) : "";
     view.merge.textContent = merged;
-    const label = `${chip.dataset.path || ""} ${STATE_LABELS[state] || state}`;
+    const label = `${chip.dataset.path || ""} ${view.state.textContent}`;
     const why = detail.message || detail.reason || merged;
     chip.title = why ? `${label}: ${why}` : label;
     if (!view.code) return;
