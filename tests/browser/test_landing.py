@@ -76,14 +76,15 @@ def test_people_land_on_the_rooms_file_and_their_own_tabs_come_back(
     assert tab_names(page) == ["a.py", "b.py"]
 
     with second_person(ide_server, page, chromium, role="collaborator", username="bob") as mate, \
+            second_person(ide_server, page, chromium, role="viewer", username="vic") as viewer, \
             second_person(ide_server, page, chromium, role="viewer", guest_name="Grace") as guest:
         # Each lands on the file the owner has open (b.py changed last, a.py is where the owner
         # is), and only there: the page showed b.py a moment, it is not left as their tab.
-        for person in (mate, guest):
+        for person in (mate, viewer, guest):
             front(person, "a.py")
             assert tab_names(person) == ["a.py"]
         # A reload: their own tab again, and every panel they can open answers.
-        people = {"owner": page, "collaborator": mate, "guest viewer": guest}
+        people = {"owner": page, "collaborator": mate, "viewer": viewer, "guest viewer": guest}
         bad = {"owner": owner_bad}
         for role, person in people.items():
             if role != "owner":
