@@ -278,6 +278,14 @@ class TurnStream:
             return
         if self._overdue() is None:
             self._arm(self._deadline())
+        else:  # after what is ready to run now (a frame read in this step of a stalled loop)
+            asyncio.get_running_loop().call_soon(self._wake_if_overdue)
+
+    def _wake_if_overdue(self) -> None:
+        if self._state != "running" or self._pushed_terminal or self._deadline_timer is not None:
+            return
+        if self._overdue() is None:
+            self._arm(self._deadline())
         else:
             self._queue.put_nowait(_Wake())
 

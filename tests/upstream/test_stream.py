@@ -97,11 +97,11 @@ async def test_a_silent_upstream_ends_in_a_timeout_error_and_is_abandoned() -> N
 async def test_frames_without_text_keep_a_turn_alive_past_the_idle_timeout() -> None:
     recorder = Recorder()
     stream = TurnStream(REQUEST, stopper=recorder.stop, resender=None,
-                        first_byte_timeout_s=5.0, idle_timeout_s=0.1)
+                        first_byte_timeout_s=5.0, idle_timeout_s=0.5)
     stream.mark_sent()
 
     async def reasoning_model() -> None:
-        for _ in range(5):  # 0.25 s of frames with no text, each within the idle limit
+        for _ in range(15):  # 0.75 s of frames with no text, each well within the idle limit
             stream.mark_first_byte()
             await asyncio.sleep(0.05)
         stream.delta("answer")
