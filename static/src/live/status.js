@@ -4,6 +4,7 @@
 // its figure replaces the estimate at turn.finished); TTFT and steer latency likewise. A
 // turn this page learnt of from the replay (it started before the page joined) has no TTFT
 // estimate, and its rate counts from the first live delta.
+import { FINISH_REASON, MESSAGE, TURN_STATUS } from "../protocol.js";
 import { shortPrompt } from "./notices.js";
 
 // Roughly how a BPE tokenizer cuts text: short word pieces, each punctuation mark, newlines.
@@ -51,7 +52,7 @@ export class StatusBar {
   // This person pressed Enter: the live TTFT and steer figures count from here, as they
   // see it (a queued prompt waits for its turn, so it does not count).
   sent(kind) {
-    if (kind === "steer" || !this.turn || this.turn.final) this.sentAt = performance.now();
+    if (kind === MESSAGE.STEER || !this.turn || this.turn.final) this.sentAt = performance.now();
   }
 
   // What this person sent was refused: no turn of theirs is coming.
@@ -141,9 +142,9 @@ export class StatusBar {
 
   // The turn's prompt, shortened; its id only in the tooltip and a data attribute.
   setTurn(turn) {
-    const status = turn.final ? turn.final.status : "running";
+    const status = turn.final ? turn.final.status : TURN_STATUS.RUNNING;
     // A watchdog halt says so: "steered" alone would read as a person's doing.
-    const shown = turn.final && turn.final.reason === "guard_halt" ? "halted by the watchdog" : status;
+    const shown = turn.final && turn.final.reason === FINISH_REASON.GUARD_HALT ? "halted by the watchdog" : status;
     this.set("turn", `${turn.label} · ${shown}`, status);
     const node = this.fields.turn;
     if (node && node.dataset.turn !== turn.id) {
