@@ -16,7 +16,7 @@ def test_the_committed_protocol_js_is_generated_from_the_current_definitions() -
     assert TARGET.exists(), f"{TARGET} is missing: run `{COMMAND}` (or `make protocol`)"
     assert TARGET.read_text(encoding="utf-8") == render(), (
         f"{TARGET.relative_to(TARGET.parents[2])} is stale: the protocol's definitions changed since it was "
-        f"generated. Run `{COMMAND}` (or `make protocol`), then rebuild the bundle and commit both."
+        f"generated. Run `{COMMAND}` (or `make protocol`), commit the file and rebuild the bundle."
     )
 
 
