@@ -6,6 +6,7 @@
 // estimate, and its rate counts from the first live delta.
 import { FINISH_REASON, MESSAGE, TURN_STATUS } from "../protocol.js";
 import { shortPrompt } from "./notices.js";
+import { REASON_LABELS } from "./transcript.js";
 
 // Roughly how a BPE tokenizer cuts text: short word pieces, each punctuation mark, newlines.
 const TOKEN_GUESS = /[A-Za-z0-9_]{1,4}|[^\sA-Za-z0-9_]|\n/g;
@@ -144,7 +145,8 @@ export class StatusBar {
   setTurn(turn) {
     const status = turn.final ? turn.final.status : TURN_STATUS.RUNNING;
     // A watchdog halt says so: "steered" alone would read as a person's doing.
-    const shown = turn.final && turn.final.reason === FINISH_REASON.GUARD_HALT ? "halted by the watchdog" : status;
+    const halted = turn.final && turn.final.reason === FINISH_REASON.GUARD_HALT;
+    const shown = halted ? REASON_LABELS[FINISH_REASON.GUARD_HALT] : status;
     this.set("turn", `${turn.label} · ${shown}`, status);
     const node = this.fields.turn;
     if (node && node.dataset.turn !== turn.id) {
