@@ -12,7 +12,7 @@ JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test bench install lint typecheck pytest test-services browser-deps sandbox-runtime bundle clean
+.PHONY: run test bench install lint typecheck pytest test-services browser-deps sandbox-runtime bundle protocol clean
 
 run: install
 	$(PY) manage.py spark_run
@@ -49,6 +49,11 @@ $(BUNDLE): $(NPM_STAMP) $(JS_SOURCES)
 	npm run --silent build
 
 bundle: $(BUNDLE)
+
+# The browser's copy of the session protocol (static/src/protocol.js, committed), written again
+# from the Python definitions; a test fails while it is stale (docs/protocol.md).
+protocol: $(DEPS_STAMP)
+	$(PY) -m spark_ide.live.protocol_export
 
 # Debian's chromium for the Playwright tests (Playwright cannot download a browser here) and
 # nginx to check the deploy config. Installed when missing and we are root; the tests skip

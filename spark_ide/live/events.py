@@ -6,7 +6,9 @@ reconnect, the transcript after a reload). *Ephemeral* events (``hello``, ``pong
 one and are never replayed.
 
 The lists a client or the database must agree on are defined here once: roles, turn
-statuses, the reasons a turn ended, the error codes, the effort levels.
+statuses, the reasons a turn ended, the error codes, the socket's close codes, the effort
+levels, and ``EVENTS``. The browser gets them from ``static/src/protocol.js``, generated from
+these (``live.protocol_export``), never typed again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any, ClassVar
 
 from spark_ide.editing.status import EditState
@@ -26,6 +28,8 @@ __all__ = [
     "DEFAULT_EFFORT",
     "DRIVER_ROLES",
     "EFFORTS",
+    "EVENTS",
+    "CloseCode",
     "DocumentReplaced",
     "EditStatus",
     "Effort",
@@ -142,6 +146,16 @@ class ErrorCode(StrEnum):
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
+
+
+class CloseCode(IntEnum):
+    """The codes the server closes a session socket with, and what the client does then."""
+
+    TRY_AGAIN = 1013  # the room cannot be opened right now (Redis or the database is down): retry with backoff
+    MOVED = 4012  # the room moved to another process: reconnect (Daphne sends no 1012)
+    BAD_TOKEN = 4401  # an Authorization header with a token nobody holds
+    REFUSED = 4403  # no access (any more): reconnecting is refused too
+    TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: retry later
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,13 +508,15 @@ class GuardFinding(TurnEvent):
     correction: str | None = None
 
 
-_TURN_EVENTS: dict[str, type[TurnEvent]] = {
-    cls.type: cls
-    for cls in (
-        TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted,
-        TurnRestored, GuardFinding,
-    )
-}
+EVENTS: tuple[type[Event], ...] = (
+    Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
+    GuardDiagnostics, Presence,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted,
+    TurnRestored, GuardFinding,
+)
+"""Every event type a client receives on the session socket (the browser's ``EVENT``)."""
+
+_TURN_EVENTS: dict[str, type[TurnEvent]] = {cls.type: cls for cls in EVENTS if issubclass(cls, TurnEvent)}
 
 
 def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:

@@ -22,7 +22,7 @@ from django.db import DatabaseError
 from redis.exceptions import RedisError
 
 from spark_ide.live.cluster import Place, RoomClosed
-from spark_ide.live.events import ErrorCode, ErrorEvent, Pong, Role, encode
+from spark_ide.live.events import CloseCode, ErrorCode, ErrorEvent, Pong, Role, encode
 from spark_ide.live.messages import MAX_SEQ, MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
@@ -39,11 +39,6 @@ from .ws_auth import authorization, who
 log = logging.getLogger(__name__)
 
 HANG_UP_AFTER_S = 0.2
-MOVED = 4012  # the room moved to another process: the client reconnects (Daphne sends no 1012)
-REFUSED = 4403
-BAD_TOKEN = 4401  # an Authorization header with a token nobody holds
-TRY_AGAIN = 1013  # the room cannot be opened right now (Redis or the database is down): the client retries
-TOO_MANY_SOCKETS = 4429  # the user holds SPARK_MAX_SOCKETS_PER_USER sockets already: the client retries later
 
 
 # Each user's open session sockets (SPARK_MAX_SOCKETS_PER_USER): across every server process
@@ -119,10 +114,10 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         user, session, role = await _lookup(self.scope, self.scope["url_route"]["kwargs"]["session_id"])
         self.scope["user"] = user
         if user is None and authorization(self.scope):
-            await self.close(code=BAD_TOKEN)  # a wrong token: refused, never a cookie fallback
+            await self.close(code=int(CloseCode.BAD_TOKEN))  # a wrong token: refused, never a cookie fallback
             return
         if role is None:
-            await self.close(code=REFUSED)  # before accept: the upgrade is refused
+            await self.close(code=int(CloseCode.REFUSED))  # before accept: the upgrade is refused
             return
         limit = settings.SPARK_MAX_SOCKETS_PER_USER
         ticket = await SOCKETS.take(user.pk, limit)
@@ -132,7 +127,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             refusal = ErrorEvent(ErrorCode.RATE_LIMITED, f"too many open connections: at most {limit} per person; "
                                  "close another tab of this IDE and this one reconnects")
             await self.send(text_data=encode(refusal, 0))
-            await self.close(code=TOO_MANY_SOCKETS)
+            await self.close(code=int(CloseCode.TOO_MANY_SOCKETS))
             return
         self.counted = ticket
         try:
@@ -172,7 +167,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 # page tries again after its back-off, without a traceback per attempt.
                 log.warning("could not open the room of workspace %s: %s", session.workspace_id, exc)
                 self.outbox_task.cancel()
-                await self.close(code=TRY_AGAIN)
+                await self.close(code=int(CloseCode.TRY_AGAIN))
                 return
             try:
                 await self.room.join(self.conn, after=after)
@@ -200,15 +195,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     def _hang_up(self) -> None:
         """Close the socket a moment later, so the reason waiting in the outbox leaves first."""
-        asyncio.get_running_loop().call_later(HANG_UP_AFTER_S, self._close_now, REFUSED)
+        asyncio.get_running_loop().call_later(HANG_UP_AFTER_S, self._close_now, CloseCode.REFUSED)
 
     def _move(self) -> None:
         """The room moved to another process: close now, so that the client reconnects (and
         resumes from its last ``seq`` wherever the room is now)."""
-        self._close_now(MOVED)
+        self._close_now(CloseCode.MOVED)
 
     def _close_now(self, code: int) -> None:
-        task = asyncio.ensure_future(self.close(code=code))
+        task = asyncio.ensure_future(self.close(code=int(code)))  # autobahn takes a plain int only
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 

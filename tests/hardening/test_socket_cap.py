@@ -16,8 +16,8 @@ import pytest
 import redis.asyncio as aioredis
 from channels.testing import WebsocketCommunicator
 
+from spark_ide.live.events import CloseCode
 from spark_ide.pairing import consumer
-from spark_ide.pairing.consumer import TOO_MANY_SOCKETS
 from spark_ide.pairing.redis_clients import LoopClients
 from spark_ide.pairing.socket_cap import SocketCap, Ticket
 from tests.conftest import port_open, require
@@ -157,7 +157,7 @@ async def test_a_socket_past_the_cap_counted_on_another_process_is_refused(
     assert (await refused.connect(timeout=10))[0]  # accepted only to say why
     error = json.loads((await refused.receive_output(timeout=5))["text"])
     assert error["code"] == "rate_limited" and "at most 3" in error["message"]
-    assert await refused.receive_output(timeout=5) == {"type": "websocket.close", "code": TOO_MANY_SOCKETS}
+    assert await refused.receive_output(timeout=5) == {"type": "websocket.close", "code": CloseCode.TOO_MANY_SOCKETS}
     elsewhere.give_back(other.pop())  # a tab closed on the other process
     await elsewhere.settled()
     second = await connect(live)

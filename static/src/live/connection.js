@@ -4,11 +4,11 @@
 // generation of the Yjs document the page holds (`?generation=`): if the server replaced it
 // meanwhile, hello is followed by `document.replaced`.
 
+import { CLOSE_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { EventOrder } from "./event_order.js";
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000];
 const PING_EVERY_MS = 15000;
-const REFUSED = 4403; // the server closed on us: no access (any more)
 
 function socketUrl(path) {
   const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
@@ -65,8 +65,8 @@ export class SessionConnection {
     } catch {
       return; // not ours to show; the server only sends JSON text frames
     }
-    if (event.type === "pong") this.pong(event);
-    if (event.type === "hello") {
+    if (event.type === EVENT.PONG) this.pong(event);
+    if (event.type === EVENT.HELLO) {
       this.attempt = 0;
       this.handlers.onState("live");
     }
@@ -78,7 +78,7 @@ export class SessionConnection {
     clearInterval(this.pingTimer);
     this.pings.clear();
     this.socket = null;
-    if (code === REFUSED) {
+    if (code === CLOSE_CODE.REFUSED) {
       this.handlers.onState("refused"); // removed from the workspace: retrying cannot help
       return;
     }
@@ -106,7 +106,7 @@ export class SessionConnection {
   ping() {
     const id = this.nextPingId++;
     this.pings.set(id, performance.now());
-    this.send({ type: "ping", id });
+    this.send({ type: MESSAGE.PING, id });
   }
 
   pong(event) {

@@ -4,7 +4,7 @@
 // extension draws the active file's entry, recomputed from line numbers on every change.
 import { StateEffect, StateField } from "@codemirror/state";
 import { Decoration, EditorView, ViewPlugin, WidgetType } from "@codemirror/view";
-import { IN_FLIGHT } from "./block_states.js";
+import { EDIT_STATE, EDIT_STATES_IN_FLIGHT } from "../protocol.js";
 
 
 export const setLiveRegion = StateEffect.define();
@@ -92,7 +92,7 @@ const candidateLine = Decoration.line({ class: "cm-live-candidate" });
 
 // The ghost is a block widget, so it must come from the state (it changes line heights).
 function ghostDecorations(info, doc) {
-  const text = info && info.state === "streaming" ? ghostText(info.detail) : null;
+  const text = info && info.state === EDIT_STATE.STREAMING ? ghostText(info.detail) : null;
   if (text === null) return Decoration.none;
   const widget = new GhostWidget(info.ghost || new GhostSource(text));
   const at = info.detail.ghost_line;
@@ -197,7 +197,7 @@ export class LiveRegions {
   update(event) {
     const { path, state } = event;
     if (!path) return;
-    if (IN_FLIGHT.has(state)) {
+    if (EDIT_STATES_IN_FLIGHT.has(state)) {
       const current = this.byPath.get(path);
       const detail = event.detail || {};
       const ghost = current && current.turn === event.turn && current.block === event.block
@@ -207,10 +207,10 @@ export class LiveRegions {
     } else {
       const current = this.byPath.get(path);
       if (current && current.block === event.block && current.turn === event.turn) this.byPath.delete(path);
-      else if (current || event.state !== "applied") return; // another block's region stays
+      else if (current || event.state !== EDIT_STATE.APPLIED) return; // another block's region stays
       // (no region: a block so fast that it showed up applied; the view still follows it)
       const lines = event.detail && event.detail.lines;
-      if (event.state === "applied" && Array.isArray(lines)) this.ends.set(path, lines[1]);
+      if (event.state === EDIT_STATE.APPLIED && Array.isArray(lines)) this.ends.set(path, lines[1]);
     }
     this.dirty.add(path);
   }

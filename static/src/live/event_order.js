@@ -2,15 +2,10 @@
 // Turn events carry the room's seq and leave the server in seq order: a connection is sent
 // what it missed before it joins the live stream, and merged runs take their newest seq. So a
 // turn event at or below the last seq handled is a repeat and is dropped. Ephemeral events
-// (hello, pong, error, presence, resync, a code run's events, policy, the watchdog's diagnostics,
-// a replaced document: every binary frame after it is of the new one) repeat the current seq
-// and are always handled.
+// (the server's list, EPHEMERAL_EVENTS in the generated protocol.js: hello, presence, errors, a
+// code run's events, a replaced document, ...) repeat the current seq and are always handled.
 // After a `resync` the recent transcript comes again, from older seqs: the marks start over.
-
-const EPHEMERAL = new Set([
-  "hello", "pong", "error", "presence", "resync", "run.started", "run.output", "run.finished", "policy",
-  "guard.diagnostics", "document.replaced",
-]);
+import { EPHEMERAL_EVENTS, EVENT } from "../protocol.js";
 
 export class EventOrder {
   constructor() {
@@ -27,9 +22,9 @@ export class EventOrder {
   // True when the page should handle `event`.
   accept(event) {
     const seq = typeof event.seq === "number" ? event.seq : null;
-    if (EPHEMERAL.has(event.type) || seq === null) {
-      if (event.type === "hello") this.helloSeq = seq;
-      if (event.type === "resync") this.lastSeq = null;
+    if (EPHEMERAL_EVENTS.has(event.type) || seq === null) {
+      if (event.type === EVENT.HELLO) this.helloSeq = seq;
+      if (event.type === EVENT.RESYNC) this.lastSeq = null;
       return true;
     }
     if (this.lastSeq !== null && seq <= this.lastSeq) return false;

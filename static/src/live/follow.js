@@ -12,9 +12,9 @@
 // whether the person follows, so a reload keeps it; nothing else (presenter mode included)
 // turns it on.
 import * as Y from "yjs";
+import { DRIVER_ROLES } from "../protocol.js";
 
 const LABELS = { auto: "Follow", follow: "Stop following", manual: "Follow" };
-const VIEWER = "viewer"; // the one role that does not drive: its cursor is not followed
 const PARAM = "follow";
 
 // Does the page's address ask to follow (a shared presenter link, or a reload while following)?
@@ -105,7 +105,8 @@ export class FollowMode {
     const states = this.awareness.getStates();
     for (const client of changed) {
       const state = states.get(client);
-      if (client === own || !state || !state.user || state.user.role === VIEWER) continue;
+      // Only a driver's cursor is followed (a viewer's, or one that names no role, is not).
+      if (client === own || !state || !state.user || !DRIVER_ROLES.has(state.user.role)) continue;
       const where = JSON.stringify([state.file ?? null, state.cursor ?? null]);
       if (this.seen.get(client) === where) continue; // their name or colour changed, not their place
       this.seen.set(client, where);

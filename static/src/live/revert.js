@@ -3,6 +3,8 @@
 // can be undone until the next turn starts; Cancel (or Esc) is the default. Undo revert
 // (`restore`) asks nothing: it is itself the way back. The panel is drawn again once the
 // server has recorded either (`turn.reverted` / `turn.restored`), or refused it.
+import { MESSAGE } from "../protocol.js";
+
 export class RevertControls {
   // send(message) -> bool: the socket took it; toast(text, kind); dialog: the <dialog>, or
   // null on a page without one (the revert then goes at once).
@@ -38,11 +40,11 @@ export class RevertControls {
   }
 
   revert(turn, button) {
-    this.sent({ type: "revert", turn }, button, "Reverting…");
+    this.sent({ type: MESSAGE.REVERT, turn }, button, "Reverting…");
   }
 
   restore(turn, button) {
-    this.sent({ type: "restore", turn }, button, "Restoring…");
+    this.sent({ type: MESSAGE.RESTORE, turn }, button, "Restoring…");
   }
 
   sent(message, button, label) {

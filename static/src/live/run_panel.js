@@ -10,18 +10,18 @@
 import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
 import { element } from "./dom.js";
 import { findingMessage } from "./diagnostics.js";
+import { DRIVER_ROLES, ERROR_CODE, MESSAGE } from "../protocol.js";
 
 // The events of a run, all ephemeral: they carry the room's current seq and are not replayed.
 // How long a sent `run` waits for its run.started (or an error) before the buttons come back.
 const START_WAIT_MS = 5000;
 // Errors that answer a run message whatever else is going on.
-const RUN_ERRORS = new Set(["run_busy", "no_such_run"]);
+const RUN_ERRORS = new Set([ERROR_CODE.RUN_BUSY, ERROR_CODE.NO_SUCH_RUN]);
 // The server records a run's end just after announcing it: the history panel is asked again
 // (up to RECORD_TRIES times, RECORD_RETRY_MS apart) until it shows the run over.
 const RECORD_TRIES = 5;
 const RECORD_RETRY_MS = 700;
 const WATCHING = "The owner and collaborators run code; you see their runs here";
-const NEEDS_CONFIRMATION = "run_needs_confirmation";
 const CONFIRM_LISTED = 20; // findings listed in the dialog; the rest are counted
 
 const isMac = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
@@ -105,7 +105,7 @@ export class RunPanel {
   }
 
   joined(role) {
-    this.canRun = role === "owner" || role === "collaborator";
+    this.canRun = DRIVER_ROLES.has(role);
     this.fields.form.hidden = !this.canRun;
     this.render();
   }
@@ -120,11 +120,11 @@ export class RunPanel {
       this.toast("Open the file to run first", "warn");
       return;
     }
-    this.request({ type: "run", path });
+    this.request({ type: MESSAGE.RUN, path });
   }
 
   runTests() {
-    this.request({ type: "run", tests: true });
+    this.request({ type: MESSAGE.RUN, tests: true });
   }
 
   request(message) {
@@ -149,7 +149,7 @@ export class RunPanel {
 
   stop() {
     if (!this.active || !this.canRun || this.stopping) return;
-    if (!this.send({ type: "run.stop", run: this.run.id })) {
+    if (!this.send({ type: MESSAGE.RUN_STOP, run: this.run.id })) {
       this.toast("Not stopped: the connection is down, retrying", "error");
       return;
     }
@@ -162,7 +162,7 @@ export class RunPanel {
   sendLine() {
     if (!this.active || !this.canRun) return;
     const text = `${this.input.value}\n`;
-    if (!this.send({ type: "run.input", run: this.run.id, text })) {
+    if (!this.send({ type: MESSAGE.RUN_INPUT, run: this.run.id, text })) {
       this.toast("Not sent: the connection is down, retrying", "error");
       return;
     }
@@ -241,7 +241,7 @@ export class RunPanel {
   // An `error` the server answered a run message with: true when it was about a run (the
   // session shows it and leaves the prompt box alone).
   refused(event) {
-    const ours = RUN_ERRORS.has(event.code) || event.ref === "run";
+    const ours = RUN_ERRORS.has(event.code) || event.ref === MESSAGE.RUN;
     if (!ours && !this.pending && !this.stopping) return false;
     this.stopping = false;
     this.settle();
@@ -252,10 +252,10 @@ export class RunPanel {
   // dialog lists them (path:line, what is wrong); "Run anyway" sends the run again with
   // `confirm: true`, Cancel (or Esc) runs nothing. False for any other event.
   needsConfirmation(event) {
-    if (event.code !== NEEDS_CONFIRMATION) return false;
+    if (event.code !== ERROR_CODE.RUN_NEEDS_CONFIRMATION) return false;
     this.settle();
     const ref = event.ref && typeof event.ref === "object" ? event.ref : {};
-    const asked = this.lastRequest || { type: "run", ...(ref.tests ? { tests: true } : { path: ref.path }) };
+    const asked = this.lastRequest || { type: MESSAGE.RUN, ...(ref.tests ? { tests: true } : { path: ref.path }) };
     if (!this.confirm) { // no dialog on this page: the server's message says it all
       this.toast(event.message || "The watchdog found high-severity problems: not run", "error");
       return true;

@@ -12,7 +12,6 @@ import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
 import { Toasts, keepPanelsInView, userName, wireCopyButtons } from "./notices.js";
-import { IN_FLIGHT } from "./block_states.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode, followAsked } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
@@ -20,9 +19,10 @@ import { Landing, SavedTabs } from "./landing.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
+import { EDIT_STATE, EDIT_STATES_IN_FLIGHT, ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 
 const RUN_REFRESH_MS = 800;
-const REVERT_ERRORS = new Set(["revert_unavailable", "restore_unavailable"]);
+const REVERT_ERRORS = new Set([ERROR_CODE.REVERT_UNAVAILABLE, ERROR_CODE.RESTORE_UNAVAILABLE]);
 
 class LiveSession {
   constructor(root) {
@@ -154,36 +154,36 @@ class LiveSession {
 
   handle(event) {
     switch (event.type) {
-      case "hello": return this.hello(event);
-      case "turn.started": return this.turnStarted(event);
-      case "turn.delta":
+      case EVENT.HELLO: return this.hello(event);
+      case EVENT.TURN_STARTED: return this.turnStarted(event);
+      case EVENT.TURN_DELTA:
         this.status.delta(event, this.replayed(event));
         return this.loop.request();
-      case "turn.prose":
+      case EVENT.TURN_PROSE:
         this.transcript.prose(event);
         return this.loop.request();
-      case "edit.status": return this.editStatus(event);
-      case "turn.finished": return this.turnFinished(event);
-      case "presence": return this.presenceChanged(event.participants);
-      case "error":
+      case EVENT.EDIT_STATUS: return this.editStatus(event);
+      case EVENT.TURN_FINISHED: return this.turnFinished(event);
+      case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.ERROR:
         if (this.runs.needsConfirmation(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
-      case "resync": return this.resync();
-      case "document.replaced": return this.documentReplaced(event);
-      case "policy": return this.policyChanged(event);
-      case "turn.steered": return this.turnSteered(event);
+      case EVENT.RESYNC: return this.resync();
+      case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
+      case EVENT.POLICY: return this.policyChanged(event);
+      case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
-      case "turn.reverted":
-      case "turn.restored": return this.historyChanged();
-      case "guard.finding": return this.guardFinding(event);
-      case "guard.diagnostics":
+      case EVENT.TURN_REVERTED:
+      case EVENT.TURN_RESTORED: return this.historyChanged();
+      case EVENT.GUARD_FINDING: return this.guardFinding(event);
+      case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
         return undefined;
-      case "run.started": return this.runs.started(event);
-      case "run.output": return this.runs.output(event);
-      case "run.finished": return this.runs.finished(event);
-      case "turn.queued":
+      case EVENT.RUN_STARTED: return this.runs.started(event);
+      case EVENT.RUN_OUTPUT: return this.runs.output(event);
+      case EVENT.RUN_FINISHED: return this.runs.finished(event);
+      case EVENT.TURN_QUEUED:
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
@@ -270,7 +270,7 @@ class LiveSession {
   // The server refused something this page sent (a prompt too long, too many messages…):
   // the prompt box keeps its text.
   refused(event) {
-    if (event.code === "too_large" && event.ref === "yjs") {
+    if (event.code === ERROR_CODE.TOO_LARGE && event.ref === "yjs") {
       // The server never took that change (a paste past the size of one update), but this
       // page's copy holds it, and every later change builds on it: load the document again.
       this.toasts.show(`${event.message}: the document reloads without that change`, "error");
@@ -295,8 +295,8 @@ class LiveSession {
     // A block written faster than the statuses are sent may first show up applied: the
     // running turn's file opens all the same.
     if (event.path && event.turn === this.running) this.landing.turnAt(event.path);
-    const writing = IN_FLIGHT.has(event.state)
-      || (event.state === "applied" && event.turn === this.running && !this.replayed(event));
+    const writing = EDIT_STATES_IN_FLIGHT.has(event.state)
+      || (event.state === EDIT_STATE.APPLIED && event.turn === this.running && !this.replayed(event));
     if (writing && event.path) {
       this.follow.modelAt(event.path, followLine({ detail: event.detail || {} }));
       const follow = this.follow.mayFollowTo(event.path);
@@ -309,9 +309,9 @@ class LiveSession {
   // What a person should know about a block without opening the transcript.
   explain({ path, state, detail }) {
     const conflicts = detail && detail.conflict && detail.conflict.lines;
-    if (state === "failed") {
+    if (state === EDIT_STATE.FAILED) {
       this.toasts.show(`The edit to ${path} failed: ${detail.message || detail.reason || "no match"}`, "warn");
-    } else if (state === "applied" && Array.isArray(conflicts) && conflicts.length) {
+    } else if (state === EDIT_STATE.APPLIED && Array.isArray(conflicts) && conflicts.length) {
       this.toasts.show(`${path}: your changes on line ${conflicts.join(", ")} were kept`, "warn");
     }
   }
@@ -351,7 +351,7 @@ class LiveSession {
     this.adopt(doc);
     // What this page sends from now on is the new document's; the keystrokes it sent before
     // come back merged into it, as the server's updates.
-    this.connection.send({ type: "document.adopted", generation: event.generation });
+    this.connection.send({ type: MESSAGE.DOCUMENT_ADOPTED, generation: event.generation });
     this.connection.generation = event.generation;
     this.provider.announce(); // this page's cursor, now relative to the new document
   }
@@ -399,9 +399,9 @@ class LiveSession {
   send(intent, text, effort) {
     let message;
     if (intent === "steer" && this.running) {
-      message = { type: "steer", text };
+      message = { type: MESSAGE.STEER, text };
     } else {
-      message = { type: "prompt", text, effort };
+      message = { type: MESSAGE.PROMPT, text, effort };
       if (this.tabs.active) message.path = this.tabs.active;
     }
     if (!this.connection.send(message)) {
@@ -413,7 +413,7 @@ class LiveSession {
   }
 
   stop() {
-    if (this.running) this.connection.send({ type: "stop" });
+    if (this.running) this.connection.send({ type: MESSAGE.STOP });
   }
 
   historyChanged() {

@@ -4,7 +4,9 @@
 // its figure replaces the estimate at turn.finished); TTFT and steer latency likewise. A
 // turn this page learnt of from the replay (it started before the page joined) has no TTFT
 // estimate, and its rate counts from the first live delta.
+import { FINISH_REASON, MESSAGE, TURN_STATUS } from "../protocol.js";
 import { shortPrompt } from "./notices.js";
+import { REASON_LABELS } from "./transcript.js";
 
 // Roughly how a BPE tokenizer cuts text: short word pieces, each punctuation mark, newlines.
 const TOKEN_GUESS = /[A-Za-z0-9_]{1,4}|[^\sA-Za-z0-9_]|\n/g;
@@ -51,7 +53,7 @@ export class StatusBar {
   // This person pressed Enter: the live TTFT and steer figures count from here, as they
   // see it (a queued prompt waits for its turn, so it does not count).
   sent(kind) {
-    if (kind === "steer" || !this.turn || this.turn.final) this.sentAt = performance.now();
+    if (kind === MESSAGE.STEER || !this.turn || this.turn.final) this.sentAt = performance.now();
   }
 
   // What this person sent was refused: no turn of theirs is coming.
@@ -141,9 +143,10 @@ export class StatusBar {
 
   // The turn's prompt, shortened; its id only in the tooltip and a data attribute.
   setTurn(turn) {
-    const status = turn.final ? turn.final.status : "running";
+    const status = turn.final ? turn.final.status : TURN_STATUS.RUNNING;
     // A watchdog halt says so: "steered" alone would read as a person's doing.
-    const shown = turn.final && turn.final.reason === "guard_halt" ? "halted by the watchdog" : status;
+    const halted = turn.final && turn.final.reason === FINISH_REASON.GUARD_HALT;
+    const shown = halted ? REASON_LABELS[FINISH_REASON.GUARD_HALT] : status;
     this.set("turn", `${turn.label} · ${shown}`, status);
     const node = this.fields.turn;
     if (node && node.dataset.turn !== turn.id) {

@@ -13,18 +13,24 @@
 // Work is buffered and drawn at most once per animation frame (flush()).
 import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
-import { IN_FLIGHT } from "./block_states.js";
+import { BLOCK_KIND, EDIT_STATE, EDIT_STATES_IN_FLIGHT, FINISH_REASON, TURN_STATUS } from "../protocol.js";
 import { shortPrompt } from "./notices.js";
 import { element } from "./dom.js";
 import { findingMessage, findingPlace } from "./diagnostics.js";
 
-const STATE_LABELS = {
-  locating: "locating", streaming: "writing", applied: "applied", rolled_back: "rolled back", failed: "failed",
-};
+// A block's state as its chip says it, for every state the server defines (a test holds them
+// to the generated list).
+export const STATE_LABELS = Object.freeze({
+  [EDIT_STATE.LOCATING]: "locating",
+  [EDIT_STATE.STREAMING]: "writing",
+  [EDIT_STATE.APPLIED]: "applied",
+  [EDIT_STATE.ROLLED_BACK]: "rolled back",
+  [EDIT_STATE.FAILED]: "failed",
+});
 // In these states `detail.lines` is the region the block wrote: the chip counts its lines.
 // One that failed or was rolled back counts what it had written when it stopped
 // (`detail.written`), or keeps its count (a revert's rolled_back, after its applied).
-const WRITTEN = new Set(["streaming", "applied"]);
+const WRITTEN = new Set([EDIT_STATE.STREAMING, EDIT_STATE.APPLIED]);
 
 // The region [first, last] a status says the block wrote, or null.
 function writtenLines(state, detail) {
@@ -36,30 +42,52 @@ function writtenLines(state, detail) {
 // start, longer lines theirs; the editor has the rest.
 const MAX_CODE_LINES = 400;
 const CODE_LINE_CHARS = 2000;
-// Why a turn ended, where the outcome alone does not say (turn.finished `reason`); other
-// reasons show as their name.
-const REASON_LABELS = {
-  answered: "", steered: "", no_changes: "no changes", repetition: "the model repeated itself",
-  incomplete: "cut short by the model", stopped: "stopped", reverted: "reverted",
-  quota: "stopped: the course's AI token quota is used up",
-  explain_only: "explain-only: the model's edits were shown, not applied",
-};
+// Why a turn ended (turn.finished `reason`), next to its outcome; "" where the outcome says it
+// all. Every reason the server defines has one (a test holds them to the generated list); a
+// reason this page does not know (a newer server) shows as its name.
+export const REASON_LABELS = Object.freeze({
+  [FINISH_REASON.ANSWERED]: "",
+  [FINISH_REASON.NO_CHANGES]: "no changes",
+  [FINISH_REASON.INCOMPLETE]: "cut short by the model",
+  [FINISH_REASON.STOPPED]: "stopped",
+  [FINISH_REASON.STEERED]: "",
+  [FINISH_REASON.REVERTED]: "reverted",
+  [FINISH_REASON.REPETITION]: "the model repeated itself",
+  [FINISH_REASON.MODEL_UNAVAILABLE]: "the model could not be reached",
+  [FINISH_REASON.MODEL_ERROR]: "the model answered with an error",
+  [FINISH_REASON.NO_ANSWER]: "the model's connection ended without an answer",
+  [FINISH_REASON.INTERNAL_ERROR]: "an error of the IDE (logged on the server)",
+  [FINISH_REASON.STORAGE_FAILED]: "the document could not be saved, so the model was stopped",
+  [FINISH_REASON.OWNER_LOST]: "the server running the turn went away",
+  [FINISH_REASON.SHUTDOWN]: "the server shut down",
+  [FINISH_REASON.GUARD_HALT]: "halted by the watchdog", // by status: GUARD_HALT_LABELS
+  [FINISH_REASON.QUOTA]: "stopped: the course's AI token quota is used up",
+  [FINISH_REASON.EXPLAIN_ONLY]: "explain-only: the model's edits were shown, not applied",
+  [FINISH_REASON.CONNECTION_LOST]: "the connection to the model dropped",
+  [FINISH_REASON.CONNECTION_EXPIRED]: "the model's connection reached its time limit",
+  [FINISH_REASON.FIRST_BYTE_TIMEOUT]: "the model did not start answering in time",
+  [FINISH_REASON.STALLED]: "the model stopped sending mid-answer",
+  [FINISH_REASON.MODEL_PROTOCOL_ERROR]: "the model sent something that is not a valid event",
+});
 // A watchdog halt (reason guard_halt), by how the turn ended: steered into a correction turn,
 // or stopped because the model wrote the flaw again after the corrections it may have.
 const GUARD_HALT_LABELS = {
-  steered: "halted by the watchdog: insecure code, the model was asked to fix it",
-  cancelled: "stopped by the watchdog: the model kept writing the flaw",
+  [TURN_STATUS.STEERED]: "halted by the watchdog: insecure code, the model was asked to fix it",
+  [TURN_STATUS.CANCELLED]: "stopped by the watchdog: the model kept writing the flaw",
 };
 // The author of the turns the watchdog starts (turn.started `author`, turn.finished `by`).
 export const WATCHDOG = "watchdog";
 // What a turn.finished reason says, given its status ("" for nothing to add).
 export function reasonLabel(status, reason) {
-  if (reason === "guard_halt") return GUARD_HALT_LABELS[status] || "halted by the watchdog";
-  return reason in REASON_LABELS ? REASON_LABELS[reason] : String(reason || "").replaceAll("_", " ");
+  if (reason === FINISH_REASON.GUARD_HALT && status in GUARD_HALT_LABELS) return GUARD_HALT_LABELS[status];
+  if (Object.prototype.hasOwnProperty.call(REASON_LABELS, reason)) return REASON_LABELS[reason];
+  return String(reason || "").replaceAll("_", " ");
 }
 
 // Who ended a turn (turn.finished `by`), for the reasons a person causes: "stopped by Ben".
-const BY_LABELS = { stopped: "stopped", steered: "steered", reverted: "reverted" };
+const BY_LABELS = {
+  [FINISH_REASON.STOPPED]: "stopped", [FINISH_REASON.STEERED]: "steered", [FINISH_REASON.REVERTED]: "reverted",
+};
 const NO_PROMPT = "(turn in progress)"; // the heading until its turn.started arrives
 // At Spark's speed a turn's prose grows by tens of kilobytes a second. Laying out one
 // growing paragraph costs the whole text on every frame, so prose goes into parts: a part
@@ -519,7 +547,7 @@ export class Transcript {
   blockStatus({ turn, block, path, state, detail = {} }) {
     // A status of a turn we never saw start that is already over (a revert of an old turn)
     // has nothing to show here; the history panel shows it.
-    if (!this.turns.has(turn) && !IN_FLIGHT.has(state)) return;
+    if (!this.turns.has(turn) && !EDIT_STATES_IN_FLIGHT.has(state)) return;
     const entry = this.entry(turn);
     let view = entry.blocks.get(block);
     if (entry.folded) { // a block of a folded turn (rolled back by a revert): its record changes
@@ -544,7 +572,7 @@ export class Transcript {
     // revert's, which follows the one that had it) leaves the code as it is. Only a fence in
     // flight follows the document.
     if (view.code && typeof detail.code === "string") view.recorded = recordedCode(detail);
-    if (!IN_FLIGHT.has(state)) this.live.delete(view);
+    if (!EDIT_STATES_IN_FLIGHT.has(state)) this.live.delete(view);
     this.repaint.add(view);
   }
 
@@ -561,7 +589,7 @@ export class Transcript {
       // A block whose final status never came (its server went away mid-block) is not
       // "writing" any more: it says it was left unfinished.
       view.ended = true;
-      if (this.repaint.delete(view) || IN_FLIGHT.has(view.status.state)) this.paint(view);
+      if (this.repaint.delete(view) || EDIT_STATES_IN_FLIGHT.has(view.status.state)) this.paint(view);
     }
     this.keepHidden(entry);
     entry.article.classList.remove("running");
@@ -765,7 +793,7 @@ export class Transcript {
   openBlock(entry, detail) {
     const view = {
       chip: element("button", "chip"),
-      kind: element("span", "chip-kind", detail.kind || "edit"),
+      kind: element("span", "chip-kind", detail.kind || BLOCK_KIND.EDIT),
       path: element("span", "chip-path", "?"),
       count: element("span", "chip-count", ""),
       state: element("span", "chip-state"),
@@ -808,7 +836,7 @@ export class Transcript {
     const chip = view.chip;
     chip.dataset.state = state;
     view.box.dataset.state = state;
-    const unfinished = view.ended && IN_FLIGHT.has(state);
+    const unfinished = view.ended && EDIT_STATES_IN_FLIGHT.has(state);
     chip.classList.toggle("unfinished", Boolean(unfinished));
     view.state.textContent = unfinished ? "not finished" : STATE_LABELS[state] || state;
     if (path) {
@@ -816,7 +844,7 @@ export class Transcript {
       view.path.textContent = path;
     }
     if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
-    const merged = state === "applied" ? mergeSummary(detail.merge) : "";
+    const merged = state === EDIT_STATE.APPLIED ? mergeSummary(detail.merge) : "";
     view.merge.textContent = merged;
     const label = `${chip.dataset.path || ""} ${view.state.textContent}`;
     const why = detail.message || detail.reason || merged;

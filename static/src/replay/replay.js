@@ -8,7 +8,7 @@
 import * as Y from "yjs";
 import { FrameLoop } from "../live/frame.js";
 import { Transcript } from "../live/transcript.js";
-import { IN_FLIGHT } from "../live/block_states.js";
+import { EDIT_STATE, EDIT_STATES_IN_FLIGHT, EVENT } from "../protocol.js";
 import { Timeline, clock, shownChars } from "./timeline.js";
 import { DocumentView } from "./viewer.js";
 
@@ -221,14 +221,14 @@ class ReplayPlayer {
   feed(event) {
     const transcript = this.transcript;
     switch (event.type) {
-      case "turn.started": return transcript.started(event);
-      case "turn.prose": return transcript.prose(event);
-      case "turn.steered": return transcript.steered(event);
-      case "turn.finished": return transcript.finished(event);
-      case "guard.finding": return transcript.finding(event); // under its turn, as it was shown live
-      case "edit.status":
+      case EVENT.TURN_STARTED: return transcript.started(event);
+      case EVENT.TURN_PROSE: return transcript.prose(event);
+      case EVENT.TURN_STEERED: return transcript.steered(event);
+      case EVENT.TURN_FINISHED: return transcript.finished(event);
+      case EVENT.GUARD_FINDING: return transcript.finding(event); // under its turn, as it was shown live
+      case EVENT.EDIT_STATUS:
         transcript.blockStatus(event);
-        if (IN_FLIGHT.has(event.state) || event.state === "applied") this.view.modelAt(event.path);
+        if (EDIT_STATES_IN_FLIGHT.has(event.state) || event.state === EDIT_STATE.APPLIED) this.view.modelAt(event.path);
         return undefined;
       default: return undefined; // turn.queued, turn.reverted, turn.restored: the document shows what they did
     }
