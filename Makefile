@@ -89,11 +89,18 @@ lint: $(DEPS_STAMP)
 typecheck: $(DEPS_STAMP)
 	$(VENV)/bin/mypy
 
+# Every test once, on SQLite and the in-process channel layer (pyproject.toml: --durations=25
+# prints the slowest 25). Speed is not a test's to judge: timed figures are `make bench`'s.
 pytest: install
 	$(PYTEST)
 
-# The model, API and room tests again on the real services of a production set-up:
-# PostgreSQL (DATABASE_URL) and the Redis channel layer and broker (REDIS_URL).
+# The tests that touch storage, the Redis channel layer and lease, and the Celery broker, again
+# on the real services of a production set-up: PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
+# `pytest --services` picks them as it collects (tests/conftest.py): every test on the database
+# inside its own transaction (models, services, the HTTP API, pages), and every test marked
+# `services` (a live room's storage, the lease and bus, the channel layer; one run goes through
+# the real broker to a worker). A room test of the Pilot's logic runs once, in `pytest`. Nothing
+# listening on the ports: skipped, or a failure under CI=true.
 test-services: install
 	@for port in 5432 6379; do \
 	  if ! $(PY) -c "import socket; socket.create_connection(('127.0.0.1', $$port), 1)" 2>/dev/null; then \
@@ -101,7 +108,7 @@ test-services: install
 	    echo "SKIPPED: the PostgreSQL/Redis pass (nothing listens on 127.0.0.1:$$port)"; exit 0; \
 	  fi; \
 	done; \
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q -m "not model and not processes" tests/workspaces tests/accounts tests/pairing tests/replay
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q --services -m "not model and not processes" tests
 
 clean:
 	rm -rf $(VENV) node_modules static/dist

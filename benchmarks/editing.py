@@ -2,7 +2,9 @@
 
 Reports apply throughput (tokens/s) and per-token `feed()` latency, medians over several
 repetitions, next to the plain-string baseline (the same edits applied with `str.replace`
-in one shot) measured in the same run. `manage.py spark_bench editing --help`.
+in one shot) measured in the same run. Also what the room's bounded walk of a typed Yjs frame
+(`live.yjs_check.check_sync`) costs, per keystroke frame and per whole document (a join's
+sync step 2). `manage.py spark_bench editing --help`.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pycrdt import Doc, Text
+from pycrdt import Doc, Map, Text, create_update_message
 
 from benchmarks import report
 from spark_ide.editing import TurnEditor, workspace_files
+from spark_ide.live.yjs_check import check_sync
 
 TARGET_TOKENS_PER_S = 50_000.0
 TARGET_P99_MS = 1.0
+TARGET_KEYSTROKE_CHECK_US = 100.0  # the walk of every typed frame: a few microseconds
 PATH = "src/big_module.py"
 QUICK = ["--repeat", "3"]
 
@@ -108,6 +112,38 @@ def run_baseline(text: str, edits: Sequence[tuple[str, str]]) -> tuple[Measured,
     return Measured(time.perf_counter() - wall_start, time.thread_time() - cpu_start), text
 
 
+def typed_frames(keystrokes: int) -> tuple[bytes, bytes]:
+    """A keystroke's sync frame and the whole document's, from a 400-line file typed into at
+    ``keystrokes`` places (a document of many small structs, as people's typing makes)."""
+    doc: Doc[Any] = Doc()
+    files = doc.get("files", type=Map)
+    files["main.py"] = Text("def main():\n    pass\n" * 200)
+    updates: list[bytes] = []
+    doc.observe(lambda event: updates.append(bytes(event.update)))
+    for i in range(keystrokes):
+        files["main.py"].insert((i * 37) % 4000, "x")
+    return create_update_message(updates[-1]), create_update_message(doc.get_update())
+
+
+def check_cost_us(frame: bytes, calls: int, repeat: int) -> float:
+    """Microseconds per ``check_sync`` of ``frame``: the best of ``repeat`` loops of ``calls``."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(calls):
+            check_sync(frame)
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e6
+
+
+def yjs_check_figures(keystrokes: int, repeat: int) -> dict[str, float | int]:
+    keystroke, whole = typed_frames(keystrokes)
+    return {
+        "keystroke_frame_bytes": len(keystroke), "keystroke_us": round(check_cost_us(keystroke, 2000, repeat), 3),
+        "document_frame_bytes": len(whole), "document_us": round(check_cost_us(whole, 20, repeat), 1),
+    }
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -137,7 +173,11 @@ def main(argv: list[str]) -> dict[str, object]:
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--token-chars", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--yjs-keystrokes", type=int, default=1000,
+                        help="keystrokes typed into the document whose frames the Yjs check walks")
     args = parser.parse_args(argv)
+    if min(args.lines, args.blocks, args.token_chars, args.repeat, args.yjs_keystrokes) < 1:
+        parser.error("--lines, --blocks, --token-chars, --repeat and --yjs-keystrokes must be >= 1")
     setup = report.Setup()
     text = build_file(args.lines)
     edits = build_edits(text, args.blocks)
@@ -153,6 +193,7 @@ def main(argv: list[str]) -> dict[str, object]:
         engine_runs.append(engine_run)
         baseline_runs.append(baseline_run)
 
+    yjs = yjs_check_figures(args.yjs_keystrokes, args.repeat)
     count = len(tokens)
     engine = {clock: _summary(engine_runs, clock, count) for clock in ("wall", "cpu")}
     baseline = {clock: _summary(baseline_runs, clock, count) for clock in ("wall", "cpu")}
@@ -175,6 +216,7 @@ def main(argv: list[str]) -> dict[str, object]:
         "same_result_as_baseline": same_result,
         "targets": {"tokens_per_s": TARGET_TOKENS_PER_S, "latency_ms_p99": TARGET_P99_MS},
         "meets_targets": {clock: _meets_targets(engine[clock]) for clock in ("wall", "cpu")},
+        "yjs_check": yjs,
         "rows": [
             report.row(
                 f"apply throughput, {args.lines:,}-line file, {args.blocks} blocks",
@@ -187,7 +229,14 @@ def main(argv: list[str]) -> dict[str, object]:
                 "per-token apply latency, p99", round(engine["wall"]["latency_ms_p99_median"], 4), unit="ms",
                 target="< 1 ms", met=engine["wall"]["latency_ms_p99_median"] < TARGET_P99_MS,
             ),
+            report.row(
+                "Yjs frame check, per keystroke frame", yjs["keystroke_us"], unit="µs",
+                target=f"< {TARGET_KEYSTROKE_CHECK_US:g} µs", met=yjs["keystroke_us"] < TARGET_KEYSTROKE_CHECK_US,
+                note=f"{yjs['keystroke_frame_bytes']} B; a whole {yjs['document_frame_bytes']:,} B document: "
+                     f"{yjs['document_us'] / 1000:.2f} ms (a join's sync step 2)",
+            ),
         ],
-        "setup": setup.finish(lines=args.lines, blocks=args.blocks, repeat=args.repeat),
+        "setup": setup.finish(lines=args.lines, blocks=args.blocks, repeat=args.repeat,
+                              yjs_keystrokes=args.yjs_keystrokes),
     }
 

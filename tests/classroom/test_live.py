@@ -117,6 +117,7 @@ async def test_a_keystroke_between_the_pushs_read_and_its_write_is_kept(
     await student.close()
 
 
+@pytest.mark.services  # the stored file rows
 def test_a_conditional_write_compares_with_the_stored_file_when_no_room_was_opened(django_user_model: Any) -> None:
     owner = django_user_model.objects.create_user(username="owner")
     workspace = workspace_create(owner=owner, name="stored", files={"a.py": "x = 1\n"})

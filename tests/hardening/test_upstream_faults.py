@@ -159,8 +159,10 @@ async def test_an_upstream_fault_ends_the_turn_clearly_and_the_next_prompt_works
         took = time.monotonic() - injected_at
         assert (end["status"], end["reason"]) == (fault.status, fault.reason), end
         assert fault.error in end.get("error", ""), end
-        if fault.status == "failed":  # within the fault's limit, plus slack for a loaded machine
-            assert took < (ROLLOVER_S if fault.inject is None else 0) + LIMIT_S + 2.0, took
+        # The error names the limit that ended the turn; this bounds only a turn that hangs past
+        # it (slack for a loaded machine: how soon a fault ends a turn is not a test's figure).
+        if fault.status == "failed":
+            assert took < (ROLLOVER_S if fault.inject is None else 0) + LIMIT_S + 5.0, took
         await client.pump(0.3)
         assert_nothing_after_finish(client, turn)
         blocks = {e["block"]: e["state"] for e in client.of("edit.status", turn)}

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.config import ServerConfig
@@ -12,6 +11,7 @@ from tests.support.waits import eventually
 
 from .protocol_client import WAIT_S, client_for, running_server
 
+LIBRARY_CLOSE_TIMEOUT_S = 10.0  # websockets' default close_timeout
 LONG = "[say]" + "long " * 1000 + "[/say]"  # 1,000 tokens: 10 s at 100 tokens/s
 
 
@@ -49,7 +49,8 @@ async def test_stopping_does_not_wait_long_for_a_peer_that_no_longer_reads() -> 
         b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     assert b"101" in await reader.readline()  # upgraded; from now on it reads nothing
-    started = time.monotonic()
-    await asyncio.wait_for(server.stop(), CLOSE_TIMEOUT_S + 3)
-    assert time.monotonic() - started < CLOSE_TIMEOUT_S + 2
+    # Held up by the silent peer for the library's 10 s, the stop would miss this bound; ours is
+    # CLOSE_TIMEOUT_S (1 s), and the rest is slack for a loaded machine.
+    assert CLOSE_TIMEOUT_S < LIBRARY_CLOSE_TIMEOUT_S - 2
+    await asyncio.wait_for(server.stop(), LIBRARY_CLOSE_TIMEOUT_S - 2)
     writer.close()

@@ -32,7 +32,8 @@ from tests.support.peer import mergeable
 
 from .conftest import Live, LiveClient, connect, say, token_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("model_server")]
+# The services pass runs it again: the lease and bus in Redis, the epoch fencing in the database.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("model_server"), pytest.mark.services]
 
 REDIS = "redis://127.0.0.1:6379/3"
 BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\nY = 3\n</new_text>\n</edit>\n'
@@ -201,13 +202,12 @@ async def test_the_room_moves_when_its_owner_dies(live: Live, two: tuple[Process
     desk = a.rooms._desks[live.workspace_id]
     for task in desk._loops:
         task.cancel()
-    started = asyncio.get_running_loop().time()
-    with pytest.raises(ConnectionError):  # B closes the watcher's socket: reconnect
+    # B closes the watcher's socket once it holds the lease: reconnect. (The 10 s only bounds a
+    # takeover that never comes; how long one takes is the fanout benchmark's takeover figure.)
+    with pytest.raises(ConnectionError):
         await watcher.until(lambda e: False, timeout=10)
     last = max(e["seq"] for e in watcher.events if "seq" in e)
     watcher = await b.connect(live, watcher_token, after=last)
-    took = asyncio.get_running_loop().time() - started
-    assert took < 5.0, f"takeover took {took:.1f}s"
     new_room = b.rooms.held(live.workspace_id)
     assert isinstance(new_room, Room) and new_room.epoch > epoch_before
     # The turn that was running is recorded as lost by its owner; the watcher is told.

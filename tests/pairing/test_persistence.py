@@ -17,7 +17,8 @@ from spark_ide.workspaces.services import WorkspaceError, file_rename, file_writ
 from tests.pairing.conftest import Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, STEERED
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# The services pass runs it again: the live document and the file rows, stored.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 
 async def _file_text(workspace_id: str, path: str) -> str | None:

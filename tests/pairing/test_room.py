@@ -230,9 +230,9 @@ async def test_revert_of_the_running_turn_stops_upstream_and_the_next_prompt_sta
     finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn)
     assert (finished["status"], finished["reason"]) == ("cancelled", "reverted")
     nxt = await client.until(lambda e: e["type"] == "turn.started" and e["turn"] != turn)
-    done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == nxt["turn"], timeout=5)
+    # Not behind the abandoned answer: played out, its 6,410 tokens at 200/s would take 32 s.
+    done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == nxt["turn"], timeout=15)
     assert done["status"] == "completed"
-    assert done["metrics"]["ttft_ms"] < 1000  # not behind the 1,500-line abandoned answer
     # Upstream's own record: the abandoned generation was stopped, well short of its end.
     (abandoned,) = [g for g in engine.generations if "x1499 = 1499" in g.prompt]
     assert abandoned.end == "stopped"
@@ -270,6 +270,7 @@ async def test_a_write_that_fails_once_is_retried_and_nobody_notices(
     await b.close()
 
 
+@pytest.mark.services  # the document stored once storage is back
 async def test_a_write_that_keeps_failing_is_reported_the_model_stopped_and_nothing_lost(
     live: Live, model_server: object, rooms: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -322,6 +323,7 @@ async def test_a_collaborators_new_file_past_the_limit_with_a_bad_path_or_under_
     await fresh.close()
 
 
+@pytest.mark.services  # the turn's row, read and closed
 async def test_a_turn_running_when_the_server_stopped_is_closed_for_every_transcript(
     live: Live, rooms: None
 ) -> None:
@@ -544,6 +546,7 @@ async def test_a_replacement_that_cannot_be_saved_leaves_the_room_its_document(l
     await client.close()
 
 
+@pytest.mark.services  # the replacement document, stored
 async def test_the_room_compacts_its_document_on_its_own_between_turns(
     live: Live, model_server: object, rooms: None, settings: Any
 ) -> None:

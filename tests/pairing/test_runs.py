@@ -4,16 +4,23 @@ one run at a time, viewers cannot run, and each run is recorded."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import redis
 from channels.db import database_sync_to_async
 from pycrdt import Map, Text, create_update_message
 
+from spark_ide.celery import app as celery_app
 from spark_ide.pairing.models import Participant, Run
+from spark_ide.workspaces.models import GuardMode, Workspace
 from tests.pairing.conftest import Live, LiveClient, connect, token_for
+from tests.support.celery_worker import celery_worker, forget_queue, new_queue
+from tests.support.waits import eventually
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# The services pass runs it again: each run's record, stored; and once through the real broker.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 ECHO = 'name = input("name? ")\nprint("hello", name)\nimport sys\nprint("to stderr", file=sys.stderr)\n'
 FOREVER = "while True:\n    pass\n"
@@ -22,8 +29,9 @@ TESTS = "def test_adds():\n    assert 1 + 1 == 2\n"
 
 @pytest.fixture(autouse=True)
 def eager(settings: Any) -> None:
-    """The room's runs on eager Celery (the embedded default) in both test passes; a real
-    worker over Redis is tested with the task itself (tests/sandbox/test_tasks.py)."""
+    """The room's runs on eager Celery (the embedded default) in both test passes, but for the
+    services pass's run through the broker (below); the task itself on a real worker over
+    Redis: tests/sandbox/test_tasks.py."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
@@ -123,4 +131,48 @@ async def test_the_workspace_tests_run_with_pytest(live: Live, rooms: None) -> N
     done = await owner.until(lambda e: e["type"] == "run.finished", timeout=20)
     assert done["status"] == "ok", _output(owner, started["run"], "stdout")
     assert "1 passed" in _output(owner, started["run"], "stdout")
+    await owner.close()
+
+
+@pytest.mark.services(only=True)
+async def test_a_run_goes_through_the_redis_broker_to_a_worker_and_back(
+    live: Live, rooms: None, settings: Any
+) -> None:
+    """As in production with ``REDIS_URL``: the room publishes the task to the broker, where it
+    waits for a worker; a worker of the project runs it and streams it back through the Redis
+    channel layer, and what is typed reaches it through the run control in Redis."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    # The watchdog's full scan would go to the broker too, at a moment of its own (after the
+    # file is typed), and could outlive the worker: off here (tests/sandbox/test_tasks.py runs
+    # that task on a real worker).
+    await database_sync_to_async(Workspace.objects.filter(pk=live.workspace_id).update)(guard_mode=GuardMode.OFF)
+    default_queue, queue = celery_app.conf.task_default_queue, new_queue()
+    celery_app.conf.task_default_queue = queue  # the room's tasks go to this test's queue alone
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    task: str | None = None
+    try:
+        owner = await connect(live)
+        await _add_file(owner, "echo.py", ECHO)
+        await owner.send({"type": "run", "path": "echo.py"})
+        run = (await owner.until(lambda e: e["type"] == "run.started"))["run"]
+        await eventually(lambda: broker.llen(queue) == 1)  # published, and nobody runs it yet
+        message = json.loads(broker.lindex(queue, 0) or b"{}")
+        assert message["headers"]["task"] == "spark_ide.sandbox.run_code"
+        task = message["headers"]["id"]
+        with celery_worker(settings.REDIS_URL, queue=queue) as worker:
+            await owner.until(lambda e: e["type"] == "run.output" and "name?" in e["text"], timeout=60)
+            await owner.send({"type": "run.input", "run": run, "text": "Ada\n"})
+            done = await owner.until(lambda e: e["type"] == "run.finished" and e["run"] == run, timeout=30)
+            assert worker.process.poll() is None  # the worker is still up
+        assert b"Traceback" not in worker.output, worker.output.decode(errors="replace")
+    finally:
+        celery_app.conf.task_default_queue = default_queue
+        forget_queue(settings.REDIS_URL, queue)
+        if task is not None:
+            broker.delete(f"celery-task-meta-{task}")  # the worker stored its result
+        broker.close()
+    assert done["status"] == "ok" and done["sandboxed"] is True
+    assert "hello Ada" in _output(owner, run, "stdout") and _output(owner, run, "stderr") == "to stderr\n"
+    record = await database_sync_to_async(Run.objects.get)(pk=run)
+    assert record.status == "ok" and "hello Ada" in record.output
     await owner.close()

@@ -4,7 +4,8 @@ import pytest
 
 from tests.pairing.conftest import Live, connect, say
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# The services pass runs it again: a turn end to end, stored, on the Redis lease and layer.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 EDIT_APP = """I will rename add.
 <edit path="app.py">

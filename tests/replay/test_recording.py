@@ -27,7 +27,8 @@ from tests.pairing.conftest import Live, LiveClient, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, SECOND_BLOCK, STEERED
 from tests.replay.conftest import document_at
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# The services pass runs it again: the stored event log and document history.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 # A turn of about 1,000 tokens as a model writes one: prose, a new file, an edit, prose.
 PROGRAM = "".join(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
@@ -41,6 +42,14 @@ def assert_gone(result: RunResult) -> None:
 
 
 Runner = Callable[..., RunResult]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``condition`` (made true by a run's output thread) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def source(*lines: str) -> dict[str, str]:

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 
 from spark_ide.sandbox.core import RunInputError, RunStatus, Sandbox
-from tests.sandbox.conftest import assert_gone, source
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+from tests.sandbox.conftest import assert_gone, source, wait_for
 
 
 def test_input_gets_what_is_written_to_stdin(sandbox: Sandbox) -> None:
@@ -70,12 +61,11 @@ def test_stop_kills_the_whole_group(sandbox: Sandbox) -> None:
 
     stopper = threading.Thread(target=stop_once_started)
     stopper.start()
-    started = time.monotonic()
     result = run.wait()
     stopper.join()
+    # Killed by the Stop (the sleeps would have run into the 5 s wall limit: "timeout").
     assert result.status is RunStatus.KILLED and result.exit_code is None
     assert result.message == "stopped by a participant"
-    assert time.monotonic() - started < 3
     assert_gone(result)
 
 

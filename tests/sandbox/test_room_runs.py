@@ -16,7 +16,8 @@ from spark_ide.pairing.models import Run
 from spark_ide.pairing.services import RUN_OWNER_LOST
 from tests.pairing.conftest import Live, connect, live, rooms  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# The services pass runs it again: the run records, stored.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 TICK_THEN_WAIT = "import time\nprint('tick')\ntime.sleep(60)\n"
 

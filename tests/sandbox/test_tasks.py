@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from asgiref.sync import sync_to_async
 from celery import Celery
 from channels.layers import BaseChannelLayer, get_channel_layer
@@ -23,8 +18,8 @@ from spark_ide.sandbox.core import BadRun
 from spark_ide.sandbox.tasks import run_code, run_limits
 from tests.conftest import port_open, require
 from tests.sandbox.conftest import source
+from tests.support.celery_worker import celery_worker
 
-ROOT = Path(__file__).resolve().parents[2]
 REDIS = "redis://127.0.0.1:6379/6"
 GREETER = source(
     "name = input('name? ')",
@@ -62,6 +57,7 @@ def test_limits_from_a_task_can_only_be_lowered() -> None:
         run_limits({"swap": 1})
 
 
+@pytest.mark.services  # the channel layer and run control: Redis in the services pass
 async def test_the_eager_task_streams_to_the_group_and_takes_stdin_and_stop() -> None:
     require(port_open("127.0.0.1", 6379) or not settings.REDIS_URL, "REDIS_URL is set but Redis is not running")
     layer = get_channel_layer()
@@ -85,6 +81,7 @@ async def test_the_eager_task_streams_to_the_group_and_takes_stdin_and_stop() ->
     assert all(m["run"] == run for m in messages)
 
 
+@pytest.mark.services  # the channel layer: Redis in the services pass
 async def test_a_run_that_cannot_start_finishes_at_once_with_the_reason() -> None:
     layer = get_channel_layer()
     assert layer is not None
@@ -101,24 +98,20 @@ async def test_a_run_that_cannot_start_finishes_at_once_with_the_reason() -> Non
     }]
 
 
-def worker_env() -> dict[str, str]:
-    return {**os.environ, "REDIS_URL": REDIS, "DJANGO_SETTINGS_MODULE": "spark_ide.settings", "CI": "",
-            "PYTHONDONTWRITEBYTECODE": "1"}
-
-
 async def test_a_real_worker_runs_it_over_redis() -> None:
     require(port_open("127.0.0.1", 6379), "Redis is not running on 127.0.0.1:6379")
     from channels_redis.pubsub import RedisPubSubChannelLayer
 
-    queue = f"sandbox-test-{uuid.uuid4().hex[:12]}"
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "spark_ide", "worker", "-Q", queue, "-n", f"{queue}@%h", "-c", "1",
-         "--pool", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
-        cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    with celery_worker(REDIS) as worker:
+        await _runs_on(worker.queue, worker.process, RedisPubSubChannelLayer(hosts=[REDIS]))
+    assert b"Traceback" not in worker.output, worker.output.decode(errors="replace")
+
+
+async def _runs_on(queue: str, worker: subprocess.Popen[bytes], layer: Any) -> None:
+    """A run with stdin and Stop, hostile runs, a fine run and the watchdog's scan, sent to
+    ``worker``'s queue; their messages come through ``layer`` (Redis pub/sub)."""
     client = Celery("sandbox-test", broker=REDIS, backend=REDIS)
     client.conf.update(task_serializer="json", accept_content=["json"], result_serializer="json")
-    layer = RedisPubSubChannelLayer(hosts=[REDIS])
     try:
         channel = await layer.new_channel()
         group = f"run-{uuid.uuid4().hex}"
@@ -163,13 +156,4 @@ async def test_a_real_worker_runs_it_over_redis() -> None:
         assert worker.poll() is None  # the worker is still up
     finally:
         await layer.flush()
-        with redis.Redis.from_url(REDIS) as keys:
-            keys.delete(f"_kombu.binding.{queue}", queue)
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            output = worker.communicate(timeout=15)[0]
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            output = worker.communicate()[0]
         client.close()
-    assert b"Traceback" not in output, output.decode(errors="replace")

@@ -64,7 +64,9 @@ async def test_a_stall_mid_stream_ends_the_turn_within_the_stall_limit(local_ser
         assert (final.code, final.retryable) == ("timeout", True)
         assert "no event within 0.3 s" in final.message
         assert final.marks.first_byte_at is not None  # it stalled after answering: not a first-byte timeout
-        assert 0.25 < waited < 1.5
+        # Not before the limit (a timer may fire a hair early). That it ended at all, on this
+        # limit and not a later one, is the message above (collect gives up after 20 s).
+        assert waited > 0.25
         after = await client.start(turn(say("unstuck")))
         assert isinstance((await collect(after))[-1], Completed)
         assert after.text == "unstuck"

@@ -72,19 +72,21 @@ async def test_it_warms_a_new_socket_before_the_limit_and_the_next_turn_uses_it(
         events = await collect(stream)
         assert isinstance(events[-1], Completed)
         assert stream.resends == 0
-        assert proxy.connections == 2  # the turn went out on the socket warmed in advance
-        ttfb = events[-1].marks.time_to_first_byte
-        assert ttfb is not None and ttfb < 0.2  # no handshake on the turn's way
+        # The turn went out on the socket warmed in advance: no handshake on its way (what that
+        # saves is the upstream benchmark's TTFT figure, warm socket against a fresh connection).
+        assert proxy.connections == 2
     finally:
         await client.close()
 
 
 async def test_a_turn_running_at_the_limit_ends_with_a_clear_error_and_the_next_turn_works() -> None:
-    async with model_server(openai_like=True, lifetime_s=0.6) as server:
+    # The limit is long beside the next turn's few tokens, so that turn ends well within its own
+    # socket's life however busy the machine (at 0.6 s it did not, once, under load).
+    async with model_server(openai_like=True, lifetime_s=2.0) as server:
         client = await open_client(client_config(base_url_of(server), openai_like=True))
         try:
-            # 800 tokens at 1,000/s: the server's limit cuts it mid-answer.
-            stream = await client.start(turn("[script:long]"))
+            # 800 tokens at 300/s: the server's limit cuts it mid-answer.
+            stream = await client.start(turn("[script:long][rate:300]"))
             events = await collect(stream)
             final = events[-1]
             assert isinstance(final, ErrorEvent)
