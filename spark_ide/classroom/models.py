@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.guard.modes import GuardMode
+from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 
 
 class AiMode(models.TextChoices):
@@ -25,7 +26,7 @@ class Course(models.Model):
     max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
     token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
     # The security watchdog's mode for every student's copy (it wins over the copy's own).
-    guard_mode = models.CharField(max_length=8, choices=GuardMode.choices, default=GuardMode.HALT)
+    guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

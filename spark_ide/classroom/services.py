@@ -20,11 +20,12 @@ from django.db.models import Exists, OuterRef
 
 from spark_ide.accounts.services import guest_create, sha256_hex
 from spark_ide.editing.paths import beside_path
+from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import (
     WorkspaceError,
     checked_path,
@@ -166,8 +167,8 @@ def policy_set(
             raise ClassroomError("bad_quota", "The token quota is a whole number, or empty for none.") from None
         if quota < 0 or quota > 10**9:
             raise ClassroomError("bad_quota", "The token quota is between 0 and 1,000,000,000.")
-    if guard_mode is not None and guard_mode not in GuardMode.values:
-        raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode.values)}.")
+    if guard_mode is not None and not GuardMode.known(guard_mode):
+        raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode)}.")
     course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
     if guard_mode is not None:
         course.guard_mode = guard_mode

@@ -25,7 +25,7 @@ from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, signed_in_user
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.adapter import rejoin_everywhere
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_text
 
 from . import services
@@ -137,7 +137,7 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
         "course": course,
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
         "modes": AiMode.choices,
-        "guard_modes": GuardMode.choices,
+        "guard_modes": GUARD_MODE_CHOICES,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
         "rows": dashboard(course),

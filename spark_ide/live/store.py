@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spark_ide.editing.limits import FileLimits
+from spark_ide.guard import GuardMode
 from spark_ide.upstream import ModelClient
 
 from .events import TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
-from .watchdog import GuardMode, GuardSettings
+from .watchdog import GuardSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
-from spark_ide.guard import Severity
+from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.cluster import Place
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
@@ -35,7 +35,7 @@ from spark_ide.live.store import (
     TurnRecord,
 )
 from spark_ide.live.transport import Transport
-from spark_ide.live.watchdog import GuardMode, GuardSettings
+from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents

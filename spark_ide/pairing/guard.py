@@ -16,9 +16,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from spark_ide.celery import app
-from spark_ide.guard import Finding, Severity, Tier, full_scan
+from spark_ide.guard import Finding, GuardMode, Severity, Tier, full_scan
 from spark_ide.live.watchdog import scan_in_process
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import Workspace
 
 MAX_SCAN_FILES = 200  # a turn touches a few files; a task's arguments stay small
 

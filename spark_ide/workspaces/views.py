@@ -14,9 +14,10 @@ from django_htmx.http import trigger_client_event
 
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
+from spark_ide.guard import GuardMode
 
 from . import services
-from .models import GuardMode, Workspace
+from .models import Workspace
 from .services import WorkspaceError
 from .tree import Node, build_tree
 
@@ -119,7 +120,7 @@ def guard_setting(request: HttpRequest, workspace_id: str) -> HttpResponse:
     if request.method == "GET":
         return _guard_setting(request, workspace, opened=False)
     mode = request.POST.get("mode", "")
-    if mode not in GuardMode.values:
+    if not GuardMode.known(mode):
         return HttpResponseBadRequest("mode must be 'off', 'flag' or 'halt'")
     if Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists():
         return HttpResponse("the course sets this workspace's watchdog mode", status=409)
