@@ -22,6 +22,7 @@ from spark_ide.accounts.services import guest_create, sha256_hex
 from spark_ide.editing.paths import beside_path
 from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
+from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
@@ -36,7 +37,7 @@ from spark_ide.workspaces.services import (
     zip_entries,
 )
 
-from .models import AiMode, Course, Enrollment
+from .models import Course, Enrollment
 
 TEACHERS_GROUP = "teachers"
 TEACHER_PERMISSION = "classroom.add_course"
@@ -153,8 +154,8 @@ def policy_set(
 ) -> None:
     """The course's AI rules (and the security watchdog's mode, when given); a bad value is
     refused whole."""
-    if ai_mode not in AiMode.values:
-        raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode.values)}.")
+    if not AiMode.known(ai_mode):
+        raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
         raise ClassroomError("bad_effort", f"The effort cap is one of {', '.join(EFFORTS)}, or none.")
     quota: int | None
@@ -386,17 +387,17 @@ def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
-    course = enrollment.course
     used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
+    return _rules_of(enrollment.course, used)
+
+
+def _rules_of(course: Course, tokens_used: int = 0) -> dict[str, Any]:
     return {
         "mode": course.ai_mode,
         "max_effort": course.max_effort or None,
         "token_quota": course.token_quota,
-        "tokens_used": used,
+        "tokens_used": tokens_used,
     }
-
-
-MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only (it answers but does not edit files)", AiMode.ON: "on"}
 
 
 def course_notice_for(workspace_id: uuid.UUID) -> str | None:
@@ -417,10 +418,4 @@ def course_notice(enrollment: Enrollment | None) -> str | None:
     if course.archived:
         return (f"“{course.name}” is archived: this copy is read-only. You can open and read the "
                 "work, not change it, ask the AI or run it.")
-    parts = [f"AI: {MODE_WORDS[AiMode(course.ai_mode)]}"]
-    if course.ai_mode != AiMode.OFF:
-        if course.max_effort:
-            parts.append(f"effort up to {course.max_effort}")
-        if course.token_quota is not None:
-            parts.append(f"{course.token_quota:,} tokens for the course")
-    return "Your teacher can see your prompts. " + ", ".join(parts) + "."
+    return "Your teacher can see your prompts. " + AiPolicy.from_mapping(_rules_of(course)).rules()

@@ -30,7 +30,7 @@ from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_
 
 from . import services
 from .dashboard import dashboard
-from .models import AiMode, Course, Enrollment
+from .models import AI_MODE_CHOICES, Course, Enrollment
 from .services import ClassroomError
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -136,7 +136,7 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
     context = {
         "course": course,
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
-        "modes": AiMode.choices,
+        "modes": AI_MODE_CHOICES,
         "guard_modes": GUARD_MODE_CHOICES,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
