@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from spark_ide.accounts.services import guest_create, sha256_hex
+from spark_ide.api_errors import ApiCode
 from spark_ide.editing.paths import beside_path
 from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
@@ -310,7 +311,7 @@ def _write_if(workspace: Workspace, path: str, text: str, expected: str | None) 
     try:
         file_write(workspace=workspace, path=path, data=text, expected=expected)
     except WorkspaceError as exc:
-        if exc.code != "changed":
+        if exc.code is not ApiCode.CHANGED:
             raise
         return False
     return True

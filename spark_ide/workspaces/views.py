@@ -14,6 +14,7 @@ from django_htmx.http import trigger_client_event
 
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
+from spark_ide.api_errors import ApiCode
 from spark_ide.guard import GuardMode
 
 from . import services
@@ -61,7 +62,7 @@ def workspace_import(request: HttpRequest) -> HttpResponse:
             uploads = request.FILES.getlist("files")
             paths = request.POST.getlist("paths")
             if not uploads or len(paths) != len(uploads):
-                raise WorkspaceError("bad_upload", "choose a folder or a zip archive to import")
+                raise WorkspaceError(ApiCode.BAD_UPLOAD, "choose a folder or a zip archive to import")
             entries = services.strip_common_folder(
                 [(p, services.bounded_read(f)) for p, f in zip(paths, uploads, strict=True)]
             )
@@ -172,7 +173,7 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
             services.file_delete(workspace=workspace, path=path)
             event, detail = "spark:deleted", {"path": path}
         else:
-            raise WorkspaceError("bad_action", f"unknown action {action[:40]!r}")
+            raise WorkspaceError(ApiCode.BAD_ACTION, f"unknown action {action[:40]!r}")
     except WorkspaceError as exc:
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
     response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
