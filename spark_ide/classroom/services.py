@@ -2,7 +2,8 @@
 
 ``ai_policy_for`` and ``course_notice_for`` are what the rest of the project asks of a
 workspace: the AI rules its course sets (for a student's copy) and the line its student
-sees where they type."""
+sees where they type. The apps below this one (workspaces, pairing) import nothing of ours:
+``Courses`` answers them, handed over in ``ClassroomConfig.ready``."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.pairing.models import Participant, Role, Session, Turn
+from spark_ide.pairing.ports import CourseCopy
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
 from spark_ide.workspaces.models import Workspace
@@ -420,3 +422,30 @@ def course_notice(enrollment: Enrollment | None) -> str | None:
         return (f"“{course.name}” is archived: this copy is read-only. You can open and read the "
                 "work, not change it, ask the AI or run it.")
     return "Your teacher can see your prompts. " + AiPolicy.from_mapping(_rules_of(course)).rules()
+
+
+class Courses:
+    """What the apps below this one ask of courses, handed to them in ``ClassroomConfig.ready``:
+    ``workspaces.ports.Courses`` (a copy read-only once archived, the course's watchdog mode)
+    and ``pairing.ports.Classroom`` (the AI rules for the room, a copy as its pages show it)."""
+
+    def archived(self, workspace_id: uuid.UUID) -> bool:
+        return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
+
+    def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
+        found = Enrollment.objects.filter(workspace_id=workspace_id).values_list("course__guard_mode", flat=True)
+        mode = found.first()
+        return None if mode is None else str(mode)
+
+    def ai_policy(self, workspace_id: uuid.UUID) -> dict[str, Any] | None:
+        return ai_policy_for(workspace_id)
+
+    def copy_of(self, workspace_id: uuid.UUID) -> CourseCopy | None:
+        enrollment = copy_enrollment(workspace_id)
+        if enrollment is None:
+            return None
+        course = enrollment.course
+        return CourseCopy(
+            course=course.name, archived=course.archived, student_id=enrollment.student_id,
+            student_name=enrollment.display_name, teacher_id=course.teacher_id, notice=course_notice(enrollment) or "",
+        )

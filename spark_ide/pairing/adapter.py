@@ -39,10 +39,11 @@ from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents
+from spark_ide.workspaces.services import guard_mode_for
 
-from . import services
+from . import ports, services
 from .cluster import cluster_from_settings
-from .guard import celery_full_scan, guard_mode_for
+from .guard import celery_full_scan
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
 from .runs import CeleryRunner
@@ -241,11 +242,7 @@ class DatabaseRoomStore:
     async def ai_policy(self) -> AiPolicy:
         """The course's AI rules for this workspace (issue 14), from the classroom app; a
         workspace outside a course, or a server without the classroom app, is open."""
-        try:
-            from spark_ide.classroom.services import ai_policy_for
-        except ImportError:
-            return AiPolicy.OPEN
-        data = await database_sync_to_async(ai_policy_for)(self.workspace)
+        data = await database_sync_to_async(ports.classroom().ai_policy)(self.workspace)
         return AiPolicy.from_mapping(data)
 
     async def guard_mode(self) -> GuardMode:

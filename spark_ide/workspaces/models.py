@@ -40,7 +40,7 @@ class Workspace(models.Model):
     # Anyone may read the files at the public page (``public.py``) while this is on; off by default.
     public = models.BooleanField(default=False)
     # The watchdog's mode; halt by default, so a new user is protected without configuring anything.
-    # A course's mode wins over its students' copies (``classroom.services.guard_mode_for``).
+    # A course's mode wins over its students' copies (``services.guard_mode_for``).
     guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
 
     objects = WorkspaceManager()

@@ -15,7 +15,9 @@ from django.db import IntegrityError, transaction
 
 from spark_ide.api_errors import ApiCode
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
+from spark_ide.guard import GuardMode
 
+from . import ports
 from .documents import NotLive, document_file_changed, document_file_rename, document_file_replace_if, live_texts
 from .languages import language_for
 from .models import File, Workspace
@@ -113,10 +115,22 @@ def _file_limit_check(workspace: Workspace, adding: int) -> None:
 def archived_copy(workspace_id: uuid.UUID) -> bool:
     """Whether the workspace is a student's copy in an archived course: read-only for everyone
     (``pairing.services.role_for`` makes them viewers; the file API refuses changes)."""
-    # The classroom app builds on this one: imported here, not at the top.
-    from spark_ide.classroom.models import Enrollment
+    return ports.courses().archived(workspace_id)
 
-    return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
+
+def guard_mode_for(workspace_id: uuid.UUID) -> str:
+    """The watchdog's mode for a workspace: its course's for a student's copy (a course's rules
+    win over its students'), else its own; a workspace that is gone: halt."""
+    by_course = ports.courses().guard_mode(workspace_id)
+    if by_course is not None:
+        return by_course
+    mode = Workspace.objects.filter(pk=workspace_id).values_list("guard_mode", flat=True).first()
+    return str(mode) if mode is not None else GuardMode.HALT.value
+
+
+def guard_mode_by_course(workspace_id: uuid.UUID) -> bool:
+    """Whether a course sets the workspace's watchdog mode (a student's copy: not its owner)."""
+    return ports.courses().guard_mode(workspace_id) is not None
 
 
 def check_writable(workspace: Workspace) -> None:

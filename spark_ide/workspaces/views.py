@@ -97,12 +97,9 @@ GUARD_MODE_HELP: dict[str, str] = {
 
 
 def _guard_setting(request: HttpRequest, workspace: Workspace, *, opened: bool, status: int = 200) -> HttpResponse:
-    # Imported here: the pairing app builds on this one (its module imports our models).
-    from spark_ide.pairing.guard import guard_mode_for
-
-    by_course = Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists()
+    by_course = services.guard_mode_by_course(workspace.pk)
     context = {
-        "workspace": workspace, "mode": guard_mode_for(workspace.id), "by_course": by_course, "opened": opened,
+        "workspace": workspace, "mode": services.guard_mode_for(workspace.id), "by_course": by_course, "opened": opened,
         "choices": list(GUARD_MODE_HELP.items()),
     }
     return render(request, "workspaces/_guard_setting.html", context, status=status)
@@ -123,7 +120,7 @@ def guard_setting(request: HttpRequest, workspace_id: str) -> HttpResponse:
     mode = request.POST.get("mode", "")
     if not GuardMode.known(mode):
         return HttpResponseBadRequest("mode must be 'off', 'flag' or 'halt'")
-    if Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists():
+    if services.guard_mode_by_course(workspace.pk):
         return HttpResponse("the course sets this workspace's watchdog mode", status=409)
     Workspace.objects.filter(pk=workspace.pk).update(guard_mode=mode)
     if getattr(request, "htmx", False):
