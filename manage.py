@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "spark_ide.settings")
     # A command acting on the running server's data gets its data directory before the
     # settings load (they would make ./var otherwise), or is told what to set.
-    from spark_ide.ops.running import attach_command
+    from spark_ide.running import attach_command
 
     problem = attach_command(sys.argv, os.environ)
     if problem is not None:

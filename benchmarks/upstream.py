@@ -95,9 +95,9 @@ async def _ttft_warm(config: ProviderConfig, reps: int) -> list[float]:
         for _ in range(reps):
             stream = await client.start(_turn(SHORT_TURN))
             await _drain(stream)
-            ttft = stream.marks.time_to_first_token
-            assert ttft is not None
-            samples.append(ttft)
+            marks = stream.marks
+            assert marks.first_token_at is not None
+            samples.append(marks.first_token_at - marks.sent_at)
         return samples
     finally:
         await client.close()

@@ -20,30 +20,17 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
 
 from spark_ide.accounts.services import user_from_authorization
+from spark_ide.api_errors import ApiCode, ApiError, error_response
 
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
-class ApiError(Exception):
-    """A client error with a stable machine-readable code."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-def error_response(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
-
-
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """``CSRF_FAILURE_VIEW``: JSON under ``/api/``, Django's page elsewhere."""
     if request.path.startswith("/api/"):
-        return error_response(403, "csrf_failed", f"CSRF check failed: {reason}")
+        return error_response(ApiCode.CSRF_FAILED, f"CSRF check failed: {reason}")
     return django_csrf_failure(request, reason=reason)
 
 
@@ -60,12 +47,12 @@ def _authenticate(request: HttpRequest) -> HttpResponse | None:
     if header:
         user = user_from_authorization(header)
         if user is None:
-            raise ApiError(401, "bad_token", "the API token is unknown or revoked")
+            raise ApiError(ApiCode.BAD_TOKEN, "the API token is unknown or revoked")
         request.user = user
         return None
     if request.user.is_authenticated:
         return None if request.method in SAFE_METHODS else _check_csrf(request)
-    raise ApiError(401, "not_authenticated", "send 'Authorization: Token <key>' or sign in")
+    raise ApiError(ApiCode.NOT_AUTHENTICATED, "send 'Authorization: Token <key>' or sign in")
 
 
 def api_view(
@@ -80,7 +67,7 @@ def api_view(
             try:
                 if request.method not in methods:
                     allowed = ", ".join(sorted(methods))
-                    response = error_response(405, "method_not_allowed", f"use {allowed}")
+                    response = error_response(ApiCode.METHOD_NOT_ALLOWED, f"use {allowed}")
                     response["Allow"] = allowed
                     return response
                 refusal = _authenticate(request)
@@ -88,13 +75,13 @@ def api_view(
                     return refusal
                 return view(request, *args, **kwargs)
             except ApiError as exc:
-                return error_response(exc.status, exc.code, exc.message)
+                return error_response(exc.code, exc.message)
             except RequestDataTooBig:
                 limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-                return error_response(413, "file_too_large", f"the body is over {limit} bytes")
+                return error_response(ApiCode.FILE_TOO_LARGE, f"the body is over {limit} bytes")
             except Exception:
                 log.exception("API view %s failed", view.__name__)
-                return error_response(500, "internal_error", "the server failed; see its log")
+                return error_response(ApiCode.INTERNAL_ERROR, "the server failed; see its log")
 
         return wrapper
 
@@ -106,12 +93,12 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     try:
         data = json.loads(request.body or b"null")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+        raise ApiError(ApiCode.MALFORMED_JSON, f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ApiError(400, "malformed_json", "the body must be a JSON object")
+        raise ApiError(ApiCode.MALFORMED_JSON, "the body must be a JSON object")
     return data
 
 
 @csrf_exempt
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    return error_response(404, "not_found", f"no API endpoint at {request.path}")
+    return error_response(ApiCode.NOT_FOUND, f"no API endpoint at {request.path}")

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import render
 from django.urls import reverse
 
-from spark_ide.api import error_response
+from spark_ide.api_errors import ApiCode, error_response
 
 from .services import is_guest
 
@@ -51,5 +51,5 @@ class GuestMiddleware:
         if match is not None and match.url_name == settings.LOGIN_REDIRECT_URL:
             return HttpResponseRedirect(reverse(GUEST_HOME))
         if request.path.startswith("/api/"):
-            return error_response(403, "guest_forbidden", "a guest can only use the sessions it was invited to")
+            return error_response(ApiCode.GUEST_FORBIDDEN, "a guest can only use the sessions it was invited to")
         return render(request, "accounts/guest_forbidden.html", status=403)

@@ -1,6 +1,6 @@
 """Where the running IDE answers, for links printed outside a request.
 
-``manage.py spark_run`` records its server while it runs (``spark_ide.ops.running``), so a
+``manage.py spark_run`` records its server while it runs (``spark_ide.running``), so a
 link printed by another command (``spark_login_url``) points at the server actually running
 on the same data; without one the links use ``SITE_URL``.
 """
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import DatabaseError
 
-from spark_ide.ops.running import RunningServer, describe, recorded, running
+from spark_ide.running import RunningServer, describe, recorded, running
 
 
 def _data_dir() -> str:

@@ -6,13 +6,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.guard.modes import GuardMode
+from spark_ide.live.policy import AiMode
+from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 
-
-class AiMode(models.TextChoices):
-    OFF = "off", "off"
-    EXPLAIN = "explain", "explain-only"
-    ON = "on", "on"
+# A course's AI modes as a form's choices (the modes are ``live.policy.AiMode``'s).
+AI_MODE_CHOICES = [(mode.value, mode.word) for mode in AiMode]
 
 
 class Course(models.Model):
@@ -21,11 +20,11 @@ class Course(models.Model):
     # What students type or open (/join/<code>): random, unique, upper case.
     code = models.CharField(max_length=16, unique=True)
     template = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="courses")
-    ai_mode = models.CharField(max_length=8, choices=AiMode.choices, default=AiMode.ON)
+    ai_mode = models.CharField(max_length=8, choices=AI_MODE_CHOICES, default=AiMode.ON.value)
     max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
     token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
     # The security watchdog's mode for every student's copy (it wins over the copy's own).
-    guard_mode = models.CharField(max_length=8, choices=GuardMode.choices, default=GuardMode.HALT)
+    guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -2,7 +2,8 @@
 
 ``ai_policy_for`` and ``course_notice_for`` are what the rest of the project asks of a
 workspace: the AI rules its course sets (for a student's copy) and the line its student
-sees where they type."""
+sees where they type. The apps below this one (workspaces, pairing) import nothing of ours:
+``Courses`` answers them, handed over in ``ClassroomConfig.ready``."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from spark_ide.accounts.services import guest_create, sha256_hex
+from spark_ide.api_errors import ApiCode
 from spark_ide.editing.paths import beside_path
+from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
+from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.pairing.models import Participant, Role, Session, Turn
+from spark_ide.pairing.ports import CourseCopy
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import (
     WorkspaceError,
     checked_path,
@@ -35,7 +40,7 @@ from spark_ide.workspaces.services import (
     zip_entries,
 )
 
-from .models import AiMode, Course, Enrollment
+from .models import Course, Enrollment
 
 TEACHERS_GROUP = "teachers"
 TEACHER_PERMISSION = "classroom.add_course"
@@ -152,8 +157,8 @@ def policy_set(
 ) -> None:
     """The course's AI rules (and the security watchdog's mode, when given); a bad value is
     refused whole."""
-    if ai_mode not in AiMode.values:
-        raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode.values)}.")
+    if not AiMode.known(ai_mode):
+        raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
         raise ClassroomError("bad_effort", f"The effort cap is one of {', '.join(EFFORTS)}, or none.")
     quota: int | None
@@ -166,8 +171,8 @@ def policy_set(
             raise ClassroomError("bad_quota", "The token quota is a whole number, or empty for none.") from None
         if quota < 0 or quota > 10**9:
             raise ClassroomError("bad_quota", "The token quota is between 0 and 1,000,000,000.")
-    if guard_mode is not None and guard_mode not in GuardMode.values:
-        raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode.values)}.")
+    if guard_mode is not None and not GuardMode.known(guard_mode):
+        raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode)}.")
     course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
     if guard_mode is not None:
         course.guard_mode = guard_mode
@@ -308,7 +313,7 @@ def _write_if(workspace: Workspace, path: str, text: str, expected: str | None) 
     try:
         file_write(workspace=workspace, path=path, data=text, expected=expected)
     except WorkspaceError as exc:
-        if exc.code != "changed":
+        if exc.code is not ApiCode.CHANGED:
             raise
         return False
     return True
@@ -385,17 +390,17 @@ def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
-    course = enrollment.course
     used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
+    return _rules_of(enrollment.course, used)
+
+
+def _rules_of(course: Course, tokens_used: int = 0) -> dict[str, Any]:
     return {
         "mode": course.ai_mode,
         "max_effort": course.max_effort or None,
         "token_quota": course.token_quota,
-        "tokens_used": used,
+        "tokens_used": tokens_used,
     }
-
-
-MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only (it answers but does not edit files)", AiMode.ON: "on"}
 
 
 def course_notice_for(workspace_id: uuid.UUID) -> str | None:
@@ -416,10 +421,31 @@ def course_notice(enrollment: Enrollment | None) -> str | None:
     if course.archived:
         return (f"“{course.name}” is archived: this copy is read-only. You can open and read the "
                 "work, not change it, ask the AI or run it.")
-    parts = [f"AI: {MODE_WORDS[AiMode(course.ai_mode)]}"]
-    if course.ai_mode != AiMode.OFF:
-        if course.max_effort:
-            parts.append(f"effort up to {course.max_effort}")
-        if course.token_quota is not None:
-            parts.append(f"{course.token_quota:,} tokens for the course")
-    return "Your teacher can see your prompts. " + ", ".join(parts) + "."
+    return "Your teacher can see your prompts. " + AiPolicy.from_mapping(_rules_of(course)).rules()
+
+
+class Courses:
+    """What the apps below this one ask of courses, handed to them in ``ClassroomConfig.ready``:
+    ``workspaces.ports.Courses`` (a copy read-only once archived, the course's watchdog mode)
+    and ``pairing.ports.Classroom`` (the AI rules for the room, a copy as its pages show it)."""
+
+    def archived(self, workspace_id: uuid.UUID) -> bool:
+        return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
+
+    def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
+        found = Enrollment.objects.filter(workspace_id=workspace_id).values_list("course__guard_mode", flat=True)
+        mode = found.first()
+        return None if mode is None else str(mode)
+
+    def ai_policy(self, workspace_id: uuid.UUID) -> dict[str, Any] | None:
+        return ai_policy_for(workspace_id)
+
+    def copy_of(self, workspace_id: uuid.UUID) -> CourseCopy | None:
+        enrollment = copy_enrollment(workspace_id)
+        if enrollment is None:
+            return None
+        course = enrollment.course
+        return CourseCopy(
+            course=course.name, archived=course.archived, student_id=enrollment.student_id,
+            student_name=enrollment.display_name, teacher_id=course.teacher_id, notice=course_notice(enrollment) or "",
+        )

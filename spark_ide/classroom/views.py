@@ -25,12 +25,12 @@ from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, signed_in_user
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.adapter import rejoin_everywhere
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_text
 
 from . import services
 from .dashboard import dashboard
-from .models import AiMode, Course, Enrollment
+from .models import AI_MODE_CHOICES, Course, Enrollment
 from .services import ClassroomError
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -136,8 +136,8 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
     context = {
         "course": course,
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
-        "modes": AiMode.choices,
-        "guard_modes": GuardMode.choices,
+        "modes": AI_MODE_CHOICES,
+        "guard_modes": GUARD_MODE_CHOICES,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
         "rows": dashboard(course),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycrdt import Doc, Text, TextEvent
+from pycrdt import Doc, Text
 
 from spark_ide.editing.lines import OpenLine, utf8_length
 from spark_ide.editing.snapshot import FileSnapshot
@@ -196,18 +196,10 @@ class LineApplier:
                 self._conflicts.append(self.first_line + row + 1)
         return unchanged
 
-    def on_change(self, event: TextEvent) -> None:
-        """Move the live anchors through somebody else's change (byte-offset delta).
-
-        For an owner that observes the Y.Text with pycrdt's ``observe`` and passes every
-        change here; ``on_delta`` is the same for an owner that skips its own edits itself.
-        """
-        if event.transaction.origin == self._origin:
-            return  # our own edit (_insert/_delete account for it)
-        self.on_delta(event.delta)  # type: ignore[attr-defined]  # untyped slot
-
     def on_delta(self, delta: list[dict[str, Any]]) -> None:
-        """Move the live anchors through the change ``delta`` made by another origin."""
+        """Move the live anchors through the change ``delta`` (byte offsets) made by another
+        origin: the owner observes the Y.Text and skips the applier's own edits, which
+        ``_insert``/``_delete`` account for (``TurnEditor._watch``)."""
         if self._closed:
             return  # over
         self._foreign_changes = True

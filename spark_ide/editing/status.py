@@ -128,17 +128,6 @@ class BlockStatus:
                 detail["code_lines"] = self.code_lines
         return detail
 
-    def as_message(self) -> dict[str, object]:
-        """PROTOCOL.md `edit.status` (the Pilot adds `seq`)."""
-        return {
-            "type": "edit.status",
-            "turn": self.turn,
-            "block": self.block,
-            "path": self.path,
-            "state": self.state.value,
-            "detail": self.detail(),
-        }
-
 
 @dataclass(slots=True)
 class ProseEvent:

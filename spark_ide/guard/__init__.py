@@ -9,6 +9,7 @@ from spark_ide.guard.bandit_tier import BANDIT_HINTS, bandit_scan, wants_bandit,
 from spark_ide.guard.catalog import RULES, Rule
 from spark_ide.guard.findings import CodeBlock, Finding, Severity, Tier, merge_findings, rule_family
 from spark_ide.guard.languages import Language, LineRule, StatementChecker, language_for, register_language
+from spark_ide.guard.modes import GuardMode
 from spark_ide.guard.scanner import FileScanner, scan_text
 from spark_ide.guard.whole_files import full_scan, ruff_scan
 
@@ -18,6 +19,7 @@ __all__ = [
     "CodeBlock",
     "FileScanner",
     "Finding",
+    "GuardMode",
     "Language",
     "LineRule",
     "Rule",

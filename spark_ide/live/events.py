@@ -327,10 +327,21 @@ class RunOutput(Event):
     text: str
 
 
+class RunError(StrEnum):
+    """Why a run could not start (``run.finished``'s ``error``)."""
+
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    BAD_RUN = "bad_run"  # no such file to run, a path or file the sandbox refuses
+    SANDBOX_BUSY = "sandbox_busy"  # no free uid for it
+
+
 @dataclass(frozen=True, slots=True)
 class RunFinished(Event):
     """How a run ended: ``status`` ok / failed / timeout / killed / output_truncated; no exit
-    code when the sandbox ended it; ``error`` when it could not start."""
+    code when the sandbox ended it; ``error`` (a ``RunError``) when it could not start.
+
+    The same message goes from the sandbox's task to the room (``run_message_from``) as the
+    room sends to every page."""
 
     type: ClassVar[str] = "run.finished"
     ephemeral: ClassVar[bool] = True
@@ -351,6 +362,33 @@ class RunFinished(Event):
         if self.error:
             out["error"] = self.error
         return out
+
+    @classmethod
+    def refused(cls, run: str, error: RunError, message: str) -> RunFinished:
+        """The end of a run that could not start."""
+        return cls(
+            run=run, exit_code=None, duration_ms=0, status="failed", truncated=False, message=message,
+            sandboxed=False, error=error.value,
+        )
+
+
+def run_message_from(data: Mapping[str, Any]) -> RunOutput | RunFinished:
+    """A run's message (``run.output`` or ``run.finished``, as its ``payload()``) back from the
+    runner's channel; ``ValueError`` for anything else."""
+    kind = data.get("type")
+    try:
+        if kind == RunOutput.type:
+            return RunOutput(run=str(data["run"]), stream=str(data["stream"]), text=str(data["text"]))
+        if kind == RunFinished.type:
+            exit_code = data["exit_code"]
+            return RunFinished(
+                run=str(data["run"]), exit_code=None if exit_code is None else int(exit_code),
+                duration_ms=int(data["duration_ms"]), status=str(data["status"]), truncated=bool(data["truncated"]),
+                message=str(data["message"]), sandboxed=bool(data["sandboxed"]), error=str(data.get("error", "")),
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a {kind} message without its fields: {exc!r}") from None
+    raise ValueError(f"not a run's message: {kind!r}")
 
 
 @dataclass(frozen=True, slots=True)

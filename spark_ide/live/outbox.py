@@ -200,8 +200,9 @@ class Backlog:
 
 
 def merged(frames: Iterable[Frame]) -> list[Frame]:
-    """``frames`` as an outbox busy all along would send them (the rules of ``Backlog``): a
-    reconnecting page's catch-up is merged once for every page that asks the same."""
+    """``frames`` as an outbox busy all along would send them (the rules of ``Backlog``), merged
+    once for every page that gets them: a batch of the room's pipeline, a reconnecting page's
+    catch-up."""
     backlog = Backlog()
     for frame in frames:
         backlog.add_frame(frame)

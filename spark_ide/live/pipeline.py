@@ -31,7 +31,7 @@ from pycrdt import merge_updates
 
 from .background import Background
 from .events import DocumentReplaced, TurnEvent
-from .outbox import Backlog, Frame, TextRun
+from .outbox import Backlog, Frame, TextRun, merged
 from .outbox import Item as Waiting
 from .retry import with_retries
 from .store import LiveSettings, RoomStore, StoredEvent
@@ -77,24 +77,6 @@ class _Replace:
 
 
 Item = Frame | bytes | _Retry | _Stop | _Replace
-
-
-def merged(frames: list[Frame]) -> list[Frame]:
-    """A batch's frames merged once for the whole room (the outbox's rules): under load a
-    batch holds many deltas, and every connection then gets the same few frames, each
-    encoded once, instead of merging and encoding its own copies."""
-    if len(frames) <= MERGE_FROM:
-        return frames
-    backlog = Backlog()
-    for frame in frames:
-        backlog.add_frame(frame)
-    out: list[Frame] = []
-    for item in backlog.take():
-        if isinstance(item, TextRun):
-            out.append(item.frame())
-        elif isinstance(item, Frame):
-            out.append(item)
-    return out
 
 
 def now_ms() -> int:
@@ -341,7 +323,9 @@ class Pipeline:
             if not frame.event.ephemeral:
                 self._unstored.add_frame(frame)
                 self._log_wake.set()
-        for frame in merged(frames):
+        # Merged once for the whole room (the outbox's rules): under load a batch holds many
+        # deltas, and every connection then gets the same few frames, each encoded once.
+        for frame in frames if len(frames) <= MERGE_FROM else merged(frames):
             self._transport.frame(frame)
         if frames:
             self.sent_seq = max(self.sent_seq, frames[-1].seq)

@@ -28,6 +28,21 @@ class AiMode(StrEnum):
     EXPLAIN = "explain"
     ON = "on"
 
+    @classmethod
+    def known(cls, value: object) -> bool:
+        """Whether ``value`` names a mode (a form's input is checked with this)."""
+        return value in cls._value2member_map_
+
+    @property
+    def word(self) -> str:
+        """The mode as people read it: ``explain-only`` (a form's choice, the label's start)."""
+        return _MODE_WORDS[self]
+
+
+_MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only", AiMode.ON: "on"}
+# What a mode means, where its word alone does not say it (the course notice says it).
+_MODE_MEANINGS = {AiMode.EXPLAIN: "it answers but does not edit files"}
+
 
 class Refusal(StrEnum):
     """Why a prompt may not start (the ``code`` of its ``error``: ``live.events.ErrorCode``)."""
@@ -117,15 +132,26 @@ class AiPolicy:
     def label(self, spent: int = 0) -> str:
         """One line for the student: ``AI: explain-only · 12,400 tokens left`` (just ``AI: off``
         when off: an effort cap or tokens left mean nothing then)."""
-        if self.mode is AiMode.OFF:
-            return "AI: off"
-        parts = [{AiMode.EXPLAIN: "AI: explain-only", AiMode.ON: "AI: on"}[self.mode]]
-        if self.max_effort is not None:
-            parts.append(f"effort up to {self.max_effort}")
         left = self.tokens_left(spent)
-        if left is not None:
-            parts.append(f"{left:,} tokens left")
-        return " · ".join(parts)
+        return " · ".join(self._terms(None if left is None else f"{left:,} tokens left"))
+
+    def rules(self) -> str:
+        """The rules in one sentence, as a student's page says them before any turn: ``AI:
+        explain-only (it answers but does not edit files), effort up to low, 20,000 tokens for
+        the course.`` (the tokens given, not those left: ``label`` counts those down)."""
+        quota = None if self.token_quota is None else f"{self.token_quota:,} tokens for the course"
+        return ", ".join(self._terms(quota, explained=True)) + "."
+
+    def _terms(self, tokens: str | None, *, explained: bool = False) -> list[str]:
+        meaning = _MODE_MEANINGS.get(self.mode) if explained else None
+        terms = [f"AI: {self.mode.word}" + (f" ({meaning})" if meaning else "")]
+        if self.mode is AiMode.OFF:
+            return terms
+        if self.max_effort is not None:
+            terms.append(f"effort up to {self.max_effort}")
+        if tokens is not None:
+            terms.append(tokens)
+        return terms
 
 
 AiPolicy.OPEN = AiPolicy()

@@ -117,6 +117,8 @@ class Rooms:
             del self._places[replica.workspace]
 
     async def close_all(self) -> None:
+        """Close every room of this process and let go of every replica (a server shutting
+        down: ``pairing.shutdown``; the rooms of a test)."""
         for place in list(self._places.values()):
             if isinstance(place, Room):
                 await place.close()

@@ -61,10 +61,10 @@ class RoomRuns:
         running = self._running
         if running is not None:
             self._settings.runner.stop(running.id)
-            self._finish(running, {
-                "run": running.id, "status": "killed", "exit_code": None,
-                "duration_ms": round((time.monotonic() - running.began) * 1000), "message": ROOM_CLOSED,
-            })
+            self._finish(running, RunFinished(
+                run=running.id, exit_code=None, duration_ms=round((time.monotonic() - running.began) * 1000),
+                status="killed", truncated=False, message=ROOM_CLOSED, sandboxed=False,
+            ))
         await self._records.close()
 
     @property
@@ -122,28 +122,19 @@ class RoomRuns:
 
     def _on_message(self, message: RunMessage) -> None:
         running = self._running
-        if running is None or message.get("run") != running.id:
+        if running is None or message.run != running.id:
             return  # a late message of a run that has ended
-        if message.get("type") == "run.output":
-            text, stream = str(message["text"]), str(message["stream"])
+        if isinstance(message, RunOutput):
             if running.kept < KEPT_OUTPUT_CHARS:
-                running.output.append(text[: KEPT_OUTPUT_CHARS - running.kept])
+                running.output.append(message.text[: KEPT_OUTPUT_CHARS - running.kept])
                 running.kept += len(running.output[-1])
-            self._announce(RunOutput(run=running.id, stream=stream, text=text))
+            self._announce(message)
             return
-        if message.get("type") == "run.finished":
-            self._finish(running, message)
+        self._finish(running, message)
 
-    def _finish(self, running: _Running, message: RunMessage) -> None:
+    def _finish(self, running: _Running, finished: RunFinished) -> None:
         """Tell everyone how the run ended and record it (its output as kept)."""
         self._running = None
-        exit_code = message.get("exit_code")
-        finished = RunFinished(
-            run=running.id, exit_code=None if exit_code is None else int(exit_code),
-            duration_ms=int(message.get("duration_ms", 0)), status=str(message.get("status", "failed")),
-            truncated=bool(message.get("truncated", False)), message=str(message.get("message", "")),
-            sandboxed=bool(message.get("sandboxed", False)), error=str(message.get("error", "")),
-        )
         self._announce(finished)
         outcome = RunOutcome(
             run=running.id, status=finished.status, exit_code=finished.exit_code,

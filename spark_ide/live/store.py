@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spark_ide.editing.limits import FileLimits
+from spark_ide.guard import GuardMode
 from spark_ide.upstream import ModelClient
 
-from .events import TurnEvent
+from .events import RunError, RunFinished, RunOutput, TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
-from .watchdog import GuardMode, GuardSettings
+from .watchdog import GuardSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +98,13 @@ class RunOutcome:
     message: str
 
 
-RunMessage = Mapping[str, Any]
-"""A run's message from the runner: ``run.output`` {run, stream, text} or ``run.finished``
-{run, exit_code, duration_ms, status, truncated, message, sandboxed, error?}."""
+RunMessage = RunOutput | RunFinished
+"""A run's message from the runner: what it printed, then how it ended (the last one)."""
 
 
-def run_refused(run: str, message: str) -> RunMessage:
+def run_refused(run: str, message: str) -> RunFinished:
     """The ``run.finished`` of a run that could not start (the sandbox is not there for it)."""
-    return {
-        "type": "run.finished", "run": run, "exit_code": None, "duration_ms": 0, "status": "failed",
-        "truncated": False, "message": message, "sandboxed": False, "error": "sandbox_unavailable",
-    }
+    return RunFinished.refused(run, RunError.SANDBOX_UNAVAILABLE, message)
 
 
 class Runner(Protocol):

@@ -40,13 +40,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol, TypeGuard, TypeVar
 
 from spark_ide.editing import BlockStatus, CodeText, EditEvent, EditState
 from spark_ide.guard import (
     FileScanner,
     Finding,
+    GuardMode,
     Severity,
     bandit_scan,
     full_scan,
@@ -63,20 +63,6 @@ log = logging.getLogger(__name__)
 
 RULES_FRESH_S = 2.0  # the mode read from storage serves this long
 CORRECTOR = "watchdog"  # the author of a correction turn (``turn.started.author``, ``turn.finished.by``)
-
-
-class GuardMode(StrEnum):
-    OFF = "off"
-    FLAG = "flag"
-    HALT = "halt"
-
-    @classmethod
-    def parse(cls, value: object) -> GuardMode:
-        """A stored mode; anything unknown is the safe default (halt)."""
-        try:
-            return cls(str(value))
-        except ValueError:
-            return cls.HALT
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,14 +76,6 @@ def _load_glibc() -> ctypes.CDLL | None:
 _libc = _load_glibc()
 
 
-def glibc_version() -> str | None:
-    """The running glibc's version, or None when the C library is not glibc."""
-    if _libc is None:
-        return None
-    version: bytes = _libc.gnu_get_libc_version()
-    return version.decode()
-
-
 @dataclass(frozen=True)
 class MallInfo:
     """glibc's allocator counters, in bytes, over all arenas."""

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
-from spark_ide.guard import Severity
+from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.cluster import Place
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
@@ -35,14 +35,15 @@ from spark_ide.live.store import (
     TurnRecord,
 )
 from spark_ide.live.transport import Transport
-from spark_ide.live.watchdog import GuardMode, GuardSettings
+from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.workspaces import documents
+from spark_ide.workspaces.services import guard_mode_for
 
-from . import services
+from . import ports, services
 from .cluster import cluster_from_settings
-from .guard import celery_full_scan, guard_mode_for
+from .guard import celery_full_scan
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
 from .runs import CeleryRunner
@@ -241,11 +242,7 @@ class DatabaseRoomStore:
     async def ai_policy(self) -> AiPolicy:
         """The course's AI rules for this workspace (issue 14), from the classroom app; a
         workspace outside a course, or a server without the classroom app, is open."""
-        try:
-            from spark_ide.classroom.services import ai_policy_for
-        except ImportError:
-            return AiPolicy.OPEN
-        data = await database_sync_to_async(ai_policy_for)(self.workspace)
+        data = await database_sync_to_async(ports.classroom().ai_policy)(self.workspace)
         return AiPolicy.from_mapping(data)
 
     async def guard_mode(self) -> GuardMode:

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
-from spark_ide.api import ApiError, api_view
+from spark_ide.api import api_view
+from spark_ide.api_errors import ApiCode, ApiError
 from spark_ide.workspaces.api import as_api_error
 from spark_ide.workspaces.services import WorkspaceError, workspace_for
 
@@ -47,7 +48,7 @@ def turns(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         session = services.session_get(session_id)
     except services.SessionError as exc:
-        raise ApiError(404, exc.code, exc.message) from None
+        raise ApiError(ApiCode.NOT_FOUND, exc.message) from None
     if services.role_for(session=session, user=user) is None:
-        raise ApiError(404, "not_found", f"no session {session_id}")
+        raise ApiError(ApiCode.NOT_FOUND, f"no session {session_id}")
     return JsonResponse(services.turns_for(session), safe=False)

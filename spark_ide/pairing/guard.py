@@ -8,7 +8,6 @@ process serving sockets; in the embedded default it runs in the room's scan proc
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,21 +17,8 @@ from django.conf import settings
 from spark_ide.celery import app
 from spark_ide.guard import Finding, Severity, Tier, full_scan
 from spark_ide.live.watchdog import scan_in_process
-from spark_ide.workspaces.models import GuardMode, Workspace
 
 MAX_SCAN_FILES = 200  # a turn touches a few files; a task's arguments stay small
-
-
-def guard_mode_for(workspace_id: uuid.UUID) -> str:
-    """The watchdog's mode for a workspace: its course's for a student's copy (a course's rules
-    win over its students'), else its own; a workspace that is gone: halt."""
-    from spark_ide.classroom.models import Enrollment  # the classroom app builds on this one
-
-    enrollment = Enrollment.objects.filter(workspace_id=workspace_id).select_related("course").first()
-    if enrollment is not None:
-        return str(enrollment.course.guard_mode)
-    mode = Workspace.objects.filter(pk=workspace_id).values_list("guard_mode", flat=True).first()
-    return str(mode) if mode is not None else GuardMode.HALT.value
 
 
 @app.task(name="spark_ide.guard.full_scan", serializer="json")  # type: ignore[untyped-decorator]

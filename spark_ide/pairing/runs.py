@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from spark_ide.live.events import RunFinished, run_message_from
 from spark_ide.live.store import RunMessage
 from spark_ide.sandbox.control import run_control
 from spark_ide.sandbox.tasks import run_code
@@ -90,15 +91,19 @@ class CeleryRunner:
     async def _receive(self, layer: Any, relay: _Relay) -> None:
         while True:
             message = await layer.receive(relay.channel)
-            run = str(message.get("run", ""))
-            handler = relay.handlers.get(run)
+            handler = relay.handlers.get(str(message.get("run", "")))
             if handler is None:
                 continue
-            if message.get("type") == "run.finished":
-                del relay.handlers[run]
-                with contextlib.suppress(Exception):
-                    await layer.group_discard(run_group(run), relay.channel)
             try:
-                handler(message)
+                event = run_message_from(message)
+            except ValueError:
+                log.exception("run %s: a message the room cannot read", message.get("run"))
+                continue
+            if isinstance(event, RunFinished):
+                del relay.handlers[event.run]
+                with contextlib.suppress(Exception):
+                    await layer.group_discard(run_group(event.run), relay.channel)
+            try:
+                handler(event)
             except Exception:
-                log.exception("run %s: its room could not take a message", run)
+                log.exception("run %s: its room could not take a message", event.run)

@@ -169,7 +169,8 @@ class SocketCap:
         task.add_done_callback(self._removals.discard)
 
     async def settled(self) -> None:
-        """Wait for the removals given back so far to reach Redis (tests, shutdown)."""
+        """Wait for the removals given back so far to reach Redis (a server shutting down:
+        ``pairing.shutdown``)."""
         while self._removals:
             await asyncio.gather(*self._removals, return_exceptions=True)
 

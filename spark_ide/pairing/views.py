@@ -22,16 +22,15 @@ from pygments.lexers import DiffLexer
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, is_guest, signed_in_user
-from spark_ide.classroom.models import Enrollment
-from spark_ide.classroom.services import copy_enrollment, course_notice
 from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
 from spark_ide.workspaces.services import WorkspaceError, last_changed_path, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
-from . import services
+from . import ports, services
 from .adapter import expel_everywhere
 from .api import session_links
 from .models import Role, Session
+from .ports import CourseCopy
 
 DIFF_FORMATTER = HtmlFormatter(nowrap=False, cssclass="diff")
 
@@ -79,17 +78,16 @@ def _owned_session(request: HttpRequest, session_id: str) -> Session:
     return session
 
 
-def _role_shown(user: Any, role: str, copy: Enrollment | None) -> tuple[str, str]:
+def _role_shown(user: Any, role: str, copy: CourseCopy | None) -> tuple[str, str]:
     """The role the page's badge says, and its title. In a student's copy of a course the
     student is its owner and the teacher a viewer, but each is told what they are there."""
     if copy is not None:
-        course = copy.course
-        read_only = " It is read-only: the course is archived." if course.archived else ""
+        read_only = " It is read-only: the course is archived." if copy.archived else ""
         if copy.student_id == user.pk:
             watched = "your teacher can watch it and read your prompts"
-            return "student", f"Your copy of “{course.name}”: {watched}.{read_only}"
-        if course.teacher_id == user.pk:
-            return "teacher", f"You are watching {copy.display_name}'s copy of “{course.name}”.{read_only}"
+            return "student", f"Your copy of “{copy.course}”: {watched}.{read_only}"
+        if copy.teacher_id == user.pk:
+            return "teacher", f"You are watching {copy.student_name}'s copy of “{copy.course}”.{read_only}"
     return role, "Your role in this session"
 
 
@@ -98,7 +96,7 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
     workspace = session.workspace
     can_edit = role in DRIVER_ROLES
     owner = role == Role.OWNER
-    copy = copy_enrollment(workspace.id)  # a student's copy of a course, or None
+    copy = ports.classroom().copy_of(workspace.id)  # a student's copy of a course, or None
     role_label, role_title = _role_shown(request.user, role, copy)
     context: dict[str, Any] = {
         "session": session,
@@ -119,7 +117,7 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "invites_url": reverse("session-invites", args=[session.id]) if owner else None,
         "members_url": reverse("session-members", args=[session.id]) if owner else None,
         "history_url": reverse("session-history", args=[session.id]),
-        "course_notice": course_notice(copy),  # classroom: rules and who reads prompts
+        "course_notice": copy.notice if copy is not None else None,  # classroom: rules and who reads prompts
         "last_file": last_changed_path(workspace),  # where a newcomer lands when nobody is at work
     }
     return render(request, "pairing/session.html", context)
@@ -286,9 +284,9 @@ def _expel(session: Session, user_ids: Iterable[int]) -> None:
 
 
 def _members_partial(
-    request: HttpRequest, session: Session, copy: Enrollment | None, error: services.SessionError | None = None
+    request: HttpRequest, session: Session, copy: CourseCopy | None, error: services.SessionError | None = None
 ) -> HttpResponse:
-    teacher_id = copy.course.teacher_id if copy is not None else None
+    teacher_id = copy.teacher_id if copy is not None else None
     context = {
         "members": services.members(session, teacher_id), "removed": services.removed_members(session),
         "error": error, "members_url": reverse("session-members", args=[session.id]), "student_copy": copy is not None,
@@ -306,7 +304,7 @@ def session_members(request: HttpRequest, session_id: str) -> HttpResponse:
     in the partial (htmx swaps 200s only). In a student's copy of a course, the teacher is
     listed as such and cannot be removed (they watch every copy of their course)."""
     session = _owned_session(request, session_id)
-    copy = copy_enrollment(session.workspace_id)
+    copy = ports.classroom().copy_of(session.workspace_id)
     if request.method == "GET":
         return _members_partial(request, session, copy)
     lift = "allow" in request.POST
@@ -315,7 +313,7 @@ def session_members(request: HttpRequest, session_id: str) -> HttpResponse:
     except ValueError:
         unsaid = services.SessionError("bad_member", "say whom to remove or let back in")
         return _members_partial(request, session, copy, unsaid)
-    if not lift and copy is not None and user_id == copy.course.teacher_id:
+    if not lift and copy is not None and user_id == copy.teacher_id:
         kept = services.SessionError("not_removable", "your teacher watches every copy of the course: they stay")
         return _members_partial(request, session, copy, kept)
     try:

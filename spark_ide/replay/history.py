@@ -90,3 +90,14 @@ def history_keep(workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> N
         doc.apply_update(bytes(data))
         through, at = pk, max(at, when)
     Checkpoint.objects.create(workspace_id=workspace_id, through=through, at=at, state=doc.get_update())
+
+
+class KeptHistory:
+    """``workspaces.ports.History``: the replay app keeps each document's history as it is
+    compacted (handed to the workspaces app in ``ReplayConfig.ready``)."""
+
+    def begin(self, workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
+        history_begin(workspace_id, doc, through=through)
+
+    def keep(self, workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> None:
+        history_keep(workspace_id, through_id=through_id, state=state)

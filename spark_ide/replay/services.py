@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import base64
 import bisect
-import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -142,25 +140,3 @@ def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "turn.started":
             mark(event["t"], "turn", turn, prompt)
     return out
-
-
-def stored_bytes(workspace_id: uuid.UUID, *, since: int = 0) -> dict[str, int]:
-    """What a workspace's replay takes in storage from ``since`` (ms since the Unix epoch) on,
-    in bytes of content: the turn events (their JSON, times, seq and names), the document
-    updates (live log and history) and the checkpoints (docs/replay.md: bytes per 1,000 tokens)."""
-    events = RoomEvent.objects.filter(workspace_id=workspace_id, at__gte=since)
-    event_bytes = sum(
-        len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
-        + len(kind) + len(turn) + 8 * (3 + (until is not None))  # seq, first_seq, at (+ until)
-        for data, kind, turn, until in events.values_list("data", "kind", "turn", "until")
-    )
-    since_at = datetime.fromtimestamp(since / 1000, tz=UTC)
-    live = DocumentUpdate.objects.filter(workspace_id=workspace_id, created_at__gte=since_at)
-    moved = HistoryUpdate.objects.filter(workspace_id=workspace_id, at__gte=since)
-    updates = [*live.values_list("data", flat=True), *moved.values_list("data", flat=True)]
-    checkpoints = Checkpoint.objects.filter(workspace_id=workspace_id, at__gte=since).values_list("state", flat=True)
-    return {
-        "events": event_bytes,
-        "updates": sum(len(data) + 16 for data in updates),  # id, at
-        "checkpoints": sum(len(state) + 24 for state in checkpoints),  # id, through, at
-    }

@@ -1,7 +1,8 @@
 """The Celery task of a code run: run it in the sandbox, stream it to a channel-layer group.
 
 JSON arguments only. Output goes out as ``run.output`` batches while the program runs, then
-one ``run.finished``; stdin and Stop reach the run through `spark_ide.sandbox.control`.
+one ``run.finished`` (the session events of those names, ``live.events``: the room relays them
+as they come); stdin and Stop reach the run through `spark_ide.sandbox.control`.
 
 Eager (the embedded default) the task runs in the caller's thread, which must be a
 ``sync_to_async`` thread of the server (``thread_sensitive=False``: a run may take the wall
@@ -22,10 +23,10 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_
 from django.conf import settings
 
 from spark_ide.celery import app
+from spark_ide.live.events import RunError, RunFinished, RunOutput
 from spark_ide.sandbox.control import checked_run_id, run_control
-from spark_ide.sandbox.core import BadRun, Limits, NoFreeUid, Sandbox, SandboxUnavailable, UidPool
+from spark_ide.sandbox.core import BadRun, Limits, NoFreeUid, RunResult, Sandbox, SandboxUnavailable, UidPool
 from spark_ide.sandbox.core.limits import MB
-from spark_ide.sandbox.events import RunFinished, run_finished, run_output, run_refused
 
 
 def settings_limits() -> Limits:
@@ -81,11 +82,19 @@ class GroupSender:
             self._loop.close()  # channels_redis closes this loop's connections with it
 
 
+def finished(run: str, result: RunResult) -> RunFinished:
+    """The ``run.finished`` of a run that ended (no exit code when the sandbox ended it)."""
+    return RunFinished(
+        run=run, exit_code=result.exit_code, duration_ms=result.duration_ms, status=result.status.value,
+        truncated=result.truncated, message=result.message, sandboxed=result.sandboxed,
+    )
+
+
 @app.task(name="spark_ide.sandbox.run_code", ignore_result=False)  # type: ignore[untyped-decorator]
 def run_code(
     run: str, group: str, files: dict[str, str], path: str | None = None, tests: bool = False,
     limits: dict[str, float] | None = None,
-) -> RunFinished:
+) -> dict[str, Any]:
     """Run ``python path`` (or ``pytest``) on ``files``; stream to ``group``; return ``run.finished``."""
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS is not configured"
@@ -95,18 +104,18 @@ def run_code(
             checked_run_id(run)
             started = settings_sandbox(run_limits(limits)).start(
                 files, path=path, tests=tests, on_output=lambda stream, text: sender.send(
-                    group, run_output(run, stream, text)),
+                    group, RunOutput(run=run, stream=stream, text=text).payload()),
             )
         except BadRun as exc:
-            finished = run_refused(run, "bad_run", str(exc))
+            end = RunFinished.refused(run, RunError.BAD_RUN, str(exc))
         except SandboxUnavailable as exc:
-            finished = run_refused(run, "sandbox_unavailable", str(exc))
+            end = RunFinished.refused(run, RunError.SANDBOX_UNAVAILABLE, str(exc))
         except NoFreeUid as exc:
-            finished = run_refused(run, "sandbox_busy", str(exc))
+            end = RunFinished.refused(run, RunError.SANDBOX_BUSY, str(exc))
         else:
             with run_control().attach(run, started):
-                finished = run_finished(run, started.wait())
-        sender.send(group, finished)
-        return finished
+                end = finished(run, started.wait())
+        sender.send(group, end.payload())
+        return end.payload()
     finally:
         sender.close()

@@ -40,7 +40,8 @@ class ProviderConfig:
     api_key: str | None = field(default=None, repr=False)
     # Models (for the openai profile) known to accept `response.steer`.
     steer_models: frozenset[str] = frozenset()
-    # Forces a cancel strategy instead of the profile's choice (tests, benchmarks).
+    # A cancel strategy instead of the profile's choice (SPARK_UPSTREAM_CANCEL): ``reconnect``
+    # for a Responses server that takes neither ``response.cancel`` nor a second socket.
     cancel_strategy: CancelStrategy | None = None
     store: bool = False
     connect_timeout_s: float = CONNECT_TIMEOUT_S
@@ -65,6 +66,10 @@ class ProviderConfig:
         for name in ("connect_timeout_s", "first_byte_timeout_s", "idle_timeout_s"):
             if not getattr(self, name) > 0:  # also refuses NaN
                 raise ConfigError(f"{name} must be a positive number of seconds")
+        strategy = self.cancel_strategy
+        if strategy is not None and strategy not in _SOCKET_STRATEGIES[self.provider]:
+            allowed = ", ".join(_SOCKET_STRATEGIES[self.provider]) or "none (it closes the stream)"
+            raise ConfigError(f"provider {self.provider!r} cannot cancel by {strategy}; it can by: {allowed}")
         if self.retry.max_tries < 1:
             raise ConfigError("retry.max_tries must be at least 1")
         if not 0 <= self.rollover_margin_s < self.connection_lifetime_s:
@@ -91,15 +96,13 @@ class ProviderConfig:
             first_byte_timeout_s=_seconds(env, "SPARK_UPSTREAM_FIRST_BYTE_S", FIRST_BYTE_TIMEOUT_S),
             idle_timeout_s=_seconds(env, "SPARK_UPSTREAM_STALL_S", STALL_TIMEOUT_S),
             retry=RetryPolicy(max_tries=_tries(env, "SPARK_UPSTREAM_CONNECT_TRIES", RetryPolicy().max_tries)),
+            cancel_strategy=_strategy(env, "SPARK_UPSTREAM_CANCEL"),
         )
         return replace(config, **overrides)  # type: ignore[arg-type]
 
     @property
     def profile(self) -> ProviderProfile:
-        return profile_for(
-            self.provider, self.model, steer_models=self.steer_models,
-            override=self.cancel_strategy,
-        )
+        return profile_for(self.provider, self.model, steer_models=self.steer_models, cancel=self.cancel_strategy)
 
     @property
     def websocket_url(self) -> str:
@@ -128,6 +131,25 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     if not value > 0 or value == float("inf"):
         raise ConfigError(f"{name} must be a positive, finite number of seconds, got {raw!r}")
     return value
+
+
+# What each provider's transport can stop a response by, when told (``cancel_strategy``).
+_SOCKET_STRATEGIES: Mapping[str, tuple[CancelStrategy, ...]] = {
+    "local": (CancelStrategy.NATIVE_CANCEL, CancelStrategy.HOT_SPARE, CancelStrategy.RECONNECT),
+    "openai": (CancelStrategy.NATIVE_STEER, CancelStrategy.HOT_SPARE, CancelStrategy.RECONNECT),
+    "openai-compatible": (),  # Chat Completions over SSE: closing the stream is the only way
+}
+
+
+def _strategy(env: Mapping[str, str], name: str) -> CancelStrategy | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return CancelStrategy(raw)
+    except ValueError:
+        known = ", ".join(strategy.value for strategy in CancelStrategy)
+        raise ConfigError(f"{name} must be one of {known}, got {raw!r}") from None
 
 
 def _tries(env: Mapping[str, str], name: str, default: int) -> int:

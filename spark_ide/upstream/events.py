@@ -17,14 +17,6 @@ class Marks:
     first_token_at: float | None
     received_at: float
 
-    @property
-    def time_to_first_byte(self) -> float | None:
-        return None if self.first_byte_at is None else self.first_byte_at - self.sent_at
-
-    @property
-    def time_to_first_token(self) -> float | None:
-        return None if self.first_token_at is None else self.first_token_at - self.sent_at
-
 
 @dataclass(frozen=True, slots=True)
 class Usage:

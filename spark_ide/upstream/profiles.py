@@ -50,9 +50,10 @@ def profile_for(
     model: str,
     *,
     steer_models: frozenset[str] = frozenset(),
-    override: CancelStrategy | None = None,
+    cancel: CancelStrategy | None = None,
 ) -> ProviderProfile:
-    """The profile for a provider; ``override`` forces a cancel strategy (tests, benchmarks)."""
+    """The profile for a provider; ``cancel``: the strategy the configuration asks for instead
+    of the provider's best (``ProviderConfig.cancel_strategy``, checked there)."""
     if provider == "openai-compatible":
         return ProviderProfile(
             name=provider,
@@ -70,7 +71,7 @@ def profile_for(
         steers = model in steer_models
         strategy = CancelStrategy.NATIVE_STEER if steers else CancelStrategy.HOT_SPARE
         beta, requires_key, efforts = True, True, _IDENTITY_EFFORT
-    strategy = override or strategy
+    strategy = cancel or strategy
     return ProviderProfile(
         name=provider,
         transport=Transport.RESPONSES_WS,

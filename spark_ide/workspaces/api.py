@@ -5,29 +5,15 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from spark_ide.accounts.services import signed_in_user
-from spark_ide.api import ApiError, api_view, json_body
+from spark_ide.api import api_view, json_body
+from spark_ide.api_errors import ApiCode, ApiError
 
 from . import services
 from .services import WorkspaceError
 
-STATUS = {
-    "bad_path": 400,
-    "bad_name": 400,
-    "bad_file": 400,
-    "bad_zip": 400,
-    "not_found": 404,
-    "exists": 409,
-    "read_only": 409,
-    "path_conflict": 409,
-    "file_too_large": 413,
-    "import_too_large": 413,
-    "too_many_files": 413,
-    "not_utf8": 415,
-}
-
 
 def as_api_error(exc: WorkspaceError) -> ApiError:
-    return ApiError(STATUS.get(exc.code, 400), exc.code, exc.message)
+    return ApiError(exc.code, exc.message)
 
 
 @api_view({"GET", "POST"})
@@ -41,9 +27,9 @@ def workspaces(request: HttpRequest) -> HttpResponse:
     body = json_body(request)
     name, files = body.get("name"), body.get("files", {})
     if not isinstance(name, str):
-        raise ApiError(400, "bad_name", "'name' must be a string")
+        raise ApiError(ApiCode.BAD_NAME, "'name' must be a string")
     if not isinstance(files, dict):
-        raise ApiError(400, "bad_file", "'files' must be an object mapping paths to text")
+        raise ApiError(ApiCode.BAD_FILE, "'files' must be an object mapping paths to text")
     try:
         workspace = services.workspace_create(owner=signed_in_user(request), name=name, files=files)
     except WorkspaceError as exc:

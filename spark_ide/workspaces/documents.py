@@ -22,8 +22,8 @@ from django.db import transaction
 from pycrdt import Doc
 
 from spark_ide.editing.document import document_from_texts, move_file, replace_file_if, set_file_text
-from spark_ide.replay.history import history_begin, history_keep
 
+from . import ports
 from .languages import language_for
 from .models import DocumentUpdate, File, Workspace
 
@@ -94,7 +94,7 @@ def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
             for pk, data in workspace.doc_updates.order_by("id").values_list("id", "data"):
                 doc.apply_update(bytes(data))
                 through = pk
-        history_begin(workspace_id, doc, through=through)  # replay: the document's history starts
+        ports.history().begin(workspace_id, doc, through=through)  # replay: the document's history starts
     return doc
 
 
@@ -108,7 +108,7 @@ def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int, 
     the updates move into the document's history (replay), not away. ``fields``: more of the
     workspace's row to write with it."""
     with transaction.atomic():
-        history_keep(workspace_id, through_id=through_id, state=state)
+        ports.history().keep(workspace_id, through_id=through_id, state=state)
         Workspace.objects.filter(pk=workspace_id).update(ydoc=state, **fields)
         DocumentUpdate.objects.filter(workspace_id=workspace_id, id__lte=through_id).delete()
 

@@ -7,6 +7,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from spark_ide.guard.modes import GuardMode
+
 
 class WorkspaceManager(models.Manager["Workspace"]):
     """Leaves the document blob out of every query unless asked (``defer(None)``): listings and
@@ -16,13 +18,8 @@ class WorkspaceManager(models.Manager["Workspace"]):
         return super().get_queryset().defer("ydoc")
 
 
-class GuardMode(models.TextChoices):
-    """What the security watchdog does with the model's code (issue 15; ``live.watchdog``): nothing,
-    flag findings, or also halt the stream on a high-severity one and have the model fix it."""
-
-    OFF = "off", "off"
-    FLAG = "flag", "flag findings"
-    HALT = "halt", "halt and correct high-severity findings"
+# The watchdog's modes as a form's choices (the modes are ``guard.GuardMode``'s).
+GUARD_MODE_CHOICES = [(mode.value, mode.label) for mode in GuardMode]
 
 
 class Workspace(models.Model):
@@ -43,8 +40,8 @@ class Workspace(models.Model):
     # Anyone may read the files at the public page (``public.py``) while this is on; off by default.
     public = models.BooleanField(default=False)
     # The watchdog's mode; halt by default, so a new user is protected without configuring anything.
-    # A course's mode wins over its students' copies (``classroom.services.guard_mode_for``).
-    guard_mode = models.CharField(max_length=8, choices=GuardMode.choices, default=GuardMode.HALT)
+    # A course's mode wins over its students' copies (``services.guard_mode_for``).
+    guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
 
     objects = WorkspaceManager()
 

@@ -13,8 +13,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from spark_ide.api_errors import ApiCode
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
+from spark_ide.guard import GuardMode
 
+from . import ports
 from .documents import NotLive, document_file_changed, document_file_rename, document_file_replace_if, live_texts
 from .languages import language_for
 from .models import File, Workspace
@@ -23,7 +26,7 @@ from .models import File, Workspace
 class WorkspaceError(Exception):
     """A refused operation; ``code`` is stable (the API and UI show it)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ApiCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -40,7 +43,7 @@ def checked_path(raw: str) -> str:
     try:
         return clean_path(raw, max_length=settings.SPARK_MAX_PATH_LENGTH)
     except BadPath as exc:
-        raise WorkspaceError("bad_path", f"bad path {raw[:80]!r}: {exc}") from None
+        raise WorkspaceError(ApiCode.BAD_PATH, f"bad path {raw[:80]!r}: {exc}") from None
 
 
 def decoded_text(data: bytes | str, *, path: str) -> str:
@@ -48,12 +51,12 @@ def decoded_text(data: bytes | str, *, path: str) -> str:
     raw = data.encode() if isinstance(data, str) else data
     limit = settings.SPARK_MAX_FILE_BYTES
     if len(raw) > limit:
-        raise WorkspaceError("file_too_large", f"{path} is larger than the limit of {limit} bytes")
+        raise WorkspaceError(ApiCode.FILE_TOO_LARGE, f"{path} is larger than the limit of {limit} bytes")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WorkspaceError(
-            "not_utf8", f"{path} is not UTF-8 text (byte {exc.start}); only text files are kept"
+            ApiCode.NOT_UTF8, f"{path} is not UTF-8 text (byte {exc.start}); only text files are kept"
         ) from None
 
 
@@ -62,14 +65,14 @@ def workspace_for(*, user: User, workspace_id: str | uuid.UUID) -> Workspace:
     try:
         return Workspace.objects.get(pk=uuid.UUID(str(workspace_id)), owner=user)
     except (ValueError, Workspace.DoesNotExist):
-        raise WorkspaceError("not_found", f"no workspace {workspace_id}") from None
+        raise WorkspaceError(ApiCode.NOT_FOUND, f"no workspace {workspace_id}") from None
 
 
 def file_get(*, workspace: Workspace, path: str) -> File:
     try:
         return workspace.files.get(path=checked_path(path))
     except File.DoesNotExist:
-        raise WorkspaceError("not_found", f"no file {path} in this workspace") from None
+        raise WorkspaceError(ApiCode.NOT_FOUND, f"no file {path} in this workspace") from None
 
 
 def file_text(*, workspace: Workspace, path: str) -> str:
@@ -79,7 +82,7 @@ def file_text(*, workspace: Workspace, path: str) -> str:
     if live is None:
         return file_get(workspace=workspace, path=clean).text
     if clean not in live:
-        raise WorkspaceError("not_found", f"no file {clean} in this workspace")
+        raise WorkspaceError(ApiCode.NOT_FOUND, f"no file {clean} in this workspace")
     return live[clean]
 
 
@@ -106,21 +109,33 @@ def last_changed_path(workspace: Workspace) -> str:
 def _file_limit_check(workspace: Workspace, adding: int) -> None:
     limit = settings.SPARK_MAX_WORKSPACE_FILES
     if workspace.files.count() + adding > limit:
-        raise WorkspaceError("too_many_files", f"a workspace holds at most {limit} files")
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"a workspace holds at most {limit} files")
 
 
 def archived_copy(workspace_id: uuid.UUID) -> bool:
     """Whether the workspace is a student's copy in an archived course: read-only for everyone
     (``pairing.services.role_for`` makes them viewers; the file API refuses changes)."""
-    # The classroom app builds on this one: imported here, not at the top.
-    from spark_ide.classroom.models import Enrollment
+    return ports.courses().archived(workspace_id)
 
-    return Enrollment.objects.filter(workspace_id=workspace_id, course__archived=True).exists()
+
+def guard_mode_for(workspace_id: uuid.UUID) -> str:
+    """The watchdog's mode for a workspace: its course's for a student's copy (a course's rules
+    win over its students'), else its own; a workspace that is gone: halt."""
+    by_course = ports.courses().guard_mode(workspace_id)
+    if by_course is not None:
+        return by_course
+    mode = Workspace.objects.filter(pk=workspace_id).values_list("guard_mode", flat=True).first()
+    return str(mode) if mode is not None else GuardMode.HALT.value
+
+
+def guard_mode_by_course(workspace_id: uuid.UUID) -> bool:
+    """Whether a course sets the workspace's watchdog mode (a student's copy: not its owner)."""
+    return ports.courses().guard_mode(workspace_id) is not None
 
 
 def check_writable(workspace: Workspace) -> None:
     if archived_copy(workspace.pk):
-        raise WorkspaceError("read_only", "this workspace is a copy in an archived course: it is read-only")
+        raise WorkspaceError(ApiCode.READ_ONLY, "this workspace is a copy in an archived course: it is read-only")
 
 
 class _Any:
@@ -155,7 +170,7 @@ def file_write(
             if done is None:  # never opened live: the row is the truth
                 done = stored == expected
             if not done:
-                raise WorkspaceError("changed", f"{clean} changed since it was read")
+                raise WorkspaceError(ApiCode.CHANGED, f"{clean} changed since it was read")
         existing.text = text
         existing.size = len(text.encode())
         existing.save()
@@ -169,7 +184,7 @@ def file_create(*, workspace: Workspace, path: str) -> File:
     """A new empty file; refuses to overwrite one that exists."""
     clean = checked_path(path)
     if workspace.files.filter(path=clean).exists():
-        raise WorkspaceError("exists", f"{clean} already exists")
+        raise WorkspaceError(ApiCode.EXISTS, f"{clean} already exists")
     return file_write(workspace=workspace, path=clean, data=b"")[0]
 
 
@@ -177,7 +192,7 @@ def _path_conflict_check(workspace: Workspace, path: str) -> None:
     """The rule every write obeys (``editing.paths.path_conflict``), over the stored paths."""
     conflict = path_conflict(path, set(workspace.files.values_list("path", flat=True)))
     if conflict is not None:
-        raise WorkspaceError("path_conflict", conflict)
+        raise WorkspaceError(ApiCode.PATH_CONFLICT, conflict)
 
 
 def file_delete(*, workspace: Workspace, path: str) -> None:
@@ -194,7 +209,7 @@ def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
     if clean == file.path:
         return file
     if workspace.files.filter(path=clean).exists():
-        raise WorkspaceError("exists", f"{clean} already exists")
+        raise WorkspaceError(ApiCode.EXISTS, f"{clean} already exists")
     _path_conflict_check(workspace, clean)
     old_path = file.path
     file.path = clean
@@ -205,12 +220,14 @@ def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
             # After the row: a live document's change is not undone with this transaction.
             moved = document_file_rename(workspace, old_path, clean)
             if moved is None:
-                raise WorkspaceError("changed", f"{old_path} was renamed or deleted meanwhile, or {clean} created")
+                raise WorkspaceError(
+                    ApiCode.CHANGED, f"{old_path} was renamed or deleted meanwhile, or {clean} created"
+                )
             if not isinstance(moved, NotLive) and moved != file.text:
                 file.text, file.size = moved, len(moved.encode())
                 file.save(update_fields=["text", "size", "updated_at"])
     except IntegrityError:
-        raise WorkspaceError("exists", f"{clean} already exists") from None
+        raise WorkspaceError(ApiCode.EXISTS, f"{clean} already exists") from None
     return file
 
 
@@ -220,7 +237,7 @@ def _workspace_limit_check(owner: User) -> None:
     limit = settings.SPARK_MAX_WORKSPACES_PER_USER
     if Workspace.objects.filter(owner=owner).count() >= limit:
         raise WorkspaceError(
-            "too_many_workspaces", f"you have {limit} workspaces, the most one person may hold: delete one first"
+            ApiCode.TOO_MANY_WORKSPACES, f"you have {limit} workspaces, the most one person may hold: delete one first"
         )
 
 
@@ -230,16 +247,16 @@ def workspace_create(
     """A new workspace with the given files; all-or-nothing."""
     name = name.strip()
     if not name or len(name) > 200:
-        raise WorkspaceError("bad_name", "a workspace name is 1 to 200 characters")
+        raise WorkspaceError(ApiCode.BAD_NAME, "a workspace name is 1 to 200 characters")
     files = files or {}
     if len(files) > settings.SPARK_MAX_WORKSPACE_FILES:
-        raise WorkspaceError("too_many_files", f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
     with transaction.atomic():
         _workspace_limit_check(owner)
         workspace = Workspace.objects.create(owner=owner, name=name)
         for path, text in files.items():
             if not isinstance(text, str):
-                raise WorkspaceError("bad_file", f"the content of {path[:80]!r} must be a string")
+                raise WorkspaceError(ApiCode.BAD_FILE, f"the content of {path[:80]!r} must be a string")
             file_write(workspace=workspace, path=path, data=text)
     return workspace
 
@@ -271,13 +288,13 @@ def zip_entries(data: bytes) -> list[tuple[str, bytes]]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
-        raise WorkspaceError("bad_zip", "the upload is not a zip archive") from None
+        raise WorkspaceError(ApiCode.BAD_ZIP, "the upload is not a zip archive") from None
     members = [info for info in archive.infolist() if not info.is_dir()]
     if len(members) > settings.SPARK_MAX_WORKSPACE_FILES:
-        raise WorkspaceError("too_many_files", f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
     total = sum(info.file_size for info in members)
     if total > settings.SPARK_MAX_IMPORT_BYTES:
-        raise WorkspaceError("import_too_large", f"the archive unpacks to {total} bytes")
+        raise WorkspaceError(ApiCode.IMPORT_TOO_LARGE, f"the archive unpacks to {total} bytes")
     entries = []
     for info in members:
         with archive.open(info) as member:

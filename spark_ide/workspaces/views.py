@@ -14,9 +14,11 @@ from django_htmx.http import trigger_client_event
 
 from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.services import signed_in_user
+from spark_ide.api_errors import ApiCode
+from spark_ide.guard import GuardMode
 
 from . import services
-from .models import GuardMode, Workspace
+from .models import Workspace
 from .services import WorkspaceError
 from .tree import Node, build_tree
 
@@ -60,7 +62,7 @@ def workspace_import(request: HttpRequest) -> HttpResponse:
             uploads = request.FILES.getlist("files")
             paths = request.POST.getlist("paths")
             if not uploads or len(paths) != len(uploads):
-                raise WorkspaceError("bad_upload", "choose a folder or a zip archive to import")
+                raise WorkspaceError(ApiCode.BAD_UPLOAD, "choose a folder or a zip archive to import")
             entries = services.strip_common_folder(
                 [(p, services.bounded_read(f)) for p, f in zip(paths, uploads, strict=True)]
             )
@@ -95,12 +97,9 @@ GUARD_MODE_HELP: dict[str, str] = {
 
 
 def _guard_setting(request: HttpRequest, workspace: Workspace, *, opened: bool, status: int = 200) -> HttpResponse:
-    # Imported here: the pairing app builds on this one (its module imports our models).
-    from spark_ide.pairing.guard import guard_mode_for
-
-    by_course = Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists()
+    by_course = services.guard_mode_by_course(workspace.pk)
     context = {
-        "workspace": workspace, "mode": guard_mode_for(workspace.id), "by_course": by_course, "opened": opened,
+        "workspace": workspace, "mode": services.guard_mode_for(workspace.id), "by_course": by_course, "opened": opened,
         "choices": list(GUARD_MODE_HELP.items()),
     }
     return render(request, "workspaces/_guard_setting.html", context, status=status)
@@ -119,9 +118,9 @@ def guard_setting(request: HttpRequest, workspace_id: str) -> HttpResponse:
     if request.method == "GET":
         return _guard_setting(request, workspace, opened=False)
     mode = request.POST.get("mode", "")
-    if mode not in GuardMode.values:
+    if not GuardMode.known(mode):
         return HttpResponseBadRequest("mode must be 'off', 'flag' or 'halt'")
-    if Workspace.objects.filter(pk=workspace.pk, enrollment__isnull=False).exists():
+    if services.guard_mode_by_course(workspace.pk):
         return HttpResponse("the course sets this workspace's watchdog mode", status=409)
     Workspace.objects.filter(pk=workspace.pk).update(guard_mode=mode)
     if getattr(request, "htmx", False):
@@ -171,7 +170,7 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
             services.file_delete(workspace=workspace, path=path)
             event, detail = "spark:deleted", {"path": path}
         else:
-            raise WorkspaceError("bad_action", f"unknown action {action[:40]!r}")
+            raise WorkspaceError(ApiCode.BAD_ACTION, f"unknown action {action[:40]!r}")
     except WorkspaceError as exc:
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
     response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)

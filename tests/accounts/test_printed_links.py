@@ -15,7 +15,7 @@ from django.test import Client
 
 from spark_ide.accounts.services import guest_create
 from spark_ide.accounts.site import running_at, site_url
-from spark_ide.ops.running import records_dir, running
+from spark_ide.running import records_dir, running
 
 pytestmark = pytest.mark.django_db
 

@@ -64,7 +64,7 @@ def test_the_courses_watchdog_mode_wins_over_its_students_copies(course: Course,
     from django.test import Client
 
     from spark_ide.classroom.services import ClassroomError
-    from spark_ide.pairing.guard import guard_mode_for
+    from spark_ide.workspaces.services import guard_mode_for
 
     kim = enrol(course, "kim")
     Workspace.objects.filter(pk=kim.workspace_id).update(guard_mode="off")  # the copy's own setting

@@ -29,7 +29,12 @@ def applier_for(doc: Doc[Any], old: str, path: str = "f.txt") -> LineApplier:
         old_lines=tuple(region.splitlines(keepends=True)),
         offset=offset,
     )
-    ytext.observe(applier.on_change)
+
+    def forward(event: Any) -> None:  # as the turn's editor forwards them: not the applier's own edits
+        if event.transaction.origin != "ai:t:0":
+            applier.on_delta(event.delta)
+
+    ytext.observe(forward)
     return applier
 
 

@@ -117,7 +117,7 @@ def test_the_code_streams_after_the_file_then_merges_into_it() -> None:
     assert read(doc, "main.py") == MERGED
     final = statuses(events)[-1]
     assert final.state is EditState.APPLIED
-    assert final.as_message()["detail"] == FINAL_DETAIL
+    assert final.detail() == FINAL_DETAIL
     assert editor.ledger.entry(0).outcome is Outcome.APPLIED
     assert editor.ledger.as_prompt() == (
         "Edit blocks of turn t1:\n- block 0 <write> main.py lines 10-18: applied "

@@ -71,7 +71,7 @@ def test_it_reports_the_ghost_line_without_writing_it() -> None:
     assert streaming.state is EditState.STREAMING
     assert streaming.ghost == "    return 4"
     assert streaming.ghost_line == 5
-    assert streaming.as_message()["detail"] == {
+    assert streaming.detail() == {
         "kind": "edit",
         "lines": [5, 5],
         "ghost": "    return 4",
@@ -163,7 +163,7 @@ def test_it_lists_candidates_when_a_match_is_ambiguous() -> None:
     doc = make_doc({"app.py": APP.replace("return 2", "return 1")})
     events = run(doc, build_stream([Block("edit", "app.py", "    return 1\n", "y\n")])[0])
     assert final(events, 0).candidates == (2, 5)
-    assert final(events, 0).as_message()["detail"] == {
+    assert final(events, 0).detail() == {
         "kind": "edit",
         "candidates": [2, 5],
         "reason": "ambiguous_match",

@@ -49,6 +49,21 @@ def test_off_is_told_before_the_quota() -> None:
     assert refusal is not None and refusal[0] is Refusal.DISABLED
 
 
+def test_the_label_and_the_rules_say_the_mode_in_the_same_words() -> None:
+    """One wording for a mode: the live label beside the prompt box, the course's notice and
+    the teacher's form choices all read ``AiMode.word``."""
+    explain = AiPolicy(mode=AiMode.EXPLAIN, max_effort="low", token_quota=20_000, tokens_used=7_600)
+    assert explain.label() == "AI: explain-only · effort up to low · 12,400 tokens left"
+    assert explain.rules() == (
+        "AI: explain-only (it answers but does not edit files), effort up to low, 20,000 tokens for the course."
+    )
+    off = AiPolicy(mode=AiMode.OFF, max_effort="low", token_quota=5)
+    assert (off.label(), off.rules()) == ("AI: off", "AI: off.")
+    assert AiPolicy().rules() == "AI: on."
+    assert [mode.word for mode in AiMode] == ["off", "explain-only", "on"]
+    assert AiMode.known("explain") and not AiMode.known("EXPLAIN") and not AiMode.known(None)
+
+
 @pytest.mark.parametrize(
     ("cap", "requested", "effective"),
     [("medium", "xhigh", "medium"), ("medium", "high", "medium"), ("medium", "medium", "medium"),

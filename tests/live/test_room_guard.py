@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from spark_ide.guard import Finding, Severity, Tier
+from spark_ide.guard import Finding, GuardMode, Severity, Tier
 from spark_ide.live.events import Event, GuardFinding, TurnEvent
-from spark_ide.live.watchdog import GuardMode, GuardSettings, RoomGuard
+from spark_ide.live.watchdog import GuardSettings, RoomGuard
 
 
 def _finding(path: str, line: int) -> Finding:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_ide.ops.running import (
+from spark_ide.running import (
     RunningServer,
     attach,
     attach_command,

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,13 +24,36 @@ from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.models import RoomEvent
 from spark_ide.replay.models import Checkpoint, HistoryUpdate
-from spark_ide.replay.services import replay_data, stored_bytes
+from spark_ide.replay.services import replay_data
+from spark_ide.workspaces.models import DocumentUpdate
 from tests.pairing.conftest import Live, LiveClient, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, SECOND_BLOCK, STEERED
 from tests.replay.conftest import document_at
 
 # The services pass runs it again: the stored event log and document history.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+
+
+def stored_bytes(workspace_id: uuid.UUID, *, since: int = 0) -> dict[str, int]:
+    """What a workspace's replay takes in storage from ``since`` (ms since the Unix epoch) on,
+    in bytes of content: the turn events (their JSON, times, seq and names), the document
+    updates (live log and history) and the checkpoints (docs/replay.md: bytes per 1,000 tokens)."""
+    events = RoomEvent.objects.filter(workspace_id=workspace_id, at__gte=since)
+    event_bytes = sum(
+        len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
+        + len(kind) + len(turn) + 8 * (3 + (until is not None))  # seq, first_seq, at (+ until)
+        for data, kind, turn, until in events.values_list("data", "kind", "turn", "until")
+    )
+    since_at = datetime.fromtimestamp(since / 1000, tz=UTC)
+    live = DocumentUpdate.objects.filter(workspace_id=workspace_id, created_at__gte=since_at)
+    moved = HistoryUpdate.objects.filter(workspace_id=workspace_id, at__gte=since)
+    updates = [*live.values_list("data", flat=True), *moved.values_list("data", flat=True)]
+    checkpoints = Checkpoint.objects.filter(workspace_id=workspace_id, at__gte=since).values_list("state", flat=True)
+    return {
+        "events": event_bytes,
+        "updates": sum(len(data) + 16 for data in updates),  # id, at
+        "checkpoints": sum(len(state) + 24 for state in checkpoints),  # id, through, at
+    }
 
 # A turn of about 1,000 tokens as a model writes one: prose, a new file, an edit, prose.
 PROGRAM = "".join(

@@ -76,9 +76,22 @@ def test_it_reads_an_openai_compatible_server() -> None:
     assert config.profile.cancel_strategy is CancelStrategy.CLOSE_STREAM
 
 
+def test_the_environment_can_ask_to_stop_a_response_by_reconnecting() -> None:
+    """For a Responses server that takes neither ``response.cancel`` nor a second socket."""
+    env = {"SPARK_PROVIDER": "openai", "OPENAI_API_KEY": KEY, "SPARK_MODEL": "gpt-x",
+           "SPARK_UPSTREAM_CANCEL": "reconnect"}
+    profile = ProviderConfig.from_env(env).profile
+    assert profile.cancel_strategy is CancelStrategy.RECONNECT and not profile.keeps_spare
+    assert ProviderConfig.from_env({}).profile.cancel_strategy is CancelStrategy.NATIVE_CANCEL  # unset: the best
+
+
 @pytest.mark.parametrize(
     ("env", "fragment"),
     [
+        ({"SPARK_UPSTREAM_CANCEL": "politely"}, "SPARK_UPSTREAM_CANCEL must be one of native_cancel"),
+        ({"SPARK_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "SPARK_MODEL": "m",
+          "SPARK_UPSTREAM_CANCEL": "reconnect"}, "cannot cancel by reconnect"),
+        ({"SPARK_UPSTREAM_CANCEL": "native_steer"}, "cannot cancel by native_steer"),
         ({"SPARK_PROVIDER": "anthropic"}, "SPARK_PROVIDER"),
         ({"SPARK_PROVIDER": "openai", "SPARK_MODEL": "gpt-x"}, "OPENAI_API_KEY"),
         ({"SPARK_PROVIDER": "openai", "OPENAI_API_KEY": KEY}, "SPARK_MODEL"),

@@ -11,9 +11,8 @@ from django.test import Client
 
 from spark_ide.classroom.models import Course
 from spark_ide.classroom.services import course_create, course_join, teacher_grant
-from spark_ide.pairing.guard import guard_mode_for
 from spark_ide.workspaces.models import Workspace
-from spark_ide.workspaces.services import workspace_create
+from spark_ide.workspaces.services import guard_mode_for, workspace_create
 
 pytestmark = pytest.mark.django_db
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[1]
 ATTACHED_COMMANDS = frozenset({"spark_login_url", "spark_token", "spark_teacher"})
 DATABASE_FILE = "spark.sqlite3"  # in the data directory (settings.DATABASES' default)
 

@@ -1,0 +1,70 @@
+"""What the apps built on this one tell it (DESIGN.md §3: ``workspaces`` imports none of them).
+
+A student's copy in an archived course is read-only and a course's watchdog mode wins over
+its copies' (the classroom app knows courses); compacting a document keeps its history for
+replay (the replay app keeps it). Each app hands its part over once at startup, in its
+``AppConfig.ready`` (``use_courses``, ``use_history``), the way ``live`` is handed its store;
+a server without that app gets the plain answer: no course, no history kept.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+from pycrdt import Doc
+
+
+class Courses(Protocol):
+    def archived(self, workspace_id: uuid.UUID) -> bool:
+        """Whether the workspace is a student's copy in an archived course (read-only for everyone)."""
+
+    def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
+        """The watchdog mode of the course whose student's copy the workspace is; None: not a copy."""
+
+
+class History(Protocol):
+    """Kept inside the document's own transactions (written with it, or not at all)."""
+
+    def begin(self, workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
+        """``doc``, holding every update up to ``through``, is where the history starts (unless it started)."""
+
+    def keep(self, workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> None:
+        """The updates up to ``through_id`` are about to be compacted into ``state``: keep them."""
+
+
+class NoCourses:
+    def archived(self, workspace_id: uuid.UUID) -> bool:
+        return False
+
+    def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
+        return None
+
+
+class NoHistory:
+    def begin(self, workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
+        return None
+
+    def keep(self, workspace_id: uuid.UUID, *, through_id: int, state: bytes) -> None:
+        return None
+
+
+class _Ports:
+    courses: Courses = NoCourses()
+    history: History = NoHistory()
+
+
+def use_courses(courses: Courses) -> None:
+    _Ports.courses = courses
+
+
+def use_history(history: History) -> None:
+    _Ports.history = history
+
+
+def courses() -> Courses:
+    return _Ports.courses
+
+
+def history() -> History:
+    return _Ports.history
