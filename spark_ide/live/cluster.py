@@ -30,14 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from pycrdt import YMessageType
-
 from .background import Background
-from .events import ErrorCode, ErrorEvent, Event, Role, TurnDelta, TurnProse
+from .doc_rules import malformed_yjs
+from .events import ErrorEvent, Event, Role, TurnDelta, TurnProse
 from .outbox import Backlog, Barrier, DocUpdate, Frame, RawBinary, TextRun
 from .transport import Connection, LocalTransport
 from .turns import CommandKind
-from .yjs_check import BadFrames, BadUpdate, check_awareness, check_sync
 
 log = logging.getLogger(__name__)
 
@@ -46,37 +44,7 @@ RENEW_EVERY_S = 0.6
 WATCH_EVERY_S = 0.5  # how often a replica checks that its owner still holds the room
 REPLICA_SILENT_S = 5.0  # an owner forgets a replica's connections after this long without a word
 JOIN_TIMEOUT_S = 5.0
-BAD_BINARY = "the binary message is not a valid Yjs sync or awareness message"
 
-
-BAD_FRAMES = BadFrames(log)  # refused binary frames of this process: a counter, a warning now and then
-
-
-def bad_binary(who: str = "", reason: str = "") -> ErrorEvent:
-    """The answer to a refused binary frame; the refusal is counted and, rate-limited, logged
-    (``BadFrames``): bad input from a client is no fault of ours and earns no traceback."""
-    BAD_FRAMES.note(who, reason or BAD_BINARY)
-    return ErrorEvent(ErrorCode.MALFORMED_BINARY, BAD_BINARY)
-
-
-def malformed_yjs(message: bytes, who: str = "", state: Callable[[], bytes] | None = None) -> ErrorEvent | None:
-    """The error for a binary frame that is neither a Yjs sync message nor an awareness
-    message, or a sync message whose lengths do not fit in it (``yjs_check``: pycrdt would
-    allocate what a crafted count claims), or an awareness message whose lengths do not
-    fit, checked before anything decodes or relays it (room and replica alike). The room
-    also gives its document's ``state`` vector: an update with a gap in a client's changes
-    is refused too (``yjs_check.check_sync``)."""
-    kind = message[0] if message else None
-    if kind not in (YMessageType.SYNC, YMessageType.AWARENESS):
-        return bad_binary(who, f"unknown message type {kind}")
-    try:
-        if kind == YMessageType.SYNC:
-            check_sync(message, state=state)
-        else:
-            check_awareness(message)
-    except BadUpdate as exc:
-        return bad_binary(who, str(exc))
-    return None
 REQUEST_TIMEOUT_S = 5.0
 
 
