@@ -22,7 +22,6 @@ from pycrdt import Doc, create_sync_message
 from spark_ide.editing.document import move_file, replace_file_if, set_file_text
 
 from .background import Background
-from .cluster import RoomClosed
 from .doc_rules import LiveDocument, YjsIntake
 from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished
 from .outbox import Frame
@@ -33,7 +32,7 @@ from .replacement import Replacements
 from .replay import ReplayLog
 from .runs import RoomRuns
 from .store import LiveSettings, RoomStore
-from .transport import Connection, LocalTransport, Transport
+from .transport import Connection, LocalTransport, RoomClosed, Transport
 from .turns import Command, CommandKind
 from .watchdog import RoomGuard, start_scan_process
 
