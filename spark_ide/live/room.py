@@ -30,7 +30,7 @@ from .pipeline import Pipeline
 from .presence import Arrivals, PresenceBoard
 from .replacement import Replacements
 from .replay import ReplayLog
-from .runs import RoomRuns
+from .runs import RoomRuns, confirmation_needed
 from .store import LiveSettings, RoomStore
 from .transport import Connection, LocalTransport, RoomClosed, Transport
 from .turns import Command, CommandKind
@@ -320,14 +320,7 @@ class Room:
         """Run ``path`` (or the tests) in the sandbox; with high-severity watchdog findings in
         the files, only once the person confirms (``confirm``: they were shown the findings)."""
         if not confirm and (high := self.guard.high_findings()):
-            listed = "; ".join(f"{f.path} {f.message}" for f in high[:5])
-            more = f" (and {len(high) - 5} more)" if len(high) > 5 else ""
-            self.tell(conn, ErrorEvent(
-                ErrorCode.RUN_NEEDS_CONFIRMATION,
-                f"the watchdog found {len(high)} high-severity problem{'s' if len(high) > 1 else ''} in the code: "
-                f"{listed}{more}. Run it anyway?",
-                ref={"path": path, "tests": tests, "findings": [f.as_dict() for f in high]},
-            ))
+            self.tell(conn, confirmation_needed(high, path=path, tests=tests))
             return
         refused = self.runs.run(conn, path=path, tests=tests)
         if refused is not None:

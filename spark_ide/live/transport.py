@@ -39,7 +39,7 @@ class Connection:
     hang_up: Callable[[], None] = lambda: None  # closes the socket (the participant was removed)
     move: Callable[[], None] = lambda: None  # closes it so that it reconnects (the room moved)
     remote: str = ""  # the channel of the process that serves it, when that is not the room's
-    asked_at: float = float("-inf")  # when the room last asked it for updates it may lack (``Room.receive_yjs``)
+    asked_at: float = float("-inf")  # when the room last asked it for updates it may lack (``doc_rules.YjsIntake``)
     # The document generation its page holds: None until it joins knowing none (``?generation=``),
     # then the room's; behind the room's until the page says it adopted the new one.
     generation: int | None = None
