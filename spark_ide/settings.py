@@ -112,7 +112,7 @@ else:
     # Eager: tasks run in the caller's thread; async callers wrap them in sync_to_async so
     # they never run on the event loop.
     CELERY_TASK_ALWAYS_EAGER = True
-# Rooms shared by several processes (spark_ide.live.cluster): each room owned by one process
+# Rooms shared by several processes (spark_ide.live.owner, live.replica): each room owned by one process
 # under a lease in Redis, the others forwarding to it. On whenever Redis is there.
 SPARK_CLUSTER = bool(REDIS_URL) and envbool("SPARK_CLUSTER", True)
 CELERY_TASK_EAGER_PROPAGATES = True

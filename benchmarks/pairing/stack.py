@@ -8,7 +8,7 @@ and is ended with it, however the benchmark ends.
 
 ``Stack(..., daphnes=N, database_url=..., redis_url=...)`` runs N Daphne processes sharing
 PostgreSQL and Redis, as a production deployment does (``ide_urls``; rooms are shared by the
-processes through Redis, ``spark_ide.live.cluster``).
+processes through Redis, ``spark_ide.live.owner``).
 """
 
 from __future__ import annotations

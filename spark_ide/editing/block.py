@@ -8,7 +8,7 @@ from pycrdt import Doc, Map, Text
 
 from spark_ide.editing.applier import LineApplier
 from spark_ide.editing.fence import FencePreview
-from spark_ide.editing.limits import FileLimits
+from spark_ide.editing.limits import FileLimits, too_many_files
 from spark_ide.editing.lines import split_lines_keeping_ends
 from spark_ide.editing.locator import LocateFailure, MatchStrategy, locate
 from spark_ide.editing.merge import MergeReport, is_python, plan_merge, separator
@@ -86,10 +86,8 @@ class EditBlock:
             self._tracker = CandidateTracker(self._snapshot.text)
             return
         if existing is None:
-            max_files = self._limits.max_files
-            if max_files is not None and len(files) >= max_files:
-                message = f"the workspace already holds {len(files)} files (at most {max_files})"
-                raise BlockFailure(FailureReason.TOO_MANY_FILES, message=message)
+            if (too_many := too_many_files(self._limits.max_files, len(files))) is not None:
+                raise BlockFailure(FailureReason.TOO_MANY_FILES, message=too_many)
             conflict = path_conflict(self.path, set(files.keys()))
             if conflict is not None:
                 raise BlockFailure(FailureReason.PATH_CONFLICT, message=conflict)

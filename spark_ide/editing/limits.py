@@ -18,3 +18,14 @@ class FileLimits:
 
 
 NO_LIMITS = FileLimits()
+
+
+def too_many_files(limit: int | None, holding: int, adding: int = 1) -> str | None:
+    """The one file-count rule every write obeys (the model's blocks, a person's new files in
+    the live document, HTTP writes, imports): None when a workspace that holds ``holding``
+    files may take ``adding`` more under ``limit`` (None: no limit), else why it may not."""
+    if limit is None or holding + adding <= limit:
+        return None
+    if holding == 0:
+        return f"a workspace holds at most {limit} files, not {adding}"
+    return f"the workspace already holds {holding} files (at most {limit})"

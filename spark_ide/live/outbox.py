@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pycrdt import create_update_message, merge_updates
 
@@ -81,10 +80,10 @@ class RawBinary:
 
 @dataclass(frozen=True, slots=True)
 class Barrier:
-    """An item that nothing later merges past (``live.cluster``: an item addressed to one
+    """An item that nothing later merges past (``live.owner``: an item addressed to one
     connection in a room's shared stream)."""
 
-    payload: list[Any]
+    payload: object
 
 
 Item = Frame | TextRun | DocUpdate | RawBinary | Barrier

@@ -1,7 +1,7 @@
 """The rooms this process takes part in, one per workspace, opened on first use.
 
 Alone (no ``Cluster``), every room is this process's own. In a cluster, the first process
-to need a room takes its lease and owns it (``live.cluster.OwnerDesk``); any other holds a
+to need a room takes its lease and owns it (``live.owner.OwnerDesk``); any other holds a
 ``Replica`` of it while its connections take part.
 """
 
@@ -13,9 +13,11 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from .background import Background
-from .cluster import Cluster, ClusterTransport, GroupLink, OwnerDesk, Place, Replica, room_group
+from .bus import Cluster, room_group
+from .owner import ClusterTransport, GroupLink, OwnerDesk
+from .replica import Replica
 from .room import Room
-from .transport import Transport
+from .transport import Place, Transport
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_ide.editing.paths import BadPath, clean_path
+from spark_ide.guard import Finding
 
 from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
@@ -27,6 +28,19 @@ log = logging.getLogger(__name__)
 
 KEPT_OUTPUT_CHARS = 64_000  # of a run's output in its record (the sandbox caps it about there too)
 ROOM_CLOSED = "stopped: the room closed while it ran"
+
+
+def confirmation_needed(high: list[Finding], *, path: str, tests: bool) -> ErrorEvent:
+    """The answer to a run asked for while the files hold ``high``-severity watchdog findings:
+    the person is shown them and confirms (``run`` again with ``confirm``)."""
+    listed = "; ".join(f"{f.path} {f.message}" for f in high[:5])
+    more = f" (and {len(high) - 5} more)" if len(high) > 5 else ""
+    return ErrorEvent(
+        ErrorCode.RUN_NEEDS_CONFIRMATION,
+        f"the watchdog found {len(high)} high-severity problem{'s' if len(high) > 1 else ''} in the code: "
+        f"{listed}{more}. Run it anyway?",
+        ref={"path": path, "tests": tests, "findings": [f.as_dict() for f in high]},
+    )
 
 
 @dataclass

@@ -1,20 +1,22 @@
 """How a room reaches its participants: a connection per browser tab or script, and the
-fan-out over them. In one process ``LocalTransport``; across processes ``live.cluster.ClusterTransport``
-(the channel layer behind the same protocol: the room does not change)."""
+fan-out over them. In one process ``LocalTransport``; across processes ``live.owner.ClusterTransport``
+(the channel layer behind the same protocol: the room does not change). And ``Place``, what a
+connection takes part in: the room itself, or (``live.replica``) a replica of it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .events import Role
+from .events import ErrorEvent, Event, Role
 from .outbox import Frame
+from .turns import CommandKind
 
 
 class Sink(Protocol):
     """Where a connection's messages go: its ``Outbox``, or (for a connection another
-    process serves) the room's shared stream (``live.cluster.RemoteSink``)."""
+    process serves) the room's shared stream (``live.owner.RemoteSink``)."""
 
     def put_frame(self, frame: Frame) -> None: ...
 
@@ -37,7 +39,7 @@ class Connection:
     hang_up: Callable[[], None] = lambda: None  # closes the socket (the participant was removed)
     move: Callable[[], None] = lambda: None  # closes it so that it reconnects (the room moved)
     remote: str = ""  # the channel of the process that serves it, when that is not the room's
-    asked_at: float = float("-inf")  # when the room last asked it for updates it may lack (``Room.receive_yjs``)
+    asked_at: float = float("-inf")  # when the room last asked it for updates it may lack (``doc_rules.YjsIntake``)
     # The document generation its page holds: None until it joins knowing none (``?generation=``),
     # then the room's; behind the room's until the page says it adopted the new one.
     generation: int | None = None
@@ -87,3 +89,40 @@ class LocalTransport:
         for conn in self._members.values():
             if conn is not skip:
                 conn.outbox.put_raw(message)
+
+
+class RoomClosed(Exception):
+    """The room (or the replica) closed while a connection was joining it: join the next one."""
+
+
+class Place(Protocol):
+    """Where a connection takes part: the room itself, or a replica of it."""
+
+    workspace: str
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def join(self, conn: Connection, *, after: int | None) -> None: ...
+
+    def leave(self, conn: Connection) -> None: ...
+
+    def tell(self, conn: Connection, event: Event) -> None: ...
+
+    def receive_yjs(self, conn: Connection, message: bytes) -> ErrorEvent | None: ...
+
+    def adopt(self, conn: Connection, generation: int) -> None: ...
+
+    def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None: ...
+
+    async def resume(self, conn: Connection, after: int) -> None: ...
+
+    def expel(self, user_id: int) -> None: ...
+
+    def rejoin(self) -> None: ...
+
+    def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None: ...
+
+    def run_input(self, conn: Connection, run: str, text: str) -> None: ...
+
+    def run_stop(self, conn: Connection, run: str) -> None: ...

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
-from spark_ide.live.cluster import Place
+from spark_ide.live.bus import Message, RoomExpel, RoomRejoin, send
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
@@ -34,7 +34,7 @@ from spark_ide.live.store import (
     TurnOutcome,
     TurnRecord,
 )
-from spark_ide.live.transport import Transport
+from spark_ide.live.transport import Place, Transport
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
@@ -309,7 +309,7 @@ def expel_everywhere(workspace_id: uuid.UUID, user_ids: list[int]) -> None:
     """Hang up on the users' live connections, on whichever process serves them (the owner
     tells the replicas). From a request thread."""
     for user_id in user_ids:
-        _tell_owner(workspace_id, functools.partial(_expel, user_id=user_id), {"type": "room.expel", "user": user_id})
+        _tell_owner(workspace_id, functools.partial(_expel, user_id=user_id), RoomExpel(user_id))
 
 
 def _expel(place: Place, *, user_id: int) -> None:
@@ -319,10 +319,10 @@ def _expel(place: Place, *, user_id: int) -> None:
 def rejoin_everywhere(workspace_id: uuid.UUID) -> None:
     """Have every live connection of the workspace reconnect (their roles changed), on
     whichever process serves them. From a request thread."""
-    _tell_owner(workspace_id, lambda place: place.rejoin(), {"type": "room.rejoin"})
+    _tell_owner(workspace_id, lambda place: place.rejoin(), RoomRejoin())
 
 
-def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: dict[str, object]) -> None:
+def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: Message) -> None:
     """``here`` on this process's room or replica of the workspace; else ``message`` to the
     process owning its room, if any."""
     place = ROOMS.held(str(workspace_id))
@@ -334,4 +334,4 @@ def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message:
         return
     owner = async_to_sync(cluster.lease.holder)(str(workspace_id))
     if owner is not None:
-        async_to_sync(cluster.bus.send)(owner, message)
+        async_to_sync(send)(cluster.bus, owner, message)

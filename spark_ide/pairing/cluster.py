@@ -1,4 +1,4 @@
-"""The Django side of rooms shared by several processes (``spark_ide.live.cluster``): the
+"""The Django side of rooms shared by several processes (``spark_ide.live.owner``, ``replica``): the
 lease in Redis, the Channels layer as the bus, and HTTP requests that reach a room owned by
 another process.
 
@@ -9,14 +9,24 @@ every room in its one process.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import redis.asyncio as aioredis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from spark_ide.live.cluster import LEASE_TTL_S, Bus, Cluster, ask_owner
+from spark_ide.live.bus import (
+    LEASE_TTL_S,
+    Bus,
+    Cluster,
+    Request,
+    RoomMoveFile,
+    RoomReadFiles,
+    RoomReply,
+    RoomSetFile,
+    RoomStoreEvents,
+    ask_owner,
+)
 from spark_ide.workspaces import documents
 
 from .redis_clients import LoopClients
@@ -44,7 +54,7 @@ return 0
 
 
 class RedisLease:
-    """``live.cluster.Lease`` in Redis: one key per room holding the owner's channel, with a
+    """``live.bus.Lease`` in Redis: one key per room holding the owner's channel, with a
     time to live the owner renews. Redis keeps nothing on disk here: after a restart every
     lease is gone, and so is every message the pub/sub layer carried while it was down. An
     owner whose key vanished therefore does not take it back (``renew`` is False): it closes
@@ -94,24 +104,22 @@ class RemoteDocument:
         self.owner = owner
 
     def apply_file(self, path: str, text: str | None) -> None:
-        self._ask({"type": "room.set_file", "path": path, "text": text})
+        self._ask(RoomSetFile(path, text))
 
     def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
-        return bool(self._ask({"type": "room.set_file", "path": path, "text": text, "expected": expected})["ok"])
+        return self._ask(RoomSetFile(path, text, conditional=True, expected=expected)).ok
 
     def rename_file(self, path: str, new_path: str) -> str | None:
-        moved = self._ask({"type": "room.move_file", "path": path, "new_path": new_path})["text"]
-        return None if moved is None else str(moved)
+        return self._ask(RoomMoveFile(path, new_path)).text
 
     def read_files(self) -> dict[str, str]:
-        texts = self._ask({"type": "room.read_files"})["texts"]
-        return {str(path): str(text) for path, text in texts.items()}
+        return dict(self._ask(RoomReadFiles()).texts or {})
 
     async def store_events(self) -> None:
-        await ask_owner(self.cluster.bus, self.owner, {"type": "room.store_events"})
+        await ask_owner(self.cluster.bus, self.owner, RoomStoreEvents())
 
-    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        answer: dict[str, Any] = async_to_sync(ask_owner)(self.cluster.bus, self.owner, message)
+    def _ask(self, request: Request) -> RoomReply:
+        answer: RoomReply = async_to_sync(ask_owner)(self.cluster.bus, self.owner, request)
         return answer
 
 

@@ -21,12 +21,11 @@ from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import RedisError
 
-from spark_ide.live.cluster import Place, RoomClosed
 from spark_ide.live.events import CloseCode, ErrorCode, ErrorEvent, Pong, Role, encode
 from spark_ide.live.messages import MAX_SEQ, MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
 from spark_ide.live.rooms import Rooms
-from spark_ide.live.transport import Connection
+from spark_ide.live.transport import Connection, Place, RoomClosed
 from spark_ide.live.turns import CommandKind
 from spark_ide.ops import native_memory
 
@@ -97,7 +96,7 @@ def _number(query: bytes, name: str) -> int | None:
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     # No channel-layer channel per socket: nothing is ever sent to one (rooms use the layer,
-    # live.cluster). With Redis each would be a SUBSCRIBE and UNSUBSCRIBE on the connection
+    # live.owner). With Redis each would be a SUBSCRIBE and UNSUBSCRIBE on the connection
     # a room's stream is published on, delaying it whenever many sockets come or go.
     channel_layer_alias = "none"
     text_rate = (20.0, 40.0)  # per socket: messages a second, burst (docs/pairing.md)

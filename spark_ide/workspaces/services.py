@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from spark_ide.api_errors import ApiCode
+from spark_ide.editing.limits import too_many_files
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 from spark_ide.guard import GuardMode
 
@@ -107,9 +108,9 @@ def last_changed_path(workspace: Workspace) -> str:
 
 
 def _file_limit_check(workspace: Workspace, adding: int) -> None:
-    limit = settings.SPARK_MAX_WORKSPACE_FILES
-    if workspace.files.count() + adding > limit:
-        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"a workspace holds at most {limit} files")
+    too_many = too_many_files(settings.SPARK_MAX_WORKSPACE_FILES, workspace.files.count(), adding)
+    if too_many is not None:
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, too_many)
 
 
 def archived_copy(workspace_id: uuid.UUID) -> bool:
@@ -249,8 +250,8 @@ def workspace_create(
     if not name or len(name) > 200:
         raise WorkspaceError(ApiCode.BAD_NAME, "a workspace name is 1 to 200 characters")
     files = files or {}
-    if len(files) > settings.SPARK_MAX_WORKSPACE_FILES:
-        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+    if (too_many := too_many_files(settings.SPARK_MAX_WORKSPACE_FILES, 0, len(files))) is not None:
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, too_many)
     with transaction.atomic():
         _workspace_limit_check(owner)
         workspace = Workspace.objects.create(owner=owner, name=name)
@@ -290,8 +291,8 @@ def zip_entries(data: bytes) -> list[tuple[str, bytes]]:
     except zipfile.BadZipFile:
         raise WorkspaceError(ApiCode.BAD_ZIP, "the upload is not a zip archive") from None
     members = [info for info in archive.infolist() if not info.is_dir()]
-    if len(members) > settings.SPARK_MAX_WORKSPACE_FILES:
-        raise WorkspaceError(ApiCode.TOO_MANY_FILES, f"at most {settings.SPARK_MAX_WORKSPACE_FILES} files")
+    if (too_many := too_many_files(settings.SPARK_MAX_WORKSPACE_FILES, 0, len(members))) is not None:
+        raise WorkspaceError(ApiCode.TOO_MANY_FILES, too_many)
     total = sum(info.file_size for info in members)
     if total > settings.SPARK_MAX_IMPORT_BYTES:
         raise WorkspaceError(ApiCode.IMPORT_TOO_LARGE, f"the archive unpacks to {total} bytes")

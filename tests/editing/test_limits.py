@@ -11,6 +11,7 @@ from spark_ide.editing import (
     Outcome,
     TurnEditor,
 )
+from spark_ide.editing.limits import too_many_files
 
 from .support import Block, build_stream, make_doc, read, read_files
 
@@ -117,3 +118,13 @@ def test_a_write_where_a_file_would_also_be_a_folder_fails_and_creates_nothing()
         (2, EditState.APPLIED, None),
     ]
     assert read_files(doc) == {"app.py": APP, "pkg/mod.py": "m = 1\n", "pkg/other.py": "o = 1\n"}
+
+
+def test_one_file_count_rule_for_every_writer() -> None:
+    """``too_many_files``: the rule the model's blocks, a person's new files in the live
+    document (``live.doc_rules``) and HTTP writes and imports (``workspaces.services``) obey."""
+    assert too_many_files(None, 10_000, 10_000) is None
+    assert too_many_files(3, 2) is None and too_many_files(3, 0, 3) is None
+    assert too_many_files(2, 2) == "the workspace already holds 2 files (at most 2)"
+    assert too_many_files(2, 0, 3) == "a workspace holds at most 2 files, not 3"
+    assert too_many_files(2, 5) is not None  # a limit lowered below what a workspace holds

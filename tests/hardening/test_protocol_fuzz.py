@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from pycrdt import Doc, Map, Text, create_update_message, handle_sync_message
 
 from spark_ide.accounts.services import api_token_create
-from spark_ide.live.cluster import BAD_FRAMES
+from spark_ide.live.doc_rules import BAD_FRAMES
 from spark_ide.live.events import Role
 from spark_ide.live.messages import MESSAGES, Field, Limits, MessageSpec
 from spark_ide.live.yjs_check import check_awareness, check_sync
@@ -356,7 +356,7 @@ def test_a_hostile_client_cannot_crash_the_room_or_spoil_the_document(
 
     frames_tried = tried["text"] + tried["binary"]
     tracebacks = [r for r in kept.records if r.exc_info and r.name.startswith("spark_ide")]
-    warnings = [r for r in kept.records if r.name == "spark_ide.live.cluster"]
+    warnings = [r for r in kept.records if r.name == "spark_ide.live.doc_rules"]
     print(f"protocol fuzz: {frames_tried} frames ({tried['text']} text, {tried['binary']} binary), "
           f"{tried['errors']} errors expected and received, {len(warnings)} warning lines for "
           f"{BAD_FRAMES.total} refused binary frames in all, {elapsed:.1f} s")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pycrdt import Array, Doc, Map, Text, create_sync_message, handle_sync_message
 
-from spark_ide.live.cluster import BAD_FRAMES, malformed_yjs
+from spark_ide.live.doc_rules import BAD_FRAMES, malformed_yjs
 from spark_ide.live.yjs_check import MAX_DEPTH, BadFrames, BadUpdate, _Reader, _walk_update, check_sync
 from tests.support.node import run_node
 

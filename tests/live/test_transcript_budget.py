@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from spark_ide.live.events import EditStatus, TurnProse, TurnStarted
 from spark_ide.live.outbox import Frame
-from spark_ide.live.room import within_budget
+from spark_ide.live.replay import within_budget
 
 
 def turn(name: str, seq: int, prose: int) -> list[Frame]:

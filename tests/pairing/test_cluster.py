@@ -18,7 +18,8 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.db import connections
 from django.urls import path
 
-from spark_ide.live.cluster import Cluster, Replica
+from spark_ide.live.bus import Cluster
+from spark_ide.live.replica import Replica
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.pairing.adapter import make_room

@@ -434,7 +434,7 @@ async def test_a_replaced_document_is_adopted_by_pages_and_its_earlier_turns_sti
     assert replaced["generation"] == room.generation == 1
     assert len(room.doc.get_update()) * 3 < before  # the deleted items are gone
     assert client.text("big.py") == body(4) and (client.text("util.py") or "").startswith("# typed before")
-    room._let_previous_go()  # kept a while for pages that still send of it; then nothing holds it
+    room.replacements.let_go()  # kept a while for pages that still send of it; then nothing holds it
     gc.collect()
     assert old() is None
     await client.type_text("util.py", 0, "# typed after the replacement\n")
@@ -488,9 +488,9 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
 
     # A clash: the old document's util.py and the new one's changed the same line.
     room.set_file("util.py", "X = 2\n")
-    assert room._previous is not None
+    assert room.replacements.previous is not None
     held: Doc[Any] = Doc()
-    held.apply_update(room._previous[1].get_update())  # as it held the old document
+    held.apply_update(room.replacements.previous[1].get_update())  # as it held the old document
     stale = await connect(live, path=path, doc=held, answers=True, adopts=False)
     await stale.type_text("util.py", 0, "# mine\n")
     await typist.until_true(lambda: typist.text("util.mine.py") is not None)
@@ -508,7 +508,7 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
     # Past MERGE_MAX_CHARS a file is not merged line by line (on the room's loop): beside it.
     big = "".join(f"line {i}\n" for i in range(10_000))
     room.set_file("big.txt", big + "theirs\n")
-    assert room._merge_texts({"big.txt": big}, {"big.txt": "mine\n" + big}) is None
+    assert room.replacements.merge_texts({"big.txt": big}, {"big.txt": "mine\n" + big}) is None
     await typist.until_true(lambda: typist.text("big.mine.txt") == "mine\n" + big)
     assert room.texts()["big.txt"] == big + "theirs\n"
     for page in (typist, back, stale):

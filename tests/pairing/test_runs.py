@@ -13,8 +13,9 @@ from channels.db import database_sync_to_async
 from pycrdt import Map, Text, create_update_message
 
 from spark_ide.celery import app as celery_app
+from spark_ide.guard import GuardMode
 from spark_ide.pairing.models import Participant, Run
-from spark_ide.workspaces.models import GuardMode, Workspace
+from spark_ide.workspaces.models import Workspace
 from tests.pairing.conftest import Live, LiveClient, connect, token_for
 from tests.support.celery_worker import celery_worker, forget_queue, new_queue
 from tests.support.waits import eventually
