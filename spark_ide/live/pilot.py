@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, ProseEvent, TurnEditor
+from spark_ide.editing.grammar import BLOCK_END_CHARS, may_end_a_block
 from spark_ide.editing.reasons import RevertUnavailable
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
@@ -99,15 +100,6 @@ class GuardHalt:
 
     run: TurnRun
     findings: tuple[Finding, ...]
-
-
-_END_MARKERS = ("</", "```", ">>>>>>>")  # a closing tag, a fence, a merge marker
-_MARKER_CHARS = max(map(len, _END_MARKERS))  # what a delta's end keeps for the next (a marker cut in two)
-
-
-def _may_end_a_block(text: str) -> bool:
-    """Whether ``text`` may hold the end of an edit block (a closing tag, a fence, a marker)."""
-    return any(marker in text for marker in _END_MARKERS)
 
 
 def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
@@ -450,8 +442,8 @@ class Pilot:
         applies it (a halt rolls back only the block in flight). True: the watchdog halted the
         turn."""
         watch = run.watch
-        tail, run.tail = run.tail, text[-_MARKER_CHARS:]
-        may_end = watch is not None and _may_end_a_block(tail + text)  # with the last delta's end: a cut marker
+        tail, run.tail = run.tail, text[-BLOCK_END_CHARS:]
+        may_end = watch is not None and may_end_a_block(tail + text)  # with the last delta's end: a cut marker
         # What the watchdog holds unread is read before anything may end its block.
         if may_end and watch is not None and watch.holding and self._watch(run, watch.feed([])):
             return True
