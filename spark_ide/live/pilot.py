@@ -57,9 +57,12 @@ from .model_link import ModelLink
 from .policy import AiPolicy, Refusal
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
+from .room_guard import RoomGuard
+from .scan_process import bandit_in_process
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
+from .turn_watch import TurnWatch
 from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
-from .watchdog import CORRECTOR, RoomGuard, TurnWatch, bandit_in_process, correction_prompt, finding_event
+from .watchdog import CORRECTOR, correction_prompt, finding_event
 
 log = logging.getLogger(__name__)
 

@@ -69,11 +69,12 @@ from .events import (
 from .outbox import Frame, merged
 from .pilot import Pilot
 from .pipeline import Pipeline, Replacement
+from .room_guard import RoomGuard
 from .runs import RoomRuns
+from .scan_process import start_scan_process
 from .store import LiveSettings, RoomStore, StoredEvent
 from .transport import Connection, LocalTransport, Transport
 from .turns import Command, CommandKind
-from .watchdog import RoomGuard, start_scan_process
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from .events import DEFAULT_EFFORT, Effort, ErrorEvent
 from .meter import Meter
 from .prompting import PastTurn
 from .repetition import RepetitionGuard
-from .watchdog import TurnWatch
+from .turn_watch import TurnWatch
 
 KEEP_REVERTIBLE = 50
 
