@@ -54,7 +54,8 @@ from .events import (
 )
 from .events import ErrorEvent as SessionError
 from .model_link import ModelLink
-from .policy import AiPolicy, Refusal
+from .policy import AiPolicy
+from .policy_gate import PolicyGate
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .room_guard import RoomGuard
@@ -72,7 +73,6 @@ DEFAULT_FENCE_PATH = "main.py"
 # many tokens, so a busy process spends less per token the busier it is; the watchdog still
 # reads a step line by line, the guard stops a loop within a step.
 MERGED_CHARS = 512
-POLICY_FRESH_S = 2.0  # a course's AI policy read for a prompt serves the commands of the next seconds
 
 
 class Stage(Protocol):
@@ -168,14 +168,7 @@ class Pilot:
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
         self._task: asyncio.Task[None] | None = None
-        # -- AI policy (live.policy) --
-        self._policy = AiPolicy.OPEN
-        self._policy_read_at = float("-inf")
-        self._policy_reading: asyncio.Future[AiPolicy] | None = None  # the read in flight (_read_policy)
-        self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
-        self._spent = 0  # tokens of ended turns the last policy read may not count
-        self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
-        self._policy_refresh: asyncio.Task[AiPolicy] | None = None  # read while a turn streams
+        self._policy = PolicyGate(source=stage.store, announce=stage.announce)
         self._scans: set[asyncio.Task[None]] = set()  # bandit over the running turn's blocks
 
     @property
@@ -222,9 +215,7 @@ class Pilot:
         if run is not None:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
-        for reading in (self._policy_refresh, self._policy_reading):
-            if reading is not None:
-                reading.cancel()
+        self._policy.close()
         for scan in list(self._scans):
             scan.cancel()
         await self._link.close()
@@ -251,7 +242,7 @@ class Pilot:
         kind = command.kind
         if kind is CommandKind.PROMPT:
             if run is not None:
-                if self._refused(command, await self._read_policy()):
+                if self._policy.refused(command, await self._policy.read()):
                     return
                 self._queue.append(command)
                 self.stage.publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
@@ -337,8 +328,8 @@ class Pilot:
         self._records.put("turn started", lambda: self.stage.store.turn_started(record))
 
     async def _start(self, command: Command) -> None:
-        policy, _ = await asyncio.gather(self._read_policy(), self.stage.guard.read_rules())
-        if self._refused(command, policy):
+        policy, _ = await asyncio.gather(self._policy.read(), self.stage.guard.read_rules())
+        if self._policy.refused(command, policy):
             await self._next()
             return
         run = self._new_run(command, steered_from=None, policy=policy)
@@ -353,8 +344,8 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command, reason: FinishReason = FinishReason.STEERED) -> None:
-        policy = await self._read_policy()
-        if self._refused(command, policy):
+        policy = await self._policy.read()
+        if self._policy.refused(command, policy):
             if command.correction:  # the watchdog halted it: it cannot go on
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
@@ -403,9 +394,9 @@ class Pilot:
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break
-                    self._refresh_policy()
+                    self._policy.refresh()
                     self.stage.guard.refresh_rules()
-                    if self._policy.over_quota(self._spent + run.streamed_tokens):
+                    if self._policy.over_quota(run.streamed_tokens):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
                         break
@@ -594,7 +585,7 @@ class Pilot:
             self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
         metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
         self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
-        self._spend(run.id, metrics.get("tokens"))
+        self._policy.spend(run.id, metrics.get("tokens"))
         meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
         if self._run is run:
             self._run = None
@@ -617,79 +608,11 @@ class Pilot:
                 diff=turn_diff(run, now), metrics=metrics, error=error,
             ))
 
-        self._records.put("turn finished", record, then=lambda: self._recorded(run.id))
-
-    # -- the course's AI policy (live.policy) ---------------------------------------------------
-
-    async def _read_policy(self) -> AiPolicy:
-        """The policy as stored, read again when the last read is more than a moment old (a
-        teacher may change it, the quota is spent while the room is open). One read at a time:
-        those who ask meanwhile (the pages of a reconnect storm, each joining) share it."""
-        now = time.monotonic()
-        if now - self._policy_read_at < POLICY_FRESH_S:
-            return self._policy
-        if self._policy_reading is None or self._policy_reading.done():
-            self._policy_reading = asyncio.ensure_future(self._fetch_policy())
-        return await asyncio.shield(self._policy_reading)  # one asker going away does not end it for all
-
-    async def _fetch_policy(self) -> AiPolicy:
-        try:
-            policy = await self.stage.store.ai_policy()
-        except Exception:
-            log.exception("could not read the AI policy; the last one read stays")
-            return self._policy
-        self._policy, self._policy_read_at = policy, time.monotonic()
-        # Tokens of turns whose record was written are in what was read; the others are not.
-        self._spent = sum(self._unrecorded.values())
-        return policy
-
-    def _refresh_policy(self) -> None:
-        """While a turn streams, read the policy again in the background once it is stale: a
-        steer then finds it fresh (no read on its way), and a quota lowered mid-turn counts."""
-        stale = time.monotonic() - self._policy_read_at >= POLICY_FRESH_S
-        if stale and (self._policy_refresh is None or self._policy_refresh.done()):
-            self._policy_refresh = asyncio.create_task(self._read_policy())
-
-    def _refused(self, command: Command, policy: AiPolicy) -> bool:
-        """Refuse ``command`` (told to the asking connection) when the policy forbids a turn."""
-        refusal = policy.refusal(self._spent)
-        if refusal is None:
-            return False
-        code, message = refusal
-        if command.reply is not None:
-            error_code = ErrorCode.AI_DISABLED if code is Refusal.DISABLED else ErrorCode.AI_QUOTA
-            command.reply(SessionError(error_code, message, ref=command.turn or None))
-        self._show_policy()
-        return True
-
-    def _spend(self, turn: str, tokens: object) -> None:
-        spent = tokens if isinstance(tokens, int) else 0
-        self._unrecorded[turn] = spent
-        self._spent += spent
-        self._show_policy()
-
-    def _show_policy(self) -> None:
-        """Tell everyone the policy (``policy``) if the room is in a course, or was."""
-        if self._policy != AiPolicy.OPEN or self._policy_shown:
-            self._policy_shown = True
-            self.stage.announce(self.policy_event())
-
-    def _recorded(self, turn: str) -> None:
-        self._unrecorded.pop(turn, None)  # the stored tokens used count it from the next read
-
-    def policy_event(self) -> Policy:
-        """The policy as it stands for the student (``policy``: on join, after each turn)."""
-        policy, spent = self._policy, self._spent
-        return Policy(
-            mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
-            tokens_left=policy.tokens_left(spent), label=policy.label(spent),
-        )
+        self._records.put("turn finished", record, then=lambda: self._policy.recorded(run.id))
 
     async def current_policy(self) -> Policy | None:
-        """For a joining page: ``policy_event`` after reading the policy if the last read is
-        stale; None for a workspace outside a course (nothing to show)."""
-        policy = await self._read_policy()
-        return self.policy_event() if policy != AiPolicy.OPEN or self._policy_shown else None
+        """For a joining page: the course's AI policy as it stands (None outside a course)."""
+        return await self._policy.current()
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:
