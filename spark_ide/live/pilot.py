@@ -20,15 +20,13 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pycrdt import Doc
 
-from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, ProseEvent, TurnEditor
-from spark_ide.editing.grammar import BLOCK_END_CHARS, may_end_a_block
+from spark_ide.editing import EditEvent, Outcome, TurnEditor
 from spark_ide.editing.reasons import RevertUnavailable
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
@@ -36,7 +34,6 @@ from spark_ide.upstream import errors as upstream_errors
 
 from .events import (
     DEFAULT_EFFORT,
-    EditStatus,
     ErrorCode,
     Event,
     FinishReason,
@@ -59,11 +56,20 @@ from .policy_gate import PolicyGate
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .room_guard import RoomGuard
-from .scan_process import bandit_in_process
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
-from .turn_watch import TurnWatch
-from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
-from .watchdog import CORRECTOR, correction_prompt, finding_event
+from .turns import (
+    Command,
+    CommandKind,
+    Revertible,
+    TurnRun,
+    edit_events,
+    meter_turn,
+    new_turn_id,
+    turn_diff,
+    turn_metrics,
+)
+from .watch_gate import GuardHalt, WatchGate, given_up
+from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
 
@@ -95,30 +101,6 @@ class Halt:
 
     reason: FinishReason
     error: str
-
-
-@dataclass(frozen=True, slots=True)
-class GuardHalt:
-    """The watchdog found a flaw in what ``run`` writes that halts it (``_correct``)."""
-
-    run: TurnRun
-    findings: tuple[Finding, ...]
-
-
-def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
-    """``events`` without the progress statuses of a block that a later one replaces."""
-    last: dict[int, int] = {}
-    for index, event in enumerate(events):
-        if isinstance(event, BlockStatus) and event.state is EditState.STREAMING:
-            last[event.block] = index
-    return [
-        event for index, event in enumerate(events)
-        if not (isinstance(event, BlockStatus) and event.state is EditState.STREAMING and last[event.block] != index)
-    ]
-
-
-def new_turn_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 # What a person reads when the model's side failed, by the upstream client's code
@@ -169,7 +151,9 @@ class Pilot:
         self._records = Records(settings.persist_retries)
         self._task: asyncio.Task[None] | None = None
         self._policy = PolicyGate(source=stage.store, announce=stage.announce)
-        self._scans: set[asyncio.Task[None]] = set()  # bandit over the running turn's blocks
+        self._watchdog = WatchGate(
+            room=stage.guard, publish=stage.publish, halt=self._commands.put_nowait, running=lambda: self._run,
+        )
 
     @property
     def busy(self) -> bool:
@@ -216,8 +200,7 @@ class Pilot:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
         self._policy.close()
-        for scan in list(self._scans):
-            scan.cancel()
+        self._watchdog.close()
         await self._link.close()
         await self._records.close()
 
@@ -290,7 +273,6 @@ class Pilot:
         )
         turn_id = command.turn or new_turn_id()
         fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
-        rules = self.stage.guard.rules
         return TurnRun(
             id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(
@@ -300,7 +282,7 @@ class Pilot:
             before=texts, steering=steering,
             redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
             steered_from=steered_from.id if steered_from is not None else None,
-            watch=TurnWatch(rules) if rules.active and policy.edits_apply else None,
+            watch=self._watchdog.watch_for(policy),
             corrections=(steered_from.corrections if steered_from is not None else 0) + int(command.correction),
             touched=set(steered_from.touched) if steered_from is not None else set(),
         )
@@ -328,7 +310,7 @@ class Pilot:
         self._records.put("turn started", lambda: self.stage.store.turn_started(record))
 
     async def _start(self, command: Command) -> None:
-        policy, _ = await asyncio.gather(self._policy.read(), self.stage.guard.read_rules())
+        policy, _ = await asyncio.gather(self._policy.read(), self._watchdog.read_rules())
         if self._policy.refused(command, policy):
             await self._next()
             return
@@ -388,14 +370,14 @@ class Pilot:
                     run.deltas += 1 + more
                     run.chars += len(text)
                     self.stage.publish(TurnDelta(turn=run.id, text=text))
-                    if self._apply(run, text):
+                    if self._watchdog.apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
                     if run.repetition.feed(text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break
                     self._policy.refresh()
-                    self.stage.guard.refresh_rules()
+                    self._watchdog.refresh_rules()
                     if self._policy.over_quota(run.streamed_tokens):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
@@ -428,124 +410,21 @@ class Pilot:
                 self._finish(run, TurnStatus.FAILED, FinishReason.INTERNAL_ERROR, error=f"internal error: {exc}")
         self.submit(Command(kind=CommandKind.NEXT))
 
-    # -- the watchdog (live.watchdog) ------------------------------------------------------------
-
-    def _apply(self, run: TurnRun, text: str) -> bool:
-        """Apply a delta. With the watchdog on, a delta of several lines that may end a block
-        goes in line by line, so that a flaw on a line is caught before the end of its block
-        applies it (a halt rolls back only the block in flight). True: the watchdog halted the
-        turn."""
-        watch = run.watch
-        tail, run.tail = run.tail, text[-BLOCK_END_CHARS:]
-        may_end = watch is not None and may_end_a_block(tail + text)  # with the last delta's end: a cut marker
-        # What the watchdog holds unread is read before anything may end its block.
-        if may_end and watch is not None and watch.holding and self._watch(run, watch.feed([])):
-            return True
-        if watch is None or text.count("\n") < 2 or not may_end:
-            edits = run.editor.feed(text)
-            self._publish_edits(edits)
-            code = run.editor.take_code()
-            if watch is None or not (code or edits):
-                return False
-            new = watch.feed(code, edits, behind=run.stream is not None and run.stream.waiting > 0)
-            # Most deltas end no line and find nothing: no call for them (one per delta adds up).
-            return self._watch(run, new) if new or watch.lines_ended else False
-        held: list[EditEvent] = []
-        found: list[Finding] = []
-        for piece in text.splitlines(keepends=True):
-            edits = run.editor.feed(piece)
-            held += edits
-            code = run.editor.take_code()
-            if code or edits:
-                found += watch.feed(code, edits)
-                if any(watch.rules.halts(finding) for finding in found):
-                    break
-        # One progress status per block for the whole delta, as without the split (a status
-        # per line made the room send many times the events at high rates).
-        self._publish_edits(_last_progress(held))
-        return self._watch(run, found)
-
-    def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
-        """What the watchdog found in ``run``'s newest code: flagged findings go to the
-        transcript; a halting one is handed to the Pilot's loop (True: stop reading the
-        answer). Completed top-level blocks go to bandit in the scan process."""
-        watch = run.watch
-        assert watch is not None
-        watch.pending += watch.blocks()
-        if watch.pending and not watch.scanning:
-            self._scan_blocks(run, watch)
-        if not found:
-            return False
-        halting = tuple(finding for finding in found if watch.rules.halts(finding))
-        for finding in found:
-            if finding not in halting:
-                self.stage.publish(finding_event(run.id, finding, "flagged"))
-        if not halting:
-            return False
-        self._commands.put_nowait(GuardHalt(run, halting))
-        return True
-
-    def _scan_blocks(self, run: TurnRun, watch: TurnWatch) -> None:
-        """bandit over the completed blocks, one scan at a time and at most one every
-        ``BANDIT_EVERY_S``: blocks that complete meanwhile go together in the next (a trip to
-        the scan process per block cost the stream more than the scans)."""
-        watch.scanning = True
-
-        async def scan() -> None:
-            try:
-                while watch.pending:
-                    wait = watch.scan_wait(time.monotonic())
-                    if wait:
-                        await asyncio.sleep(wait)
-                        if not (run.live and self._run is run):
-                            break  # ended meanwhile: the turn's full scan reads its files
-                    batch, watch.pending = watch.pending, []
-                    watch.scanned_at = time.monotonic()
-                    fresh = watch.fresh(await bandit_in_process(batch))
-                    if run.live and self._run is run:
-                        self._watch(run, fresh)
-                    else:  # the turn ended meanwhile: flagged, as the full scan would
-                        for finding in fresh:
-                            self.stage.publish(finding_event(run.id, finding, "flagged"))
-            finally:
-                watch.scanning = False
-
-        task = asyncio.create_task(scan())
-        self._scans.add(task)
-        task.add_done_callback(self._scans.discard)
-
     async def _correct(self, run: TurnRun, findings: tuple[Finding, ...]) -> None:
         """The watchdog halted ``run``: its block in flight is rolled back, and the model is
         re-prompted with the findings on the warm connection (a steer by the watchdog) — at
         most ``max_corrections`` times in a chain; then the turn is stopped and flagged."""
-        assert run.watch is not None
-        if run.corrections >= run.watch.rules.max_corrections:
-            for finding in findings:
-                self.stage.publish(finding_event(run.id, finding, "flagged"))
-            first = findings[0]
+        correction = self._watchdog.correction(run, findings)
+        if correction is None:
             await self._end(
-                run, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
-                error=f"the model wrote the same kind of flaw again ({first.rule}, {first.path} line {first.line}) "
-                f"after {run.corrections} corrections; it was stopped",
+                run, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR, error=given_up(run, findings),
             )
             return
-        correction = Command(
-            kind=CommandKind.STEER, session=run.command.session, user_id=run.command.user_id, author=CORRECTOR,
-            text=correction_prompt(findings), turn=new_turn_id(), correction=True,
-        )
-        for finding in findings:
-            self.stage.publish(finding_event(run.id, finding, "halted", correction=correction.turn))
         await self._steer(run, correction, FinishReason.GUARD_HALT)
 
     def _publish_edits(self, events: list[EditEvent]) -> None:
-        for event in events:
-            if isinstance(event, BlockStatus):
-                self.stage.publish(EditStatus(
-                    turn=event.turn, block=event.block, path=event.path, state=event.state.value,
-                    detail=event.detail(),
-                ))
-            elif isinstance(event, ProseEvent) and event.text:
-                self.stage.publish(TurnProse(turn=event.turn, text=event.text))
+        for event in edit_events(events):
+            self.stage.publish(event)
 
     # -- the one way a turn ends -------------------------------------------------------------
 
@@ -573,9 +452,7 @@ class Pilot:
         if status is TurnStatus.COMPLETED:
             finished = run.editor.finish()
             self._publish_edits(finished)
-            if run.watch is not None:  # the last statement of the answer (it halts nothing now)
-                for finding in run.watch.feed(run.editor.take_code(), finished):
-                    self.stage.publish(finding_event(run.id, finding, "flagged"))
+            self._watchdog.answer_complete(run, finished)
             changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
             if reason is FinishReason.ANSWERED and not changed:
                 reason = FinishReason.NO_CHANGES
@@ -597,8 +474,7 @@ class Pilot:
         now, ledger = self.stage.texts(), run.editor.ledger.as_dicts()
         run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
-            reported = run.watch.reported if run.watch is not None else frozenset()
-            self.stage.guard.turn_ended(run.id, run.touched, reported)
+            self._watchdog.chain_ended(run)
 
         async def record() -> None:
             # The diff is made when the record is written, off a steer's way to its re-prompt

@@ -5,24 +5,29 @@ from __future__ import annotations
 import asyncio
 import difflib
 import time
+import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing import TurnEditor
+from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, Effort, ErrorEvent
+from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnProse
 from .meter import Meter
 from .prompting import PastTurn
 from .repetition import RepetitionGuard
 from .turn_watch import TurnWatch
 
 KEEP_REVERTIBLE = 50
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 class CommandKind(StrEnum):
@@ -93,6 +98,18 @@ class TurnRun:
 
     def as_past(self) -> PastTurn:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
+
+
+def edit_events(events: Iterable[EditEvent]) -> Iterator[EditStatus | TurnProse]:
+    """The session events of what the edit engine reported: block statuses, and prose (an
+    empty piece of prose is none)."""
+    for event in events:
+        if isinstance(event, BlockStatus):
+            yield EditStatus(
+                turn=event.turn, block=event.block, path=event.path, state=event.state.value, detail=event.detail(),
+            )
+        elif isinstance(event, ProseEvent) and event.text:
+            yield TurnProse(turn=event.turn, text=event.text)
 
 
 def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
