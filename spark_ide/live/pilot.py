@@ -27,14 +27,11 @@ from typing import Any, Protocol
 from pycrdt import Doc
 
 from spark_ide.editing import EditEvent, Outcome, TurnEditor
-from spark_ide.editing.reasons import RevertUnavailable
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
-from spark_ide.upstream import errors as upstream_errors
 
 from .events import (
     DEFAULT_EFFORT,
-    ErrorCode,
     Event,
     FinishReason,
     Policy,
@@ -43,24 +40,21 @@ from .events import (
     TurnFinished,
     TurnProse,
     TurnQueued,
-    TurnRestored,
-    TurnReverted,
     TurnStarted,
     TurnStatus,
     TurnSteered,
 )
-from .events import ErrorEvent as SessionError
-from .model_link import ModelLink
+from .model_link import ModelLink, upstream_failure
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
+from .reverts import TurnReverts
 from .room_guard import RoomGuard
 from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
 from .turns import (
     Command,
     CommandKind,
-    Revertible,
     TurnRun,
     edit_events,
     meter_turn,
@@ -103,36 +97,6 @@ class Halt:
     error: str
 
 
-# What a person reads when the model's side failed, by the upstream client's code
-# (docs/upstream.md, "Error codes"); the code and its detail follow in brackets.
-_UPSTREAM_FAILURES: dict[str, tuple[FinishReason, str]] = {
-    upstream_errors.CONNECTION_LOST: (FinishReason.CONNECTION_LOST, "the connection to the model dropped mid-answer"),
-    upstream_errors.CONNECTION_EXPIRED: (
-        FinishReason.CONNECTION_EXPIRED,
-        "the provider closed the model's connection at its time limit mid-answer; the next prompt uses a new one",
-    ),
-    upstream_errors.PROTOCOL_ERROR: (
-        FinishReason.MODEL_PROTOCOL_ERROR, "the model's connection sent something that is not a valid event",
-    ),
-    upstream_errors.PROVIDER_UNAVAILABLE: (FinishReason.MODEL_UNAVAILABLE, "the model is unavailable"),
-}
-
-
-def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:
-    """The reason and message of a turn the model's side ended: each fault says what happened
-    (a timeout before the first byte is not a stall mid-answer); the provider's own errors are
-    ``model_error``. The block in flight is rolled back by ``_finish`` whatever the reason."""
-    detail = f"{event.code}: {event.message}"
-    if isinstance(event, Failed):
-        return FinishReason.MODEL_ERROR, f"the provider reports that the answer failed ({detail})"
-    if event.code == upstream_errors.TIMEOUT:
-        if event.marks.first_byte_at is None:
-            return FinishReason.FIRST_BYTE_TIMEOUT, f"the model did not start answering in time ({detail})"
-        return FinishReason.STALLED, f"the model stopped sending mid-answer ({detail})"
-    reason, text = _UPSTREAM_FAILURES.get(event.code, (FinishReason.MODEL_ERROR, "the model answered with an error"))
-    return reason, f"{text} ({detail})"
-
-
 class Pilot:
     def __init__(self, stage: Stage, *, settings: LiveSettings) -> None:
         self.stage = stage
@@ -141,14 +105,13 @@ class Pilot:
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
-        self._revertible = Revertible()
-        self._restorable: set[str] = set()  # turns reverted since the last turn started
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self._history: deque[PastTurn] = deque(maxlen=self.style.history_turns)
         self._last_ledger = ""
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
+        self._reverts = TurnReverts(book=stage.store, records=self._records, publish=stage.publish)
         self._task: asyncio.Task[None] | None = None
         self._policy = PolicyGate(source=stage.store, announce=stage.announce)
         self._watchdog = WatchGate(
@@ -242,7 +205,7 @@ class Pilot:
         elif kind is CommandKind.REVERT:
             await self._revert(command)
         elif kind is CommandKind.RESTORE:
-            self._restore(command)
+            self._reverts.restore(command)
         elif kind is CommandKind.NEXT and run is None:
             await self._next()
 
@@ -289,8 +252,7 @@ class Pilot:
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
-        self._restorable.clear()  # a revert can be undone until the next turn starts: this one
-        self._revertible.add(run.id, run.editor)
+        self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
         command = run.command
         requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
         effort = policy.effort(requested or DEFAULT_EFFORT)
@@ -502,65 +464,18 @@ class Pilot:
         undo histories belong to the old one; they revert as text from now on."""
         if self._run is not None:
             raise RuntimeError("the document cannot be replaced while a turn writes into it")
-        self._revertible.detach(doc)
+        self._reverts.document_replaced(doc)
 
     async def _revert(self, command: Command) -> None:
-        turn = command.turn
-        editor = self._revertible.get(turn)
+        """Take a turn back; the running one is ended first (``reverted``)."""
+        editor = self._reverts.editor(command)
         if editor is None:
-            if command.reply is not None:
-                command.reply(SessionError(
-                    ErrorCode.REVERT_UNAVAILABLE, f"turn {turn} cannot be reverted (unknown or too old)", ref=turn,
-                ))
             return
-        running = self._run if self._run is not None and self._run.id == turn else None
+        running = self._run if self._run is not None and self._run.id == command.turn else None
         if running is not None:
             self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED, by=command.author)
-        try:
-            edits = editor.revert()
-        except RevertUnavailable as refused:
-            if command.reply is not None:
-                command.reply(SessionError(ErrorCode.REVERT_UNAVAILABLE, str(refused), ref=turn))
+        if not self._reverts.revert(command, editor):
             return
-        self._publish_edits(edits)
-        self._restorable.add(turn)
-        # Announced once recorded, so a history panel refreshed on it shows the revert.
-        self._records.put(
-            "turn reverted", lambda: self.stage.store.turn_reverted(turn),
-            then=lambda: self.stage.publish(TurnReverted(turn=turn)),
-        )
         if running is not None:
             await self._stop_upstream(running)
             await self._next()
-
-    def _restore(self, command: Command) -> None:
-        """Undo the revert of a turn: its edits go back into the files (``TurnEditor.restore``),
-        for everyone, and its record is no longer reverted. Only a turn reverted since the
-        last turn started (``_restorable``), in this room; refused, changing nothing, when
-        the lines it brings back were edited since."""
-        turn = command.turn
-        editor = self._revertible.get(turn)
-        if turn not in self._restorable or editor is None or not editor.reverted:
-            if command.reply is not None:
-                why = (
-                    "a turn has started since it was reverted" if editor is not None and editor.reverted
-                    else "it is not a reverted turn of this room"
-                )
-                command.reply(SessionError(
-                    ErrorCode.RESTORE_UNAVAILABLE,
-                    f"turn {turn} cannot be restored: {why} (a revert can be undone until the next turn starts)",
-                    ref=turn,
-                ))
-            return
-        try:
-            edits = editor.restore()
-        except RevertUnavailable as refused:
-            if command.reply is not None:
-                command.reply(SessionError(ErrorCode.RESTORE_UNAVAILABLE, str(refused), ref=turn))
-            return
-        self._restorable.discard(turn)
-        self._publish_edits(edits)
-        self._records.put(
-            "turn restored", lambda: self.stage.store.turn_restored(turn),
-            then=lambda: self.stage.publish(TurnRestored(turn=turn)),
-        )

@@ -1,4 +1,4 @@
-"""A turn while it runs, and what is kept of it after: metrics, diff, history, revert."""
+"""A turn while it runs, and what is kept of it after: metrics, diff, history."""
 
 from __future__ import annotations
 
@@ -6,13 +6,9 @@ import asyncio
 import difflib
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
-
-from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
@@ -22,8 +18,6 @@ from .meter import Meter
 from .prompting import PastTurn
 from .repetition import RepetitionGuard
 from .turn_watch import TurnWatch
-
-KEEP_REVERTIBLE = 50
 
 
 def new_turn_id() -> str:
@@ -165,24 +159,3 @@ def turn_diff(run: TurnRun, now: Mapping[str, str]) -> dict[str, str]:
             )
             diffs[path] = "".join(lines)
     return diffs
-
-
-class Revertible:
-    """The edit engines of the recent turns, which can take a whole turn back."""
-
-    def __init__(self, keep: int = KEEP_REVERTIBLE) -> None:
-        self._keep = keep
-        self._editors: OrderedDict[str, TurnEditor] = OrderedDict()
-
-    def add(self, turn: str, editor: TurnEditor) -> None:
-        self._editors[turn] = editor
-        while len(self._editors) > self._keep:
-            self._editors.popitem(last=False)
-
-    def get(self, turn: str) -> TurnEditor | None:
-        return self._editors.get(turn)
-
-    def detach(self, doc: Doc[Any]) -> None:
-        """The room compacted its document into ``doc``: each kept turn reverts as text now."""
-        for editor in self._editors.values():
-            editor.detach(doc)
