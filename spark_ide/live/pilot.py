@@ -21,8 +21,9 @@ import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pycrdt import Doc
 
@@ -30,39 +31,17 @@ from spark_ide.editing import EditEvent, Outcome, TurnEditor
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 
-from .events import (
-    DEFAULT_EFFORT,
-    Event,
-    FinishReason,
-    Policy,
-    TurnDelta,
-    TurnEvent,
-    TurnFinished,
-    TurnProse,
-    TurnQueued,
-    TurnStarted,
-    TurnStatus,
-    TurnSteered,
-)
+from .events import Event, FinishReason, Policy, TurnDelta, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
 from .model_link import ModelLink, upstream_failure
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
 from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
 from .records import Records
 from .reverts import TurnReverts
-from .room_guard import RoomGuard
-from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
-from .turns import (
-    Command,
-    CommandKind,
-    TurnRun,
-    edit_events,
-    meter_turn,
-    new_turn_id,
-    turn_diff,
-    turn_metrics,
-)
-from .watch_gate import GuardHalt, WatchGate, given_up
+from .store import LiveSettings
+from .turn_book import TurnBook, TurnStore
+from .turns import Command, CommandKind, TurnRun, edit_events, new_turn_id
+from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
@@ -75,20 +54,6 @@ DEFAULT_FENCE_PATH = "main.py"
 MERGED_CHARS = 512
 
 
-class Stage(Protocol):
-    """What the Pilot needs of its room."""
-
-    doc: Doc[Any]
-    store: RoomStore
-    guard: RoomGuard
-
-    def publish(self, event: TurnEvent) -> None: ...
-
-    def announce(self, event: Event) -> None: ...
-
-    def texts(self) -> dict[str, str]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Halt:
     """Why the room stops the running turn from outside (storage failed, the watchdog)."""
@@ -98,8 +63,26 @@ class Halt:
 
 
 class Pilot:
-    def __init__(self, stage: Stage, *, settings: LiveSettings) -> None:
-        self.stage = stage
+    """The model's turns in one room. What it needs of the room is handed in: ``document``,
+    the room's document as it is now (the room replaces it between turns); ``texts``, the
+    files' texts; ``publish``, a turn event for everyone (numbered, logged, replayed);
+    ``announce``, an event for everyone now (not replayed); ``store``, where turns are
+    recorded and the course's policy is read; ``guard``, the room's watchdog."""
+
+    def __init__(
+        self,
+        *,
+        document: Callable[[], Doc[Any]],
+        texts: Callable[[], dict[str, str]],
+        publish: Callable[[TurnEvent], None],
+        announce: Callable[[Event], None],
+        store: TurnStore,
+        guard: RoomRules,
+        settings: LiveSettings,
+    ) -> None:
+        self._document = document
+        self._texts = texts
+        self._publish = publish
         self.settings = settings
         self.style = settings.prompt_style
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
@@ -111,11 +94,14 @@ class Pilot:
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
-        self._reverts = TurnReverts(book=stage.store, records=self._records, publish=stage.publish)
+        self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
         self._task: asyncio.Task[None] | None = None
-        self._policy = PolicyGate(source=stage.store, announce=stage.announce)
+        self._policy = PolicyGate(source=store, announce=announce)
+        self._turns = TurnBook(
+            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, meter=settings.meter,
+        )
         self._watchdog = WatchGate(
-            room=stage.guard, publish=stage.publish, halt=self._commands.put_nowait, running=lambda: self._run,
+            room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
 
     @property
@@ -141,7 +127,7 @@ class Pilot:
 
     def announce_lost(self, turn: str) -> None:
         """A turn an earlier owner of the room was running when it went away."""
-        self.stage.publish(TurnFinished(
+        self._publish(TurnFinished(
             turn=turn, status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, metrics={},
             error="the server running this turn stopped",
         ))
@@ -191,7 +177,7 @@ class Pilot:
                 if self._policy.refused(command, await self._policy.read()):
                     return
                 self._queue.append(command)
-                self.stage.publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
+                self._publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
             else:
                 await self._start(command)
         elif kind is CommandKind.STEER:
@@ -219,7 +205,7 @@ class Pilot:
         """A turn for ``command``. A steer keeps the original request and adds its direction,
         or, for a model that cannot use that (``PromptStyle.steer_as_request``), is a plain
         new request over the current files."""
-        texts = self.stage.texts()
+        texts = self._texts()
         chained = steered_from is not None and not self.style.steer_as_request
         origin = steered_from.origin if steered_from is not None and chained else command
         steering = list(steered_from.steering) if steered_from is not None and chained else []
@@ -239,7 +225,7 @@ class Pilot:
         return TurnRun(
             id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(
-                self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits,
+                self._document(), turn_id, fence_path=fence_path, limits=self.settings.limits,
                 explain_only=not policy.edits_apply,
             ),
             before=texts, steering=steering,
@@ -253,23 +239,7 @@ class Pilot:
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
         self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
-        command = run.command
-        requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
-        effort = policy.effort(requested or DEFAULT_EFFORT)
-        self.stage.publish(TurnStarted(
-            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort,
-            author=command.author,
-        ))
-        if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
-            self.stage.publish(TurnProse(
-                turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "
-                f"this turn runs at {effort}.)\n\n",
-            ))
-        record = TurnRecord(
-            turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
-            effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
-        )
-        self._records.put("turn started", lambda: self.stage.store.turn_started(record))
+        self._turns.started(run, policy)
 
     async def _start(self, command: Command) -> None:
         policy, _ = await asyncio.gather(self._policy.read(), self._watchdog.read_rules())
@@ -309,7 +279,7 @@ class Pilot:
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
-        self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
+        self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
@@ -331,7 +301,7 @@ class Pilot:
                         text += waiting
                     run.deltas += 1 + more
                     run.chars += len(text)
-                    self.stage.publish(TurnDelta(turn=run.id, text=text))
+                    self._publish(TurnDelta(turn=run.id, text=text))
                     if self._watchdog.apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
                     if run.repetition.feed(text):
@@ -386,7 +356,7 @@ class Pilot:
 
     def _publish_edits(self, events: list[EditEvent]) -> None:
         for event in edit_events(events):
-            self.stage.publish(event)
+            self._publish(event)
 
     # -- the one way a turn ends -------------------------------------------------------------
 
@@ -422,10 +392,7 @@ class Pilot:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
             self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
-        metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
-        self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
-        self._policy.spend(run.id, metrics.get("tokens"))
-        meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
+        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None
         if status is not TurnStatus.STEERED:
@@ -433,20 +400,10 @@ class Pilot:
             # its partial answer), so it is not history of its own.
             self._history.append(run.as_past())
         self._last_ledger = run.editor.ledger.as_prompt()
-        now, ledger = self.stage.texts(), run.editor.ledger.as_dicts()
         run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
-
-        async def record() -> None:
-            # The diff is made when the record is written, off a steer's way to its re-prompt
-            # (the texts are taken now: the next turn may change them before then).
-            await self.stage.store.turn_finished(TurnOutcome(
-                turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
-                diff=turn_diff(run, now), metrics=metrics, error=error,
-            ))
-
-        self._records.put("turn finished", record, then=lambda: self._policy.recorded(run.id))
+        self._turns.record(run, status, reason, metrics, error)
 
     async def current_policy(self) -> Policy | None:
         """For a joining page: the course's AI policy as it stands (None outside a course)."""

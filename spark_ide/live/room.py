@@ -142,7 +142,10 @@ class Room:
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
             settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
-        self.pilot = Pilot(self, settings=settings)
+        self.pilot = Pilot(
+            document=lambda: self.doc, texts=self.texts, publish=self.publish, announce=self.announce, store=store,
+            guard=self.guard, settings=settings,
+        )
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
 
     # -- lifecycle ---------------------------------------------------------------------------
