@@ -27,7 +27,7 @@ from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing import EditEvent, Outcome, TurnEditor
+from spark_ide.editing import Outcome, TurnEditor
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
 
@@ -35,23 +35,18 @@ from .events import Event, FinishReason, Policy, TurnDelta, TurnEvent, TurnFinis
 from .model_link import ModelLink, upstream_failure
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
-from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
+from .prompting import PastTurn, TurnInput, build_request, instructions_for
 from .records import Records
 from .reverts import TurnReverts
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
-from .turns import Command, CommandKind, TurnRun, edit_events, new_turn_id
+from .turns import Command, CommandKind, TurnRun, chain_of, new_turn_id, publish_edits
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FENCE_PATH = "main.py"
-# Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
-# one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
-# many tokens, so a busy process spends less per token the busier it is; the watchdog still
-# reads a step line by line, the guard stops a loop within a step.
-MERGED_CHARS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +127,10 @@ class Pilot:
             error="the server running this turn stopped",
         ))
 
+    async def current_policy(self) -> Policy | None:
+        """For a joining page: the course's AI policy as it stands (None outside a course)."""
+        return await self._policy.current()
+
     # -- the task ----------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -202,38 +201,24 @@ class Pilot:
     # -- starting turns ----------------------------------------------------------------------
 
     def _new_run(self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy) -> TurnRun:
-        """A turn for ``command``. A steer keeps the original request and adds its direction,
-        or, for a model that cannot use that (``PromptStyle.steer_as_request``), is a plain
-        new request over the current files."""
+        """A turn for ``command`` (``steered_from``: the turn it steers, ``turns.chain_of``)."""
         texts = self._texts()
-        chained = steered_from is not None and not self.style.steer_as_request
-        origin = steered_from.origin if steered_from is not None and chained else command
-        steering = list(steered_from.steering) if steered_from is not None and chained else []
-        if steered_from is not None and chained:
-            steering.append(steering_note(
-                partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
-                by_user=not command.correction,
-            ))
-        active_path = origin.path or (steered_from.origin.path if steered_from is not None else "")
+        chain = chain_of(command, steered_from, keep_request=not self.style.steer_as_request)
         turn_input = TurnInput(
-            text=origin.text, files=texts, active_path=active_path, effort=policy.effort(origin.effort),
-            history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
-            explain_only=not policy.edits_apply,
+            text=chain.origin.text, files=texts, active_path=chain.active_path,
+            effort=policy.effort(chain.origin.effort), history=tuple(self._history), last_ledger=self._last_ledger,
+            steering=chain.steering, explain_only=not policy.edits_apply,
         )
         turn_id = command.turn or new_turn_id()
-        fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
+        fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
         return TurnRun(
-            id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
+            id=turn_id, command=command, origin=chain.origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(
                 self._document(), turn_id, fence_path=fence_path, limits=self.settings.limits,
                 explain_only=not policy.edits_apply,
             ),
-            before=texts, steering=steering,
-            redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
-            steered_from=steered_from.id if steered_from is not None else None,
-            watch=self._watchdog.watch_for(policy),
-            corrections=(steered_from.corrections if steered_from is not None else 0) + int(command.correction),
-            touched=set(steered_from.touched) if steered_from is not None else set(),
+            before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
+            watch=self._watchdog.watch_for(policy), corrections=chain.corrections, touched=chain.touched,
         )
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
@@ -295,12 +280,7 @@ class Pilot:
                 if not run.live:
                     return
                 if isinstance(event, TextDelta):
-                    text, more = event.text, 0
-                    if run.stream.waiting:  # behind the model: the deltas waiting go in one step
-                        waiting, more = run.stream.take_waiting_text(MERGED_CHARS)
-                        text += waiting
-                    run.deltas += 1 + more
-                    run.chars += len(text)
+                    text = run.take_delta(event.text)  # behind the model: the deltas waiting go in one step
                     self._publish(TurnDelta(turn=run.id, text=text))
                     if self._watchdog.apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
@@ -354,10 +334,6 @@ class Pilot:
             return
         await self._steer(run, correction, FinishReason.GUARD_HALT)
 
-    def _publish_edits(self, events: list[EditEvent]) -> None:
-        for event in edit_events(events):
-            self._publish(event)
-
     # -- the one way a turn ends -------------------------------------------------------------
 
     async def _end(
@@ -383,7 +359,7 @@ class Pilot:
             run.task.cancel()
         if status is TurnStatus.COMPLETED:
             finished = run.editor.finish()
-            self._publish_edits(finished)
+            publish_edits(self._publish, finished)
             self._watchdog.answer_complete(run, finished)
             changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
             if reason is FinishReason.ANSWERED and not changed:
@@ -391,7 +367,7 @@ class Pilot:
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
-            self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
+            publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
         metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None
@@ -404,10 +380,6 @@ class Pilot:
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
         self._turns.record(run, status, reason, metrics, error)
-
-    async def current_policy(self) -> Policy | None:
-        """For a joining page: the course's AI policy as it stands (None outside a course)."""
-        return await self._policy.current()
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

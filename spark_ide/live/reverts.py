@@ -14,13 +14,13 @@ from typing import Any, Protocol
 
 from pycrdt import Doc
 
-from spark_ide.editing import EditEvent, TurnEditor
+from spark_ide.editing import TurnEditor
 from spark_ide.editing.reasons import RevertUnavailable
 
 from .events import ErrorCode, TurnEvent, TurnRestored, TurnReverted
 from .events import ErrorEvent as SessionError
 from .records import Records
-from .turns import Command, edit_events
+from .turns import Command, publish_edits
 
 KEEP_REVERTIBLE = 50
 
@@ -96,7 +96,7 @@ class TurnReverts:
             if command.reply is not None:
                 command.reply(SessionError(ErrorCode.REVERT_UNAVAILABLE, str(refused), ref=turn))
             return False
-        self._publish_edits(edits)
+        publish_edits(self._publish, edits)
         self._restorable.add(turn)
         self._records.put(
             "turn reverted", lambda: self._book.turn_reverted(turn),
@@ -130,12 +130,8 @@ class TurnReverts:
                 command.reply(SessionError(ErrorCode.RESTORE_UNAVAILABLE, str(refused), ref=turn))
             return
         self._restorable.discard(turn)
-        self._publish_edits(edits)
+        publish_edits(self._publish, edits)
         self._records.put(
             "turn restored", lambda: self._book.turn_restored(turn),
             then=lambda: self._publish(TurnRestored(turn=turn)),
         )
-
-    def _publish_edits(self, events: list[EditEvent]) -> None:
-        for event in edit_events(events):
-            self._publish(event)

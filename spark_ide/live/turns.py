@@ -6,18 +6,24 @@ import asyncio
 import difflib
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnProse
+from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
-from .prompting import PastTurn
+from .prompting import PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .turn_watch import TurnWatch
+
+# Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
+# one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
+# many tokens, so a busy process spends less per token the busier it is; the watchdog still
+# reads a step line by line, the guard stops a loop within a step.
+MERGED_CHARS = 512
 
 
 def new_turn_id() -> str:
@@ -76,6 +82,17 @@ class TurnRun:
     tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
 
+    def take_delta(self, text: str) -> str:
+        """A delta of the answer, with those waiting behind it when the room is behind the
+        model (up to ``MERGED_CHARS`` in all): what the Pilot applies in one step."""
+        more = 0
+        if self.stream is not None and self.stream.waiting:
+            waiting, more = self.stream.take_waiting_text(MERGED_CHARS)
+            text += waiting
+        self.deltas += 1 + more
+        self.chars += len(text)
+        return text
+
     @property
     def streamed_tokens(self) -> int:
         """Output tokens so far, while the provider has not counted them: a delta may carry
@@ -94,16 +111,52 @@ class TurnRun:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
 
 
-def edit_events(events: Iterable[EditEvent]) -> Iterator[EditStatus | TurnProse]:
-    """The session events of what the edit engine reported: block statuses, and prose (an
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """What a new turn carries over from the turn it steers (nothing, for a turn of its own)."""
+
+    origin: Command  # the prompt whose request the turn answers
+    steering: list[str]  # the steering notes sent with that request
+    redirects: list[str]  # the steering texts of the chain, in order
+    active_path: str
+    steered_from: str | None
+    corrections: int  # the watchdog's, in the chain so far
+    touched: set[str]
+
+
+def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bool) -> Chain:
+    """The chain of the turn for ``command``. A steer keeps the original request and adds its
+    direction (``keep_request``), or, for a model that cannot use that, is a plain new request
+    over the current files (still one chain: its corrections and the files it touched)."""
+    if steered_from is None:
+        return Chain(
+            origin=command, steering=[], redirects=[], active_path=command.path, steered_from=None,
+            corrections=int(command.correction), touched=set(),
+        )
+    origin, steering, redirects = command, [], []
+    if keep_request:
+        origin, redirects = steered_from.origin, [*steered_from.redirects, command.text]
+        steering = [*steered_from.steering, steering_note(
+            partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
+            by_user=not command.correction,
+        )]
+    return Chain(
+        origin=origin, steering=steering, redirects=redirects, active_path=origin.path or steered_from.origin.path,
+        steered_from=steered_from.id, corrections=steered_from.corrections + int(command.correction),
+        touched=set(steered_from.touched),
+    )
+
+
+def publish_edits(publish: Callable[[TurnEvent], None], events: Iterable[EditEvent]) -> None:
+    """Publish what the edit engine reported as session events: block statuses, and prose (an
     empty piece of prose is none)."""
     for event in events:
         if isinstance(event, BlockStatus):
-            yield EditStatus(
+            publish(EditStatus(
                 turn=event.turn, block=event.block, path=event.path, state=event.state.value, detail=event.detail(),
-            )
+            ))
         elif isinstance(event, ProseEvent) and event.text:
-            yield TurnProse(turn=event.turn, text=event.text)
+            publish(TurnProse(turn=event.turn, text=event.text))
 
 
 def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:

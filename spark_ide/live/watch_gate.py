@@ -27,7 +27,7 @@ from .events import TurnEvent
 from .policy import AiPolicy
 from .scan_process import bandit_in_process
 from .turn_watch import TurnWatch
-from .turns import Command, CommandKind, TurnRun, edit_events, new_turn_id
+from .turns import Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .watchdog import CORRECTOR, GuardRules, correction_prompt, finding_event
 
 
@@ -109,7 +109,7 @@ class WatchGate:
             return True
         if watch is None or text.count("\n") < 2 or not may_end:
             edits = run.editor.feed(text)
-            self._publish_edits(edits)
+            publish_edits(self._publish, edits)
             code = run.editor.take_code()
             if watch is None or not (code or edits):
                 return False
@@ -128,12 +128,8 @@ class WatchGate:
                     break
         # One progress status per block for the whole delta, as without the split (a status
         # per line made the room send many times the events at high rates).
-        self._publish_edits(_last_progress(held))
+        publish_edits(self._publish, _last_progress(held))
         return self._watch(run, found)
-
-    def _publish_edits(self, events: list[EditEvent]) -> None:
-        for event in edit_events(events):
-            self._publish(event)
 
     def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
         """What the watchdog found in ``run``'s newest code: flagged findings go to the
