@@ -36,7 +36,9 @@ from pycrdt import Doc
 from benchmarks import report
 from spark_ide.editing import TurnEditor, workspace_files
 from spark_ide.guard import FileScanner, bandit_scan
-from spark_ide.live.watchdog import GuardRules, TurnWatch, bandit_blocks, scan_pool, shutdown_scan_pool
+from spark_ide.live.scan_process import bandit_blocks, scan_pool, shutdown_scan_pool
+from spark_ide.live.turn_watch import TurnWatch
+from spark_ide.live.watchdog import GuardRules
 
 TARGET_LINE_P99_MS = 0.5
 TARGET_RATIO = 0.9

@@ -51,7 +51,8 @@ from spark_ide.editing import BlockStatus, ProseEvent, TurnEditor, workspace_fil
 from spark_ide.live.events import EditStatus, Event, TurnDelta, TurnProse, TurnStatus, encode
 from spark_ide.live.outbox import Backlog, Frame
 from spark_ide.live.repetition import RepetitionGuard
-from spark_ide.live.watchdog import GuardRules, TurnWatch
+from spark_ide.live.turn_watch import TurnWatch
+from spark_ide.live.watchdog import GuardRules
 from spark_ide.modelserver.engines.scripted import split_tokens
 
 SCENARIO = "longlines"

@@ -15,6 +15,13 @@ SEARCH_MARKER = "<<<<<<< SEARCH"
 DIVIDER_MARKER = "======="
 REPLACE_MARKER = ">>>>>>> REPLACE"
 FENCE_MARKER = "```"
+CLOSING_TAG_START = "</"  # of every closing tag: </old_text>, </new_text>, </write>, </edit>
+
+# Text that ends an edit block holds one of these: a closing tag, a fence, the arrows of the
+# REPLACE marker. A reader of the stream looks for them in a chunk together with the last
+# BLOCK_END_CHARS characters of the chunk before, so a marker cut in two is still seen.
+BLOCK_END_MARKERS = (CLOSING_TAG_START, FENCE_MARKER, REPLACE_MARKER.split(" ")[0])
+BLOCK_END_CHARS = max(map(len, BLOCK_END_MARKERS))
 
 # Attributes are bounded so that whether a line is a tag never depends on chunking: by
 # the time a held line reaches MAX_TAG_LENGTH, any tag in it has been seen.
@@ -46,3 +53,8 @@ def attribute_path(attributes: str) -> str | None:
     if found is None:
         return None
     return next(group for group in found.groups() if group is not None)
+
+
+def may_end_a_block(text: str) -> bool:
+    """Whether ``text`` may hold the end of an edit block (see ``BLOCK_END_MARKERS``)."""
+    return any(marker in text for marker in BLOCK_END_MARKERS)

@@ -1,5 +1,6 @@
 """The Pilot's connection to the model: opened and warmed before the first prompt, replaced
-after a failure it cannot recover from, closed with the room."""
+after a failure it cannot recover from, closed with the room; and what a failure on the
+model's side means for the turn (``upstream_failure``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from spark_ide.upstream import ModelClient
+from spark_ide.upstream import ErrorEvent, Failed, ModelClient
+from spark_ide.upstream import errors as upstream_errors
 
+from .events import FinishReason
 from .meter import NO_METER, Meter
 
 log = logging.getLogger(__name__)
@@ -72,3 +75,33 @@ class ModelLink:
         for task in list(self._closing):
             with contextlib.suppress(Exception):
                 await task
+
+
+# What a person reads when the model's side failed, by the upstream client's code
+# (docs/upstream.md, "Error codes"); the code and its detail follow in brackets.
+_UPSTREAM_FAILURES: dict[str, tuple[FinishReason, str]] = {
+    upstream_errors.CONNECTION_LOST: (FinishReason.CONNECTION_LOST, "the connection to the model dropped mid-answer"),
+    upstream_errors.CONNECTION_EXPIRED: (
+        FinishReason.CONNECTION_EXPIRED,
+        "the provider closed the model's connection at its time limit mid-answer; the next prompt uses a new one",
+    ),
+    upstream_errors.PROTOCOL_ERROR: (
+        FinishReason.MODEL_PROTOCOL_ERROR, "the model's connection sent something that is not a valid event",
+    ),
+    upstream_errors.PROVIDER_UNAVAILABLE: (FinishReason.MODEL_UNAVAILABLE, "the model is unavailable"),
+}
+
+
+def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:
+    """The reason and message of a turn the model's side ended: each fault says what happened
+    (a timeout before the first byte is not a stall mid-answer); the provider's own errors are
+    ``model_error``. The block in flight is rolled back by ``Pilot._finish`` whatever the reason."""
+    detail = f"{event.code}: {event.message}"
+    if isinstance(event, Failed):
+        return FinishReason.MODEL_ERROR, f"the provider reports that the answer failed ({detail})"
+    if event.code == upstream_errors.TIMEOUT:
+        if event.marks.first_byte_at is None:
+            return FinishReason.FIRST_BYTE_TIMEOUT, f"the model did not start answering in time ({detail})"
+        return FinishReason.STALLED, f"the model stopped sending mid-answer ({detail})"
+    reason, text = _UPSTREAM_FAILURES.get(event.code, (FinishReason.MODEL_ERROR, "the model answered with an error"))
+    return reason, f"{text} ({detail})"

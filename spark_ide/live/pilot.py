@@ -20,69 +20,33 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, ProseEvent, TurnEditor
-from spark_ide.editing.reasons import RevertUnavailable
+from spark_ide.editing import Outcome, TurnEditor
 from spark_ide.guard import Finding
 from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
-from spark_ide.upstream import errors as upstream_errors
 
-from .events import (
-    DEFAULT_EFFORT,
-    EditStatus,
-    ErrorCode,
-    Event,
-    FinishReason,
-    Policy,
-    TurnDelta,
-    TurnEvent,
-    TurnFinished,
-    TurnProse,
-    TurnQueued,
-    TurnRestored,
-    TurnReverted,
-    TurnStarted,
-    TurnStatus,
-    TurnSteered,
-)
-from .events import ErrorEvent as SessionError
-from .model_link import ModelLink
-from .policy import AiPolicy, Refusal
-from .prompting import PastTurn, TurnInput, build_request, instructions_for, steering_note
+from .events import Event, FinishReason, Policy, TurnDelta, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
+from .model_link import ModelLink, upstream_failure
+from .policy import AiPolicy
+from .policy_gate import PolicyGate
+from .prompting import PastTurn, TurnInput, build_request, instructions_for
 from .records import Records
-from .store import LiveSettings, RoomStore, TurnOutcome, TurnRecord
-from .turns import Command, CommandKind, Revertible, TurnRun, meter_turn, turn_diff, turn_metrics
-from .watchdog import CORRECTOR, RoomGuard, TurnWatch, bandit_in_process, correction_prompt, finding_event
+from .reverts import TurnReverts
+from .store import LiveSettings
+from .turn_book import TurnBook, TurnStore
+from .turns import Command, CommandKind, TurnRun, chain_of, new_turn_id, publish_edits
+from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
+from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FENCE_PATH = "main.py"
-# Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
-# one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
-# many tokens, so a busy process spends less per token the busier it is; the watchdog still
-# reads a step line by line, the guard stops a loop within a step.
-MERGED_CHARS = 512
-POLICY_FRESH_S = 2.0  # a course's AI policy read for a prompt serves the commands of the next seconds
-
-
-class Stage(Protocol):
-    """What the Pilot needs of its room."""
-
-    doc: Doc[Any]
-    store: RoomStore
-    guard: RoomGuard
-
-    def publish(self, event: TurnEvent) -> None: ...
-
-    def announce(self, event: Event) -> None: ...
-
-    def texts(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,95 +57,47 @@ class Halt:
     error: str
 
 
-@dataclass(frozen=True, slots=True)
-class GuardHalt:
-    """The watchdog found a flaw in what ``run`` writes that halts it (``_correct``)."""
-
-    run: TurnRun
-    findings: tuple[Finding, ...]
-
-
-_END_MARKERS = ("</", "```", ">>>>>>>")  # a closing tag, a fence, a merge marker
-_MARKER_CHARS = max(map(len, _END_MARKERS))  # what a delta's end keeps for the next (a marker cut in two)
-
-
-def _may_end_a_block(text: str) -> bool:
-    """Whether ``text`` may hold the end of an edit block (a closing tag, a fence, a marker)."""
-    return any(marker in text for marker in _END_MARKERS)
-
-
-def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
-    """``events`` without the progress statuses of a block that a later one replaces."""
-    last: dict[int, int] = {}
-    for index, event in enumerate(events):
-        if isinstance(event, BlockStatus) and event.state is EditState.STREAMING:
-            last[event.block] = index
-    return [
-        event for index, event in enumerate(events)
-        if not (isinstance(event, BlockStatus) and event.state is EditState.STREAMING and last[event.block] != index)
-    ]
-
-
-def new_turn_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-# What a person reads when the model's side failed, by the upstream client's code
-# (docs/upstream.md, "Error codes"); the code and its detail follow in brackets.
-_UPSTREAM_FAILURES: dict[str, tuple[FinishReason, str]] = {
-    upstream_errors.CONNECTION_LOST: (FinishReason.CONNECTION_LOST, "the connection to the model dropped mid-answer"),
-    upstream_errors.CONNECTION_EXPIRED: (
-        FinishReason.CONNECTION_EXPIRED,
-        "the provider closed the model's connection at its time limit mid-answer; the next prompt uses a new one",
-    ),
-    upstream_errors.PROTOCOL_ERROR: (
-        FinishReason.MODEL_PROTOCOL_ERROR, "the model's connection sent something that is not a valid event",
-    ),
-    upstream_errors.PROVIDER_UNAVAILABLE: (FinishReason.MODEL_UNAVAILABLE, "the model is unavailable"),
-}
-
-
-def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:
-    """The reason and message of a turn the model's side ended: each fault says what happened
-    (a timeout before the first byte is not a stall mid-answer); the provider's own errors are
-    ``model_error``. The block in flight is rolled back by ``_finish`` whatever the reason."""
-    detail = f"{event.code}: {event.message}"
-    if isinstance(event, Failed):
-        return FinishReason.MODEL_ERROR, f"the provider reports that the answer failed ({detail})"
-    if event.code == upstream_errors.TIMEOUT:
-        if event.marks.first_byte_at is None:
-            return FinishReason.FIRST_BYTE_TIMEOUT, f"the model did not start answering in time ({detail})"
-        return FinishReason.STALLED, f"the model stopped sending mid-answer ({detail})"
-    reason, text = _UPSTREAM_FAILURES.get(event.code, (FinishReason.MODEL_ERROR, "the model answered with an error"))
-    return reason, f"{text} ({detail})"
-
-
 class Pilot:
-    def __init__(self, stage: Stage, *, settings: LiveSettings) -> None:
-        self.stage = stage
+    """The model's turns in one room. What it needs of the room is handed in: ``document``,
+    the room's document as it is now (the room replaces it between turns); ``texts``, the
+    files' texts; ``publish``, a turn event for everyone (numbered, logged, replayed);
+    ``announce``, an event for everyone now (not replayed); ``store``, where turns are
+    recorded and the course's policy is read; ``guard``, the room's watchdog."""
+
+    def __init__(
+        self,
+        *,
+        document: Callable[[], Doc[Any]],
+        texts: Callable[[], dict[str, str]],
+        publish: Callable[[TurnEvent], None],
+        announce: Callable[[Event], None],
+        store: TurnStore,
+        guard: RoomRules,
+        settings: LiveSettings,
+    ) -> None:
+        self._document = document
+        self._texts = texts
+        self._publish = publish
         self.settings = settings
         self.style = settings.prompt_style
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
-        self._revertible = Revertible()
-        self._restorable: set[str] = set()  # turns reverted since the last turn started
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self._history: deque[PastTurn] = deque(maxlen=self.style.history_turns)
         self._last_ledger = ""
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
+        self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
         self._task: asyncio.Task[None] | None = None
-        # -- AI policy (live.policy) --
-        self._policy = AiPolicy.OPEN
-        self._policy_read_at = float("-inf")
-        self._policy_reading: asyncio.Future[AiPolicy] | None = None  # the read in flight (_read_policy)
-        self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
-        self._spent = 0  # tokens of ended turns the last policy read may not count
-        self._policy_shown = False  # a course's policy was announced (outside courses nothing is)
-        self._policy_refresh: asyncio.Task[AiPolicy] | None = None  # read while a turn streams
-        self._scans: set[asyncio.Task[None]] = set()  # bandit over the running turn's blocks
+        self._policy = PolicyGate(source=store, announce=announce)
+        self._turns = TurnBook(
+            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, meter=settings.meter,
+        )
+        self._watchdog = WatchGate(
+            room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
+        )
 
     @property
     def busy(self) -> bool:
@@ -206,10 +122,14 @@ class Pilot:
 
     def announce_lost(self, turn: str) -> None:
         """A turn an earlier owner of the room was running when it went away."""
-        self.stage.publish(TurnFinished(
+        self._publish(TurnFinished(
             turn=turn, status=TurnStatus.FAILED, reason=FinishReason.OWNER_LOST, metrics={},
             error="the server running this turn stopped",
         ))
+
+    async def current_policy(self) -> Policy | None:
+        """For a joining page: the course's AI policy as it stands (None outside a course)."""
+        return await self._policy.current()
 
     # -- the task ----------------------------------------------------------------------------
 
@@ -227,11 +147,8 @@ class Pilot:
         if run is not None:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
-        for reading in (self._policy_refresh, self._policy_reading):
-            if reading is not None:
-                reading.cancel()
-        for scan in list(self._scans):
-            scan.cancel()
+        self._policy.close()
+        self._watchdog.close()
         await self._link.close()
         await self._records.close()
 
@@ -256,10 +173,10 @@ class Pilot:
         kind = command.kind
         if kind is CommandKind.PROMPT:
             if run is not None:
-                if self._refused(command, await self._read_policy()):
+                if self._policy.refused(command, await self._policy.read()):
                     return
                 self._queue.append(command)
-                self.stage.publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
+                self._publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
             else:
                 await self._start(command)
         elif kind is CommandKind.STEER:
@@ -273,7 +190,7 @@ class Pilot:
         elif kind is CommandKind.REVERT:
             await self._revert(command)
         elif kind is CommandKind.RESTORE:
-            self._restore(command)
+            self._reverts.restore(command)
         elif kind is CommandKind.NEXT and run is None:
             await self._next()
 
@@ -284,66 +201,34 @@ class Pilot:
     # -- starting turns ----------------------------------------------------------------------
 
     def _new_run(self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy) -> TurnRun:
-        """A turn for ``command``. A steer keeps the original request and adds its direction,
-        or, for a model that cannot use that (``PromptStyle.steer_as_request``), is a plain
-        new request over the current files."""
-        texts = self.stage.texts()
-        chained = steered_from is not None and not self.style.steer_as_request
-        origin = steered_from.origin if steered_from is not None and chained else command
-        steering = list(steered_from.steering) if steered_from is not None and chained else []
-        if steered_from is not None and chained:
-            steering.append(steering_note(
-                partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
-                by_user=not command.correction,
-            ))
-        active_path = origin.path or (steered_from.origin.path if steered_from is not None else "")
+        """A turn for ``command`` (``steered_from``: the turn it steers, ``turns.chain_of``)."""
+        texts = self._texts()
+        chain = chain_of(command, steered_from, keep_request=not self.style.steer_as_request)
         turn_input = TurnInput(
-            text=origin.text, files=texts, active_path=active_path, effort=policy.effort(origin.effort),
-            history=tuple(self._history), last_ledger=self._last_ledger, steering=steering,
-            explain_only=not policy.edits_apply,
+            text=chain.origin.text, files=texts, active_path=chain.active_path,
+            effort=policy.effort(chain.origin.effort), history=tuple(self._history), last_ledger=self._last_ledger,
+            steering=chain.steering, explain_only=not policy.edits_apply,
         )
         turn_id = command.turn or new_turn_id()
-        fence_path = (active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
-        rules = self.stage.guard.rules
+        fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
         return TurnRun(
-            id=turn_id, command=command, origin=origin, request=build_request(turn_input, self.style),
+            id=turn_id, command=command, origin=chain.origin, request=build_request(turn_input, self.style),
             editor=TurnEditor(
-                self.stage.doc, turn_id, fence_path=fence_path, limits=self.settings.limits,
+                self._document(), turn_id, fence_path=fence_path, limits=self.settings.limits,
                 explain_only=not policy.edits_apply,
             ),
-            before=texts, steering=steering,
-            redirects=[*steered_from.redirects, command.text] if steered_from is not None and chained else [],
-            steered_from=steered_from.id if steered_from is not None else None,
-            watch=TurnWatch(rules) if rules.active and policy.edits_apply else None,
-            corrections=(steered_from.corrections if steered_from is not None else 0) + int(command.correction),
-            touched=set(steered_from.touched) if steered_from is not None else set(),
+            before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
+            watch=self._watchdog.watch_for(policy), corrections=chain.corrections, touched=chain.touched,
         )
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
-        self._restorable.clear()  # a revert can be undone until the next turn starts: this one
-        self._revertible.add(run.id, run.editor)
-        command = run.command
-        requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
-        effort = policy.effort(requested or DEFAULT_EFFORT)
-        self.stage.publish(TurnStarted(
-            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort,
-            author=command.author,
-        ))
-        if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
-            self.stage.publish(TurnProse(
-                turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "
-                f"this turn runs at {effort}.)\n\n",
-            ))
-        record = TurnRecord(
-            turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
-            effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
-        )
-        self._records.put("turn started", lambda: self.stage.store.turn_started(record))
+        self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
+        self._turns.started(run, policy)
 
     async def _start(self, command: Command) -> None:
-        policy, _ = await asyncio.gather(self._read_policy(), self.stage.guard.read_rules())
-        if self._refused(command, policy):
+        policy, _ = await asyncio.gather(self._policy.read(), self._watchdog.read_rules())
+        if self._policy.refused(command, policy):
             await self._next()
             return
         run = self._new_run(command, steered_from=None, policy=policy)
@@ -358,8 +243,8 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command, reason: FinishReason = FinishReason.STEERED) -> None:
-        policy = await self._read_policy()
-        if self._refused(command, policy):
+        policy = await self._policy.read()
+        if self._policy.refused(command, policy):
             if command.correction:  # the watchdog halted it: it cannot go on
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
@@ -379,7 +264,7 @@ class Pilot:
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
-        self.stage.publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
+        self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
@@ -395,22 +280,17 @@ class Pilot:
                 if not run.live:
                     return
                 if isinstance(event, TextDelta):
-                    text, more = event.text, 0
-                    if run.stream.waiting:  # behind the model: the deltas waiting go in one step
-                        waiting, more = run.stream.take_waiting_text(MERGED_CHARS)
-                        text += waiting
-                    run.deltas += 1 + more
-                    run.chars += len(text)
-                    self.stage.publish(TurnDelta(turn=run.id, text=text))
-                    if self._apply(run, text):
+                    text = run.take_delta(event.text)  # behind the model: the deltas waiting go in one step
+                    self._publish(TurnDelta(turn=run.id, text=text))
+                    if self._watchdog.apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)
                     if run.repetition.feed(text):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
                                         error="the model was repeating itself; it was stopped", then_next=False)
                         break
-                    self._refresh_policy()
-                    self.stage.guard.refresh_rules()
-                    if self._policy.over_quota(self._spent + run.streamed_tokens):
+                    self._policy.refresh()
+                    self._watchdog.refresh_rules()
+                    if self._policy.over_quota(run.streamed_tokens):
                         await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
                                         error=self._policy.quota_message(), then_next=False)
                         break
@@ -442,124 +322,17 @@ class Pilot:
                 self._finish(run, TurnStatus.FAILED, FinishReason.INTERNAL_ERROR, error=f"internal error: {exc}")
         self.submit(Command(kind=CommandKind.NEXT))
 
-    # -- the watchdog (live.watchdog) ------------------------------------------------------------
-
-    def _apply(self, run: TurnRun, text: str) -> bool:
-        """Apply a delta. With the watchdog on, a delta of several lines that may end a block
-        goes in line by line, so that a flaw on a line is caught before the end of its block
-        applies it (a halt rolls back only the block in flight). True: the watchdog halted the
-        turn."""
-        watch = run.watch
-        tail, run.tail = run.tail, text[-_MARKER_CHARS:]
-        may_end = watch is not None and _may_end_a_block(tail + text)  # with the last delta's end: a cut marker
-        # What the watchdog holds unread is read before anything may end its block.
-        if may_end and watch is not None and watch.holding and self._watch(run, watch.feed([])):
-            return True
-        if watch is None or text.count("\n") < 2 or not may_end:
-            edits = run.editor.feed(text)
-            self._publish_edits(edits)
-            code = run.editor.take_code()
-            if watch is None or not (code or edits):
-                return False
-            new = watch.feed(code, edits, behind=run.stream is not None and run.stream.waiting > 0)
-            # Most deltas end no line and find nothing: no call for them (one per delta adds up).
-            return self._watch(run, new) if new or watch.lines_ended else False
-        held: list[EditEvent] = []
-        found: list[Finding] = []
-        for piece in text.splitlines(keepends=True):
-            edits = run.editor.feed(piece)
-            held += edits
-            code = run.editor.take_code()
-            if code or edits:
-                found += watch.feed(code, edits)
-                if any(watch.rules.halts(finding) for finding in found):
-                    break
-        # One progress status per block for the whole delta, as without the split (a status
-        # per line made the room send many times the events at high rates).
-        self._publish_edits(_last_progress(held))
-        return self._watch(run, found)
-
-    def _watch(self, run: TurnRun, found: list[Finding]) -> bool:
-        """What the watchdog found in ``run``'s newest code: flagged findings go to the
-        transcript; a halting one is handed to the Pilot's loop (True: stop reading the
-        answer). Completed top-level blocks go to bandit in the scan process."""
-        watch = run.watch
-        assert watch is not None
-        watch.pending += watch.blocks()
-        if watch.pending and not watch.scanning:
-            self._scan_blocks(run, watch)
-        if not found:
-            return False
-        halting = tuple(finding for finding in found if watch.rules.halts(finding))
-        for finding in found:
-            if finding not in halting:
-                self.stage.publish(finding_event(run.id, finding, "flagged"))
-        if not halting:
-            return False
-        self._commands.put_nowait(GuardHalt(run, halting))
-        return True
-
-    def _scan_blocks(self, run: TurnRun, watch: TurnWatch) -> None:
-        """bandit over the completed blocks, one scan at a time and at most one every
-        ``BANDIT_EVERY_S``: blocks that complete meanwhile go together in the next (a trip to
-        the scan process per block cost the stream more than the scans)."""
-        watch.scanning = True
-
-        async def scan() -> None:
-            try:
-                while watch.pending:
-                    wait = watch.scan_wait(time.monotonic())
-                    if wait:
-                        await asyncio.sleep(wait)
-                        if not (run.live and self._run is run):
-                            break  # ended meanwhile: the turn's full scan reads its files
-                    batch, watch.pending = watch.pending, []
-                    watch.scanned_at = time.monotonic()
-                    fresh = watch.fresh(await bandit_in_process(batch))
-                    if run.live and self._run is run:
-                        self._watch(run, fresh)
-                    else:  # the turn ended meanwhile: flagged, as the full scan would
-                        for finding in fresh:
-                            self.stage.publish(finding_event(run.id, finding, "flagged"))
-            finally:
-                watch.scanning = False
-
-        task = asyncio.create_task(scan())
-        self._scans.add(task)
-        task.add_done_callback(self._scans.discard)
-
     async def _correct(self, run: TurnRun, findings: tuple[Finding, ...]) -> None:
         """The watchdog halted ``run``: its block in flight is rolled back, and the model is
         re-prompted with the findings on the warm connection (a steer by the watchdog) — at
         most ``max_corrections`` times in a chain; then the turn is stopped and flagged."""
-        assert run.watch is not None
-        if run.corrections >= run.watch.rules.max_corrections:
-            for finding in findings:
-                self.stage.publish(finding_event(run.id, finding, "flagged"))
-            first = findings[0]
+        correction = self._watchdog.correction(run, findings)
+        if correction is None:
             await self._end(
-                run, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
-                error=f"the model wrote the same kind of flaw again ({first.rule}, {first.path} line {first.line}) "
-                f"after {run.corrections} corrections; it was stopped",
+                run, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR, error=given_up(run, findings),
             )
             return
-        correction = Command(
-            kind=CommandKind.STEER, session=run.command.session, user_id=run.command.user_id, author=CORRECTOR,
-            text=correction_prompt(findings), turn=new_turn_id(), correction=True,
-        )
-        for finding in findings:
-            self.stage.publish(finding_event(run.id, finding, "halted", correction=correction.turn))
         await self._steer(run, correction, FinishReason.GUARD_HALT)
-
-    def _publish_edits(self, events: list[EditEvent]) -> None:
-        for event in events:
-            if isinstance(event, BlockStatus):
-                self.stage.publish(EditStatus(
-                    turn=event.turn, block=event.block, path=event.path, state=event.state.value,
-                    detail=event.detail(),
-                ))
-            elif isinstance(event, ProseEvent) and event.text:
-                self.stage.publish(TurnProse(turn=event.turn, text=event.text))
 
     # -- the one way a turn ends -------------------------------------------------------------
 
@@ -586,21 +359,16 @@ class Pilot:
             run.task.cancel()
         if status is TurnStatus.COMPLETED:
             finished = run.editor.finish()
-            self._publish_edits(finished)
-            if run.watch is not None:  # the last statement of the answer (it halts nothing now)
-                for finding in run.watch.feed(run.editor.take_code(), finished):
-                    self.stage.publish(finding_event(run.id, finding, "flagged"))
+            publish_edits(self._publish, finished)
+            self._watchdog.answer_complete(run, finished)
             changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
             if reason is FinishReason.ANSWERED and not changed:
                 reason = FinishReason.NO_CHANGES
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
-            self._publish_edits(run.editor.cancel())  # the block in flight goes; completed ones stay
-        metrics = turn_metrics(run, time.monotonic(), model=self._link.model)
-        self.stage.publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
-        self._spend(run.id, metrics.get("tokens"))
-        meter_turn(self.settings.meter, run, status.value, reason.value, metrics)
+            publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
+        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None
         if status is not TurnStatus.STEERED:
@@ -608,93 +376,10 @@ class Pilot:
             # its partial answer), so it is not history of its own.
             self._history.append(run.as_past())
         self._last_ledger = run.editor.ledger.as_prompt()
-        now, ledger = self.stage.texts(), run.editor.ledger.as_dicts()
         run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
-            reported = run.watch.reported if run.watch is not None else frozenset()
-            self.stage.guard.turn_ended(run.id, run.touched, reported)
-
-        async def record() -> None:
-            # The diff is made when the record is written, off a steer's way to its re-prompt
-            # (the texts are taken now: the next turn may change them before then).
-            await self.stage.store.turn_finished(TurnOutcome(
-                turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
-                diff=turn_diff(run, now), metrics=metrics, error=error,
-            ))
-
-        self._records.put("turn finished", record, then=lambda: self._recorded(run.id))
-
-    # -- the course's AI policy (live.policy) ---------------------------------------------------
-
-    async def _read_policy(self) -> AiPolicy:
-        """The policy as stored, read again when the last read is more than a moment old (a
-        teacher may change it, the quota is spent while the room is open). One read at a time:
-        those who ask meanwhile (the pages of a reconnect storm, each joining) share it."""
-        now = time.monotonic()
-        if now - self._policy_read_at < POLICY_FRESH_S:
-            return self._policy
-        if self._policy_reading is None or self._policy_reading.done():
-            self._policy_reading = asyncio.ensure_future(self._fetch_policy())
-        return await asyncio.shield(self._policy_reading)  # one asker going away does not end it for all
-
-    async def _fetch_policy(self) -> AiPolicy:
-        try:
-            policy = await self.stage.store.ai_policy()
-        except Exception:
-            log.exception("could not read the AI policy; the last one read stays")
-            return self._policy
-        self._policy, self._policy_read_at = policy, time.monotonic()
-        # Tokens of turns whose record was written are in what was read; the others are not.
-        self._spent = sum(self._unrecorded.values())
-        return policy
-
-    def _refresh_policy(self) -> None:
-        """While a turn streams, read the policy again in the background once it is stale: a
-        steer then finds it fresh (no read on its way), and a quota lowered mid-turn counts."""
-        stale = time.monotonic() - self._policy_read_at >= POLICY_FRESH_S
-        if stale and (self._policy_refresh is None or self._policy_refresh.done()):
-            self._policy_refresh = asyncio.create_task(self._read_policy())
-
-    def _refused(self, command: Command, policy: AiPolicy) -> bool:
-        """Refuse ``command`` (told to the asking connection) when the policy forbids a turn."""
-        refusal = policy.refusal(self._spent)
-        if refusal is None:
-            return False
-        code, message = refusal
-        if command.reply is not None:
-            error_code = ErrorCode.AI_DISABLED if code is Refusal.DISABLED else ErrorCode.AI_QUOTA
-            command.reply(SessionError(error_code, message, ref=command.turn or None))
-        self._show_policy()
-        return True
-
-    def _spend(self, turn: str, tokens: object) -> None:
-        spent = tokens if isinstance(tokens, int) else 0
-        self._unrecorded[turn] = spent
-        self._spent += spent
-        self._show_policy()
-
-    def _show_policy(self) -> None:
-        """Tell everyone the policy (``policy``) if the room is in a course, or was."""
-        if self._policy != AiPolicy.OPEN or self._policy_shown:
-            self._policy_shown = True
-            self.stage.announce(self.policy_event())
-
-    def _recorded(self, turn: str) -> None:
-        self._unrecorded.pop(turn, None)  # the stored tokens used count it from the next read
-
-    def policy_event(self) -> Policy:
-        """The policy as it stands for the student (``policy``: on join, after each turn)."""
-        policy, spent = self._policy, self._spent
-        return Policy(
-            mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
-            tokens_left=policy.tokens_left(spent), label=policy.label(spent),
-        )
-
-    async def current_policy(self) -> Policy | None:
-        """For a joining page: ``policy_event`` after reading the policy if the last read is
-        stale; None for a workspace outside a course (nothing to show)."""
-        policy = await self._read_policy()
-        return self.policy_event() if policy != AiPolicy.OPEN or self._policy_shown else None
+            self._watchdog.chain_ended(run)
+        self._turns.record(run, status, reason, metrics, error)
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:
@@ -708,65 +393,18 @@ class Pilot:
         undo histories belong to the old one; they revert as text from now on."""
         if self._run is not None:
             raise RuntimeError("the document cannot be replaced while a turn writes into it")
-        self._revertible.detach(doc)
+        self._reverts.document_replaced(doc)
 
     async def _revert(self, command: Command) -> None:
-        turn = command.turn
-        editor = self._revertible.get(turn)
+        """Take a turn back; the running one is ended first (``reverted``)."""
+        editor = self._reverts.editor(command)
         if editor is None:
-            if command.reply is not None:
-                command.reply(SessionError(
-                    ErrorCode.REVERT_UNAVAILABLE, f"turn {turn} cannot be reverted (unknown or too old)", ref=turn,
-                ))
             return
-        running = self._run if self._run is not None and self._run.id == turn else None
+        running = self._run if self._run is not None and self._run.id == command.turn else None
         if running is not None:
             self._finish(running, TurnStatus.CANCELLED, FinishReason.REVERTED, by=command.author)
-        try:
-            edits = editor.revert()
-        except RevertUnavailable as refused:
-            if command.reply is not None:
-                command.reply(SessionError(ErrorCode.REVERT_UNAVAILABLE, str(refused), ref=turn))
+        if not self._reverts.revert(command, editor):
             return
-        self._publish_edits(edits)
-        self._restorable.add(turn)
-        # Announced once recorded, so a history panel refreshed on it shows the revert.
-        self._records.put(
-            "turn reverted", lambda: self.stage.store.turn_reverted(turn),
-            then=lambda: self.stage.publish(TurnReverted(turn=turn)),
-        )
         if running is not None:
             await self._stop_upstream(running)
             await self._next()
-
-    def _restore(self, command: Command) -> None:
-        """Undo the revert of a turn: its edits go back into the files (``TurnEditor.restore``),
-        for everyone, and its record is no longer reverted. Only a turn reverted since the
-        last turn started (``_restorable``), in this room; refused, changing nothing, when
-        the lines it brings back were edited since."""
-        turn = command.turn
-        editor = self._revertible.get(turn)
-        if turn not in self._restorable or editor is None or not editor.reverted:
-            if command.reply is not None:
-                why = (
-                    "a turn has started since it was reverted" if editor is not None and editor.reverted
-                    else "it is not a reverted turn of this room"
-                )
-                command.reply(SessionError(
-                    ErrorCode.RESTORE_UNAVAILABLE,
-                    f"turn {turn} cannot be restored: {why} (a revert can be undone until the next turn starts)",
-                    ref=turn,
-                ))
-            return
-        try:
-            edits = editor.restore()
-        except RevertUnavailable as refused:
-            if command.reply is not None:
-                command.reply(SessionError(ErrorCode.RESTORE_UNAVAILABLE, str(refused), ref=turn))
-            return
-        self._restorable.discard(turn)
-        self._publish_edits(edits)
-        self._records.put(
-            "turn restored", lambda: self.stage.store.turn_restored(turn),
-            then=lambda: self.stage.publish(TurnRestored(turn=turn)),
-        )

@@ -30,11 +30,12 @@ from .pipeline import Pipeline
 from .presence import Arrivals, PresenceBoard
 from .replacement import Replacements
 from .replay import ReplayLog
+from .room_guard import RoomGuard
 from .runs import RoomRuns, confirmation_needed
+from .scan_process import start_scan_process
 from .store import LiveSettings, RoomStore
 from .transport import Connection, LocalTransport, RoomClosed, Transport
 from .turns import Command, CommandKind
-from .watchdog import RoomGuard, start_scan_process
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,10 @@ class Room:
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
             settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
-        self.pilot = Pilot(self, settings=settings)
+        self.pilot = Pilot(
+            document=lambda: self.doc, texts=self.texts, publish=self.publish, announce=self.announce, store=store,
+            guard=self.guard, settings=settings,
+        )
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
         self.log = ReplayLog(
             store=store, settings=settings, sent=lambda: self.pipeline.sent_seq, running=lambda: self.running_turn,

@@ -1,28 +1,33 @@
-"""A turn while it runs, and what is kept of it after: metrics, diff, history, revert."""
+"""A turn while it runs, and what is kept of it after: metrics, diff, history."""
 
 from __future__ import annotations
 
 import asyncio
 import difflib
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
-from pycrdt import Doc
-
-from spark_ide.editing import TurnEditor
+from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, Effort, ErrorEvent
+from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
-from .prompting import PastTurn
+from .prompting import PastTurn, steering_note
 from .repetition import RepetitionGuard
-from .watchdog import TurnWatch
+from .turn_watch import TurnWatch
 
-KEEP_REVERTIBLE = 50
+# Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
+# one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
+# many tokens, so a busy process spends less per token the busier it is; the watchdog still
+# reads a step line by line, the guard stops a loop within a step.
+MERGED_CHARS = 512
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 class CommandKind(StrEnum):
@@ -77,6 +82,17 @@ class TurnRun:
     tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
 
+    def take_delta(self, text: str) -> str:
+        """A delta of the answer, with those waiting behind it when the room is behind the
+        model (up to ``MERGED_CHARS`` in all): what the Pilot applies in one step."""
+        more = 0
+        if self.stream is not None and self.stream.waiting:
+            waiting, more = self.stream.take_waiting_text(MERGED_CHARS)
+            text += waiting
+        self.deltas += 1 + more
+        self.chars += len(text)
+        return text
+
     @property
     def streamed_tokens(self) -> int:
         """Output tokens so far, while the provider has not counted them: a delta may carry
@@ -93,6 +109,54 @@ class TurnRun:
 
     def as_past(self) -> PastTurn:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """What a new turn carries over from the turn it steers (nothing, for a turn of its own)."""
+
+    origin: Command  # the prompt whose request the turn answers
+    steering: list[str]  # the steering notes sent with that request
+    redirects: list[str]  # the steering texts of the chain, in order
+    active_path: str
+    steered_from: str | None
+    corrections: int  # the watchdog's, in the chain so far
+    touched: set[str]
+
+
+def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bool) -> Chain:
+    """The chain of the turn for ``command``. A steer keeps the original request and adds its
+    direction (``keep_request``), or, for a model that cannot use that, is a plain new request
+    over the current files (still one chain: its corrections and the files it touched)."""
+    if steered_from is None:
+        return Chain(
+            origin=command, steering=[], redirects=[], active_path=command.path, steered_from=None,
+            corrections=int(command.correction), touched=set(),
+        )
+    origin, steering, redirects = command, [], []
+    if keep_request:
+        origin, redirects = steered_from.origin, [*steered_from.redirects, command.text]
+        steering = [*steered_from.steering, steering_note(
+            partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
+            by_user=not command.correction,
+        )]
+    return Chain(
+        origin=origin, steering=steering, redirects=redirects, active_path=origin.path or steered_from.origin.path,
+        steered_from=steered_from.id, corrections=steered_from.corrections + int(command.correction),
+        touched=set(steered_from.touched),
+    )
+
+
+def publish_edits(publish: Callable[[TurnEvent], None], events: Iterable[EditEvent]) -> None:
+    """Publish what the edit engine reported as session events: block statuses, and prose (an
+    empty piece of prose is none)."""
+    for event in events:
+        if isinstance(event, BlockStatus):
+            publish(EditStatus(
+                turn=event.turn, block=event.block, path=event.path, state=event.state.value, detail=event.detail(),
+            ))
+        elif isinstance(event, ProseEvent) and event.text:
+            publish(TurnProse(turn=event.turn, text=event.text))
 
 
 def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
@@ -148,24 +212,3 @@ def turn_diff(run: TurnRun, now: Mapping[str, str]) -> dict[str, str]:
             )
             diffs[path] = "".join(lines)
     return diffs
-
-
-class Revertible:
-    """The edit engines of the recent turns, which can take a whole turn back."""
-
-    def __init__(self, keep: int = KEEP_REVERTIBLE) -> None:
-        self._keep = keep
-        self._editors: OrderedDict[str, TurnEditor] = OrderedDict()
-
-    def add(self, turn: str, editor: TurnEditor) -> None:
-        self._editors[turn] = editor
-        while len(self._editors) > self._keep:
-            self._editors.popitem(last=False)
-
-    def get(self, turn: str) -> TurnEditor | None:
-        return self._editors.get(turn)
-
-    def detach(self, doc: Doc[Any]) -> None:
-        """The room compacted its document into ``doc``: each kept turn reverts as text now."""
-        for editor in self._editors.values():
-            editor.detach(doc)

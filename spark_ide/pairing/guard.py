@@ -16,7 +16,7 @@ from django.conf import settings
 
 from spark_ide.celery import app
 from spark_ide.guard import Finding, Severity, Tier, full_scan
-from spark_ide.live.watchdog import scan_in_process
+from spark_ide.live.scan_process import scan_in_process
 
 MAX_SCAN_FILES = 200  # a turn touches a few files; a task's arguments stay small
 

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from spark_ide.guard import Finding, GuardMode, Severity, Tier
 from spark_ide.live.events import Event, GuardFinding, TurnEvent
-from spark_ide.live.watchdog import GuardSettings, RoomGuard
+from spark_ide.live.room_guard import RoomGuard
+from spark_ide.live.watchdog import GuardSettings
 
 
 def _finding(path: str, line: int) -> Finding:

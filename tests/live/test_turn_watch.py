@@ -7,7 +7,8 @@ import random
 
 from spark_ide.editing import BlockKind, BlockStatus, CodeText, EditState
 from spark_ide.guard import Finding, scan_text
-from spark_ide.live.watchdog import HOLD_CHARS, GuardRules, TurnWatch
+from spark_ide.live.turn_watch import HOLD_CHARS, TurnWatch
+from spark_ide.live.watchdog import GuardRules
 
 MODULE = "".join(
     f"def handler_{n}(request):\n    value = request.get('v{n}')\n    return value\n\n" for n in range(60)

@@ -19,7 +19,8 @@ from spark_ide.editing import BlockKind, BlockStatus, CodeText, EditState
 from spark_ide.guard import Finding, Severity, prefilter, python_lexer, python_stream, scan_text, scanner, secret_rules
 from spark_ide.guard.python_fstrings import PIECE, split_fstrings
 from spark_ide.guard.secret_rules import _SECRET_HINTS
-from spark_ide.live.watchdog import GuardRules, TurnWatch
+from spark_ide.live.turn_watch import TurnWatch
+from spark_ide.live.watchdog import GuardRules
 from tests.guard.corpus import AWS_KEY_ID
 
 LONG = 200_000

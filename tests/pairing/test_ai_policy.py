@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 
 from spark_ide.accounts.services import api_token_create
 from spark_ide.live import pilot as pilot_module
-from spark_ide.live import prompting
+from spark_ide.live import policy_gate, prompting
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
 from spark_ide.modelserver.config import ServerConfig
@@ -77,7 +77,7 @@ def course(monkeypatch: pytest.MonkeyPatch) -> Course:
 
     monkeypatch.setattr(DatabaseRoomStore, "ai_policy", ai_policy)
     monkeypatch.setattr(pilot_module, "build_request", build_request)
-    monkeypatch.setattr(pilot_module, "POLICY_FRESH_S", 0.0)  # every command reads it again
+    monkeypatch.setattr(policy_gate, "POLICY_FRESH_S", 0.0)  # every command reads it again
     return course
 
 
@@ -237,7 +237,7 @@ async def test_a_steer_obeys_the_policy(live: Live, engine: JobEngine, course: C
 async def test_the_policy_read_serves_a_moment(
     live: Live, engine: JobEngine, course: Course, rooms: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pilot_module, "POLICY_FRESH_S", 60.0)
+    monkeypatch.setattr(policy_gate, "POLICY_FRESH_S", 60.0)
     client = await connect(live)
     await client.send({"type": "prompt", "text": say("one\n")})
     await client.until(lambda e: e["type"] == "turn.finished")

@@ -257,12 +257,12 @@ async def test_a_room_opening_starts_the_scan_process_before_any_code_is_written
 ) -> None:
     """The scan process starts when a room with the watchdog on opens, not under the first
     stream that writes code (its start held every room's stream a moment)."""
-    from spark_ide.live import watchdog
+    from spark_ide.live import scan_process
 
-    monkeypatch.setattr(watchdog, "_pool", None)  # as in a process that never scanned
+    monkeypatch.setattr(scan_process, "_pool", None)  # as in a process that never scanned
     client = await connect(live)
-    started = watchdog._pool
+    started = scan_process._pool
     assert started is not None
-    await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(started, watchdog._ready), 30)  # it answers
+    await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(started, scan_process._ready), 30)  # it answers
     await client.close()
     started.shutdown(wait=False)

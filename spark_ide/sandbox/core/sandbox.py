@@ -9,6 +9,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from spark_ide.sandbox.core.files import BadRun, checked_parts, materialise
@@ -33,6 +34,15 @@ PYTEST_ARGS = ("-m", "pytest", "-p", "no:cacheprovider")
 
 class SandboxUnavailable(RuntimeError):
     """Runs are refused: bubblewrap (or the runtime) cannot run here, and unsandboxed runs are not allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """How a run's program is started: its command line, environment and directory."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
 
 
 _probes: dict[tuple[str, str, bool], Probe] = {}  # successful probes, per (bwrap, python, as root)
@@ -87,7 +97,9 @@ class Sandbox:
         as_root = os.geteuid() == 0
         lease: UidLease | None = self.uid_pool.acquire() if as_root else None
         uid = lease.uid if lease is not None else os.getuid()
+        owner = uid if as_root else None  # the run's own uid, owning its files (None: the caller's)
         run_dir: Path | None = None
+        info_r: int | None = None
         info_w: int | None = None
 
         def cleanup() -> None:
@@ -97,42 +109,20 @@ class Sandbox:
                 lease.release()
 
         try:
-            sandboxed = self._jail_works(uid if as_root else None, tests=tests)
+            sandboxed = self._jail_works(owner, tests=tests)
             run_dir = Path(tempfile.mkdtemp(prefix="spark-run-"))
-            seed = run_dir / "seed"
-            seed.mkdir()
-            seed.chmod(0o755)
-            if as_root:
-                for folder in (run_dir, seed):
-                    os.chown(folder, uid, uid)
-            materialise(files, seed, limits=self.limits, owner=uid if as_root else None)
+            seed = self._seed(run_dir, files, owner=owner)
             if sandboxed:
                 identity_files(run_dir, uid=uid)
                 info_r, info_w = os.pipe2(os.O_CLOEXEC)
-                argv = bwrap_argv(
-                    bwrap=self.bwrap, run_dir=run_dir, limits=self.limits, info_fd=info_w,
-                    program=[self.python, *program(WORK_DIR)],
-                )
-                env, cwd = child_env(home=JAIL_TMP, tmp=JAIL_TMP), "/"
+                command = self._jailed(run_dir, program, info_fd=info_w)
             else:
-                info_r = None
-                tmp = run_dir / "tmp"
-                tmp.mkdir(mode=0o700)
-                if as_root:
-                    os.chown(tmp, uid, uid)
-                prlimit = shutil.which("prlimit", path="/usr/bin:/bin") or "prlimit"
-                argv = [prlimit, *prlimit_argv(self.limits)[1:], self.python, *program(str(seed))]
-                env, cwd = child_env(home=str(tmp), tmp=str(tmp)), str(seed)
+                command = self._unjailed(run_dir, seed, program, owner=owner)
             started = time.monotonic()
-            process = subprocess.Popen(  # noqa: S603 - a command line we built, no shell
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                start_new_session=True, pass_fds=() if info_w is None else (info_w,),
-                user=uid if as_root else None, group=uid if as_root else None,
-                extra_groups=[] if as_root else None,
-            )
+            process = self._spawn(command, owner=owner, info_fd=info_w)
         except BaseException:
             cleanup()
-            if info_w is not None and info_r is not None:
+            if info_r is not None:
                 os.close(info_r)
             raise
         finally:
@@ -149,6 +139,47 @@ class Sandbox:
             process.wait()
             cleanup()
             raise
+
+    def _seed(self, run_dir: Path, files: Mapping[str, str], *, owner: int | None) -> Path:
+        """The workspace's files written under ``run_dir`` (``seed``: what the run starts from),
+        owned by ``owner`` if given."""
+        seed = run_dir / "seed"
+        seed.mkdir()
+        seed.chmod(0o755)
+        if owner is not None:
+            for folder in (run_dir, seed):
+                os.chown(folder, owner, owner)
+        materialise(files, seed, limits=self.limits, owner=owner)
+        return seed
+
+    def _jailed(self, run_dir: Path, program: Callable[[str], list[str]], *, info_fd: int) -> _Command:
+        """The program inside bubblewrap, which reports on ``info_fd`` (the jail's pids)."""
+        argv = bwrap_argv(
+            bwrap=self.bwrap, run_dir=run_dir, limits=self.limits, info_fd=info_fd,
+            program=[self.python, *program(WORK_DIR)],
+        )
+        return _Command(argv=argv, env=child_env(home=JAIL_TMP, tmp=JAIL_TMP), cwd="/")
+
+    def _unjailed(
+        self, run_dir: Path, seed: Path, program: Callable[[str], list[str]], *, owner: int | None,
+    ) -> _Command:
+        """The program with the rlimits only (bubblewrap cannot run here, and that is allowed)."""
+        tmp = run_dir / "tmp"
+        tmp.mkdir(mode=0o700)
+        if owner is not None:
+            os.chown(tmp, owner, owner)
+        prlimit = shutil.which("prlimit", path="/usr/bin:/bin") or "prlimit"
+        argv = [prlimit, *prlimit_argv(self.limits)[1:], self.python, *program(str(seed))]
+        return _Command(argv=argv, env=child_env(home=str(tmp), tmp=str(tmp)), cwd=str(seed))
+
+    @staticmethod
+    def _spawn(command: _Command, *, owner: int | None, info_fd: int | None) -> subprocess.Popen[bytes]:
+        """Start ``command`` in a session of its own, as ``owner`` with no other group if given."""
+        return subprocess.Popen(  # noqa: S603 - a command line we built, no shell
+            command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=command.env,
+            cwd=command.cwd, start_new_session=True, pass_fds=() if info_fd is None else (info_fd,),
+            user=owner, group=owner, extra_groups=[] if owner is not None else None,
+        )
 
     @staticmethod
     def _program(files: Mapping[str, str], *, path: str | None, tests: bool) -> Callable[[str], list[str]]:
