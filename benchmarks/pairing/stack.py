@@ -12,6 +12,8 @@ processes through Redis, ``spark_ide.live.cluster``).
 
 ``Stack(..., upstream={...})`` points the IDE at a model server the caller runs (the
 ``SPARK_PROVIDER``/``OPENAI_*`` settings given); no model server, tap or relay is started.
+``Stack(..., worker={...})`` starts a Celery worker too (the code runs, over ``redis_url``),
+with those settings added to the IDE's (the sandbox's limits, say).
 """
 
 from __future__ import annotations
@@ -199,6 +201,7 @@ class Stack:
     def __init__(
         self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
         relay: bool = True, daphne_args: tuple[str, ...] = (), upstream: dict[str, str] | None = None,
+        worker: dict[str, str] | None = None,
     ) -> None:
         self.scripts = scripts
         self.daphnes = daphnes
@@ -207,6 +210,7 @@ class Stack:
         self.with_relay = relay
         self.daphne_args = daphne_args
         self.upstream = upstream
+        self.worker = worker
         self.ide_urls: list[str] = []
         self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
@@ -256,6 +260,11 @@ class Stack:
         self._ide_env = env
         await self._manage(env, "migrate", "--verbosity", "0")
         self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()
+        if self.worker is not None:
+            self._spawn("worker", [
+                "-m", "celery", "-A", "spark_ide", "worker", "-c", "1", "--pool", "prefork", "--without-gossip",
+                "--without-mingle", "--without-heartbeat", "-l", "warning",
+            ], {**env, **self.worker})
         ports = [_free_port() for _ in range(self.daphnes)]
         for index, port in enumerate(ports):
             name = "daphne" if index == 0 else f"daphne-{index + 1}"
