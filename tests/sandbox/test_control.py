@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from spark_ide.sandbox.core import RunInputError, RunStatus, Sandbox
-from tests.sandbox.conftest import assert_gone, source
+from tests.sandbox.conftest import assert_gone, run_processes, source
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -64,8 +64,11 @@ def test_stop_kills_the_whole_group(sandbox: Sandbox) -> None:
         "time.sleep(60)",
     )
     run = sandbox.start(program, path="main.py", on_output=lambda stream, text: seen.append(text))
+    running: list[int] = []
+
     def stop_once_started() -> None:
         wait_for(lambda: "started" in "".join(seen))
+        running.extend(run_processes(run.uid))  # what assert_gone looks for, seen while it runs
         run.stop()
 
     stopper = threading.Thread(target=stop_once_started)
@@ -76,6 +79,7 @@ def test_stop_kills_the_whole_group(sandbox: Sandbox) -> None:
     assert result.status is RunStatus.KILLED and result.exit_code is None
     assert result.message == "stopped by a participant"
     assert time.monotonic() - started < 3
+    assert len(running) >= 4, running  # the program and its three children at least
     assert_gone(result)
 
 
