@@ -6,6 +6,7 @@ was warmed) read it here, where the model runs, instead of from the client's own
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator
 from contextvars import ContextVar
@@ -97,10 +98,16 @@ class RecordingServer(ModelServer):
         seen = Socket(opened_at=time.monotonic())
         self.sockets.append(seen)
         _SOCKET.set(seen)  # this handler runs in a task of its own: the value stays with it
+
+        async def note_close() -> None:  # as the connection closes, before the server tidies up
+            await socket.wait_closed()
+            seen.closed_at = time.monotonic()
+
+        watch = asyncio.create_task(note_close())
         try:
             await super()._handle(socket)
         finally:
-            seen.closed_at = time.monotonic()
+            await watch
 
     def socket_of(self, generation: Generation) -> Socket:
         return next(socket for socket in self.sockets if any(g is generation for g in socket.generations))
