@@ -102,14 +102,15 @@ async def _type_until_killed(driver: Peer, witness: Peer, daphne: int) -> tuple[
     was sent, when A was killed)."""
     await driver.type_text("app.py", 0, "#>\n")
     sent: list[float] = []
+    deadline = time.monotonic() + 20  # a machine too loaded to answer within the window for long
     while True:
         await driver.type_text("app.py", 2 + len(sent), KEYS[len(sent) % len(KEYS)])
         sent.append(time.monotonic())
         await asyncio.sleep(0.005)
         acked = _typed(witness)
-        if len(sent) >= 20 and acked and sent[acked - 1] > time.monotonic() - WINDOW_S / 2:
+        if len(sent) >= 20 and acked and sent[acked - 1] > time.monotonic() - WINDOW_S * 0.8:
             break
-        assert len(sent) < 2000, f"A acknowledged {acked} of {len(sent)} keystrokes, none recent"
+        assert time.monotonic() < deadline, f"A acknowledged {acked} of {len(sent)} keystrokes, none recent"
     acked = _typed(witness)  # the last look before the kill: no await between the two
     os.killpg(daphne, signal.SIGKILL)
     return acked, sent, time.monotonic()
