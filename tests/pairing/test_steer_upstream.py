@@ -101,7 +101,11 @@ async def test_a_steer_closes_the_old_answers_socket_and_re_prompts_with_the_ste
         assert late == [], f"{peer.name} got the old answer after its turn.finished: {late[:3]}"
         assert peer.joined("turn.delta").endswith("Steered: the short answer.\n")
     assert second.end == "finished"
+    # The steer's arrival at the server, on this clock: the re-prompt's arrival here less the
+    # server's own steer -> re-prompt time (less the re-prompt's way over loopback, unknown).
     steered = await driver.until(lambda e: e["type"] == "turn.steered")
-    print(f"the server's own steer -> re-prompt sent: {steered['steer_ms']:.1f} ms")
+    arrived = second.started_at - steered["steer_ms"] / 1000
+    print(f"the server's steer -> re-prompt sent: {steered['steer_ms']:.1f} ms; "
+          f"steer at the server -> old socket closed: about {(socket.closed_at - arrived) * 1000:.1f} ms")
     await driver.close()
     await viewer.close()

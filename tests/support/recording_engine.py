@@ -30,6 +30,7 @@ class Generation:
 
     prompt: str  # the job's last user message
     effort: str | None = None  # the job's reasoning effort, as the request carried it
+    started_at: float = field(default_factory=time.monotonic)
     tokens: int = 0
     end: End | None = None  # None while it runs
 
