@@ -9,6 +9,11 @@ and is ended with it, however the benchmark ends.
 ``Stack(..., daphnes=N, database_url=..., redis_url=...)`` runs N Daphne processes sharing
 PostgreSQL and Redis, as a production deployment does (``ide_urls``; rooms are shared by the
 processes through Redis, ``spark_ide.live.owner``).
+
+``Stack(..., upstream={...})`` points the IDE at a model server the caller runs (the
+``SPARK_PROVIDER``/``OPENAI_*`` settings given); no model server, tap or relay is started.
+``Stack(..., worker={...})`` starts a Celery worker too (the code runs, over ``redis_url``),
+with those settings added to the IDE's (the sandbox's limits, say).
 """
 
 from __future__ import annotations
@@ -113,6 +118,11 @@ class FrameTap:
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return self.port
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the tap is not started"
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -190,7 +200,8 @@ class Stack:
 
     def __init__(
         self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
-        relay: bool = True, daphne_args: tuple[str, ...] = (),
+        relay: bool = True, daphne_args: tuple[str, ...] = (), upstream: dict[str, str] | None = None,
+        worker: dict[str, str] | None = None,
     ) -> None:
         self.scripts = scripts
         self.daphnes = daphnes
@@ -198,6 +209,8 @@ class Stack:
         self.redis_url = redis_url
         self.with_relay = relay
         self.daphne_args = daphne_args
+        self.upstream = upstream
+        self.worker = worker
         self.ide_urls: list[str] = []
         self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
@@ -232,20 +245,9 @@ class Stack:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     async def _start(self) -> None:
-        script_file = self.dir / "scripts.json"
-        script_file.write_text(json.dumps(self.scripts), encoding="utf-8")
-        model_port = _free_port()
-        modelserver = self._spawn("modelserver", [
-            "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port),
-            "--script-file", str(script_file), "--tokens-per-s", "1000", "--ttft-ms", "0",
-            "--log-level", "WARNING",
-        ], self._env())
-        await self._wait_port("modelserver", modelserver, model_port)
-        self.tap = FrameTap(model_port)
-        tap_port = await self.tap.start()
+        model = self.upstream if self.upstream is not None else await self._start_model_server()
         env = self._env(
-            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
-            SPARK_PROVIDER="local", OPENAI_BASE_URL=f"http://127.0.0.1:{tap_port}/v1",
+            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings", **model,
             SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
             # The load is one account's many pages (the fanout and rooms benchmarks open hundreds):
             # the per-user socket cap (20 by default) would refuse them. The soak uses many accounts.
@@ -258,6 +260,11 @@ class Stack:
         self._ide_env = env
         await self._manage(env, "migrate", "--verbosity", "0")
         self.token = (await self._manage(env, "shell", "-c", _MAKE_USER)).splitlines()[-1].strip()
+        if self.worker is not None:
+            self._spawn("worker", [
+                "-m", "celery", "-A", "spark_ide", "worker", "-c", "1", "--pool", "prefork", "--without-gossip",
+                "--without-mingle", "--without-heartbeat", "-l", "warning",
+            ], {**env, **self.worker})
         ports = [_free_port() for _ in range(self.daphnes)]
         for index, port in enumerate(ports):
             name = "daphne" if index == 0 else f"daphne-{index + 1}"
@@ -265,7 +272,8 @@ class Stack:
                 "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *STORM_PATIENCE, *self.daphne_args,
                 "spark_ide.asgi:application",
             ], env))
-        if self.with_relay:
+        if self.with_relay and self.tap is not None:
+            tap_port = self.tap.port
             relay_port = _free_port()
             relay = self._spawn("relay", [
                 "-m", "benchmarks.pairing.relay", "--port", str(relay_port),
@@ -277,6 +285,21 @@ class Stack:
             await self._wait_port("daphne" if index == 0 else f"daphne-{index + 1}", process, port)
             self.ide_urls.append(f"http://127.0.0.1:{port}")
         self.ide_url = self.ide_urls[0]
+
+    async def _start_model_server(self) -> dict[str, str]:
+        """The scripted model server behind the tap; the IDE's settings to reach it."""
+        script_file = self.dir / "scripts.json"
+        script_file.write_text(json.dumps(self.scripts), encoding="utf-8")
+        model_port = _free_port()
+        modelserver = self._spawn("modelserver", [
+            "-m", "spark_ide.modelserver", "--engine", "scripted", "--port", str(model_port),
+            "--script-file", str(script_file), "--tokens-per-s", "1000", "--ttft-ms", "0",
+            "--log-level", "WARNING",
+        ], self._env())
+        await self._wait_port("modelserver", modelserver, model_port)
+        self.tap = FrameTap(model_port)
+        tap_port = await self.tap.start()
+        return {"SPARK_PROVIDER": "local", "OPENAI_BASE_URL": f"http://127.0.0.1:{tap_port}/v1"}
 
     async def manage(self, *args: str) -> str:
         """A ``manage.py`` command against the IDE's database; its output."""

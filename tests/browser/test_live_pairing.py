@@ -7,7 +7,9 @@ tokens/s, so each test knows exactly what the model writes and how fast.
 
 from __future__ import annotations
 
+import io
 import time
+import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -166,9 +168,13 @@ def test_a_viewer_watches_the_stream_read_only(ide_server: IdeServer, page: Any,
         assert viewer.locator(".cm-content").get_attribute("contenteditable") == "false"
         viewer.locator(".cm-content").click()
         viewer.keyboard.type("nope")
-        page.wait_for_timeout(300)  # time enough for an edit to travel, were it allowed
         assert "nope" not in viewer.locator(".cm-content").inner_text()
+        # Then the viewer opens another file: its place (Yjs awareness) goes to the server on the
+        # same socket after any edit the keys made, so once the owner sees it, that edit had come.
+        viewer.locator(".tree a[data-open='a.py']").click()
+        page.locator(".presence .person[data-files='a.py']", has_text="vera").wait_for(timeout=WAIT_MS)
         assert "nope" not in _document(page, "shown.py")
+        assert "nope" not in page.locator(".cm-content").inner_text()
         ARTIFACTS.mkdir(exist_ok=True)
         viewer.screenshot(path=str(ARTIFACTS / "live_viewer.png"))
 
@@ -251,6 +257,58 @@ def test_alt_enter_queues_a_prompt_behind_the_running_turn(ide_server: IdeServer
     assert first.locator(".badge.outcome").inner_text() == "completed"  # not steered: it ran to the end
     assert _document(page, "a.py") == LONG_BODY
     assert _document(page, "queued.py") == "queued = True\n"
+
+
+def _editor_text(person: Any) -> str:
+    """The open file as the page's editor shows it (every line: the file fits the view),
+    without the widgets drawn into it (others' carets and their names, the ghost line)."""
+    return str(person.evaluate("""() => [...document.querySelectorAll(".cm-content .cm-line")].map((line) => {
+        const copy = line.cloneNode(true);
+        copy.querySelectorAll("[contenteditable=false], .cm-ySelectionCaret").forEach((node) => node.remove());
+        return copy.textContent;
+    }).join("\\n")"""))
+
+
+def _exported(page: Any, path: str) -> str | None:
+    """``path`` as the workspace's export (.zip of the stored file rows) has it, or None."""
+    data = page.evaluate("""async () => {
+        const workspace = document.getElementById("live").dataset.workspace;
+        const response = await fetch(`/w/${workspace}/export.zip`);
+        return response.ok ? Array.from(new Uint8Array(await response.arrayBuffer())) : null;
+    }""")
+    if data is None:
+        return None
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        return archive.read(path).decode() if path in archive.namelist() else None
+
+
+def test_a_person_types_in_the_lines_the_model_is_writing_and_both_are_kept(
+    ide_server: IdeServer, page: Any, chromium: Any
+) -> None:
+    _start_session(ide_server, page, "live same lines")
+    rows = [f"row_{i} = {i}" for i in range(16)]
+    body = "".join(f"{row}\n" for row in rows)
+    typed = "cole = 'here'"
+    expected = "".join(f"{row}\n" + (f"{typed}\n" if row == "row_2 = 2" else "") for row in rows)
+    with second_person(ide_server, page, chromium, role="collaborator", username="cole") as mate:
+        _ask(page, f'[rate:20][say]Rows.\n<write path="a.py">\n{body}</write>\n[/say]')
+        mate.locator(".cm-line", has_text="row_3 = 3").wait_for(timeout=WAIT_MS)  # written as far as row_3
+        mate.locator(".cm-line", has_text="row_2 = 2").click()  # into the lines being written
+        mate.keyboard.press("End")
+        mate.keyboard.type(f"\n{typed}")
+        _wait_document(page, "a.py", lambda text: typed in text)
+        assert "row_15 " not in _document(page, "a.py"), "the model had finished before the person typed"
+        for person in (page, mate):
+            person.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=WAIT_MS)
+        assert _document(page, "a.py") == expected  # the live document, over the HTTP API
+        for person in (page, mate):
+            person.locator(".cm-content", has_text="row_15 = 15").wait_for(timeout=WAIT_MS)
+            assert _editor_text(person) == expected, person.url
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while (stored := _exported(page, "a.py")) != expected:  # the file rows follow a moment later
+            assert time.monotonic() < deadline, f"the stored file holds {stored!r}"
+            page.wait_for_timeout(100)
+        _shot(mate, "same_lines")
 
 
 def test_a_collaborator_steers_the_owners_turn(ide_server: IdeServer, page: Any, chromium: Any) -> None:

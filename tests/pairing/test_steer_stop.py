@@ -4,7 +4,9 @@ from typing import Any
 
 import pytest
 
+from spark_ide.modelserver.server import ModelServer
 from tests.pairing.conftest import FILES, Live, LiveClient, connect, say
+from tests.support.recording_engine import recording_engine
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +43,7 @@ async def _wait_second_block_streaming(client: LiveClient) -> dict[str, Any]:
 
 
 async def test_steer_mid_block_keeps_the_first_block_and_rolls_back_the_second(
-    live: Live, model_server: object, rooms: None
+    live: Live, model_server: ModelServer, rooms: None
 ) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
@@ -66,6 +68,10 @@ async def test_steer_mid_block_keeps_the_first_block_and_rolls_back_the_second(
     assert client.text("steered.py") == "steered = True\n"
     assert_nothing_after_finish(client, old)
     assert "".join(e["text"] for e in client.of("turn.delta", new["turn"])) == STEERED
+    # Upstream, the old generation was stopped mid-answer; the re-prompt carried the steer.
+    first, second = recording_engine(model_server).generations
+    assert first.end == "stopped", first
+    assert say(STEERED) in second.prompt and second.end == "finished"
     await client.close()
 
 

@@ -12,6 +12,7 @@ from spark_ide.modelserver.engines.scripted import ScriptedEngine
 from spark_ide.modelserver.server import ModelServer
 from tests.pairing.conftest import FILES, Live, connect, say
 from tests.pairing.test_steer_stop import FIRST_BLOCK, SECOND_BLOCK, STEERED, assert_nothing_after_finish
+from tests.support.recording_engine import RecordingEngine, RecordingServer, recording_engine
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -19,10 +20,10 @@ KEY = "sk-test-openai-like"
 
 
 @pytest.fixture
-async def openai_like(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelServer]:
+async def openai_like(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RecordingServer]:
     """Our server in its OpenAI mode: bearer auth, no cancel message, FIFO responses."""
     config = ServerConfig(port=0, api_key=KEY, cancel_extension=False)
-    async with ModelServer(ScriptedEngine(tokens_per_s=2000.0, ttft_s=0.005), config) as server:
+    async with RecordingServer(RecordingEngine(tokens_per_s=2000.0, ttft_s=0.005), config) as server:
         monkeypatch.setenv("SPARK_PROVIDER", "openai")
         monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.port}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -42,7 +43,7 @@ async def proxied(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[LoopProxy]:
         await proxy.stop()
 
 
-async def test_steer_works_through_the_hot_spare(live: Live, openai_like: ModelServer, rooms: None) -> None:
+async def test_steer_works_through_the_hot_spare(live: Live, openai_like: RecordingServer, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(FIRST_BLOCK + SECOND_BLOCK, rate=400)})
     old = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
@@ -57,6 +58,11 @@ async def test_steer_works_through_the_hot_spare(live: Live, openai_like: ModelS
     assert client.text("steered.py") == "steered = True\n"
     assert "".join(e["text"] for e in client.of("turn.delta", new["turn"])) == STEERED
     assert_nothing_after_finish(client, old)
+    # No cancel message here: the old answer was stopped by closing its socket, and the
+    # re-prompt went on another one (the spare).
+    first, second = recording_engine(openai_like).generations
+    assert first.end == "stopped" and openai_like.socket_of(first).closed_at is not None
+    assert openai_like.socket_of(second) is not openai_like.socket_of(first)
     await client.close()
 
 

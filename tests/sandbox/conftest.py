@@ -11,11 +11,13 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from spark_ide.sandbox.core import Limits, RunResult, Sandbox
 from spark_ide.sandbox.core.limits import MB
+from spark_ide.sandbox.core.uids import processes_of
 from tests.conftest import require
 
 AS_ROOT = os.geteuid() == 0
@@ -34,11 +36,32 @@ def live_processes(uid: int) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.split()[1][0] not in "ZX"]
 
 
+def run_processes(uid: int) -> list[int]:
+    """The live processes of ``uid`` that are a run's: every run (jailed or not) has the whole
+    environment ``child_env`` gives it, and nothing else of the user's says ``USER=student``."""
+    marker = b"\0USER=student\0"
+    found: list[int] = []
+    for pid in processes_of(uid):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue  # it ended while we looked
+        if marker in b"\0" + environ:
+            found.append(pid)
+    return found
+
+
 def assert_gone(result: RunResult) -> None:
-    """Nothing of the run is left running (checked from outside, with ps)."""
+    """Nothing of the run is left running, checked from outside. As root the run had a uid of
+    its own: no process of that uid is left (ps). Otherwise the run was this user's: none of
+    this user's processes carries a run's environment (tests run one at a time in a process;
+    runs of another test process of the same user at the same time would count too)."""
     if AS_ROOT:
         assert result.uid != 0
         assert live_processes(result.uid) == []
+    else:
+        assert result.uid == os.getuid()
+        assert run_processes(result.uid) == []
 
 
 Runner = Callable[..., RunResult]

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from spark_ide.sandbox.core import RunInputError, RunStatus, Sandbox
-from tests.sandbox.conftest import assert_gone, source, wait_for
+from tests.sandbox.conftest import assert_gone, run_processes, source, wait_for
 
 
 def test_input_gets_what_is_written_to_stdin(sandbox: Sandbox) -> None:
@@ -55,8 +55,11 @@ def test_stop_kills_the_whole_group(sandbox: Sandbox) -> None:
         "time.sleep(60)",
     )
     run = sandbox.start(program, path="main.py", on_output=lambda stream, text: seen.append(text))
+    running: list[int] = []
+
     def stop_once_started() -> None:
         wait_for(lambda: "started" in "".join(seen))
+        running.extend(run_processes(run.uid))  # what assert_gone looks for, seen while it runs
         run.stop()
 
     stopper = threading.Thread(target=stop_once_started)
@@ -66,6 +69,7 @@ def test_stop_kills_the_whole_group(sandbox: Sandbox) -> None:
     # Killed by the Stop (the sleeps would have run into the 5 s wall limit: "timeout").
     assert result.status is RunStatus.KILLED and result.exit_code is None
     assert result.message == "stopped by a participant"
+    assert len(running) >= 4, running  # the program and its three children at least
     assert_gone(result)
 
 
