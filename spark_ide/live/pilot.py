@@ -280,7 +280,9 @@ class Pilot:
                 if not run.live:
                     return
                 if isinstance(event, TextDelta):
-                    text = run.take_delta(event.text)  # behind the model: the deltas waiting go in one step
+                    # Behind the model: the deltas waiting go in one step (not past a quota).
+                    left = self._policy.tokens_left(run.streamed_tokens + 1)
+                    text = run.take_delta(event.text, left)
                     self._publish(TurnDelta(turn=run.id, text=text))
                     if self._watchdog.apply(run, text):
                         return  # halted: the Pilot corrects it (nothing more of this answer is applied)

@@ -89,6 +89,11 @@ class PolicyGate:
         """Whether a turn that has streamed ``streamed`` tokens so far passes the quota."""
         return self.policy.over_quota(self._spent + streamed)
 
+    def tokens_left(self, streamed: int) -> int | None:
+        """Tokens a turn that has streamed ``streamed`` may still stream before it passes the
+        quota (None: no quota)."""
+        return self.policy.tokens_left(self._spent + streamed)
+
     def quota_message(self) -> str:
         return self.policy.quota_message()
 

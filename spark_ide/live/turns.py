@@ -82,12 +82,13 @@ class TurnRun:
     tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
 
-    def take_delta(self, text: str) -> str:
+    def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
-        model (up to ``MERGED_CHARS`` in all): what the Pilot applies in one step."""
+        model (up to ``MERGED_CHARS`` in all, and at most ``most`` of them: a quota's tokens
+        left): what the Pilot applies in one step."""
         more = 0
-        if self.stream is not None and self.stream.waiting:
-            waiting, more = self.stream.take_waiting_text(MERGED_CHARS)
+        if self.stream is not None and self.stream.waiting and (most is None or most > 0):
+            waiting, more = self.stream.take_waiting_text(MERGED_CHARS, most)
             text += waiting
         self.deltas += 1 + more
         self.chars += len(text)

@@ -199,17 +199,17 @@ class TurnStream:
             self._pushed_terminal = True
             self._queue.put_nowait(event)
 
-    def take_waiting_text(self, limit: int) -> tuple[str, int]:
+    def take_waiting_text(self, limit: int, most: int | None = None) -> tuple[str, int]:
         """The text of the deltas already waiting, as one piece (up to about ``limit``
         characters; the first other event stays next): a consumer that fell behind takes one
         step for all of them instead of one per token, so the more it falls behind the less
         each token costs it. With how many deltas it holds; ("", 0) when nothing waits (a
-        consumer that keeps up)."""
+        consumer that keeps up). At most ``most`` deltas (None: no count limit)."""
         if self._state != "running":
             return "", 0
         texts: list[str] = []
         size = 0
-        while size < limit:
+        while size < limit and (most is None or len(texts) < most):
             if self._next is not None:
                 item, self._next = self._next, None
             elif not self._queue.empty():

@@ -187,3 +187,14 @@ async def test_a_reader_waiting_for_each_delta_sets_the_deadline_timer_once(monk
     assert len(events) == 201 and isinstance(events[-1], Completed)
     assert len(armed) == 2, armed  # first byte (30 s), then idle (20 s from the first delta)
     assert armed[0] > 29 and armed[1] < 20.5
+
+
+async def test_a_consumer_behind_takes_at_most_the_deltas_it_may() -> None:
+    """A count limit (the tokens a quota leaves) bounds the waiting deltas taken in one step."""
+    stream = make(Recorder())
+    stream.mark_sent()
+    for piece in ("a", "b", "c", "d"):
+        stream.delta(piece)
+    assert stream.take_waiting_text(512, 2) == ("ab", 2)
+    assert stream.take_waiting_text(512, 0) == ("", 0)
+    assert stream.take_waiting_text(512) == ("cd", 2)
