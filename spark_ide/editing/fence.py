@@ -390,6 +390,8 @@ class FencePreview:
         if current.isascii():
             return start, end
         data = current.encode()
+        if not (_boundary(data, start) and _boundary(data, end)):
+            return None  # the region is not where the file's characters are: taken as typed into
         return len(data[:start].decode()), len(data[:end].decode())
 
     def _read_file(self) -> _Existing | None:
@@ -472,3 +474,8 @@ def _through_cut(splices: tuple[Splice, ...], start: int, end: int) -> list[Spli
         else:
             out.insert(place, Splice(start, end, "".join(at_cut)))
     return out
+
+
+def _boundary(data: bytes, at: int) -> bool:
+    """Whether the UTF-8 byte offset ``at`` falls between two characters of ``data``."""
+    return at >= len(data) or (data[at] & 0xC0) != 0x80

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pycrdt import Doc
 
@@ -344,6 +344,8 @@ def test_text_typed_at_the_end_while_the_preview_streams_stays_after_it() -> Non
     cuts=st.lists(st.integers(min_value=0, max_value=len(ANSWER)), max_size=12),
     typing=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10_000)), max_size=6),
 )
+# A preview region read between a person's two-byte character's bytes (UnicodeDecodeError).
+@example(cuts=[101], typing=[(0, 0), (1, 0), (1, 573)])
 def test_whatever_a_person_types_meanwhile_stays_and_both_peers_agree(
     cuts: list[int], typing: list[tuple[int, int]]
 ) -> None:
