@@ -13,7 +13,7 @@
     the model plays the module as one write block at ``--rate`` tokens/s, far above what the
     room can take, so the turn's ``tokens_per_s`` is the room's own throughput;
   - *the engine alone*: the same answer streamed through the edit engine into a document,
-    with ``live.watchdog.TurnWatch`` reading every chunk's code as the Pilot does (bandit in
+    with ``live.turn_watch.TurnWatch`` reading every chunk's code as the Pilot does (bandit in
     the scan process) and without it: the strict form, nothing else to hide the cost.
 
   Target on/off >= 0.9.

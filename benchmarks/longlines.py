@@ -47,11 +47,12 @@ from benchmarks.pairing.client import Browser, play
 from benchmarks.pairing.run import FILES, VOCAB, added_latency_ms, upstream_answer
 from benchmarks.pairing.scale import Clocks, server_pids
 from benchmarks.pairing.stack import Stack
-from spark_ide.editing import BlockStatus, ProseEvent, TurnEditor, workspace_files
-from spark_ide.live.events import EditStatus, Event, TurnDelta, TurnProse, TurnStatus, encode
+from spark_ide.editing import TurnEditor, workspace_files
+from spark_ide.live.events import Event, TurnDelta, TurnStatus, encode
 from spark_ide.live.outbox import Backlog, Frame
 from spark_ide.live.repetition import RepetitionGuard
 from spark_ide.live.turn_watch import TurnWatch
+from spark_ide.live.turns import publish_edits
 from spark_ide.live.watchdog import GuardRules
 from spark_ide.modelserver.engines.scripted import split_tokens
 
@@ -157,15 +158,10 @@ STAGE_DELTA = 4  # characters per delta, as a model's tokens
 STAGES = ("editor", "repetition", "watchdog", "events", "outbox")
 
 
-def _events(edits: list[Any], turn: str) -> list[Event]:
-    """What the Pilot publishes for the editor's events (``Pilot._publish_edits``)."""
+def _events(edits: list[Any]) -> list[Event]:
+    """What the Pilot publishes for the editor's events (``live.turns.publish_edits``)."""
     out: list[Event] = []
-    for edit in edits:
-        if isinstance(edit, BlockStatus):
-            out.append(EditStatus(turn=turn, block=edit.block, path=edit.path, state=edit.state.value,
-                                  detail=edit.detail()))
-        elif isinstance(edit, ProseEvent) and edit.text:
-            out.append(TurnProse(turn=turn, text=edit.text))
+    publish_edits(out.append, edits)
     return out
 
 
@@ -189,7 +185,7 @@ def stage_costs(text: str, budget_s: float) -> dict[str, float]:
         if code or edits:
             watch.feed(code, edits)
         after_watch = clock()
-        events: list[Event] = [TurnDelta(turn="bench", text=delta), *_events(edits, "bench")]
+        events: list[Event] = [TurnDelta(turn="bench", text=delta), *_events(edits)]
         frames = [Frame.encoded(event, seq, encode(event, seq)) for event in events]
         after_events = clock()
         for frame in frames:

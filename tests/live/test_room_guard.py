@@ -1,4 +1,4 @@
-"""``live.watchdog.RoomGuard``'s full scans: one at a time per room, those asked for meanwhile
+"""``live.room_guard.RoomGuard``'s full scans: one at a time per room, those asked for meanwhile
 together, each turn still told what its stream missed in its own files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``live.watchdog.TurnWatch``: what it reads of a turn's code, and when (held while the stream
+"""``live.turn_watch.TurnWatch``: what it reads of a turn's code, and when (held while the stream
 outruns the room, never past a block's end)."""
 
 from __future__ import annotations
