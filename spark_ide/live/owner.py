@@ -24,14 +24,13 @@ import time
 from typing import Protocol
 
 from .background import Background
-from .bus import (
+from .bus import Bus, Cluster, decode, encode, send
+from .bus_messages import (
     Addressed,
     Adopt,
     Alive,
     AwarenessItem,
     BadMessage,
-    Bus,
-    Cluster,
     CommandItem,
     ConnItem,
     HangUp,
@@ -61,9 +60,6 @@ from .bus import (
     UpItem,
     Yjs,
     conn_item,
-    decode,
-    encode,
-    send,
 )
 from .outbox import Backlog, Barrier, Frame
 from .transport import Connection, LocalTransport, Place, RoomClosed

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .background import Background
-from .bus import (
+from .bus import Cluster, decode, encode, room_group, send
+from .bus_messages import (
     Addressed,
     Adopt,
     Alive,
     AwarenessItem,
-    Cluster,
     CommandItem,
     ConnItem,
     EventItem,
@@ -47,11 +47,7 @@ from .bus import (
     UpdateItem,
     UpItem,
     Yjs,
-    decode,
-    encode,
     frame_of,
-    room_group,
-    send,
 )
 from .doc_rules import malformed_yjs
 from .events import ErrorEvent, Event

@@ -19,7 +19,8 @@ from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
-from spark_ide.live.bus import Message, RoomExpel, RoomRejoin, send
+from spark_ide.live.bus import send
+from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle

@@ -15,18 +15,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from spark_ide.live.bus import (
-    LEASE_TTL_S,
-    Bus,
-    Cluster,
-    Request,
-    RoomMoveFile,
-    RoomReadFiles,
-    RoomReply,
-    RoomSetFile,
-    RoomStoreEvents,
-    ask_owner,
-)
+from spark_ide.live.bus import LEASE_TTL_S, Bus, Cluster, ask_owner
+from spark_ide.live.bus_messages import Request, RoomMoveFile, RoomReadFiles, RoomReply, RoomSetFile, RoomStoreEvents
 from spark_ide.workspaces import documents
 
 from .redis_clients import LoopClients

@@ -9,7 +9,8 @@ from typing import Any
 import msgpack
 import pytest
 
-from spark_ide.live.bus import (
+from spark_ide.live.bus import decode, encode
+from spark_ide.live.bus_messages import (
     Addressed,
     Adopt,
     Alive,
@@ -42,8 +43,6 @@ from spark_ide.live.bus import (
     UpdateItem,
     Yjs,
     conn_item,
-    decode,
-    encode,
     frame_of,
 )
 from spark_ide.live.events import DocumentReplaced, Role, TurnDelta, TurnProse
