@@ -1,7 +1,8 @@
 """What processes that share rooms say to each other over the bus (the Channels layer), typed
 (docs/cluster.md): one frozen dataclass per message kind (``live.bus_messages``), and
 ``encode``/``decode`` here, the one place that knows how each is laid out on the wire
-(plain dicts and lists, which msgpack carries as they are). Nothing else in ``live`` or ``pairing`` builds or reads a bus message.
+(plain dicts and lists, which msgpack carries as they are). Nothing else in ``live`` or
+``pairing`` builds or reads a bus message.
 
 To a room's owner (its channel): ``RoomUp`` (what a replica's connections send, in order:
 ``UpItem``), ``RoomExpel``, ``RoomRejoin``, and the requests of HTTP threads (``Request``),
