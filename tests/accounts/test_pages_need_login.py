@@ -8,7 +8,8 @@ from django.test import Client
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path", ["/", "/account/tokens/", f"/w/{uuid.uuid4()}/", f"/w/{uuid.uuid4()}/export.zip"])
+# Fixed ids: every pytest-xdist worker must collect the same tests.
+@pytest.mark.parametrize("path", ["/", "/account/tokens/", f"/w/{uuid.UUID(int=1)}/", f"/w/{uuid.UUID(int=2)}/export.zip"])
 def test_pages_redirect_anonymous_users_to_login(client: Client, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 302
