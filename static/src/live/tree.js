@@ -5,10 +5,12 @@
 // Only the files are ever swapped, never the form: a refresh that landed while a person was
 // typing a path (one is asked 300 ms after each file the document gains, so right after a
 // create, or while the model writes files) used to draw the form again, empty, and the "+"
-// then submitted nothing (the path is required): the file was never created.
+// then submitted nothing (the path is required): the file was never created. A refresh
+// draws the list alone: why the last change was refused stays shown until the next one.
 import htmx from "htmx.org";
 
 const REFRESH_MS = 300; // a burst of changes to the document's files asks once
+const LIST = "#tree-files > .nodes";
 
 export class FileTree {
   // url: the tree partial's address (GET: the files; POST: a change, then the files).
@@ -34,11 +36,11 @@ export class FileTree {
   // is older than that answer's).
   refresh() {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.fetch(), REFRESH_MS);
+    this.timer = setTimeout(() => this.redraw(), REFRESH_MS);
   }
 
-  async fetch() {
-    if (!document.getElementById("tree-files")) return;
+  async redraw() {
+    if (!document.querySelector(LIST)) return;
     if (this.busy()) {
       this.refresh();
       return;
@@ -52,8 +54,8 @@ export class FileTree {
     } catch {
       return; // offline: the next change of the files asks again
     }
-    const files = document.getElementById("tree-files");
-    if (files && asked === this.changes && !this.busy()) htmx.swap(files, html, { swapStyle: "outerHTML" });
+    const list = document.querySelector(LIST);
+    if (list && asked === this.changes && !this.busy()) htmx.swap(list, html, { swapStyle: "outerHTML" }, { select: LIST });
   }
 
   busy() {
