@@ -182,11 +182,18 @@ def file_write(
 
 
 def file_create(*, workspace: Workspace, path: str) -> File:
-    """A new empty file; refuses to overwrite one that exists."""
+    """A new empty file; refuses to overwrite one that exists, in the live document too: the
+    model may have written it a moment ago, before its row follows (``files_materialize``)."""
     clean = checked_path(path)
+    exists = WorkspaceError(ApiCode.EXISTS, f"{clean} already exists")
     if workspace.files.filter(path=clean).exists():
-        raise WorkspaceError(ApiCode.EXISTS, f"{clean} already exists")
-    return file_write(workspace=workspace, path=clean, data=b"")[0]
+        raise exists
+    try:
+        return file_write(workspace=workspace, path=clean, data=b"", expected=None)[0]
+    except WorkspaceError as exc:
+        if exc.code == ApiCode.CHANGED:
+            raise exists from None
+        raise
 
 
 def _path_conflict_check(workspace: Workspace, path: str) -> None:

@@ -136,15 +136,17 @@ def tree_nodes(workspace: Workspace) -> list[Node]:
 def _tree_response(
     request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool, error: str = ""
 ) -> HttpResponse:
+    """The tree's files (``#tree-files``), never its new-file form: a person may be typing a
+    path there when the answer or a refresh arrives, and a form drawn again would lose it."""
     context = {
         "workspace": workspace, "tree": tree_nodes(workspace), "error": error, "can_edit": can_edit,
         "tree_url": tree_url,
     }
-    return render(request, "workspaces/_tree.html", context)
+    return render(request, "workspaces/_tree_files.html", context)
 
 
 def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, can_edit: bool) -> HttpResponse:
-    """GET: the tree partial. POST ``action`` = create | rename | delete: change, then the tree.
+    """GET: the tree's files. POST ``action`` = create | rename | delete: change, then the files.
 
     Each change also tells the editor what happened (an ``HX-Trigger-After-Swap`` client
     event), so an open tab follows a rename and closes on delete. Served per live session, whose
@@ -175,6 +177,6 @@ def tree_partial(request: HttpRequest, workspace: Workspace, *, tree_url: str, c
         return _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit, error=exc.message)
     response = _tree_response(request, workspace, tree_url=tree_url, can_edit=can_edit)
     # After the swap: htmx then fires it on the body when the button that asked is no longer in
-    # the page (this answer's own tree replaced it; or a refresh did, as the document's change
-    # can reach the page first), where a plain HX-Trigger event would reach nobody.
+    # the page (a file's rename or delete button: this answer's files replaced it), where a
+    # plain HX-Trigger event would reach nobody; the new-file form stays, and it bubbles up.
     return trigger_client_event(response, event, detail, after="swap")

@@ -94,13 +94,8 @@ def test_a_file_opens_from_the_address_fragment(ide_server: IdeServer, page: Any
 def test_enter_indents_by_the_languages_convention(ide_server: IdeServer, page: Any) -> None:
     """Issue 27: the editor indented Python by 2 spaces; each language has its own unit."""
     open_new_workspace(ide_server, page, "indentation")
-    # Both files first: a file created from the tree right after typing in another was
-    # sometimes not created (the tree was being drawn again; noted, not fixed here).
-    create_file(page, "f.py")
-    create_file(page, "f.js")
     for path, typed, indented in (("f.py", "def f():\n", "    "), ("f.js", "function f() {\n", "  ")):
-        page.locator(".tab", has_text=path).click()
-        page.locator(".tab.active", has_text=path).wait_for()
+        create_file(page, path)
         page.locator(".cm-content").click()
         page.keyboard.type(typed)  # the line break by the Enter key, as a person types it
         page.keyboard.type("x")

@@ -106,6 +106,28 @@ async def test_a_rename_right_after_a_keystroke_moves_the_live_text_in_one_chang
     await client.close()
 
 
+async def test_a_file_created_from_the_tree_never_empties_one_the_live_document_has(live: Live, rooms: None) -> None:
+    """The model wrote a file a moment ago: the live document has it, its row does not yet
+    (materialised later). Created from the tree meanwhile under the same path, it is refused
+    as existing, where it used to be written over with an empty text."""
+    client = await connect(live)
+    await client.pump(0.2)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    room.set_file("written.py", "by the model\n")
+    assert await _file_text(live.workspace_id, "written.py") is None
+    http = Client()
+    await database_sync_to_async(http.force_login)(live.owner)
+    answer = await database_sync_to_async(http.post)(
+        f"/sessions/{live.session_id}/tree", {"action": "create", "path": "written.py"}, HTTP_HX_REQUEST="true",
+    )
+    assert "written.py already exists" in answer.content.decode()
+    assert "HX-Trigger-After-Swap" not in answer  # no tab opens on an empty file
+    await client.pump(0.1)
+    assert room.texts()["written.py"] == client.text("written.py") == "by the model\n"
+    await client.close()
+
+
 async def test_the_http_api_reads_the_text_the_session_wrote(live: Live, model_server: object, rooms: None) -> None:
     client = await connect(live)
     await client.send({"type": "prompt", "text": say(STEERED)})

@@ -103,6 +103,26 @@ def test_the_tree_creates_a_file_and_asks_the_editor_to_open_it(browser: Client,
     assert ws.files.get().path == "pkg/mod.py"
 
 
+def test_the_tree_answers_with_its_files_and_never_its_new_file_form(browser: Client, user: Any) -> None:
+    """Someone may be typing a path into the form when an answer or a refresh is drawn: only
+    the files (#tree-files, the tree's htmx target) are drawn again, the form is the page's."""
+    ws = workspace_create(owner=user, name="w", files={"a.py": ""})
+    tree = _tree(ws)
+    page = browser.get(f"/w/{ws.id}/", follow=True).content.decode()
+    assert 'hx-target="#tree-files"' in page and 'name="path"' in page and 'id="tree-files"' in page
+    answers = [
+        browser.get(tree, HTTP_HX_REQUEST="true"),
+        browser.post(tree, {"action": "create", "path": "b.py"}, HTTP_HX_REQUEST="true"),
+        browser.post(tree, {"action": "create", "path": "b.py"}, HTTP_HX_REQUEST="true"),  # refused
+    ]
+    for answer in answers:
+        html = answer.content.decode()
+        assert html.lstrip().startswith('<div id="tree-files"'), html
+        assert 'name="path"' not in html
+    assert 'data-open="b.py"' in answers[1].content.decode()
+    assert "b.py already exists" in answers[2].content.decode()
+
+
 def test_the_tree_refuses_to_overwrite_on_create(browser: Client, user: Any) -> None:
     ws = workspace_create(owner=user, name="w", files={"a.py": "keep me"})
     response = browser.post(_tree(ws), {"action": "create", "path": "a.py"}, HTTP_HX_REQUEST="true")

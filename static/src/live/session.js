@@ -1,6 +1,5 @@
 // The live pairing page: wires the socket, the Yjs peer, the editor tabs, the prompt box,
 // the transcript, the status bar and the panels together, and follows the model around.
-import htmx from "htmx.org";
 import * as Y from "yjs";
 import { fromBase64 } from "lib0/buffer";
 import { FrameLoop } from "./frame.js";
@@ -16,6 +15,7 @@ import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode, followAsked } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
 import { Landing, SavedTabs } from "./landing.js";
+import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
@@ -28,12 +28,11 @@ class LiveSession {
   constructor(root) {
     const data = root.dataset;
     this.canDrive = data.canDrive === "true";
-    this.treeUrl = data.treeUrl;
+    this.tree = new FileTree(data.treeUrl);
     this.running = null; // id of the turn the model is writing, if any
     this.joinedSeq = null; // the room's seq at our hello: turn events up to it are a replay
     this.me = null; // {name, role} from hello
     this.sockets = 0; // everyone's open sockets, as the last presence counted them
-    this.treeChanges = 0; // changes asked from the tree so far (refreshTree)
     this.loop = new FrameLoop();
     this.doc = new Y.Doc();
     this.connection = new SessionConnection(data.wsPath, {
@@ -106,7 +105,7 @@ class LiveSession {
     this.provider.onSynced = () => this.openInitial();
     this.filesObserver = (event, transaction) => {
       // A file the model (or someone) created or removed: the server-rendered tree follows.
-      if (this.provider.synced && transaction.origin === this.provider) this.refreshTree();
+      if (this.provider.synced && transaction.origin === this.provider) this.tree.refresh();
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
@@ -426,39 +425,6 @@ class LiveSession {
     this.historyTimer = setTimeout(() => this.historyChanged(), RUN_REFRESH_MS);
   }
 
-  // The tree again, a moment after the document's files changed (a burst of changes asks
-  // once). A change asked from the tree itself (create, rename, delete) answers with the tree
-  // as it left it: while one is on its way no refresh is asked, and a refresh asked before
-  // one began is not shown (its tree is older than that answer's).
-  refreshTree() {
-    clearTimeout(this.treeTimer);
-    this.treeTimer = setTimeout(() => this.fetchTree(), 300);
-  }
-
-  async fetchTree() {
-    if (!document.getElementById("tree")) return;
-    if (this.treeBusy()) {
-      this.refreshTree();
-      return;
-    }
-    const asked = this.treeChanges;
-    let html;
-    try {
-      const response = await fetch(this.treeUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" });
-      if (!response.ok) return;
-      html = await response.text();
-    } catch {
-      return; // offline: the next change of the files asks again
-    }
-    const tree = document.getElementById("tree");
-    if (tree && asked === this.treeChanges && !this.treeBusy()) htmx.swap(tree, html, { swapStyle: "outerHTML" });
-  }
-
-  treeBusy() {
-    const tree = document.getElementById("tree");
-    return Boolean(tree && (tree.classList.contains("htmx-request") || tree.querySelector(".htmx-request")));
-  }
-
   wire(root) {
     root.addEventListener("click", (event) => {
       const link = event.target.closest("[data-open]");
@@ -480,9 +446,7 @@ class LiveSession {
       part.addEventListener("pointerdown", () => this.landing.byHand());
     }
     const body = document.body;
-    body.addEventListener("htmx:beforeRequest", (event) => {
-      if (event.target instanceof Element && event.target.closest("#tree")) this.treeChanges += 1;
-    });
+    this.tree.wire(body);
     body.addEventListener("spark:open", (event) => { this.landing.byHand(); this.tabs.open(event.detail.path); });
     body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
     body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
