@@ -138,6 +138,7 @@ class LineApplier:
     def keep(self) -> None:
         """Literal: the next old line stays as it is."""
         self._next += 1
+        self._written += 1
 
     def drop(self) -> None:
         """Literal: delete the next old line (kept if a person changed it meanwhile)."""

@@ -37,6 +37,7 @@ class FileCursor:
 
     def __init__(self) -> None:
         self.position = 0
+        self.eol: str | None = None  # the file's line end, as its operation's first hunk found it
 
     def on_delta(self, delta: list[dict[str, Any]]) -> None:
         position, cursor = self.position, 0
@@ -78,7 +79,7 @@ class FileLines:
             raw.pop()
         self.raw = raw  # without "\n" (a CRLF line keeps its "\r")
         self.bodies = [line.removesuffix("\r") for line in raw] if "\r" in text else raw
-        self.eol = "\r\n" if raw and raw[0].endswith("\r") else "\n"
+        self.eol = "\r\n" if raw and raw[0].endswith("\r") else "\n"  # (the first line's)
         self.size = len(text)
 
     def line(self, row: int) -> str | None:
@@ -109,6 +110,7 @@ class HunkBlock(EditBlock):
         self._start_line = 0  # where the search started (after the anchors)
         self._level = MatchStrategy.EXACT
         self._waiting = False  # rolled back: located again at its end
+        self._eol = "\n"  # what ends the lines it adds
 
     def open(self, doc: Doc[Any], files: Map[Text]) -> None:
         path = block_path(self.path or None, max_length=self._limits.max_path_length)
@@ -211,6 +213,9 @@ class HunkBlock(EditBlock):
                 message = f"hunk {self.hunk}: " + describe_miss(file.bodies, self._old, start, self.path)
                 raise BlockFailure(FailureReason.NO_MATCH, message=message)
             first, level = found.line, found.level
+        if self._cursor.eol is None:
+            self._cursor.eol = file.eol
+        self._eol = self._cursor.eol
         self._file, self._first, self._start_line, self._level = file, first, start, level
         region = tuple(file.line(row) or "" for row in range(first, first + len(self._old)))
         self._start_applier(self._doc, snapshot, first, region, file.offset(first))
@@ -229,8 +234,8 @@ class HunkBlock(EditBlock):
             self._feed(text)
 
     def _feed(self, text: str) -> None:
-        assert self._applier is not None and self._file is not None
-        eol = self._file.eol
+        assert self._applier is not None
+        eol = self._eol
         self._applier.feed(text if eol == "\n" else text.replace("\n", eol))
         self.changed = True
 

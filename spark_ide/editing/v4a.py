@@ -263,7 +263,7 @@ class V4AParser:
     def _hunk_line(self, line: str, stripped: str) -> bool:
         """Handle a line of an update; False when it is none."""
         if stripped.startswith("@@") and (line.startswith("@@") or self._hunk_lines == 0):
-            anchor = stripped[2:].removeprefix(" ")
+            anchor = line.lstrip()[2:].removeprefix(" ")  # (its own blanks are matched loosely)
             anchor = _RANGE.sub("", anchor, count=1) if _RANGE.match(anchor) else anchor
             self._blanks = 0
             if self._state is _State.HUNK and self._hunk_lines:
