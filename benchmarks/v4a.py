@@ -2,21 +2,15 @@
 
 `apply_reference(files, patch)` applies a whole V4A patch at once to plain strings, with the
 rules of docs/editing.md ("V4A patches"): the same matching (v4a_match.seek), nothing
-streamed, nothing located early. The benchmark row (`spark_bench editing` reports it) feeds a
-20-hunk patch of a 5,000-line file to `TurnEditor.open_patch` in 4-character tokens and checks
-the document ends as the reference says; tests hold the streaming engine to it too.
+streamed, nothing located early. `spark_bench editing` feeds `build_patch`'s 20 hunks of its
+5,000-line file to `TurnEditor.open_patch` in 4-character tokens (its V4A rows) and checks the
+document ends as the reference says; tests hold the streaming engine to it too.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from pycrdt import Doc, Text
-
-from spark_ide.editing import TurnEditor, workspace_files
 from spark_ide.editing.v4a_match import seek
 
 MARKERS = ("*** End Patch", "*** End of File", "*** Add File:", "*** Update File:", "*** Delete File:", "@@")
@@ -154,25 +148,3 @@ def build_patch(text: str, hunks: int, path: str) -> str:
         parts += [f" {line}\n" for line in lines[at + 5 : at + 8]]
     parts.append("*** End Patch\n")
     return "".join(parts)
-
-
-def run_patch(text: str, path: str, tokens: Sequence[str]) -> tuple[float, list[float], str, str]:
-    """Feed ``tokens`` (a patch) to one call; (seconds, per-token seconds, the file after,
-    the call's status)."""
-    doc: Doc[Any] = Doc()
-    files = workspace_files(doc)
-    with doc.transaction():
-        files[path] = Text(text)
-    editor = TurnEditor(doc, "bench")
-    call = editor.open_patch("call_bench")
-    clock = time.perf_counter
-    per_token: list[float] = []
-    started = clock()
-    for token in tokens:
-        before = clock()
-        call.feed(token)
-        per_token.append(clock() - before)
-    call.finish()
-    seconds = clock() - started
-    editor.finish()
-    return seconds, per_token, str(files[path]), call.result.status.value
