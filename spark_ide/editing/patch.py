@@ -83,6 +83,7 @@ class PatchCall:
         *,
         limits: FileLimits,
         on_end: Callable[[PatchCall], None],
+        refusal: str | None = None,
     ) -> None:
         self.call_id = call_id
         self._runner = runner
@@ -91,18 +92,18 @@ class PatchCall:
         self._ops: list[_Operation] = []
         self._op: _Operation | None = None
         self._block: EditBlock | None = None  # the block of this call in flight
-        self._problems: list[str] = []
+        self._problems: list[str] = [refusal] if refusal else []
         self._interrupted = False
         self._result: PatchResult | None = None
         headless = None
-        if operation is not None:
+        if operation is not None and not self._problems:
             kind = BUILTIN_KINDS.get(operation.type)
             if kind is None:
                 known = ", ".join(BUILTIN_KINDS)
                 self._problems.append(f"unknown operation type {operation.type!r} (known: {known})")
             else:
                 headless = (kind, operation.path)
-        self._unknown = bool(self._problems)  # nothing of the input is applied
+        self._refused = bool(self._problems)  # nothing of the input is applied
         # A built-in operation opens with the first feed (a delete is done by finish).
         self._parser = v4a.V4AParser(headless=headless)
 
@@ -131,7 +132,7 @@ class PatchCall:
         """The input is complete: the last hunk and operation close; `result` is ready."""
         self._ensure_open()
         out = self._out_of(self._parser.finish())
-        if not self._ops and not self._problems:  # (an unknown built-in type is its problem)
+        if not self._ops and not self._problems:  # (a refused call has its problem)
             self._problems.append("the patch has no operation ('*** Add File:', '*** Update File:', ...)")
         self._end()
         return out
@@ -174,7 +175,7 @@ class PatchCall:
         return self._runner._out
 
     def _route(self, event: v4a.PatchEvent) -> None:
-        if self._unknown:
+        if self._refused:
             return
         if isinstance(event, v4a.OperationOpened):
             self._open_operation(event.kind, event.path)

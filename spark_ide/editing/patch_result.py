@@ -48,7 +48,8 @@ class BlockOutcome:
             return f"{name} applied{where}"
         if self.state is EditState.ROLLED_BACK:
             return f"{name} rolled back ({INTERRUPTED})"
-        return f"{name} failed ({self.reason}): {self.message or self.reason}"
+        message = (self.message or str(self.reason)).removeprefix(f"{name}: ")
+        return f"{name} failed ({self.reason}): {message}"
 
 
 @dataclass(frozen=True, slots=True)

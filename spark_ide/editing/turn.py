@@ -82,9 +82,11 @@ class TurnEditor(BlockRunner):
         """Start applying one `apply_patch` tool call while it streams (patch.py): a V4A patch
         in its envelope (the custom or function tool), or, given ``operation``, the built-in
         tool's one file operation whose diff has no envelope. Its blocks join this turn's
-        (one undo history, ledger and numbering); `cancel` and `revert` take them too."""
+        (one undo history, ledger and numbering); `cancel` and `revert` take them too. An
+        explain-only turn applies nothing: the call's result says so."""
         self._ensure_open()
-        call = PatchCall(self, call_id, operation, limits=self._limits, on_end=self._calls.remove)
+        refusal = "editing is off for this course: nothing was applied" if self.explain_only else None
+        call = PatchCall(self, call_id, operation, limits=self._limits, on_end=self._calls.remove, refusal=refusal)
         self._calls.append(call)
         return call
 

@@ -137,6 +137,9 @@ def test_a_hunk_that_cannot_be_located_fails_precisely_and_later_hunks_still_app
     assert result.status == "failed"
     assert result.output.splitlines()[0] == "Partly applied: 1 of 4 changes applied and stay; the rest failed."
     assert "hunk 4 applied at lines 6-7" in result.output
+    assert "; hunk 3 failed (no_match): its first old line 'nothing here' is not in app.py from line 1 on;" in (
+        result.output
+    )
 
 
 def test_file_operations_change_the_tree_as_they_come() -> None:
@@ -258,3 +261,18 @@ def test_the_turns_end_answers_a_call_still_open() -> None:
         (EditState.ROLLED_BACK, "cancelled")
     ]
     assert read(doc, "app.py") == APP
+
+
+def test_an_explain_only_turn_applies_no_patch_and_a_detached_turn_reverts_its_patches_as_text() -> None:
+    doc = make_doc({"app.py": APP, "old.py": "x\n"})
+    quiet, _ = run(doc, patch("*** Delete File: old.py"), editor=TurnEditor(doc, "t0", explain_only=True))
+    assert quiet.result.status == "failed" and "editing is off" in quiet.result.output
+    editor = TurnEditor(doc, "t1")
+    run(doc, patch("*** Delete File: old.py", "*** Update File: app.py", "*** Move to: main.py", "@@ class B:",
+                   "+    pass", "*** Add File: n.py", "+n"), editor=editor)
+    editor.finish()
+    assert set(read_files(doc)) == {"main.py", "n.py"}
+    fresh = make_doc(read_files(doc))  # the room compacted its document: no undo history
+    editor.detach(fresh)
+    editor.revert()
+    assert read_files(fresh) == {"app.py": APP, "old.py": "x\n"}
