@@ -111,6 +111,7 @@ class HunkBlock(EditBlock):
         self._level = MatchStrategy.EXACT
         self._waiting = False  # rolled back: located again at its end
         self._eol = "\n"  # what ends the lines it adds
+        self._fed: list[str] = []  # + text written since the last take_written (the watchdog's)
 
     def open(self, doc: Doc[Any], files: Map[Text]) -> None:
         path = block_path(self.path or None, max_length=self._limits.max_path_length)
@@ -158,6 +159,12 @@ class HunkBlock(EditBlock):
         applier.extend(line)
         self._apply(self._steps[-1])
         return True
+
+    def take_written(self) -> list[str]:
+        """The + text sent to the file since the last call (held text once it is located, and
+        again after the hunk moved)."""
+        fed, self._fed = self._fed, []
+        return fed
 
     def wait(self) -> None:
         """The hunk was rolled back: it is located again, with all its old lines, at its end."""
@@ -237,6 +244,7 @@ class HunkBlock(EditBlock):
         assert self._applier is not None
         eol = self._eol
         self._applier.feed(text if eol == "\n" else text.replace("\n", eol))
+        self._fed.append(text)
         self.changed = True
 
     def _next_line(self) -> str | None:

@@ -8,6 +8,9 @@ through the turn's `BlockRunner` (runner.py): the turn's undo history, ledger, b
 and `edit.status` events, so `TurnEditor.cancel()` rolls back the hunk in flight and
 `TurnEditor.revert()` takes back every call of the turn.
 
+Calls are applied one at a time (finish or cancel one before feeding the next): a rollback
+undoes the newest items of the turn's undo stack, which must be its own block's.
+
 One block per hunk, per added file, per delete and per move. A hunk that cannot be located
 fails and the file's later hunks still apply; an operation refused by the workspace's rules
 (bad path, missing file, too many files, file too large, a move onto a taken path) leaves
@@ -199,20 +202,21 @@ class PatchCall:
         block = self._block
         if block is None or block.final is not None:
             return
-        if isinstance(event, v4a.AddedText):
-            if isinstance(block, HunkBlock):
-                self._try(block, lambda: block.take_added(event.text))
-            else:
+        if not isinstance(block, HunkBlock):
+            if isinstance(event, v4a.AddedText):  # an added file's line
                 block.take_new_text(event.text)
-            self._runner._note_code(block, event.text)
-        elif not isinstance(block, HunkBlock):
+                self._runner._note_code(block, event.text)
             return
+        if isinstance(event, v4a.AddedText):
+            self._try(block, lambda: block.take_added(event.text))
         elif isinstance(event, v4a.AnchorLine):
             block.take_anchor(event.text)
         elif isinstance(event, v4a.OldLine):
             self._try(block, lambda: self._old_line(block, event.text, event.removed))
         elif isinstance(event, v4a.HunkClosed):
             self._try(block, lambda: self._close_hunk(op, block, event.end_of_file))
+        for text in block.take_written():  # what reached the file (the watchdog reads it)
+            self._runner._note_code(block, text)
 
     def _old_line(self, block: HunkBlock, text: str, removed: bool) -> None:
         if not block.take_old(text, removed):

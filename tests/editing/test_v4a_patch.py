@@ -112,6 +112,16 @@ def test_a_hunk_streamed_where_its_first_lines_matched_moves_when_the_rest_does_
     assert call.result.blocks[0].lines == (3, 5)
 
 
+def test_an_end_of_file_hunk_streamed_early_moves_to_the_end() -> None:
+    doc = make_doc({"t.txt": "a\nb\na\nb\n"})
+    editor = TurnEditor(doc, "t1")
+    call, _ = run(doc, patch("*** Update File: t.txt", "@@", " a", "+x", " b", "*** End of File"), editor=editor)
+    assert read(doc, "t.txt") == "a\nb\na\nx\nb\n"
+    assert call.result.blocks[0].lines == (3, 5)
+    code = editor.take_code()  # the watchdog saw the line where it went, then where it stayed
+    assert [(piece.first_line, piece.text) for piece in code if piece.text.strip()] == [(1, "x"), (3, "x")]
+
+
 def test_a_hunk_that_cannot_be_located_fails_precisely_and_later_hunks_still_apply() -> None:
     doc = make_doc({"app.py": APP})
     call, _ = run(doc, patch(
