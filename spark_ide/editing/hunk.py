@@ -110,6 +110,7 @@ class HunkBlock(EditBlock):
         self._start_line = 0  # where the search started (after the anchors)
         self._level = MatchStrategy.EXACT
         self._waiting = False  # rolled back: located again at its end
+        self._added = False  # a + line came
         self._eol = "\n"  # what ends the lines it adds
         self._fed: list[str] = []  # + text written since the last take_written (the watchdog's)
 
@@ -138,6 +139,7 @@ class HunkBlock(EditBlock):
     def take_added(self, text: str) -> None:
         """A piece of a `+` line; locates the hunk first when it can (a `BlockFailure` ends it)."""
         self._steps.append((_Step.ADD, text))
+        self._added = True
         if self._applier is not None:
             self._feed(text)
         elif not self._waiting and (self._old or self._anchors):
@@ -150,7 +152,7 @@ class HunkBlock(EditBlock):
         self._steps.append((_Step.DROP if removed else _Step.KEEP, text))
         applier = self._applier
         if applier is None:
-            if not self._waiting and any(step is _Step.ADD for step, _ in self._steps):
+            if not self._waiting and self._added:
                 self._locate(end_of_file=False)  # + lines came first: they go before this line
             return True
         line = self._next_line()
