@@ -4,7 +4,7 @@ back as the call's output (`custom_tool_call_output`, `apply_patch_call_output`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from spark_ide.editing.status import BlockStatus, EditState
@@ -89,6 +89,14 @@ class PatchResult:
     def status(self) -> CallStatus:
         ok = not self.interrupted and not self.problems and bool(self.operations)
         return CallStatus.COMPLETED if ok and all(op.applied for op in self.operations) else CallStatus.FAILED
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-able: the call's id, status, output, operations and problems."""
+        return {
+            "call_id": self.call_id, "status": self.status.value, "output": self.output,
+            "operations": [asdict(op) for op in self.operations], "problems": list(self.problems),
+            "interrupted": self.interrupted,
+        }
 
     @property
     def blocks(self) -> tuple[BlockOutcome, ...]:

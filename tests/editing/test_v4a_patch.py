@@ -3,6 +3,7 @@ refusals, failures and what the model is told, cancel and revert."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -145,6 +146,9 @@ def test_a_hunk_that_cannot_be_located_fails_precisely_and_later_hunks_still_app
     assert read(doc, "app.py").endswith("class B:\n    def f(self):\n        return 9\n")
     result = call.result
     assert result.status == "failed"
+    as_json = json.loads(json.dumps(result.as_dict()))
+    assert as_json["status"] == "failed" and as_json["call_id"] == "call_1"
+    assert [block["reason"] for block in as_json["operations"][0]["blocks"]] == ["no_match"] * 3 + [None]
     assert result.output.splitlines()[0] == "Partly applied: 1 of 4 changes applied and stay; the rest failed."
     assert "hunk 4 applied at lines 6-7" in result.output
     assert "; hunk 3 failed (no_match): its first old line 'nothing here' is not in app.py from line 1 on;" in (
@@ -177,6 +181,7 @@ def test_file_operations_change_the_tree_as_they_come() -> None:
     ("body", "limits", "reason"),
     [
         (["*** Add File: ../escape.py", "+x"], NO_LIMITS, FailureReason.BAD_PATH),
+        (["*** Add File:", "+x"], NO_LIMITS, FailureReason.MISSING_PATH),
         (["*** Add File: /abs.py", "+x"], NO_LIMITS, FailureReason.BAD_PATH),
         (["*** Add File: n.py", "+x"], FileLimits(max_files=1), FailureReason.TOO_MANY_FILES),
         (["*** Update File: gone.py", "@@", "-x"], NO_LIMITS, FailureReason.FILE_NOT_FOUND),
@@ -255,6 +260,10 @@ def test_a_broken_patch_fails_what_it_breaks_and_an_empty_one_fails() -> None:
     call, _ = run(doc, patch("*** Update File: app.py", "@@ class A:", "+    a = 1", "oops", "+b"))
     assert finals(call) == [(EditState.FAILED, "malformed_block")]
     assert read(doc, "app.py") == APP
+    bare, _ = run(doc, patch("*** Update File: app.py", "@@ class A:", "*** Update File: app.py", "@@", "-x"))
+    assert [block.message for block in bare.result.blocks] == [
+        "hunk 1 of app.py has no lines", "hunk 1: its first old line 'x' is not in app.py from line 1 on"
+    ]
     empty, _ = run(doc, "")
     assert empty.result.status == "failed"
     assert "the patch has no operation" in empty.result.output
