@@ -19,6 +19,7 @@ from spark_ide.editing import (
     PatchCall,
     PatchOperation,
     TurnEditor,
+    workspace_files,
 )
 from spark_ide.editing.limits import NO_LIMITS
 
@@ -295,3 +296,19 @@ def test_an_explain_only_turn_applies_no_patch_and_a_detached_turn_reverts_its_p
     editor.detach(fresh)
     editor.revert()
     assert read_files(fresh) == {"app.py": APP, "old.py": "x\n"}
+
+
+def test_a_person_editing_a_line_the_hunk_still_needs_keeps_the_edit_and_the_hunk_fails_clean() -> None:
+    doc = make_doc({"t.txt": "a\nb\ncat\n"})
+    editor = TurnEditor(doc, "t1")
+    call = editor.open_patch("call_1")
+    text = patch("*** Update File: t.txt", "@@", " a", "-b", "+B", " cat")
+    call.feed(text[: text.index(" cat\n")])
+    assert read(doc, "t.txt") == "a\nB\ncat\n"  # located on its first lines, streaming
+    ytext = workspace_files(doc)["t.txt"]
+    with doc.transaction(origin="person"):
+        ytext.insert(len("a\nB\nc"), "X")  # the person edits "cat" before the hunk's " cat" comes
+    call.feed(text[text.index(" cat\n") :])
+    call.finish()
+    assert read(doc, "t.txt") == "a\nb\ncXat\n"  # rolled back, then not found with all its lines
+    assert finals(call) == [(EditState.FAILED, "no_match")]
