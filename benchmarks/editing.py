@@ -1,4 +1,5 @@
-"""Edit-engine benchmark: stream 20 edit blocks in 4-character tokens into a 5,000-line file.
+"""Edit-engine benchmark: stream 20 edit blocks in 4-character tokens into a 5,000-line file,
+and the same file's 20-hunk V4A patch through an apply_patch call (benchmarks/v4a.py).
 
 Reports apply throughput (tokens/s) and per-token `feed()` latency, medians over several
 repetitions, next to the plain-string baseline (the same edits applied with `str.replace`
@@ -19,7 +20,7 @@ from typing import Any
 
 from pycrdt import Doc, Map, Text, create_update_message
 
-from benchmarks import report
+from benchmarks import report, v4a
 from spark_ide.editing import TurnEditor, workspace_files
 from spark_ide.live.yjs_check import check_sync
 
@@ -105,6 +106,29 @@ def run_engine(text: str, tokens: Sequence[str]) -> tuple[Measured, str]:
     return measured, str(files[PATH])
 
 
+def run_patch(text: str, tokens: Sequence[str]) -> tuple[Measured, str, str]:
+    """Time one apply_patch call fed ``tokens`` (a V4A patch of `PATH`); also return the final
+    text and the call's status."""
+    doc: Doc[Any] = Doc()
+    files = workspace_files(doc)
+    with doc.transaction():
+        files[PATH] = Text(text)
+    editor = TurnEditor(doc, "bench")
+    call = editor.open_patch("call_bench")
+    wall, cpu = time.perf_counter, time.thread_time
+    wall_per_token, cpu_per_token = [], []
+    wall_start, cpu_start = wall(), cpu()
+    for token in tokens:
+        wall_before, cpu_before = wall(), cpu()
+        call.feed(token)
+        cpu_per_token.append(cpu() - cpu_before)
+        wall_per_token.append(wall() - wall_before)
+    call.finish()
+    measured = Measured(wall() - wall_start, cpu() - cpu_start, wall_per_token, cpu_per_token)
+    editor.finish()
+    return measured, str(files[PATH]), call.result.status.value
+
+
 def run_baseline(text: str, edits: Sequence[tuple[str, str]]) -> tuple[Measured, str]:
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     for old, new in edits:
@@ -160,6 +184,39 @@ def _summary(runs: list[Measured], clock: str, tokens: int) -> dict[str, float]:
     return summary
 
 
+def v4a_figures(text: str, hunks: int, token_chars: int, repeat: int) -> dict[str, Any]:
+    """The V4A rows: a patch of ``hunks`` hunks through `TurnEditor.open_patch`, its result
+    checked against the one-shot reference applier (benchmarks/v4a.py)."""
+    patch = v4a.build_patch(text, hunks, PATH)
+    tokens = tokenize(patch, token_chars)
+    reference = v4a.apply_reference({PATH: text}, patch)[PATH]
+    runs: list[Measured] = []
+    same_result = reference != text
+    for _ in range(repeat):
+        run, result, status = run_patch(text, tokens)
+        same_result = same_result and result == reference and status == "completed"
+        runs.append(run)
+    engine = {clock: _summary(runs, clock, len(tokens)) for clock in ("wall", "cpu")}
+    wall = engine["wall"]
+    return {
+        "hunks": hunks, "tokens": len(tokens), "engine": engine, "same_result_as_reference": same_result,
+        "meets_targets": {clock: _meets_targets(engine[clock]) for clock in ("wall", "cpu")},
+        "rows": [
+            report.row(
+                f"V4A apply_patch throughput, {text.count(chr(10)):,}-line file, {hunks} hunks",
+                round(wall["tokens_per_s_median"]), unit="tokens/s", target=">= 50,000 tokens/s",
+                met=report.at_least(wall["tokens_per_s_median"], TARGET_TOKENS_PER_S) and same_result,
+                note="streamed in place hunk by hunk; same file as the one-shot reference applier"
+                     + ("" if same_result else " NOT the same result as the reference"),
+            ),
+            report.row(
+                "V4A per-token apply latency, p99", round(wall["latency_ms_p99_median"], 4), unit="ms",
+                target="< 1 ms", met=wall["latency_ms_p99_median"] < TARGET_P99_MS,
+            ),
+        ],
+    }
+
+
 def _meets_targets(summary: dict[str, float]) -> bool:
     return (
         summary["tokens_per_s_median"] >= TARGET_TOKENS_PER_S
@@ -194,6 +251,7 @@ def main(argv: list[str]) -> dict[str, object]:
         baseline_runs.append(baseline_run)
 
     yjs = yjs_check_figures(args.yjs_keystrokes, args.repeat)
+    patch = v4a_figures(text, args.blocks, args.token_chars, args.repeat)
     count = len(tokens)
     engine = {clock: _summary(engine_runs, clock, count) for clock in ("wall", "cpu")}
     baseline = {clock: _summary(baseline_runs, clock, count) for clock in ("wall", "cpu")}
@@ -217,6 +275,7 @@ def main(argv: list[str]) -> dict[str, object]:
         "targets": {"tokens_per_s": TARGET_TOKENS_PER_S, "latency_ms_p99": TARGET_P99_MS},
         "meets_targets": {clock: _meets_targets(engine[clock]) for clock in ("wall", "cpu")},
         "yjs_check": yjs,
+        "v4a": {key: value for key, value in patch.items() if key != "rows"},
         "rows": [
             report.row(
                 f"apply throughput, {args.lines:,}-line file, {args.blocks} blocks",
@@ -235,6 +294,7 @@ def main(argv: list[str]) -> dict[str, object]:
                 note=f"{yjs['keystroke_frame_bytes']} B; a whole {yjs['document_frame_bytes']:,} B document: "
                      f"{yjs['document_us'] / 1000:.2f} ms (a join's sync step 2)",
             ),
+            *patch["rows"],
         ],
         "setup": setup.finish(lines=args.lines, blocks=args.blocks, repeat=args.repeat,
                               yjs_keystrokes=args.yjs_keystrokes),

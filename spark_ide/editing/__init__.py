@@ -10,6 +10,8 @@ from spark_ide.editing.locator import LocateFailure, MatchStrategy, Region, loca
 from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
+from spark_ide.editing.patch import PatchCall, PatchOperation
+from spark_ide.editing.patch_result import BlockOutcome, CallStatus, OperationOutcome, PatchResult
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
 from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
 from spark_ide.editing.turn import TurnEditor
@@ -18,7 +20,9 @@ __all__ = [
     "FILES_KEY",
     "NO_LIMITS",
     "BlockKind",
+    "BlockOutcome",
     "BlockStatus",
+    "CallStatus",
     "CodeText",
     "EditEvent",
     "EditState",
@@ -31,8 +35,12 @@ __all__ = [
     "LocateFailure",
     "MatchStrategy",
     "MergeReport",
+    "OperationOutcome",
     "Outcome",
     "ParseEvent",
+    "PatchCall",
+    "PatchOperation",
+    "PatchResult",
     "ProseEvent",
     "Region",
     "RollbackReason",

@@ -14,6 +14,10 @@ shifts its anchors by the deltas of everybody else's changes and by its own edit
 
 A person's typing is never lost: before an old line is deleted its current text is
 compared with what was located; if someone changed it, it stays and counts as a conflict.
+
+A *literal* applier (a V4A hunk, which says itself which old lines stay and which go)
+inserts every new line it is fed, and is told the rest line by line: `keep` and `drop` the
+next old line, `extend` the region by the old line after it.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ class LineApplier:
         first_line: int,
         old_lines: tuple[str, ...],
         offset: int,
+        literal: bool = False,
     ) -> None:
         """Anchor `old_lines`, found at code-point `offset` of a still-current snapshot."""
         self._doc = doc
         self._ytext = ytext
         self._origin = origin
-        self._old = old_lines
+        self._old = list(old_lines)
+        self._literal = literal
         self.first_line = first_line
         position = snapshot.byte_offset(offset)
         anchors: list[int] = []
@@ -65,6 +71,9 @@ class LineApplier:
         self._start = anchors[0]  # the region's start (sticks like an old line's anchor)
         # Text typed right at the end of the file goes after the region, not into it.
         self._end_at_eof = position >= snapshot.size
+        # The file's last line has no line end and nothing was written after it yet: a line
+        # inserted after it first gives it one.
+        self._unended = self._end_at_eof and snapshot.text != "" and not snapshot.text.endswith("\n")
         self._next = 0  # first old line neither kept nor passed yet
         self._line = OpenLine(tail_chars=GHOST_CHARS)
         self._written = 0
@@ -113,9 +122,39 @@ class LineApplier:
         """1-based (located) numbers of old lines kept because a person changed them."""
         return tuple(self._conflicts)
 
+    @property
+    def foreign_changes(self) -> bool:
+        """Whether someone else changed the file since the region was located."""
+        return self._foreign_changes
+
+    @property
+    def old_lines(self) -> int:
+        return len(self._old)
+
     def feed(self, chunk: str) -> None:
         for line in self._line.feed(chunk):
             self._commit(line + "\n")
+
+    def keep(self) -> None:
+        """Literal: the next old line stays as it is."""
+        self._next += 1
+        self._written += 1
+
+    def drop(self) -> None:
+        """Literal: delete the next old line (kept if a person changed it meanwhile)."""
+        row = self._next
+        self._delete(row, row + 1)
+        self._next = row + 1
+        if row == len(self._old) - 1:
+            self._unended = False  # the unended last line went (the one before it has its "\n")
+
+    def extend(self, line: str) -> None:
+        """Literal: the old line right after the region (``line``, with its line end, as the
+        file has it) joins the region."""
+        self._old.append(line)
+        self._anchors.append(self._anchors[-1] + utf8_length(line))
+        self._end_at_eof = self._position(len(self._old)) >= len(self._ytext)
+        self._unended = self._end_at_eof and not line.endswith("\n")
 
     def finish(self) -> tuple[int, ...]:
         """Write the last line and delete the old lines that were not kept."""
@@ -134,6 +173,9 @@ class LineApplier:
         old = self._old
         current = self._next
         self._written += 1
+        if self._literal:
+            self._insert(line)
+            return
         if current < len(old) and old[current] == line:
             self._next = current + 1
             return
@@ -154,6 +196,9 @@ class LineApplier:
 
     def _insert(self, line: str) -> None:
         position = self._position(self._next)
+        if self._literal and self._unended and self._next == len(self._old):
+            line = "\r\n" + line if line.endswith("\r\n") else "\n" + line
+            self._unended = False
         with self._doc.transaction(origin=self._origin):
             self._ytext.insert(position, line)
         self._shift += utf8_length(line)

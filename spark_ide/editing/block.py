@@ -66,6 +66,11 @@ class EditBlock:
         self._fence_line = 0  # the line its preview starts on (where its code is reported)
         self._merge: MergeReport | None = None
         self._merged_lines: tuple[int, int] | None = None
+        self.hunk: int | None = None  # set by a V4A hunk (hunk.py)
+        self.call: str | None = None  # set by the blocks of an apply_patch call
+        self.operation: str | None = None  # an apply_patch block's file operation
+        self.target: str | None = None  # a move's destination
+        self.literal = False  # a V4A hunk drives its applier line by line (applier.py)
 
     # -- lifecycle, driven by the TurnEditor; a BlockFailure ends the block --
 
@@ -262,7 +267,8 @@ class EditBlock:
             self.changed = False
             return BlockStatus(
                 self.turn, self.index, self.path, self.kind, EditState.STREAMING, preview.held_lines,
-                fenced=self.fenced, language=self.language,
+                fenced=self.fenced, language=self.language, hunk=self.hunk, call=self.call,
+                operation=self.operation,
             )
         if applier is not None and self.state is EditState.STREAMING:
             # Once per chunk while a block streams: the short way.
@@ -281,6 +287,9 @@ class EditBlock:
                 self._strategy,
                 fenced=self.fenced,
                 language=self.language,
+                hunk=self.hunk,
+                call=self.call,
+                operation=self.operation,
             )
         lines: tuple[int, int] | None = None
         written: tuple[int, int] | None = None
@@ -315,6 +324,10 @@ class EditBlock:
             language=self.language,
             merge=merge,
             written=written,
+            hunk=self.hunk,
+            call=self.call,
+            operation=self.operation,
+            target=self.target,
         )
 
     def _start_applier(
@@ -334,6 +347,7 @@ class EditBlock:
             first_line=first_line,
             old_lines=old_lines,
             offset=offset,
+            literal=self.literal,
         )
         self.state = EditState.STREAMING
         self.changed = True

@@ -30,6 +30,10 @@ class MatchStrategy(StrEnum):
     EXACT = "exact"
     WHITESPACE = "whitespace"
     FUZZY = "fuzzy"
+    # A V4A hunk's levels after exact (v4a_match.py).
+    TRAILING_SPACE = "trailing_space"
+    TRIMMED = "trimmed"
+    UNICODE = "unicode"
 
 
 @dataclass(frozen=True, slots=True)

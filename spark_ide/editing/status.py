@@ -70,7 +70,10 @@ class BlockStatus:
     (applied fences only) says how its code went into the file. `code` (a fence's final
     status only): the code the model wrote in the fence, as `code_head` bounds it, and
     `code_lines` its line count when `code` leaves lines out. The transcript shows a fence
-    from these, never from the document, which people may have typed into since.
+    from these, never from the document, which people may have typed into since. A block of
+    an `apply_patch` call (patch.py) names the `call` and its file `operation` (`add` and
+    `delete` are of kind write, `update` hunks and `move` of kind edit); a V4A hunk its `hunk`
+    number within its file's operation; a move its `target` path.
     """
 
     turn: str
@@ -93,6 +96,10 @@ class BlockStatus:
     written: tuple[int, int] | None = None
     code: str | None = None
     code_lines: int | None = None
+    hunk: int | None = None  # a V4A hunk: its number (from 1) in its file's operation
+    call: str | None = None  # a block of an apply_patch tool call: the call's id
+    operation: str | None = None  # an apply_patch block's file operation: add, delete, update, move
+    target: str | None = None  # a patch's move: the path the file moved to
 
     def detail(self) -> dict[str, object]:
         """The JSON-able `detail` of the `edit.status` message (only what is known)."""
@@ -126,6 +133,14 @@ class BlockStatus:
             detail["code"] = self.code
             if self.code_lines is not None:
                 detail["code_lines"] = self.code_lines
+        if self.hunk is not None:
+            detail["hunk"] = self.hunk
+        if self.call is not None:
+            detail["call"] = self.call
+        if self.operation is not None:
+            detail["operation"] = self.operation
+        if self.target is not None:
+            detail["target"] = self.target
         return detail
 
 

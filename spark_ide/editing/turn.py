@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from pycrdt import Doc, Subscription, Text, UndoManager
-from pycrdt._transaction import hash_origin
+from pycrdt import Doc
 
-from spark_ide.editing.block import BlockFailure, EditBlock
+from spark_ide.editing.block import EditBlock
 from spark_ide.editing.document import set_file_text
 from spark_ide.editing.files import FILES_KEY, workspace_files
-from spark_ide.editing.ledger import Ledger, Outcome
+from spark_ide.editing.ledger import Outcome
 from spark_ide.editing.limits import NO_LIMITS, FileLimits
 from spark_ide.editing.parse_events import (
     BlockBroken,
@@ -25,12 +24,14 @@ from spark_ide.editing.parse_events import (
     WriteChunk,
 )
 from spark_ide.editing.parser import EditStreamParser
+from spark_ide.editing.patch import PatchCall, PatchOperation
 from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, RollbackReason
-from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
+from spark_ide.editing.runner import BlockRunner
+from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 from spark_ide.editing.threeway import take_back
 
 
-class TurnEditor:
+class TurnEditor(BlockRunner):
     """Applies one turn's edit blocks to a workspace document while the model streams.
 
     Every change is a transaction with origin `ai:<turn>:<block>`; one origin-scoped
@@ -65,41 +66,29 @@ class TurnEditor:
         limits: FileLimits = NO_LIMITS,
         explain_only: bool = False,
     ) -> None:
-        self.turn_id = turn_id
+        super().__init__(doc, turn_id, files_key=files_key)
         self.explain_only = explain_only
         self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits
-        self._doc = doc
-        self._files_key = files_key
-        self._files = workspace_files(doc, files_key)
         self._parser = EditStreamParser(fence_path=fence_path)
-        self._undo: UndoManager | None = UndoManager(scopes=[self._files], capture_timeout_millis=0)
-        self._before: dict[str, str | None] = {}  # each file the turn touched, as it was first
-        self._after: dict[str, str | None] = {}  # the same files when the turn ended
-        self._mixed: set[str] = set()  # files someone else changed while the turn was on them
-        self._own: set[int] = set()  # the (hashed) origins of the turn's own transactions
-        self._undoing = False
-        self._ledger = Ledger(turn_id)
-        self._block: EditBlock | None = None
-        self._out: list[EditEvent] = []
+        self._after: dict[str, str | None] = {}  # the files the turn touched, when it ended
         self._closed = False
         self._reverted = False
         # What the last revert did: each file the turn touched, before and after it (restore).
         self._revert_texts: dict[str, tuple[str | None, str | None]] = {}
-        self._finals: dict[int, BlockStatus] = {}  # each block's final status (restored as it was)
-        self._watched: dict[str, tuple[Text, Subscription]] = {}
-        self._created: dict[str, str] = {}  # path -> origin of the files this turn created
-        self._code: list[CodeText] = []  # new text sent to files since the last take_code()
+        self._calls: list[PatchCall] = []  # the turn's apply_patch calls not ended yet
 
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
-    def take_code(self) -> list[CodeText]:
-        """The new text blocks sent to their files since the last call (the watchdog's feed).
-        A block that fails or is rolled back afterwards says so in its final `BlockStatus`."""
-        code, self._code = self._code, []
-        return code
+    def open_patch(self, call_id: str, operation: PatchOperation | None = None) -> PatchCall:
+        """Start applying one `apply_patch` tool call while it streams (patch.py): a V4A patch
+        in its envelope (the custom or function tool), or, given ``operation``, the built-in
+        tool's one file operation whose diff has no envelope. Its blocks join this turn's
+        (one undo history, ledger and numbering); `cancel` and `revert` take them too. An
+        explain-only turn applies nothing: the call's result says so."""
+        self._ensure_open()
+        refusal = "editing is off for this course: nothing was applied" if self.explain_only else None
+        call = PatchCall(self, call_id, operation, limits=self._limits, on_end=self._calls.remove, refusal=refusal)
+        self._calls.append(call)
+        return call
 
     def feed(self, chunk: str) -> list[EditEvent]:
         """Parse, locate and apply a chunk of model output; returns what changed."""
@@ -141,13 +130,11 @@ class TurnEditor:
         return self._out
 
     def _close(self) -> None:
+        for call in list(self._calls):  # a call the turn's end cut off: answered as interrupted
+            call.cut_off()
         self._closed = True
         self._unwatch()
         self._after = {path: self._text(path) for path in self._before}
-
-    def _text(self, path: str) -> str | None:
-        ytext = self._files.get(path)
-        return str(ytext) if isinstance(ytext, Text) else None
 
     def detach(self, doc: Doc[Any]) -> None:
         """The room replaced its document by ``doc``, a compacted copy (the same files without
@@ -244,7 +231,9 @@ class TurnEditor:
                 )
             now = self._text(path)
             if now is None:
-                if after is None:
+                if after is None:  # the turn deleted the file (a patch's Delete or Move)
+                    if before is not None:
+                        plans[path] = before
                     continue
                 raise RevertUnavailable(f"turn {self.turn_id} cannot be reverted: {path} was deleted since")
             taken = take_back(before or "", after or "", now)
@@ -271,9 +260,7 @@ class TurnEditor:
                 block.take_old_text(event.text)
             else:
                 block.take_new_text(event.text)
-                line = block.code_line
-                if line is not None and event.text:
-                    self._code.append(CodeText(block.index, block.path, line, event.text))
+                self._note_code(block, event.text)
         elif isinstance(event, ProseText):
             self._report_progress()
             self._out.append(ProseEvent(self.turn_id, event.text))
@@ -283,50 +270,9 @@ class TurnEditor:
             self._advance(event)
 
     def _open(self, event: BlockOpened) -> None:
-        self._report_progress()
-        block = EditBlock(turn=self.turn_id, opened=event, limits=self._limits)
-        self._block = block
-        self._own.update((hash_origin(block.origin), hash_origin(block.file_origin)))
-        if block.path not in self._before:
-            self._before[block.path] = self._text(block.path)
-        self._undo_manager().include_origin(block.origin)
-        self._attempt(block, lambda: block.open(self._doc, self._files))
-        if block.created_file:
-            self._created[block.path] = block.file_origin
-        if block.final is None:
-            self._watch(block)
-            self._emit(block.status())
-
-    def _watch(self, block: EditBlock) -> None:
-        """Observe the block's file (once per file per turn) so anchors follow others' edits.
-
-        The callback gets pycrdt's raw event and reads its delta only for another origin's
-        change. pycrdt's ``observe`` would build the whole ``TextEvent`` for every change,
-        our own included, and its delta walks the entire text, deleted items too: a file
-        rewritten turn after turn keeps every deleted line as a tombstone, so that cost grew
-        with the document's history, every streamed line paying for all the turns before.
-        """
-        ytext = block.ytext
-        if ytext is None or block.path in self._watched:
-            return
-        path = block.path
-
-        def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
-            if not self._undoing and event.transaction.origin() not in self._own:
-                self._mixed.add(path)  # another origin changed the file while the turn was on it
-            current = self._block
-            if current is None or current.final is not None or current.path != path:
-                return
-            if event.transaction.origin() == hash_origin(current.origin):
-                return  # the block's own edit: its applier accounts for it
-            current.on_delta(event.delta)
-
-        self._watched[path] = (ytext, ytext.integrated.observe(forward))
-
-    def _unwatch(self) -> None:
-        for _, subscription in self._watched.values():
-            subscription.drop()
-        self._watched.clear()
+        # The parser numbers its blocks from 0; the turn numbers all of them (patch calls too).
+        opened = replace(event, index=self._next_index())
+        self._start(EditBlock(turn=self.turn_id, opened=opened, limits=self._limits))
 
     def _advance(self, event: OldTextClosed | BlockClosed | BlockBroken) -> None:
         block = self._block
@@ -343,74 +289,6 @@ class TurnEditor:
         else:
             self._roll_back(block)
             self._settle(block, EditState.FAILED, reason=event.reason, message=event.message)
-
-    def _attempt(self, block: EditBlock, step: Callable[[], None]) -> None:
-        try:
-            step()
-        except BlockFailure as failure:
-            self._roll_back(block)
-            self._settle(
-                block,
-                EditState.FAILED,
-                reason=failure.reason,
-                message=failure.message,
-                candidates=failure.candidates,
-            )
-
-    # -- output and undo --
-
-    def _settle(
-        self,
-        block: EditBlock,
-        state: EditState,
-        *,
-        reason: str,
-        message: str | None = None,
-        candidates: tuple[int, ...] = (),
-    ) -> None:
-        status = block.settle(state, reason=reason, message=message, candidates=candidates)
-        self._emit(status)
-
-    def _emit(self, status: BlockStatus) -> None:
-        self._ledger.record(status)
-        if status.state.is_final:
-            self._finals[status.block] = status
-        self._out.append(status)
-
-    def _report_progress(self) -> None:
-        block = self._block
-        if block is not None and block.final is None and block.changed:
-            self._out.append(block.status())
-
-    def _roll_back(self, block: EditBlock) -> None:
-        """Undo exactly this block's transactions (the newest items on the stack).
-
-        The turn's undo manager captures every transaction as its own item
-        (capture_timeout_millis=0) and only tracks this turn's origins, so the block's
-        items are the last ones pushed; counting them avoids listing the whole stack.
-        """
-        block.close()
-        undo = self._undo_manager()
-        self._undoing = True
-        try:
-            for _ in range(block.transactions):
-                undo.undo()
-        finally:
-            self._undoing = False
-        if block.created_file:
-            self._remove_if_empty(block.path, block.file_origin)
-
-    def _remove_if_empty(self, path: str, origin: str) -> None:
-        """Remove a file this turn created, unless someone else's text is left in it."""
-        ytext = self._files.get(path)
-        if isinstance(ytext, Text) and len(ytext) == 0:
-            with self._doc.transaction(origin=origin):
-                del self._files[path]
-
-    def _undo_manager(self) -> UndoManager:
-        if self._undo is None:
-            raise EditorClosedError(f"turn {self.turn_id} was detached from its document")
-        return self._undo
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from benchmarks import editing
+from benchmarks import editing, v4a
 from spark_ide.live.yjs_check import check_sync
 
 
@@ -24,6 +24,17 @@ def test_its_harness_applies_a_streamed_edit_through_the_engine() -> None:
     _, result = editing.run_engine(text, editing.tokenize(editing.build_stream(edits), 3))
 
     assert result == "def f():\n    return 1\n\ndef g():\n    return 3\n"
+
+
+def test_its_patch_streamed_through_a_call_ends_as_the_reference_applies_it() -> None:
+    text = editing.build_file(400)
+    patch = v4a.build_patch(text, 5, editing.PATH)
+    expected = v4a.apply_reference({editing.PATH: text}, patch)[editing.PATH]
+
+    _, result, status = editing.run_patch(text, editing.tokenize(patch, 4))
+
+    assert status == "completed" and result == expected
+    assert expected.count("# tuned in hunk") == 5 and "transform_fast" in expected
 
 
 def test_its_edits_are_unique_in_the_generated_file() -> None:
@@ -57,8 +68,11 @@ def test_it_reports_engine_and_baseline_figures_from_one_run() -> None:
     assert isinstance(meets, dict) and set(meets) == {"wall", "cpu"}
     yjs = report["yjs_check"]
     assert isinstance(yjs, dict) and yjs["keystroke_us"] > 0 and yjs["document_us"] > 0
+    patch = report["v4a"]
+    assert isinstance(patch, dict) and patch["same_result_as_reference"] is True
+    assert 0 <= patch["engine"]["wall"]["latency_ms_p50_median"] <= patch["engine"]["wall"]["latency_ms_p99_median"]
     rows = report["rows"]
-    assert isinstance(rows, list) and [row["unit"] for row in rows] == ["tokens/s", "ms", "µs"]
+    assert isinstance(rows, list) and [row["unit"] for row in rows] == ["tokens/s", "ms", "µs", "tokens/s", "ms"]
     assert all(isinstance(row["met"], bool) for row in rows)
 
 

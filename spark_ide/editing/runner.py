@@ -1,0 +1,206 @@
+"""What every block of a turn goes through, whichever way the model wrote it.
+
+`BlockRunner` holds one turn's document, its origin-scoped undo manager, its ledger and the
+events of the call in progress; it starts a block, watches its file, settles it and rolls it
+back. `TurnEditor` (turn.py, the model's text) and `PatchCall` (patch.py, its `apply_patch`
+tool calls) drive their blocks through it, so both share one undo history, one ledger and
+one numbering of blocks per turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pycrdt import Doc, Subscription, Text, UndoManager
+from pycrdt._transaction import hash_origin
+
+from spark_ide.editing.block import BlockFailure, EditBlock
+from spark_ide.editing.files import FILES_KEY, workspace_files
+from spark_ide.editing.ledger import Ledger
+from spark_ide.editing.reasons import EditorClosedError
+from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState
+
+DeltaFollower = Callable[[list[dict[str, Any]]], None]
+
+
+class BlockRunner:
+    """The shared state and plumbing of one turn's blocks (see the module docstring)."""
+
+    def __init__(self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY) -> None:
+        self.turn_id = turn_id
+        self._doc = doc
+        self._files_key = files_key
+        self._files = workspace_files(doc, files_key)
+        self._undo: UndoManager | None = UndoManager(scopes=[self._files], capture_timeout_millis=0)
+        self._before: dict[str, str | None] = {}  # each file the turn touched, as it was first
+        self._mixed: set[str] = set()  # files someone else changed while the turn was on them
+        self._own: set[int] = set()  # the (hashed) origins of the turn's own transactions
+        self._undoing = False
+        self._ledger = Ledger(turn_id)
+        self._block: EditBlock | None = None
+        self._blocks = 0  # blocks started so far (the next one's index)
+        self._out: list[EditEvent] = []
+        self._finals: dict[int, BlockStatus] = {}  # each block's final status (restored as it was)
+        self._watched: dict[str, tuple[Text, Subscription]] = {}
+        self._followers: dict[str, list[DeltaFollower]] = {}  # path -> who else hears others' edits
+        self._created: dict[str, str] = {}  # path -> origin of the files this turn created
+        self._code: list[CodeText] = []  # new text sent to files since the last take_code()
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    def take_code(self) -> list[CodeText]:
+        """The new text blocks sent to their files since the last call (the watchdog's feed).
+        A block that fails or is rolled back afterwards says so in its final `BlockStatus`."""
+        code, self._code = self._code, []
+        return code
+
+    def _next_index(self) -> int:
+        index = self._blocks
+        self._blocks += 1
+        return index
+
+    def _text(self, path: str) -> str | None:
+        ytext = self._files.get(path)
+        return str(ytext) if isinstance(ytext, Text) else None
+
+    # -- a block's life --
+
+    def _start(self, block: EditBlock, paths: tuple[str, ...] = ()) -> None:
+        """Open ``block`` (in flight from now on) and report it. ``paths``: files it touches
+        besides its own (a move's destination), remembered as they were for `revert`."""
+        self._report_progress()
+        self._block = block
+        self._own.update((hash_origin(block.origin), hash_origin(block.file_origin)))
+        for path in (block.path, *paths):
+            if path and path not in self._before:
+                self._before[path] = self._text(path)
+        self._undo_manager().include_origin(block.origin)
+        self._attempt(block, lambda: block.open(self._doc, self._files))
+        if block.created_file:
+            self._created[block.path] = block.file_origin
+        if block.final is None:
+            self._watch(block)
+            self._emit(block.status())
+
+    def _watch(self, block: EditBlock) -> None:
+        """Observe the block's file (once per file per turn) so anchors follow others' edits.
+
+        The callback gets pycrdt's raw event and reads its delta only for another origin's
+        change. pycrdt's ``observe`` would build the whole ``TextEvent`` for every change,
+        our own included, and its delta walks the entire text, deleted items too: a file
+        rewritten turn after turn keeps every deleted line as a tombstone, so that cost grew
+        with the document's history, every streamed line paying for all the turns before.
+        """
+        ytext = block.ytext
+        if ytext is None or block.path in self._watched:
+            return
+        path = block.path
+
+        def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
+            origin = event.transaction.origin()
+            if not self._undoing and origin not in self._own:
+                self._mixed.add(path)  # another origin changed the file while the turn was on it
+                for follower in self._followers.get(path, ()):
+                    follower(event.delta)
+            current = self._block
+            if current is None or current.final is not None or current.path != path:
+                return
+            if origin == hash_origin(current.origin):
+                return  # the block's own edit: its applier accounts for it
+            current.on_delta(event.delta)
+
+        self._watched[path] = (ytext, ytext.integrated.observe(forward))
+
+    def _follow(self, path: str, follower: DeltaFollower) -> Callable[[], None]:
+        """Have ``follower`` hear every change of ``path`` made by someone else (the file
+        must be watched: a block of the turn opened it); returns how to stop."""
+        followers = self._followers.setdefault(path, [])
+        followers.append(follower)
+        return lambda: followers.remove(follower)
+
+    def _unwatch(self) -> None:
+        for _, subscription in self._watched.values():
+            subscription.drop()
+        self._watched.clear()
+        self._followers.clear()
+
+    def _attempt(self, block: EditBlock, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except BlockFailure as failure:
+            self._roll_back(block)
+            self._settle(
+                block,
+                EditState.FAILED,
+                reason=failure.reason,
+                message=failure.message,
+                candidates=failure.candidates,
+            )
+
+    def _settle(
+        self,
+        block: EditBlock,
+        state: EditState,
+        *,
+        reason: str,
+        message: str | None = None,
+        candidates: tuple[int, ...] = (),
+    ) -> None:
+        status = block.settle(state, reason=reason, message=message, candidates=candidates)
+        self._emit(status)
+
+    def _emit(self, status: BlockStatus) -> None:
+        self._ledger.record(status)
+        if status.state.is_final:
+            self._finals[status.block] = status
+        self._out.append(status)
+
+    def _report_progress(self) -> None:
+        block = self._block
+        if block is not None and block.final is None and block.changed:
+            self._out.append(block.status())
+
+    def _note_code(self, block: EditBlock, text: str) -> None:
+        """``text`` went to ``block``'s file (the watchdog reads it, `take_code`)."""
+        line = block.code_line
+        if line is not None and text:
+            self._code.append(CodeText(block.index, block.path, line, text))
+
+    # -- undo --
+
+    def _roll_back(self, block: EditBlock) -> None:
+        """Undo exactly this block's transactions (the newest items on the stack).
+
+        The turn's undo manager captures every transaction as its own item
+        (capture_timeout_millis=0) and only tracks this turn's origins, so the block's
+        items are the last ones pushed; counting them avoids listing the whole stack.
+        """
+        block.close()
+        self._undo_items(block.transactions)
+        if block.created_file:
+            self._remove_if_empty(block.path, block.file_origin)
+
+    def _undo_items(self, count: int) -> None:
+        """Undo the newest ``count`` items of the turn's undo stack."""
+        undo = self._undo_manager()
+        self._undoing = True
+        try:
+            for _ in range(count):
+                undo.undo()
+        finally:
+            self._undoing = False
+
+    def _remove_if_empty(self, path: str, origin: str) -> None:
+        """Remove a file this turn created, unless someone else's text is left in it."""
+        ytext = self._files.get(path)
+        if isinstance(ytext, Text) and len(ytext) == 0:
+            with self._doc.transaction(origin=origin):
+                del self._files[path]
+
+    def _undo_manager(self) -> UndoManager:
+        if self._undo is None:
+            raise EditorClosedError(f"turn {self.turn_id} was detached from its document")
+        return self._undo
