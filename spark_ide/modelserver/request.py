@@ -1,7 +1,9 @@
 """Parsing client messages (``response.create`` and the extensions) into typed requests.
 
-Fields we do not use (``tools``, ``metadata``, ``stream_id`` ...) are tolerated and
-ignored, so clients written for OpenAI work unchanged.
+Fields we do not use (``metadata``, ``stream_id``, ``include`` ...) are tolerated and
+ignored, so clients written for OpenAI work unchanged; ``tools``, ``tool_choice`` and
+``parallel_tool_calls`` are echoed in the ``response`` object, as OpenAI does (the scripted
+engine plays whatever calls its script holds, offered or not).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import Message, Role
 from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
+from spark_ide.modelserver.tool_items import content_text, tool_message
 
 _ROLES: Mapping[str, Role] = {
     "user": "user",
@@ -21,7 +24,6 @@ _ROLES: Mapping[str, Role] = {
     "system": "system",
     "developer": "system",
 }
-_TEXT_PARTS = ("input_text", "output_text", "text")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class CreateRequest:
     temperature: float | None = None
     store: bool = True
     generate: bool = True
+    tools: tuple[Any, ...] = ()
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
 
     def continued(self, previous_response_id: str, new_input: tuple[Message, ...]) -> CreateRequest:
         """The same settings applied to a follow-up (how a steer's successor is built);
@@ -82,6 +87,9 @@ def parse_create(data: Mapping[str, Any]) -> CreateRequest:
         temperature=_temperature(data.get("temperature")),
         store=_optional_bool(data, "store", default=True),
         generate=_optional_bool(data, "generate", default=True),
+        tools=_tools(data.get("tools")),
+        tool_choice=data.get("tool_choice") or "auto",
+        parallel_tool_calls=_optional_bool(data, "parallel_tool_calls", default=True),
     )
 
 
@@ -114,33 +122,28 @@ def _message(item: Any, param: str) -> Message:
     if not isinstance(item, dict):
         raise wrong_type(param, "an object")
     kind = item.get("type", "message")
+    tool = tool_message(item, param)
+    if tool is not None:
+        return tool
     if kind != "message":
-        raise bad_value(f"{param}.type", f"unsupported item type {kind!r}; only 'message'.")
+        raise bad_value(
+            f"{param}.type",
+            f"unsupported item type {kind!r}; only 'message' and the tool call and output items.",
+        )
     role = item.get("role")
     if role is None:
         raise missing(f"{param}.role")
     if role not in _ROLES:
         raise bad_value(f"{param}.role", f"{role!r} is not one of {sorted(_ROLES)}.")
-    return Message(_ROLES[role], _content_text(item.get("content"), f"{param}.content"))
+    return Message(_ROLES[role], content_text(item.get("content"), f"{param}.content"))
 
 
-def _content_text(content: Any, param: str) -> str:
-    if content is None:
-        raise missing(param)
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise wrong_type(param, "a string or a list of content parts")
-    texts = []
-    for index, part in enumerate(content):
-        where = f"{param}[{index}]"
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            raise bad_value(where, "only text parts (input_text, output_text) are supported.")
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise wrong_type(f"{where}.text", "a string")
-        texts.append(text)
-    return "".join(texts)
+def _tools(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise wrong_type("tools", "a list of tool definitions")
+    return tuple(value)
 
 
 def _optional_str(data: Mapping[str, Any], key: str) -> str | None:
