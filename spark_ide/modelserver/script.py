@@ -80,7 +80,7 @@ def parse_script(source: ScriptSource, where: str = "script") -> Script:
         return ((Say(source),),)
     if not isinstance(source, Sequence) or not source:
         raise ScriptError(f"{where}: a script is a string or a non-empty list of rounds")
-    return tuple(_round(value, f"{where}[{index}]") for index, value in enumerate(source))
+    return tuple(_round(value, f"{where}, round {index + 1}") for index, value in enumerate(source))
 
 
 def _round(value: Any, where: str) -> Round:
@@ -88,7 +88,7 @@ def _round(value: Any, where: str) -> Round:
         return (_step(value, where),)
     if not isinstance(value, Sequence) or not value:
         raise ScriptError(f"{where}: a round is a string or a non-empty list of steps")
-    return tuple(_step(step, f"{where}[{index}]") for index, step in enumerate(value))
+    return tuple(_step(step, f"{where}, step {index + 1}") for index, step in enumerate(value))
 
 
 def _step(value: Any, where: str) -> Step:
@@ -107,29 +107,29 @@ def _step(value: Any, where: str) -> Step:
         if isinstance(arguments, Mapping):
             arguments = json.dumps(arguments)
         if not isinstance(arguments, str):
-            raise ScriptError(f"{where}.arguments: a string (JSON text) or an object")
+            raise ScriptError(f"{where}: arguments must be a string (JSON text) or an object")
         return FunctionCall(_text(value, "name", where), arguments, call_id or None)
     if kind == "apply_patch_call":
         operation = value.get("operation")
         if not isinstance(operation, Mapping):
-            raise ScriptError(f"{where}.operation: an object {{type, path, diff}}")
-        op_where = f"{where}.operation"
+            raise ScriptError(f"{where}: operation must be an object {{type, path, diff}}")
+        op_where = f"{where}, operation"
         diff = _text(operation, "diff", op_where, optional=True)
         call = PatchCall(operation.get("type"), _text(operation, "path", op_where), diff, call_id or None)  # type: ignore[arg-type]
         return _checked(call, where)
     raise ScriptError(
-        f"{where}.type: {kind!r} is not one of custom_tool_call, function_call, apply_patch_call"
+        f"{where}: type {kind!r} is not one of custom_tool_call, function_call, apply_patch_call"
     )
 
 
 def _checked(step: Step, where: str) -> Step:
     if isinstance(step, PatchCall):
         if step.operation not in _OPERATIONS:
-            raise ScriptError(f"{where}.operation.type: {step.operation!r} is not one of {list(_OPERATIONS)}")
+            raise ScriptError(f"{where}: operation type {step.operation!r} is not one of {list(_OPERATIONS)}")
         if step.operation == "delete_file" and step.diff:
-            raise ScriptError(f"{where}.operation: delete_file carries no diff")
+            raise ScriptError(f"{where}: delete_file carries no diff")
         if not step.path:
-            raise ScriptError(f"{where}.operation.path: must not be empty")
+            raise ScriptError(f"{where}: the operation's path must not be empty")
     return step
 
 
@@ -138,5 +138,5 @@ def _text(data: Mapping[str, Any], key: str, where: str, *, optional: bool = Fal
     if value is None and optional:
         return ""
     if not isinstance(value, str):
-        raise ScriptError(f"{where}.{key}: a string is required")
+        raise ScriptError(f"{where}: {key} must be a string")
     return value
