@@ -82,7 +82,7 @@ async def test_the_whole_answer_carries_the_calls(server: SseModelServer) -> Non
 
 
 async def test_tool_messages_answer_the_calls_and_round_two_plays(server: SseModelServer) -> None:
-    tools = [{"role": "tool", "tool_call_id": "call_1", "content": "applied"},
+    tools: list[dict[str, Any]] = [{"role": "tool", "tool_call_id": "call_1", "content": "applied"},
              {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "x = 1\n"}]}]
     chunks = await stream(server, [FIRST, CALLS, *tools])
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "All done."
