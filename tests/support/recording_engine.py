@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
@@ -54,7 +54,7 @@ _SOCKET: ContextVar[Socket | None] = ContextVar("recording_socket", default=None
 
 
 class RecordingEngine(ScriptedEngine):
-    def __init__(self, scripts: dict[str, ScriptSource] | None = None, *, tokens_per_s: float = 1000.0,
+    def __init__(self, scripts: Mapping[str, ScriptSource] | None = None, *, tokens_per_s: float = 1000.0,
                  ttft_s: float = 0.02) -> None:
         super().__init__(scripts, tokens_per_s=tokens_per_s, ttft_s=ttft_s)
         self.generations: list[Generation] = []
