@@ -14,7 +14,8 @@ Completions has no custom or apply_patch calls: a script playing one fails the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from spark_ide.modelserver.engine import (
@@ -24,11 +25,13 @@ from spark_ide.modelserver.engine import (
     Output,
     Piece,
     Role,
+    Tally,
     ToolCall,
     ToolOutput,
 )
 from spark_ide.modelserver.errors import bad_value, missing, wrong_type
 from spark_ide.modelserver.tool_items import content_text
+from spark_ide.modelserver.wire import new_id
 
 UNSUPPORTED_TOOL_CALL = "unsupported_tool_call"
 _ROLES: Mapping[str, Role] = {"system": "system", "developer": "system", "user": "user"}
@@ -129,3 +132,37 @@ class ChatAnswer:
                 for call, parts in self.calls
             ]
         return message
+
+
+class Chunks:
+    """``chat.completion.chunk`` objects of one answer (one id, one creation time)."""
+
+    def __init__(self, model: str) -> None:
+        self.id = new_id("chatcmpl")
+        self.created = int(time.time())
+        self.model = model
+
+    def make(self, delta: dict[str, Any], *, finish: str | None = None, usage: dict[str, int] | None = None
+             ) -> dict[str, Any]:
+        chunk: dict[str, Any] = {
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if usage is not None:
+            chunk["usage"] = usage
+        return chunk
+
+
+async def next_delta(outputs: AsyncGenerator[Output, None], answer: ChatAnswer) -> dict[str, Any] | None:
+    """The next chunk delta of the answer (None at its end); markers that send nothing are
+    taken in passing."""
+    async for output in outputs:
+        delta = answer.delta(output)
+        if delta is not None:
+            return delta
+    return None
+
+
+def chat_usage(tally: Tally) -> dict[str, int]:
+    return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
+            "total_tokens": tally.input_tokens + tally.output_tokens}

@@ -31,10 +31,11 @@ from spark_ide.modelserver.request import (
     parse_cancel,
     parse_create,
     parse_steer,
+    previous_not_found,
+    resolve_job,
 )
 from spark_ide.modelserver.request_log import Received, RequestLog
 from spark_ide.modelserver.responder import Responder
-from spark_ide.modelserver.tool_items import check_pairing
 from spark_ide.modelserver.wire import ResponseRecord, new_id
 
 log = logging.getLogger(__name__)
@@ -235,34 +236,13 @@ class Connection:
             await self._respond(work, job, conversation, received)
 
     def _resolve(self, request: CreateRequest) -> tuple[Job, tuple[Message, ...]]:
-        if request.model not in self._config.accepted_models:
-            raise ProtocolError(
-                protocol.MODEL_NOT_FOUND,
-                f"The model {request.model!r} does not exist on this server; available:"
-                f" {', '.join(self._config.accepted_models)}.",
-                param="model",
-                status=404,
-            )
         history: tuple[Message, ...] = ()
         if request.previous_response_id is not None:
             last = self._last
             if last is None or last.id != request.previous_response_id:
-                raise ProtocolError(
-                    protocol.PREVIOUS_RESPONSE_NOT_FOUND,
-                    f"Previous response with id {request.previous_response_id!r} not found.",
-                    param="previous_response_id",
-                )
+                raise previous_not_found(request.previous_response_id)
             history = last.conversation
-        conversation = history + request.input
-        check_pairing(conversation)
-        system = (Message("system", request.instructions),) if request.instructions else ()
-        job = Job(
-            messages=system + conversation,
-            max_output_tokens=request.max_output_tokens,
-            temperature=request.temperature,
-            effort=request.effort,
-        )
-        return job, conversation
+        return resolve_job(request, self._config.accepted_models, history)
 
     async def _respond(
         self,

@@ -8,6 +8,10 @@ What llama.cpp's server, vLLM or Ollama speak, reduced to what a streaming clien
   otherwise one ``chat.completion`` object. Function tool calls stream as ``tool_calls``
   deltas; assistant ``tool_calls`` and ``role: tool`` messages carry a tool loop
   (:mod:`spark_ide.modelserver.chat`);
+* ``POST /v1/responses``: the Responses API over HTTP, the same events as the WebSocket
+  (``event: <type>`` / ``data: <json>`` pairs) when ``"stream": true``, else the final
+  ``response`` object; stateless (``previous_response_id`` is not found: send the whole
+  history), where the Codex CLI goes with ``supports_websockets = false``;
 * ``GET /v1/models``: the model list.
 
 HTTP/1.1 with keep-alive (``h11``): a client reuses one connection for every turn, as the
@@ -25,7 +29,6 @@ import contextlib
 import hmac
 import json
 import logging
-import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from types import TracebackType
@@ -33,12 +36,15 @@ from typing import Any, Self
 
 import h11
 
-from spark_ide.modelserver.chat import ChatAnswer, parse_messages
+from spark_ide.modelserver.chat import ChatAnswer, Chunks, chat_usage, next_delta, parse_messages
+from spark_ide.modelserver.config import RESPONSES_PATH
 from spark_ide.modelserver.engine import CancelToken, Engine, EngineError, Job, Output, Tally
 from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
+from spark_ide.modelserver.request import decode_object, parse_create, previous_not_found, resolve_job
 from spark_ide.modelserver.request_log import Received, RequestLog
+from spark_ide.modelserver.responder import Responder
 from spark_ide.modelserver.tool_items import check_pairing
-from spark_ide.modelserver.wire import new_id
+from spark_ide.modelserver.wire import ResponseRecord
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +117,7 @@ class SseModelServer:
             writer.transport.abort()
 
 
-class _Disconnected(Exception):
+class _Disconnected(ConnectionError):
     """The client closed the connection while its answer streamed."""
 
 
@@ -177,7 +183,9 @@ class _Connection:
             await self._json(200, {"object": "list", "data": [model]})
         elif path == CHAT_PATH and method == "POST":
             await self._chat(body)
-        elif path in (MODELS_PATH, CHAT_PATH):
+        elif path == RESPONSES_PATH and method == "POST":
+            await self._responses(body)
+        elif path in (MODELS_PATH, CHAT_PATH, RESPONSES_PATH):
             await self._json(405, _error_body("method_not_allowed", f"{method} is not allowed on {path}."))
         else:
             await self._json(404, _error_body("not_found", f"No route {path}."))
@@ -196,15 +204,10 @@ class _Connection:
     async def _chat(self, body: bytes) -> None:
         received: Received | None = None
         try:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise wrong_type("body", "a JSON object")
+            data = decode_object(body, "body")
             if self.server.request_log is not None:
                 received = self.server.request_log.record("chat", data)
             job, stream = self._job(data)
-        except json.JSONDecodeError as exc:
-            await self._json(400, _error_body("invalid_json", f"The body is not valid JSON: {exc}"))
-            return
         except ProtocolError as exc:
             if received is not None:
                 received.error = exc.body()
@@ -217,14 +220,14 @@ class _Connection:
         async with aclosing(outputs):
             try:
                 try:
-                    first = await _next_delta(outputs, answer)
+                    first = await next_delta(outputs, answer)
                 except EngineError as exc:  # refused before any text: a plain error answer
                     error = _error_body(exc.code, exc.message)
                     if received is not None:
                         received.error = error["error"]
                     await self._json(400, error)
                     return
-                chunks = _Chunks(self.server.model)
+                chunks = Chunks(self.server.model)
                 if received is not None:
                     received.response_id = chunks.id
                 if stream:
@@ -258,13 +261,10 @@ class _Connection:
         return job, stream
 
     async def _stream(
-        self, chunks: _Chunks, first: dict[str, Any] | None, outputs: AsyncGenerator[Output, None],
+        self, chunks: Chunks, first: dict[str, Any] | None, outputs: AsyncGenerator[Output, None],
         answer: ChatAnswer, tally: Tally, cancel: CancelToken,
     ) -> None:
-        await self._send(h11.Response(status_code=200, headers=[
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-            (b"transfer-encoding", b"chunked"),
-        ]))
+        await self._open_stream()
         watcher = asyncio.create_task(self._watch_disconnect(cancel))
         try:
             await self._event(chunks.make({"role": "assistant", "content": ""}))
@@ -272,20 +272,73 @@ class _Connection:
             try:
                 while delta is not None:
                     await self._event(chunks.make(delta))
-                    delta = await _next_delta(outputs, answer)
+                    delta = await next_delta(outputs, answer)
             except EngineError as exc:
                 await self._event({"error": {"code": exc.code, "message": exc.message}})
             else:
                 if cancel.is_set() and watcher.done():
                     raise _Disconnected
                 finish = answer.finish_reason(tally.hit_token_limit)
-                await self._event(chunks.make({}, finish=finish, usage=_usage(tally)))
+                await self._event(chunks.make({}, finish=finish, usage=chat_usage(tally)))
             # One write: a client reading up to the end of the body finds it with [DONE].
             await self._send(h11.Data(data=b"data: [DONE]\n\n"), h11.EndOfMessage())
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+
+    async def _open_stream(self) -> None:
+        await self._send(h11.Response(status_code=200, headers=[
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"transfer-encoding", b"chunked"),
+        ]))
+
+    # -- responses -----------------------------------------------------------------------------
+
+    async def _responses(self, body: bytes) -> None:
+        """``POST /v1/responses``: one response, its events as SSE (``stream: true``) or its
+        final ``response`` object. Stateless, like OpenAI with ``store: false``: a
+        ``previous_response_id`` is not found; send the whole history instead."""
+        received: Received | None = None
+        try:
+            data = decode_object(body, "body")
+            if self.server.request_log is not None:
+                received = self.server.request_log.record("http", data)
+            request = parse_create(data)
+            if request.previous_response_id is not None:
+                raise previous_not_found(request.previous_response_id)
+            job, _ = resolve_job(request, (self.server.model,), ())
+        except ProtocolError as exc:
+            if received is not None:
+                received.error = exc.body()
+            await self._json(exc.status, {"error": exc.body()})
+            return
+        record = ResponseRecord(request)
+        if received is not None:
+            received.response_id = record.id
+        events: list[dict[str, Any]] = []
+
+        async def keep(event: dict[str, Any]) -> None:
+            events.append(event)
+
+        if data.get("stream") is not True:
+            await Responder(record, job, self.server.engine, keep).run()
+            await self._json(200, events[-1]["response"])
+            return
+        await self._open_stream()
+        responder = Responder(record, job, self.server.engine, self._sse_event)
+        watcher = asyncio.create_task(self._watch_disconnect(responder.cancel))
+        try:
+            await responder.run()
+            await self._send(h11.EndOfMessage())
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _sse_event(self, event: dict[str, Any]) -> None:
+        payload = json.dumps(event, separators=(",", ":")).encode()
+        await self._send(h11.Data(data=b"event: " + event["type"].encode() + b"\ndata: " + payload + b"\n\n"))
 
     async def _watch_disconnect(self, cancel: CancelToken) -> None:
         """While an answer streams, the client may only close: EOF stops the engine. Bytes it
@@ -298,10 +351,10 @@ class _Connection:
             self.http.receive_data(data)
 
     async def _whole(
-        self, chunks: _Chunks, outputs: AsyncGenerator[Output, None], answer: ChatAnswer, tally: Tally
+        self, chunks: Chunks, outputs: AsyncGenerator[Output, None], answer: ChatAnswer, tally: Tally
     ) -> None:
         try:
-            while await _next_delta(outputs, answer) is not None:
+            while await next_delta(outputs, answer) is not None:
                 pass
         except EngineError as exc:
             await self._json(500, _error_body(exc.code, exc.message))
@@ -311,7 +364,7 @@ class _Connection:
             "model": self.server.model,
             "choices": [{"index": 0, "message": answer.message(),
                          "finish_reason": answer.finish_reason(tally.hit_token_limit)}],
-            "usage": _usage(tally),
+            "usage": chat_usage(tally),
         }
         await self._json(200, completion)
 
@@ -336,40 +389,6 @@ class _Connection:
                 await self.writer.drain()
             except ConnectionError:
                 raise _Disconnected from None
-
-
-class _Chunks:
-    """``chat.completion.chunk`` objects of one answer (one id, one creation time)."""
-
-    def __init__(self, model: str) -> None:
-        self.id = new_id("chatcmpl")
-        self.created = int(time.time())
-        self.model = model
-
-    def make(self, delta: dict[str, Any], *, finish: str | None = None, usage: dict[str, int] | None = None
-             ) -> dict[str, Any]:
-        chunk: dict[str, Any] = {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        if usage is not None:
-            chunk["usage"] = usage
-        return chunk
-
-
-async def _next_delta(outputs: AsyncGenerator[Output, None], answer: ChatAnswer) -> dict[str, Any] | None:
-    """The next chunk delta of the answer (None at its end); markers that send nothing are
-    taken in passing."""
-    async for output in outputs:
-        delta = answer.delta(output)
-        if delta is not None:
-            return delta
-    return None
-
-
-def _usage(tally: Tally) -> dict[str, int]:
-    return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
-            "total_tokens": tally.input_tokens + tally.output_tokens}
 
 
 def _error_body(code: str, message: str, *, kind: str = "invalid_request_error") -> dict[str, Any]:

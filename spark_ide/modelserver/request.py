@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_ide import responses_protocol as protocol
-from spark_ide.modelserver.engine import Message, Role
+from spark_ide.modelserver.engine import Job, Message, Role
 from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
-from spark_ide.modelserver.tool_items import content_text, tool_message
+from spark_ide.modelserver.tool_items import check_pairing, content_text, tool_message
 
 _ROLES: Mapping[str, Role] = {
     "user": "user",
@@ -56,14 +56,20 @@ class SteerRequest:
     raw_input: Any
 
 
-def decode_frame(frame: str | bytes) -> dict[str, Any]:
-    """A frame's JSON object, or ``invalid_json``; ``type`` must be a string."""
+def decode_object(frame: str | bytes, what: str = "frame") -> dict[str, Any]:
+    """A frame's (or an HTTP body's) JSON object, or ``invalid_json``."""
     try:
         data = json.loads(frame)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(protocol.INVALID_JSON, f"The frame is not valid JSON: {exc}") from None
+        raise ProtocolError(protocol.INVALID_JSON, f"The {what} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ProtocolError(protocol.INVALID_JSON, "A client message must be a JSON object.")
+        raise ProtocolError(protocol.INVALID_JSON, f"The {what} must be a JSON object.")
+    return data
+
+
+def decode_frame(frame: str | bytes) -> dict[str, Any]:
+    """A frame's JSON object, or ``invalid_json``; ``type`` must be a string."""
+    data = decode_object(frame)
     if "type" not in data:
         raise missing("type")
     if not isinstance(data["type"], str):
@@ -90,6 +96,40 @@ def parse_create(data: Mapping[str, Any]) -> CreateRequest:
         tools=_tools(data.get("tools")),
         tool_choice=data.get("tool_choice") or "auto",
         parallel_tool_calls=_optional_bool(data, "parallel_tool_calls", default=True),
+    )
+
+
+def resolve_job(
+    request: CreateRequest, accepted_models: tuple[str, ...], history: tuple[Message, ...]
+) -> tuple[Job, tuple[Message, ...]]:
+    """The engine's job for a request continuing ``history`` (the chained conversation, or
+    nothing), and the conversation it extends; refuses an unknown model and a broken
+    tool-call chain."""
+    if request.model not in accepted_models:
+        raise ProtocolError(
+            protocol.MODEL_NOT_FOUND,
+            f"The model {request.model!r} does not exist on this server; available:"
+            f" {', '.join(accepted_models)}.",
+            param="model",
+            status=404,
+        )
+    conversation = history + request.input
+    check_pairing(conversation)
+    system = (Message("system", request.instructions),) if request.instructions else ()
+    job = Job(
+        messages=system + conversation,
+        max_output_tokens=request.max_output_tokens,
+        temperature=request.temperature,
+        effort=request.effort,
+    )
+    return job, conversation
+
+
+def previous_not_found(previous_response_id: str) -> ProtocolError:
+    return ProtocolError(
+        protocol.PREVIOUS_RESPONSE_NOT_FOUND,
+        f"Previous response with id {previous_response_id!r} not found.",
+        param="previous_response_id",
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from spark_ide.modelserver.tool_items import OUTPUT_TYPES
 
-Transport = Literal["websocket", "chat"]
+# websocket: a response.create frame; http: POST /v1/responses; chat: POST /v1/chat/completions
+Transport = Literal["websocket", "http", "chat"]
 
 
 @dataclass

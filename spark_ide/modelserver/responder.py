@@ -84,7 +84,7 @@ class Responder:
             if self.stop_reason is None:
                 await self._fail(exc)
                 return
-        except ConnectionClosed:
+        except (ConnectionClosed, ConnectionError):  # the client went away: nothing to answer
             raise
         except Exception:
             # A bug in an engine must end this response, not the whole connection.
