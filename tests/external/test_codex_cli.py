@@ -80,6 +80,9 @@ def codex_home(tmp_path: Path, port: int, websockets: bool) -> Path:
         f"supports_websockets = {str(websockets).lower()}\n"
         "request_max_retries = 0\n"
         "stream_max_retries = 0\n"
+        # Nothing leaves the machine: no usage analytics sent to OpenAI.
+        "[analytics]\n"
+        "enabled = false\n"
     )
     return home
 
@@ -89,7 +92,7 @@ async def run_codex(home: Path, workdir: Path, prompt: str) -> tuple[int, list[d
         str(CODEX), "exec", "--skip-git-repo-check", "--ephemeral", "--json",
         # The working directory is the test's own temporary directory: Codex's sandbox
         # (bubblewrap inside this container) is not what is under test.
-        "--dangerously-bypass-approvals-and-sandbox", "-C", str(workdir), prompt,
+        "--dangerously-bypass-approvals-and-sandbox", "--strict-config", "-C", str(workdir), prompt,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         # Nothing of the machine's own Codex set-up or keys: only PATH (node) is inherited.
         env={"CODEX_HOME": str(home), "HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
@@ -143,6 +146,7 @@ async def test_codex_over_the_socket_applies_the_patch_and_answers_on_the_same_s
     assert_patched_and_answered(workdir, events, server.request_log)
     assert len(server.upgrades) == 1
     assert server.upgrades[0]["openai-beta"] == "responses_websockets=2026-02-06"
+    assert json.loads(server.upgrades[0]["x-codex-turn-metadata"])["analytics_enabled"] is False
     assert server.request_log is not None
     warmup, turn, follow_up = server.request_log.entries
     assert warmup.body["generate"] is False and warmup.response_id is not None
