@@ -14,6 +14,7 @@ from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import Job, Message
 from spark_ide.modelserver.engines.scripted import split_tokens
 from spark_ide.modelserver.script import PatchCall, Say, ScriptError
+from spark_ide.modelserver.server import ServerConfig
 from tests.support.recording_engine import RecordingEngine, RecordingServer
 
 from .protocol_client import Client, client_for, types_of
@@ -251,3 +252,27 @@ def test_a_script_in_python_is_the_same_as_in_json() -> None:
         return engine.plan(Job(messages=(Message("user", f"[script:{name}]"),))).steps
 
     assert steps("py") == steps("json")
+
+
+async def test_a_steer_mid_call_must_answer_the_cut_call() -> None:
+    engine = RecordingEngine(SCRIPTS, tokens_per_s=200, ttft_s=0.0)
+    async with RecordingServer(engine, ServerConfig(port=0, steer_extension=True)) as server, \
+            client_for(server) as ws:
+        await ws.create("[script:custom]")
+        started = await ws.until(protocol.CUSTOM_TOOL_INPUT_DELTA)
+        target = started[0]["response"]["id"]
+        steer = {"type": protocol.STEER, "previous_response_id": target}
+        await ws.send({**steer, "input": "[say]steered[/say]"})
+        cut = (await ws.until(protocol.INCOMPLETE))[-1]
+        refused = await ws.response()
+        # The steered response's call was cut, not answered: its successor is refused.
+        assert cut["response"]["output"][1]["call_id"] == "call_c"
+        assert refused[-1]["error"]["message"] == "No tool output found for custom tool call call_c."
+        # Steering again with the cut call answered starts the successor.
+        await ws.send({**steer, "input": [
+            output("custom_tool_call_output", "call_c", "failed: interrupted by the user"),
+            {"role": "user", "content": "[say]steered[/say]"}]})
+        successor = await ws.response()
+    assert successor[-1]["type"] == protocol.COMPLETED
+    assert successor[-1]["response"]["output"][0]["content"][0]["text"] == "steered"
+    assert len(server.request_log.entries) == 1  # a steer is not a response.create
