@@ -3,7 +3,9 @@ stateless (the whole history in each request), and the same refusals."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -99,3 +101,22 @@ async def test_refused_requests_get_a_json_error(server: SseModelServer, body: d
     got = answer.json()["error"]
     assert {key: got[key] for key in error} == error
     assert broken.status_code == 400 and broken.json()["error"]["code"] == "invalid_json"
+
+
+async def test_closing_the_stream_stops_the_engine(server: SseModelServer, caplog: pytest.LogCaptureFixture) -> None:
+    engine = server.engine
+    assert isinstance(engine, RecordingEngine)
+    body = {"model": MODEL, "input": "[rate:500][say]" + "word " * 2000 + "[/say]", "stream": True}
+    async with httpx.AsyncClient(base_url=server.base_url(), timeout=10) as http, http.stream(
+        "POST", "/responses", json=body
+    ) as answer:
+        async for line in answer.aiter_lines():
+            if protocol.OUTPUT_TEXT_DELTA in line:
+                break  # leaving the block closes the connection mid-answer
+    async with asyncio.timeout(5):
+        while engine.generations[-1].end is None:
+            await asyncio.sleep(0.01)
+    assert engine.generations[-1].end == "stopped"
+    assert engine.generations[-1].tokens < 2000
+    await asyncio.sleep(0.05)  # the handler notices the closed connection
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # a client leaving is no engine failure
