@@ -34,6 +34,8 @@ class ToolCall:
     name: str = "apply_patch"
     operation: PatchOperation | None = None  # apply_patch only
     path: str = ""  # apply_patch only: the file the operation is about
+    # False: no delta or done events of its own, the input arrives whole in output_item.done.
+    streamed: bool = True
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,8 @@ class Responder:
                     if isinstance(output, Piece):
                         item = self._open_item() or await self._start_item(OutputItem())
                         item.text += output.text
-                        await self._emit_all([item.delta(len(self.record.items) - 1, output.text)])
+                        if item.streamed:
+                            await self._emit_all([item.delta(len(self.record.items) - 1, output.text)])
                     else:
                         await self._close_item("completed")
                         call = output if isinstance(output, ToolCall) else None  # else MessageStart

@@ -21,7 +21,9 @@ A script is a string (one round, one message) or a list of rounds; a round is a 
 ``type`` is ``custom_tool_call`` (``name``, ``input``), ``function_call`` (``name``,
 ``arguments``: a string or an object, sent as JSON) or ``apply_patch_call``
 (``operation``: ``{type, path, diff}``; no diff for ``delete_file``). Any call may fix its
-``call_id``; otherwise each play draws a fresh one.
+``call_id``; otherwise each play draws a fresh one. A call with ``"stream": false`` sends no
+delta or done events of its own: its input arrives whole in ``response.output_item.done``
+(as from a server that does not stream apply_patch diffs); its tokens still take their time.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class CustomCall:
     name: str
     input: str
     call_id: str | None = None
+    stream: bool = True
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class FunctionCall:
     name: str
     arguments: str
     call_id: str | None = None
+    stream: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class PatchCall:
     path: str
     diff: str = ""
     call_id: str | None = None
+    stream: bool = True
 
 
 Step = Say | CustomCall | FunctionCall | PatchCall
@@ -100,22 +105,26 @@ def _step(value: Any, where: str) -> Step:
         raise ScriptError(f"{where}: a step is a string or an object with a 'type'")
     kind = value.get("type")
     call_id = _text(value, "call_id", where, optional=True)
+    stream = value.get("stream", True)
+    if not isinstance(stream, bool):
+        raise ScriptError(f"{where}: stream must be true or false")
     if kind == "custom_tool_call":
-        return CustomCall(_text(value, "name", where), _text(value, "input", where), call_id or None)
+        return CustomCall(_text(value, "name", where), _text(value, "input", where), call_id or None, stream)
     if kind == "function_call":
         arguments = value.get("arguments")
         if isinstance(arguments, Mapping):
             arguments = json.dumps(arguments)
         if not isinstance(arguments, str):
             raise ScriptError(f"{where}: arguments must be a string (JSON text) or an object")
-        return FunctionCall(_text(value, "name", where), arguments, call_id or None)
+        return FunctionCall(_text(value, "name", where), arguments, call_id or None, stream)
     if kind == "apply_patch_call":
         operation = value.get("operation")
         if not isinstance(operation, Mapping):
             raise ScriptError(f"{where}: operation must be an object {{type, path, diff}}")
         op_where = f"{where}, operation"
         diff = _text(operation, "diff", op_where, optional=True)
-        call = PatchCall(operation.get("type"), _text(operation, "path", op_where), diff, call_id or None)  # type: ignore[arg-type]
+        path = _text(operation, "path", op_where)
+        call = PatchCall(operation.get("type"), path, diff, call_id or None, stream)  # type: ignore[arg-type]
         return _checked(call, where)
     raise ScriptError(
         f"{where}: type {kind!r} is not one of custom_tool_call, function_call, apply_patch_call"

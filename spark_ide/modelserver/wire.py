@@ -47,6 +47,11 @@ class OutputItem:
             self.id = new_id(_ID_PREFIXES[self.call.kind if self.call else None])
 
     @property
+    def streamed(self) -> bool:
+        """Whether its deltas (and their done event) are sent; a message always streams."""
+        return self.call is None or self.call.streamed
+
+    @property
     def delta_type(self) -> str:
         return _DELTAS[self.call.kind if self.call else None]
 
@@ -70,8 +75,10 @@ class OutputItem:
     def closing(self, index: int) -> list[Event]:
         """The events after the last delta, up to ``output_item.done``."""
         where, text, call = self.where(index), self.text, self.call
-        if call is None:
-            events: list[Event] = [
+        if not self.streamed:
+            events: list[Event] = []  # the input arrives whole in output_item.done
+        elif call is None:
+            events = [
                 (protocol.OUTPUT_TEXT_DONE, {**where, "text": text, "logprobs": []}),
                 (protocol.CONTENT_PART_DONE, {**where, "part": text_part(text)}),
             ]

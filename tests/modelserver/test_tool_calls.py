@@ -38,6 +38,8 @@ SCRIPTS: dict[str, Any] = {
         ["Round two."],
     ],
     "unnamed": [[{"type": "custom_tool_call", "name": "apply_patch", "input": PATCH}], "ok"],
+    "silent": [[{"type": "apply_patch_call", "operation": {"type": "update_file", "path": "app.py", "diff": DIFF},
+                 "stream": False}]],
 }
 
 
@@ -126,6 +128,15 @@ async def test_apply_patch_calls_name_the_path_first_and_stream_the_diff(ws: Cli
     assert final[0] == {**update, "status": "completed", "operation": {**update["operation"], "diff": DIFF}}
     assert final[1] == {**delete, "status": "completed"}
     assert final[2]["content"][0]["text"] == "Both sent."
+
+
+async def test_an_unstreamed_call_arrives_whole_in_output_item_done(ws: Client) -> None:
+    events = await ws.run("[script:silent]")
+    assert types_of(events) == [protocol.CREATED, protocol.IN_PROGRESS, protocol.OUTPUT_ITEM_ADDED,
+                                protocol.OUTPUT_ITEM_DONE, protocol.COMPLETED]
+    assert events[2]["item"]["operation"] == {"type": "update_file", "path": "app.py", "diff": ""}
+    assert events[3]["item"]["operation"]["diff"] == DIFF and events[3]["item"]["status"] == "completed"
+    assert events[-1]["response"]["usage"]["output_tokens"] == len(split_tokens(DIFF))
 
 
 async def test_a_follow_up_with_the_outputs_plays_the_next_round(server: RecordingServer, ws: Client) -> None:

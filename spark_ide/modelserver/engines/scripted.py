@@ -213,11 +213,11 @@ def _item(step: Step) -> _Item:
         return MessageStart(), split_tokens(step.text)
     call_id = step.call_id or new_id("call")
     if isinstance(step, CustomCall):
-        return ToolCall("custom", call_id, step.name), split_tokens(step.input)
+        return ToolCall("custom", call_id, step.name, streamed=step.stream), split_tokens(step.input)
     if isinstance(step, FunctionCall):
-        return ToolCall("function", call_id, step.name), split_tokens(step.arguments)
+        return ToolCall("function", call_id, step.name, streamed=step.stream), split_tokens(step.arguments)
     assert isinstance(step, PatchCall)
-    call = ToolCall("apply_patch", call_id, operation=step.operation, path=step.path)
+    call = ToolCall("apply_patch", call_id, operation=step.operation, path=step.path, streamed=step.stream)
     return call, split_tokens(step.diff)
 
 
