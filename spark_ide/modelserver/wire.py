@@ -177,7 +177,9 @@ def message_item(item_id: str, status: str, content: list[dict[str, Any]]) -> di
 def usage(tally: Tally) -> dict[str, Any]:
     return {
         "input_tokens": tally.input_tokens,
-        "input_tokens_details": {"cached_tokens": tally.cached_tokens},
+        # cache_write_tokens: required by openai-python's ResponseUsage (3.57); we cache nothing
+        # the way OpenAI bills, so 0.
+        "input_tokens_details": {"cached_tokens": tally.cached_tokens, "cache_write_tokens": 0},
         "output_tokens": tally.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": tally.input_tokens + tally.output_tokens,
