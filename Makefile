@@ -7,12 +7,16 @@ PIP := $(PY) -m pip
 PYTEST := $(VENV)/bin/pytest
 DEPS_STAMP := $(VENV)/.deps-installed
 NPM_STAMP := node_modules/.deps-installed
+# The real Codex CLI for tests/external (its own package: ~420 MB with the native binary, kept
+# out of the bundle's node_modules); installed again only when its lock file changes.
+CODEX_DIR := tests/external/codex
+CODEX_STAMP := $(CODEX_DIR)/node_modules/.deps-installed
 BUNDLE := static/dist/main.js
 JS_SOURCES := $(shell find static/src -name '*.js' 2>/dev/null)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test bench install lint typecheck pytest test-services browser-deps sandbox-runtime bundle protocol clean
+.PHONY: run test bench install lint typecheck pytest test-services browser-deps sandbox-runtime bundle protocol codex-cli clean
 
 run: install
 	$(PY) manage.py spark_run
@@ -49,6 +53,12 @@ $(BUNDLE): $(NPM_STAMP) $(JS_SOURCES)
 	npm run --silent build
 
 bundle: $(BUNDLE)
+
+$(CODEX_STAMP): $(CODEX_DIR)/package.json $(CODEX_DIR)/package-lock.json
+	npm ci --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error
+	touch $@
+
+codex-cli: $(CODEX_STAMP)
 
 # The browser's copy of the session protocol (static/src/protocol.js, committed), written again
 # from the Python definitions; a test fails while it is stale (docs/protocol.md).
@@ -91,7 +101,7 @@ typecheck: $(DEPS_STAMP)
 
 # Every test once, on SQLite and the in-process channel layer (pyproject.toml: --durations=25
 # prints the slowest 25). Speed is not a test's to judge: timed figures are `make bench`'s.
-pytest: install
+pytest: install codex-cli
 	$(PYTEST)
 
 # The tests that touch storage, the Redis channel layer and lease, and the Celery broker, again
@@ -111,4 +121,4 @@ test-services: install
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_URL) $(PYTEST) -q --services -m "not model and not processes" tests
 
 clean:
-	rm -rf $(VENV) node_modules static/dist
+	rm -rf $(VENV) node_modules static/dist $(CODEX_DIR)/node_modules

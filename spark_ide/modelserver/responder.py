@@ -3,6 +3,10 @@
 The responder is the only writer of its response's events, so ordering guarantees are
 local: once a stop (cancel or steer) is accepted, no further delta is sent, and the
 terminal ``response.incomplete`` follows the last delta.
+
+Output items open as the engine's output reaches them: a piece with no item open starts
+an assistant message, a :class:`ToolCall` or :class:`MessageStart` closes the open item
+(its done events) and opens the next one, so ``output_index`` counts the items in order.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from spark_ide.modelserver.engine import (
     EngineError,
     Job,
     Message,
+    Piece,
     Tally,
+    ToolCall,
 )
-from spark_ide.modelserver.wire import ResponseRecord, text_part
+from spark_ide.modelserver.wire import Event, ItemStatus, OutputItem, ResponseRecord
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +84,7 @@ class Responder:
             if self.stop_reason is None:
                 await self._fail(exc)
                 return
-        except ConnectionClosed:
+        except (ConnectionClosed, ConnectionError):  # the client went away: nothing to answer
             raise
         except Exception:
             # A bug in an engine must end this response, not the whole connection.
@@ -91,50 +97,74 @@ class Responder:
             await self._finish(tally)
 
     async def _stream(self, tally: Tally) -> None:
-        self.record.has_item = True
-        await self.emit(protocol.OUTPUT_ITEM_ADDED, output_index=0, item=self.record.item())
-        await self.emit(protocol.CONTENT_PART_ADDED, **self._where(), part=text_part(""))
-        pieces = self._engine.generate(self.job, tally, self.cancel)
-        async with aclosing(pieces):
+        outputs = self._engine.generate(self.job, tally, self.cancel)
+        async with aclosing(outputs):
             try:
-                async for piece in pieces:
+                async for output in outputs:
                     if self.stop_reason is not None:
                         break
-                    self.record.text += piece.text
-                    await self.emit(
-                        protocol.OUTPUT_TEXT_DELTA, **self._where(), delta=piece.text, logprobs=[]
-                    )
+                    if isinstance(output, Piece):
+                        item = self._open_item() or await self._start_item(OutputItem())
+                        item.text += output.text
+                        if item.streamed:
+                            await self._emit_all([item.delta(len(self.record.items) - 1, output.text)])
+                    else:
+                        await self._close_item("completed")
+                        call = output if isinstance(output, ToolCall) else None  # else MessageStart
+                        await self._start_item(OutputItem(call=call))
             finally:
                 # However the loop ended (done, stop, socket closed), the engine must not
                 # run on: set the token before the iterator is closed.
                 self._stoppable = False
                 self.cancel.cancel()
 
-    def _where(self) -> dict[str, Any]:
-        return {"item_id": self.record.item_id, "output_index": 0, "content_index": 0}
+    def _open_item(self) -> OutputItem | None:
+        items = self.record.items
+        return items[-1] if items and items[-1].status == "in_progress" else None
+
+    async def _start_item(self, item: OutputItem) -> OutputItem:
+        self.record.items.append(item)
+        await self._emit_all(item.opening(len(self.record.items) - 1))
+        return item
+
+    async def _close_item(self, status: ItemStatus) -> None:
+        item = self._open_item()
+        if item is not None:
+            item.status = status
+            await self._emit_all(item.closing(len(self.record.items) - 1))
+
+    async def _emit_all(self, events: list[Event]) -> None:
+        for kind, fields in events:
+            await self.emit(kind, **fields)
 
     async def _finish(self, tally: Tally) -> None:
         record = self.record
-        if record.has_item:
-            text = record.text
-            await self.emit(protocol.OUTPUT_TEXT_DONE, **self._where(), text=text, logprobs=[])
-            await self.emit(protocol.CONTENT_PART_DONE, **self._where(), part=text_part(text))
         status: protocol.FinalStatus = "completed"
         if tally.hit_token_limit:
             status = "incomplete"
             record.incomplete_reason = protocol.MAX_OUTPUT_TOKENS
+        await self._close_item("completed" if status == "completed" else "incomplete")
         record.status = status
-        if record.has_item:
-            await self.emit(protocol.OUTPUT_ITEM_DONE, output_index=0, item=record.item())
         await self.emit(protocol.FINAL_EVENTS[status], response=record.to_json())
+
+    def reply(self) -> tuple[Message, ...]:
+        """The response's output as the conversation keeps it (for a chained request)."""
+        return tuple(item.message() for item in self.record.items)
+
+    def _cut_open_item(self) -> None:
+        item = self._open_item()
+        if item is not None:
+            item.status = "incomplete"
 
     async def _end_interrupted(self, reason: str) -> None:
         # A stopped response gets exactly one more event: its terminal one.
+        self._cut_open_item()
         self.record.status = "incomplete"
         self.record.incomplete_reason = reason
         await self.emit(protocol.INCOMPLETE, response=self.record.to_json())
 
     async def _fail(self, exc: EngineError) -> None:
+        self._cut_open_item()
         self.record.status = "failed"
         self.record.error = {"code": exc.code, "message": exc.message}
         await self.emit(protocol.FAILED, response=self.record.to_json())

@@ -16,6 +16,7 @@ from spark_ide.logsafe import redacting_logger
 from spark_ide.modelserver.config import RESPONSES_PATH, ServerConfig
 from spark_ide.modelserver.connection import Connection
 from spark_ide.modelserver.engine import Engine
+from spark_ide.modelserver.request_log import RequestLog
 
 __all__ = ["ModelServer", "ServerConfig"]
 
@@ -34,9 +35,12 @@ CLOSE_TIMEOUT_S = 1.0
 class ModelServer:
     """Serves the OpenAI Responses WebSocket protocol at ``/v1/responses`` for one engine."""
 
-    def __init__(self, engine: Engine, config: ServerConfig | None = None) -> None:
+    def __init__(
+        self, engine: Engine, config: ServerConfig | None = None, request_log: RequestLog | None = None
+    ) -> None:
         self.engine = engine
         self.config = config or ServerConfig()
+        self.request_log = request_log  # set: every response.create is kept there
         self._server: Server | None = None
 
     @property
@@ -104,4 +108,4 @@ class ModelServer:
         return None
 
     async def _handle(self, socket: ServerConnection) -> None:
-        await Connection(socket, self.engine, self.config).serve()
+        await Connection(socket, self.engine, self.config, self.request_log).serve()

@@ -31,8 +31,9 @@ def test_the_scripted_engine_plays_every_token_never_above_its_rate() -> None:
     json.dumps(results)  # the management command prints it as JSON
     scripted = results["scripted"]
     assert isinstance(scripted, dict)
-    paced, unpaced = scripted["paced"], scripted["max"]
-    assert paced["tokens"] == unpaced["tokens"] == tokens  # every token, as the server counted
+    paced, unpaced, call = scripted["paced"], scripted["max"], scripted["tool_call"]
+    assert paced["tokens"] == unpaced["tokens"] == call["tokens"] == tokens  # every token, as the server counted
+    assert 0 < call["tokens_per_s"] <= 1.02 * rate and call["deltas"] > 1
     assert paced["target"] == rate
     # Paced by its own clock, the engine cannot be early; on a busy machine it may run late.
     assert 0 < paced["tokens_per_s"] <= 1.02 * rate

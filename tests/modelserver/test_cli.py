@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_ide.modelserver.cli import build_parser, config_from, engine_from, main
+from spark_ide.modelserver.cli import UsageError, build_parser, config_from, engine_from, main
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
 
 from .protocol_client import WAIT_S, Client, text_of
@@ -60,6 +60,17 @@ def test_it_loads_a_script_file_for_the_scripted_engine(tmp_path: Path) -> None:
     engine = engine_from(args)
     assert isinstance(engine, ScriptedEngine)
     assert (engine.scripts, engine.tokens_per_s) == ({"hi": "Hello."}, 5000.0)
+
+
+def test_a_script_file_may_hold_rounds_with_tool_calls(tmp_path: Path) -> None:
+    rounds = [[{"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch"}], "Done."]
+    path = tmp_path / "scripts.json"
+    path.write_text(json.dumps({"fix": rounds}))
+    engine = engine_from(build_parser().parse_args(["--engine", "scripted", "--script-file", str(path)]))
+    assert isinstance(engine, ScriptedEngine) and engine.scripts == {"fix": rounds}
+    path.write_text(json.dumps({"fix": [[{"type": "custom_tool_call", "name": "apply_patch"}]]}))
+    with pytest.raises(UsageError, match="script 'fix', round 1, step 1: input must be a string"):
+        engine_from(build_parser().parse_args(["--engine", "scripted", "--script-file", str(path)]))
 
 
 @pytest.mark.parametrize(

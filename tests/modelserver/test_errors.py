@@ -40,9 +40,19 @@ def create(**fields: Any) -> str:
         (create(model=3, input="hi"), "invalid_type", "model"),
         (create(model="smollm2", input=5), "invalid_type", "input"),
         (
-            create(model="smollm2", input=[{"type": "function_call"}]),
+            create(model="smollm2", input=[{"type": "web_search_call"}]),
             "invalid_value",
             "input[0].type",
+        ),
+        (
+            create(model="smollm2", input=[{"type": "function_call"}]),
+            "missing_required_parameter",
+            "input[0].call_id",
+        ),
+        (
+            create(model="smollm2", input=[{"type": "apply_patch_call_output", "call_id": "c", "status": "ok"}]),
+            "invalid_value",
+            "input[0].status",
         ),
         (
             create(model="smollm2", input=[{"content": "x"}]),

@@ -8,12 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_ide import responses_protocol as protocol
-from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Message, Tally
+from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Message, MessageStart, Piece, Tally
 from spark_ide.modelserver.engines.scripted import (
     ScriptedEngine,
     load_scripts,
     split_tokens,
 )
+from spark_ide.modelserver.script import Say
 
 from .protocol_client import client_for, running_server, text_of
 
@@ -35,19 +36,19 @@ def test_tokens_break_at_whitespace() -> None:
 
 def test_it_plans_a_say_block_across_lines() -> None:
     plan = ScriptedEngine().plan(job("x [say]line one\nline [rate:5] two[/say] y"))
-    assert plan.text == "line one\nline [rate:5] two"
+    assert plan.steps == (Say("line one\nline [rate:5] two"),)
     assert plan.tokens_per_s == 1000.0
 
 
 def test_it_plans_a_named_script_with_rate_and_ttft() -> None:
     engine = ScriptedEngine(scripts={"edit": "<write>"}, tokens_per_s=10, ttft_s=0.5)
     plan = engine.plan(job("[script:edit] [rate:2500] [ttft:0]"))
-    assert (plan.text, plan.tokens_per_s, plan.ttft_s) == ("<write>", 2500.0, 0.0)
+    assert (plan.steps, plan.tokens_per_s, plan.ttft_s) == ((Say("<write>"),), 2500.0, 0.0)
 
 
 def test_it_reads_the_last_user_message() -> None:
     conversation = Job(messages=(Message("user", "[say]old[/say]"), Message("user", "plain")))
-    assert ScriptedEngine(default_text="fallback").plan(conversation).text == "fallback"
+    assert ScriptedEngine(default_text="fallback").plan(conversation).steps == (Say("fallback"),)
 
 
 @pytest.mark.parametrize("text", ["[rate:fast]", "[rate:0]", "[ttft:-1]", "[rate:inf]"])
@@ -79,7 +80,7 @@ def test_it_loads_a_script_file(tmp_path: Path) -> None:
 def test_it_rejects_a_bad_script_file(tmp_path: Path, content: str) -> None:
     path = tmp_path / "scripts.json"
     path.write_text(content)
-    with pytest.raises(ValueError, match="JSON object of name -> text"):
+    with pytest.raises(ValueError, match=r"JSON object of name -> script|a script is a string"):
         load_scripts(path)
 
 
@@ -117,7 +118,10 @@ async def test_it_hands_over_every_due_token_in_one_piece() -> None:
     # At a million tokens/s many tokens fall due between two wake-ups of the generator.
     engine = ScriptedEngine(scripts={"big": "abcd" * 2000}, tokens_per_s=1e6, ttft_s=0.0)
     tally = Tally()
-    pieces = [p async for p in engine.generate(job("[script:big]"), tally, CancelToken())]
+    outputs = [p async for p in engine.generate(job("[script:big]"), tally, CancelToken())]
+    assert outputs[0] == MessageStart()
+    pieces = [p for p in outputs[1:] if isinstance(p, Piece)]
+    assert len(pieces) == len(outputs) - 1
     assert sum(p.tokens for p in pieces) == tally.output_tokens == 2000
     assert "".join(p.text for p in pieces) == "abcd" * 2000
     assert max(p.tokens for p in pieces) > 1
@@ -129,8 +133,9 @@ async def test_it_stops_when_the_token_is_cancelled() -> None:
     cancel = CancelToken()
     pieces = []
     async for piece in engine.generate(job("[say]one two three four[/say]"), Tally(), cancel):
-        pieces.append(piece)
-        cancel.cancel()
+        if isinstance(piece, Piece):
+            pieces.append(piece)
+            cancel.cancel()
     assert [p.text for p in pieces] == ["one"]
 
 
@@ -146,7 +151,7 @@ async def test_it_stops_when_the_token_is_cancelled() -> None:
 )
 def test_the_last_text_directive_wins(text: str, played: str) -> None:
     engine = ScriptedEngine(scripts={"a": "A", "b": "B"})
-    assert engine.plan(job(text)).text == played
+    assert engine.plan(job(text)).steps == (Say(played),)
 
 
 def test_the_last_rate_and_ttft_win() -> None:

@@ -17,7 +17,7 @@ from spark_ide.live import policy_gate, prompting
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engine import CancelToken, Job, Piece, Tally
+from spark_ide.modelserver.engine import CancelToken, Job, Output, Tally
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore
 from spark_ide.upstream import TurnRequest
@@ -37,7 +37,7 @@ class JobEngine(RecordingEngine):
         super().__init__(tokens_per_s=2000.0, ttft_s=0.005)
         self.jobs: list[Job] = []
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Output, None]:
         self.jobs.append(job)
         async for piece in super().generate(job, tally, cancel):
             yield piece

@@ -15,7 +15,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engine import CancelToken, Job, Message, Piece, Tally
+from spark_ide.modelserver.engine import CancelToken, Job, Message, Output, Tally
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS
 from tests.pairing.conftest import Live, connect, point_the_ide_at, say
@@ -60,7 +60,7 @@ class Corrector(RecordingEngine):
         self.fix = fix
         self.requests: list[str] = []
 
-    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Piece, None]:
+    async def generate(self, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Output, None]:
         request = job.last_user_text()
         self.requests.append(request)
         if "security watchdog stopped you" in request:

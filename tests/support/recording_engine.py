@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
 from websockets.asyncio.server import ServerConnection
 
-from spark_ide.modelserver.engine import CancelToken, Job, Piece, Tally
+from spark_ide.modelserver.engine import CancelToken, Job, Output, Piece, Tally
 from spark_ide.modelserver.engines.scripted import ScriptedEngine
+from spark_ide.modelserver.request_log import RequestLog
+from spark_ide.modelserver.script import ScriptSource
 from spark_ide.modelserver.server import ModelServer, ServerConfig
 
 # finished: every token of its text; stopped: ended early, by a cancel or steer that reached
@@ -30,6 +32,7 @@ class Generation:
 
     prompt: str  # the job's last user message
     effort: str | None = None  # the job's reasoning effort, as the request carried it
+    job: Job | None = None  # the whole job: its conversation holds the tool calls and outputs
     started_at: float = field(default_factory=time.monotonic)
     tokens: int = 0
     end: End | None = None  # None while it runs
@@ -51,7 +54,7 @@ _SOCKET: ContextVar[Socket | None] = ContextVar("recording_socket", default=None
 
 
 class RecordingEngine(ScriptedEngine):
-    def __init__(self, scripts: dict[str, str] | None = None, *, tokens_per_s: float = 1000.0,
+    def __init__(self, scripts: Mapping[str, ScriptSource] | None = None, *, tokens_per_s: float = 1000.0,
                  ttft_s: float = 0.02) -> None:
         super().__init__(scripts, tokens_per_s=tokens_per_s, ttft_s=ttft_s)
         self.generations: list[Generation] = []
@@ -63,16 +66,17 @@ class RecordingEngine(ScriptedEngine):
 
     async def generate(
         self, job: Job, tally: Tally, cancel: CancelToken
-    ) -> AsyncGenerator[Piece, None]:
-        generation = Generation(job.last_user_text(), effort=job.effort)
+    ) -> AsyncGenerator[Output, None]:
+        generation = Generation(job.last_user_text(), effort=job.effort, job=job)
         self.generations.append(generation)
         socket = _SOCKET.get()
         if socket is not None:
             socket.generations.append(generation)
         try:
-            async for piece in super().generate(job, tally, cancel):
-                generation.tokens += piece.tokens
-                yield piece
+            async for output in super().generate(job, tally, cancel):
+                if isinstance(output, Piece):
+                    generation.tokens += output.tokens
+                yield output
         except Exception:
             generation.end = "failed"
             raise
@@ -89,10 +93,13 @@ class RecordingEngine(ScriptedEngine):
 class RecordingServer(ModelServer):
     """The model server, noting each client socket it served (``sockets``, in the order
     they opened) and when the server saw it close: where a test proves, on the model's side,
-    that the IDE closed a socket and when."""
+    that the IDE closed a socket and when. Every ``response.create`` it received is in
+    ``request_log`` (the tool outputs a client sent, its ``previous_response_id``)."""
+
+    request_log: RequestLog
 
     def __init__(self, engine: RecordingEngine, config: ServerConfig | None = None) -> None:
-        super().__init__(engine, config)
+        super().__init__(engine, config, request_log=RequestLog())
         self.sockets: list[Socket] = []
 
     async def _handle(self, socket: ServerConnection) -> None:

@@ -154,7 +154,8 @@ class LlamaEngine:
     def prompt_tokens(self, job: Job, *, answer: bool = True) -> list[int]:
         """The chat-template prompt as tokens (the template adds the special tokens)."""
         llama, render = self._ready()
-        messages = [{"role": m.role, "content": m.content} for m in job.messages]
+        # SmolLM2's template knows no tool role: a tool output reads as the user's message.
+        messages = [{"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in job.messages]
         tokens = llama.tokenize(
             render(messages, answer).encode("utf-8"), add_bos=False, special=True
         )

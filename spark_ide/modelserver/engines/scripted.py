@@ -1,9 +1,10 @@
-"""A deterministic engine: plays known text at an exact token rate.
+"""A deterministic engine: plays known answers (text and tool calls) at an exact token rate.
 
-The last user message chooses the text:
+The last user message chooses the answer:
 
 * ``[say]literal text[/say]`` plays exactly the text between the tags (may span lines);
-* ``[script:NAME]`` plays ``scripts[NAME]``;
+* ``[script:NAME]`` plays ``scripts[NAME]`` (:mod:`spark_ide.modelserver.script`: rounds
+  of messages and tool calls);
 * anything else plays ``default_text``;
 * ``[rate:N]`` (tokens/s) and ``[ttft:MS]`` (time to first token) override the engine's
   settings for that request.
@@ -12,11 +13,16 @@ When directives repeat, the **last** one counts (for the text: the last ``[say]`
 ``[script:NAME]``, whichever comes later): a re-prompt after a steer repeats the original
 request and adds the steering text, whose directives must win.
 
-Tokens are at most 4 characters, cut at whitespace where possible. Token *i* is due at
-``ttft + i / rate``; whenever the generator wakes it hands over every token that is due in
-one piece (at most ``MAX_PIECE_TOKENS``), so at high rates (beyond what one event-loop
-wake-up per token allows) a delta carries several tokens while the average rate stays
-exact.
+A script of several rounds plays round *k + 1* when the conversation holds *k* answers of
+the model since the last user message (a follow-up that only carries tool outputs is the
+next round); past its last round a follow-up fails with ``script_exhausted``.
+
+Tokens are at most 4 characters, cut at whitespace where possible; a tool call's input,
+arguments or diff is cut the same way. Token *i* of the answer (counting every item) is due
+at ``ttft + i / rate``; whenever the generator wakes it hands over every token of the
+current item that is due in one piece (at most ``MAX_PIECE_TOKENS``), so at high rates
+(beyond what one event-loop wake-up per token allows) a delta carries several tokens while
+the average rate stays exact.
 """
 
 from __future__ import annotations
@@ -28,8 +34,31 @@ import re
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Piece, Tally
+from spark_ide.modelserver.engine import (
+    CancelToken,
+    EngineError,
+    Job,
+    MessageStart,
+    Output,
+    Piece,
+    Tally,
+    ToolCall,
+)
+from spark_ide.modelserver.script import (
+    CustomCall,
+    FunctionCall,
+    PatchCall,
+    Round,
+    Say,
+    Script,
+    ScriptError,
+    ScriptSource,
+    Step,
+    parse_script,
+)
+from spark_ide.modelserver.wire import new_id
 
 MAX_TOKEN_CHARS = 4
 # A delta carries at most this many tokens; beyond the rate this allows (several
@@ -47,6 +76,8 @@ _TTFT = re.compile(r"\[ttft:([^\]]*)\]")
 _WORDS = re.compile(r"\s*\S+|\s+")
 
 SCRIPT_NOT_FOUND = "script_not_found"
+SCRIPT_EXHAUSTED = "script_exhausted"
+INVALID_SCRIPT = "invalid_script"
 INVALID_DIRECTIVE = "invalid_directive"
 
 
@@ -58,19 +89,19 @@ def split_tokens(text: str) -> list[str]:
     return tokens
 
 
-def load_scripts(path: Path) -> dict[str, str]:
-    """Read a script file: a JSON object mapping names to texts."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not all(
-        isinstance(name, str) and isinstance(text, str) for name, text in data.items()
-    ):
-        raise ValueError(f"{path}: a script file must be a JSON object of name -> text")
+def load_scripts(path: Path) -> dict[str, ScriptSource]:
+    """Read a script file: a JSON object mapping names to scripts (a text, or rounds)."""
+    data: Any = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(isinstance(name, str) for name in data):
+        raise ValueError(f"{path}: a script file must be a JSON object of name -> script")
+    for name, source in data.items():
+        parse_script(source, f"{path}: script {name!r}")
     return data
 
 
 @dataclass(frozen=True)
 class Plan:
-    text: str
+    steps: Round
     tokens_per_s: float
     ttft_s: float
 
@@ -78,7 +109,7 @@ class Plan:
 class ScriptedEngine:
     def __init__(
         self,
-        scripts: Mapping[str, str] | None = None,
+        scripts: Mapping[str, ScriptSource] | None = None,
         tokens_per_s: float = 1000.0,
         ttft_s: float = 0.02,
         default_text: str = DEFAULT_TEXT,
@@ -87,7 +118,10 @@ class ScriptedEngine:
             raise ValueError("tokens_per_s must be positive and finite")
         if ttft_s < 0:
             raise ValueError("ttft_s must not be negative")
-        self.scripts = dict(scripts or {})
+        for name, source in (scripts or {}).items():
+            parse_script(source, f"script {name!r}")  # refuse a bad script now, not mid-test
+        # Kept as given (tests may add or replace a script later); parsed when played.
+        self.scripts: dict[str, ScriptSource] = dict(scripts or {})
         self.tokens_per_s = tokens_per_s
         self.ttft_s = ttft_s
         self.default_text = default_text
@@ -102,7 +136,7 @@ class ScriptedEngine:
         tally.input_tokens = count_prompt_tokens(job)
 
     def plan(self, job: Job) -> Plan:
-        """What the last user message asks for (text, rate, time to first token)."""
+        """What the last user message asks for (this round's steps, rate, time to first token)."""
         request = job.last_user_text()
         # Directives inside a [say] block are part of the literal text, not settings.
         outside = _SAY.sub("", request)
@@ -110,10 +144,17 @@ class ScriptedEngine:
         ttft_ms = _number(_TTFT, outside, "ttft", self.ttft_s * 1000.0)
         if not (0 < rate < math.inf and 0 <= ttft_ms < math.inf):
             raise EngineError(INVALID_DIRECTIVE, "[rate:N] must be > 0 and [ttft:MS] >= 0.")
-        return Plan(self._text(request), rate, ttft_ms / 1000.0)
+        name, script = self._script(request)
+        answered = job.answers_since_user()
+        if answered >= len(script):
+            raise EngineError(
+                SCRIPT_EXHAUSTED,
+                f"{name} has {len(script)} round(s); this request would be round {answered + 1}.",
+            )
+        return Plan(script[answered], rate, ttft_ms / 1000.0)
 
-    def _text(self, request: str) -> str:
-        """The text of the last ``[say]`` block or ``[script:NAME]``, whichever comes last."""
+    def _script(self, request: str) -> tuple[str, Script]:
+        """The last ``[say]`` block or ``[script:NAME]``, whichever comes last (and its name)."""
         said = list(_SAY.finditer(request))
         blocks = [match.span() for match in said]
         named = [
@@ -122,41 +163,76 @@ class ScriptedEngine:
             if not any(start <= match.start() < end for start, end in blocks)
         ]
         if not said and not named:
-            return self.default_text
+            return "The default text", parse_script(self.default_text)
         last = max(said + named, key=lambda match: match.start())
         if last.re is _SAY:
-            return last.group(1)
+            return "A [say] block", parse_script(last.group(1))
         name = last.group(1)
         if name not in self.scripts:
             raise EngineError(SCRIPT_NOT_FOUND, f"No script named {name!r} is loaded.")
-        return self.scripts[name]
+        try:
+            return f"Script {name!r}", parse_script(self.scripts[name], f"script {name!r}")
+        except ScriptError as exc:
+            raise EngineError(INVALID_SCRIPT, str(exc)) from None
 
     async def generate(
         self, job: Job, tally: Tally, cancel: CancelToken
-    ) -> AsyncGenerator[Piece, None]:
+    ) -> AsyncGenerator[Output, None]:
         plan = self.plan(job)
         tally.input_tokens = count_prompt_tokens(job)
-        tokens = split_tokens(plan.text)
-        if job.max_output_tokens is not None and len(tokens) > job.max_output_tokens:
-            tokens = tokens[: job.max_output_tokens]
-            tally.hit_token_limit = True
+        items = _limited([_item(step) for step in plan.steps], job.max_output_tokens, tally)
         if await cancel.wait(plan.ttft_s):
             return
         loop = asyncio.get_running_loop()
         start, sent, rate = loop.time(), 0, plan.tokens_per_s
-        while sent < len(tokens):
-            due = min(len(tokens), int((loop.time() - start) * rate) + 1, sent + MAX_PIECE_TOKENS)
-            if due > sent:
-                tally.output_tokens += due - sent
-                yield Piece("".join(tokens[sent:due]), due - sent)
-                sent = due
-                # Behind schedule nothing below would suspend: yield to the event loop
-                # anyway, so other sockets (and this socket's cancel) are served.
-                await asyncio.sleep(0)
-                if cancel.is_set():
+        for marker, tokens in items:
+            yield marker
+            done = 0
+            while done < len(tokens):
+                due = min(len(tokens) - done, int((loop.time() - start) * rate) + 1 - sent, MAX_PIECE_TOKENS)
+                if due > 0:
+                    tally.output_tokens += due
+                    yield Piece("".join(tokens[done : done + due]), due)
+                    done += due
+                    sent += due
+                    # Behind schedule nothing below would suspend: yield to the event loop
+                    # anyway, so other sockets (and this socket's cancel) are served.
+                    await asyncio.sleep(0)
+                    if cancel.is_set():
+                        return
+                elif await cancel.wait(start + sent / rate - loop.time()):
                     return
-            elif await cancel.wait(start + sent / rate - loop.time()):
-                return
+
+
+_Item = tuple[ToolCall | MessageStart, list[str]]
+
+
+def _item(step: Step) -> _Item:
+    """The marker that opens a step's output item, and the tokens of its text."""
+    if isinstance(step, Say):
+        return MessageStart(), split_tokens(step.text)
+    call_id = step.call_id or new_id("call")
+    if isinstance(step, CustomCall):
+        return ToolCall("custom", call_id, step.name, streamed=step.stream), split_tokens(step.input)
+    if isinstance(step, FunctionCall):
+        return ToolCall("function", call_id, step.name, streamed=step.stream), split_tokens(step.arguments)
+    assert isinstance(step, PatchCall)
+    call = ToolCall("apply_patch", call_id, operation=step.operation, path=step.path, streamed=step.stream)
+    return call, split_tokens(step.diff)
+
+
+def _limited(items: list[_Item], limit: int | None, tally: Tally) -> list[_Item]:
+    """The items cut at ``limit`` tokens (counting every item); notes a cut in ``tally``."""
+    if limit is None or sum(len(tokens) for _, tokens in items) <= limit:
+        return items
+    tally.hit_token_limit = True
+    kept: list[_Item] = []
+    for marker, tokens in items:
+        if limit <= 0:
+            break
+        kept.append((marker, tokens[:limit]))
+        limit -= len(tokens)
+    return kept
 
 
 def count_prompt_tokens(job: Job) -> int:
