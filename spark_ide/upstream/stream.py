@@ -21,8 +21,13 @@ from spark_ide.upstream.events import (
     Incomplete,
     Marks,
     TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolCallStarted,
+    ToolInputDelta,
     UpstreamEvent,
     Usage,
+    is_terminal,
 )
 from spark_ide.upstream.request import TurnRequest
 
@@ -74,6 +79,8 @@ class TurnStream:
         self._state: State = "running"
         self._pushed_terminal = False
         self._pushed_text: list[str] = []
+        self._pushed_tool = False  # a tool event was pushed (output: no transparent resend)
+        self._tool_calls: list[ToolCall] = []  # finished calls, for the terminal event
         self._yielded_text: list[str] = []
         self._stopper = stopper
         self._resender = resender
@@ -95,6 +102,11 @@ class TurnStream:
     def text(self) -> str:
         """The text yielded to the consumer so far (what the model wrote, as far as seen)."""
         return "".join(self._yielded_text)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls whose input is complete, in the order they finished."""
+        return tuple(self._tool_calls)
 
     @property
     def marks(self) -> Marks:
@@ -122,7 +134,7 @@ class TurnStream:
                 continue
             if isinstance(item, TextDelta):
                 self._yielded_text.append(item.text)
-            else:
+            elif is_terminal(item):
                 self._state = "finished"
                 self._disarm()
             return item
@@ -152,7 +164,7 @@ class TurnStream:
     @property
     def has_output(self) -> bool:
         """True once any text was pushed; a transparent resend is impossible after that."""
-        return bool(self._pushed_text)
+        return bool(self._pushed_text) or self._pushed_tool
 
     def mark_sent(self) -> None:
         if self.sent_at is None:
@@ -175,11 +187,27 @@ class TurnStream:
         self._pushed_text.append(text)
         self._queue.put_nowait(TextDelta(text, self.response_id, self._marks()))
 
+    def tool_started(self, call: ToolCall) -> None:
+        if self._tool_event():
+            self._queue.put_nowait(ToolCallStarted(
+                call.call_id, call.item_id, call.name, call.kind, call.operation, call.path,
+                self.response_id, self._marks(),
+            ))
+
+    def tool_input(self, call_id: str, text: str) -> None:
+        if text and self._tool_event():
+            self._queue.put_nowait(ToolInputDelta(call_id, text, self._marks()))
+
+    def tool_done(self, call: ToolCall) -> None:
+        if self._tool_event():
+            self._tool_calls.append(call)
+            self._queue.put_nowait(ToolCallDone(call, self._marks()))
+
     def complete(self, usage: Usage | None) -> None:
-        self._terminal(Completed(self.response_id, usage, self._marks()))
+        self._terminal(Completed(self.response_id, usage, self._marks(), tuple(self._tool_calls)))
 
     def incomplete(self, reason: str) -> None:
-        self._terminal(Incomplete(self.response_id, reason, self._marks()))
+        self._terminal(Incomplete(self.response_id, reason, self._marks(), tuple(self._tool_calls)))
 
     def fail(self, code: str, message: str) -> None:
         self._terminal(Failed(self.response_id, code, message, self._marks()))
@@ -192,6 +220,16 @@ class TurnStream:
             self._queue.put_nowait(_Resend(same_connection, reason))
 
     # -- internals -------------------------------------------------------------------------
+
+    def _tool_event(self) -> bool:
+        """Whether a tool event may be pushed now (marks it as output and activity)."""
+        if not self.accepting:
+            return False
+        self.mark_first_byte()
+        if self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+        self._pushed_tool = True
+        return True
 
     def _terminal(self, event: UpstreamEvent) -> None:
         if self.accepting:
