@@ -74,10 +74,15 @@ def parse_edit_style(raw: str, *, provider: str, setting: str = "SPARK_EDIT_STYL
     return style
 
 
+def configured_edit_style(env: Mapping[str, str], *, provider: str) -> EditStyle | None:
+    """``SPARK_EDIT_STYLE`` from ``env`` (None: unset or empty)."""
+    raw = env.get("SPARK_EDIT_STYLE", "").strip()
+    return parse_edit_style(raw, provider=provider) if raw else None
+
+
 def edit_style_from(env: Mapping[str, str], *, provider: str, model: str) -> EditStyle:
     """``SPARK_EDIT_STYLE`` from ``env``, or the provider's default when unset or empty."""
-    raw = env.get("SPARK_EDIT_STYLE", "").strip()
-    return parse_edit_style(raw, provider=provider) if raw else default_edit_style(provider, model)
+    return configured_edit_style(env, provider=provider) or default_edit_style(provider, model)
 
 
 # -- the V4A format ---------------------------------------------------------------------------
