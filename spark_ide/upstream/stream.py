@@ -80,7 +80,8 @@ class TurnStream:
         self._pushed_terminal = False
         self._pushed_text: list[str] = []
         self._pushed_tool = False  # a tool event was pushed (output: no transparent resend)
-        self._tool_calls: list[ToolCall] = []  # finished calls, for the terminal event
+        self._tool_order: list[str] = []  # the calls' ids as they started (output order)
+        self._tool_done: dict[str, ToolCall] = {}  # finished calls, for the terminal event
         self._yielded_text: list[str] = []
         self._stopper = stopper
         self._resender = resender
@@ -105,8 +106,8 @@ class TurnStream:
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        """The tool calls whose input is complete, in the order they finished."""
-        return tuple(self._tool_calls)
+        """The tool calls whose input is complete, in the order they started."""
+        return tuple(self._tool_done[c] for c in self._tool_order if c in self._tool_done)
 
     @property
     def marks(self) -> Marks:
@@ -189,6 +190,7 @@ class TurnStream:
 
     def tool_started(self, call: ToolCall) -> None:
         if self._tool_event():
+            self._tool_order.append(call.call_id)
             self._queue.put_nowait(ToolCallStarted(
                 call.call_id, call.item_id, call.name, call.kind, call.operation, call.path,
                 self.response_id, self._marks(),
@@ -200,14 +202,14 @@ class TurnStream:
 
     def tool_done(self, call: ToolCall) -> None:
         if self._tool_event():
-            self._tool_calls.append(call)
+            self._tool_done[call.call_id] = call
             self._queue.put_nowait(ToolCallDone(call, self._marks()))
 
     def complete(self, usage: Usage | None) -> None:
-        self._terminal(Completed(self.response_id, usage, self._marks(), tuple(self._tool_calls)))
+        self._terminal(Completed(self.response_id, usage, self._marks(), self.tool_calls))
 
     def incomplete(self, reason: str) -> None:
-        self._terminal(Incomplete(self.response_id, reason, self._marks(), tuple(self._tool_calls)))
+        self._terminal(Incomplete(self.response_id, reason, self._marks(), self.tool_calls))
 
     def fail(self, code: str, message: str) -> None:
         self._terminal(Failed(self.response_id, code, message, self._marks()))
