@@ -124,9 +124,12 @@ def responses_create(
     return body
 
 
-def responses_warmup(*, model: str, instructions: str, store: bool) -> JSONObject:
-    """``generate: false``: the server prepares state and answers with a response id only."""
-    return {
+def responses_warmup(
+    *, model: str, instructions: str, store: bool, edit_style: EditStyle | None = None
+) -> JSONObject:
+    """``generate: false``: the server prepares state and answers with a response id only.
+    With the tools turns will offer, so what it prepares is the prefix they start with."""
+    body: JSONObject = {
         "type": protocol.CREATE,
         "model": model,
         "instructions": instructions,
@@ -134,6 +137,10 @@ def responses_warmup(*, model: str, instructions: str, store: bool) -> JSONObjec
         "store": store,
         "generate": False,
     }
+    tools = responses_tools(edit_style)
+    if tools:
+        body["tools"] = tools
+    return body
 
 
 def responses_steer(request: TurnRequest, running_response_id: str) -> JSONObject:

@@ -89,6 +89,7 @@ class ResponsesSocket:
     """``async with ResponsesSocket() as fake``: ``fake.base_url`` for the client's config."""
 
     requests: list[JSON] = field(default_factory=list)  # every response.create but warm-ups
+    warmups: list[JSON] = field(default_factory=list)  # the generate: false ones
     scripts: asyncio.Queue[list[Item]] = field(default_factory=asyncio.Queue)
     _server: Server | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -133,7 +134,9 @@ class ResponsesSocket:
                 continue
             response_id = f"resp_{next(self._ids)}"
             items: list[Item] = []
-            if body.get("generate") is not False:
+            if body.get("generate") is False:
+                self.warmups.append(body)
+            else:
                 self.requests.append(body)
                 items = await asyncio.wait_for(self.scripts.get(), 10)
             for event in _response_events(response_id, items):

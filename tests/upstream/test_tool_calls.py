@@ -71,6 +71,7 @@ async def test_a_custom_call_streams_its_input_and_completed_names_it(fake: Resp
     assert isinstance(final, Completed) and final.tool_calls == (done.call,)
     sent = fake.requests[0]
     assert sent["tools"][0]["type"] == "custom" and sent["tools"][0]["format"]["syntax"] == "lark"
+    assert fake.warmups and all(warm["tools"] == sent["tools"] for warm in fake.warmups)  # the prefix turns start with
 
 
 async def test_a_function_call_streams_its_decoded_input(fake: ResponsesSocket) -> None:
