@@ -245,6 +245,22 @@ class TurnStream:
         step for all of them instead of one per token, so the more it falls behind the less
         each token costs it. With how many deltas it holds; ("", 0) when nothing waits (a
         consumer that keeps up). At most ``most`` deltas (None: no count limit)."""
+        text, count = self._take_waiting(lambda item: item.text if isinstance(item, TextDelta) else None, limit, most)
+        if text:
+            self._yielded_text.append(text)
+        return text, count
+
+    def take_waiting_input(self, call_id: str, limit: int, most: int | None = None) -> tuple[str, int]:
+        """As :meth:`take_waiting_text`, for the ``ToolInputDelta``\\ s of call ``call_id``."""
+        return self._take_waiting(
+            lambda item: item.text if isinstance(item, ToolInputDelta) and item.call_id == call_id else None,
+            limit, most,
+        )
+
+    def _take_waiting(
+        self, text_of: Callable[[UpstreamEvent | _Resend | _Wake], str | None], limit: int, most: int | None
+    ) -> tuple[str, int]:
+        """The waiting items ``text_of`` gives a text for, joined, up to the first it does not."""
         if self._state != "running":
             return "", 0
         texts: list[str] = []
@@ -256,15 +272,13 @@ class TurnStream:
                 item = self._queue.get_nowait()
             else:
                 break
-            if not isinstance(item, TextDelta):
+            text = text_of(item)
+            if text is None:
                 self._next = item
                 break
-            texts.append(item.text)
-            size += len(item.text)
-        text = "".join(texts)
-        if text:
-            self._yielded_text.append(text)
-        return text, len(texts)
+            texts.append(text)
+            size += len(text)
+        return "".join(texts), len(texts)
 
     async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
         if self._next is not None:

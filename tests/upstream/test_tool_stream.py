@@ -73,3 +73,16 @@ async def test_what_was_given_whole_at_the_end_and_not_streamed_comes_as_one_las
     final = events[-1]
     assert isinstance(final, Completed) and [(c.call_id, c.input) for c in final.tool_calls] == [
         ("a", "*** Begin "), ("b", "listed only")]  # in the order they started
+
+
+async def test_a_consumer_behind_takes_a_calls_waiting_input_in_one_piece() -> None:
+    stream = new_stream()
+    calls = play_tool_call(stream, ToolCall(call_id="c", name="apply_patch", kind="custom", input=""), finish=False)
+    for piece in ("*** Begin", " Patch\n", "*** Add File: a\n"):
+        calls.delta("c", piece)
+    assert isinstance(await anext(stream), ToolCallStarted)
+    assert stream.take_waiting_input("other", 100) == ("", 0)  # another call's: nothing
+    assert stream.take_waiting_input("c", 10) == ("*** Begin Patch\n", 2)  # up to about the limit
+    calls.finish("c")
+    assert stream.take_waiting_input("c", 100) == ("*** Add File: a\n", 1)  # the done event stays next
+    assert isinstance(await anext(stream), ToolCallDone)
