@@ -103,7 +103,7 @@ update_file: "*** Update File: " PATH LF move_to? hunk_part+
 
 move_to: "*** Move to: " PATH LF
 hunk_part: anchor | kept_line | removed_line | added_line | end_of_file
-anchor: "@@" (" " TEXT)? LF
+anchor: "@@" (" " TEXT?)? LF
 kept_line: " " TEXT? LF
 removed_line: "-" TEXT? LF
 added_line: "+" TEXT? LF

@@ -96,7 +96,7 @@ def test_the_grammar_takes_every_part_of_the_format() -> None:
     PARSER.parse(EXAMPLE)
     PARSER.parse(EXAMPLE.replace("\n", "\r\n"))
     PARSER.parse("*** Begin Patch\n*** Update File: a\n-x\n+y\n*** End Patch")  # a first hunk without @@
-    PARSER.parse("*** Begin Patch\n*** Update File: a\n@@\n \n-\n+\n*** End Patch\n")  # empty lines, each with its role
+    PARSER.parse("*** Begin Patch\n*** Update File: a\n@@ \n \n-\n+\n*** End Patch\n")  # empty lines with their role
 
 
 @pytest.mark.parametrize(
