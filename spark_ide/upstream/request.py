@@ -79,20 +79,23 @@ class TurnRequest:
         return self.full_context or self.input
 
     def next_round(
-        self, *, response_id: str | None, answer: str, calls: Sequence[ToolCall], outputs: Sequence[ToolOutput]
+        self, *, response_id: str | None, answer: str, calls: Sequence[ToolCall], outputs: Sequence[ToolOutput],
+        then: Sequence[Message] = (),
     ) -> TurnRequest:
         """The request answering a round that ended with ``calls``: chained on ``response_id``
-        with only the ``outputs``; its full context (sent when the chain is not available) is
-        this request's conversation, the round's ``answer`` text and calls, then the outputs.
-        Every call must have exactly one output (a chain with an unanswered call is refused)."""
+        with only the ``outputs`` (and ``then``: messages after them, e.g. a steer's new
+        direction); its full context (sent when the chain is not available, always when
+        ``response_id`` is None, as after a cut-off round) is this request's conversation, the
+        round's ``answer`` text and calls, the outputs, then ``then``. Every call must have
+        exactly one output (a chain with an unanswered call is refused)."""
         answered = [output.call.call_id for output in outputs]
         wanted = [call.call_id for call in calls]
         if sorted(answered) != sorted(wanted) or len(set(wanted)) != len(wanted):
             raise UpstreamError(BAD_REQUEST, f"every tool call needs one output: calls {wanted}, outputs {answered}")
         said: tuple[InputItem, ...] = (Message("assistant", answer),) if answer else ()
         return replace(
-            self, input=tuple(outputs), previous_response_id=response_id,
-            full_context=(*self.conversation, *said, *calls, *outputs),
+            self, input=(*outputs, *then), previous_response_id=response_id,
+            full_context=(*self.conversation, *said, *calls, *outputs, *then),
         )
 
 

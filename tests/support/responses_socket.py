@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 from spark_ide import responses_protocol as protocol
 
@@ -90,6 +91,8 @@ class ResponsesSocket:
 
     requests: list[JSON] = field(default_factory=list)  # every response.create but warm-ups
     warmups: list[JSON] = field(default_factory=list)  # the generate: false ones
+    pace_s: float = 0.0  # a pause before each event of a response (0: all at once)
+    closed: int = 0  # sockets the client closed
     scripts: asyncio.Queue[list[Item]] = field(default_factory=asyncio.Queue)
     _server: Server | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -119,29 +122,38 @@ class ResponsesSocket:
         await self._server.wait_closed()
 
     async def _serve(self, socket: ServerConnection) -> None:
-        async for raw in socket:
-            body = json.loads(raw)
-            if body.get("type") != protocol.CREATE:
-                continue
-            previous = body.get("previous_response_id")
-            if previous is not None and self._last.get(socket) != previous:
-                await socket.send(json.dumps({
-                    "type": protocol.ERROR, "status": 400,
-                    "error": {"type": protocol.INVALID_REQUEST_ERROR, "code": protocol.PREVIOUS_RESPONSE_NOT_FOUND,
-                              "message": f"Previous response with id '{previous}' not found.",
-                              "param": "previous_response_id"},
-                }))
-                continue
-            response_id = f"resp_{next(self._ids)}"
-            items: list[Item] = []
-            if body.get("generate") is False:
-                self.warmups.append(body)
-            else:
-                self.requests.append(body)
-                items = await asyncio.wait_for(self.scripts.get(), 10)
-            for event in _response_events(response_id, items):
-                await socket.send(json.dumps(event))
-            self._last[socket] = response_id
+        try:
+            async for raw in socket:
+                await self._answer(socket, json.loads(raw))
+        except ConnectionClosed:
+            pass  # the client closed it mid-answer (a stop or a steer does)
+        finally:
+            self.closed += 1
+
+    async def _answer(self, socket: ServerConnection, body: JSON) -> None:
+        if body.get("type") != protocol.CREATE:
+            return
+        previous = body.get("previous_response_id")
+        if previous is not None and self._last.get(socket) != previous:
+            await socket.send(json.dumps({
+                "type": protocol.ERROR, "status": 400,
+                "error": {"type": protocol.INVALID_REQUEST_ERROR, "code": protocol.PREVIOUS_RESPONSE_NOT_FOUND,
+                          "message": f"Previous response with id '{previous}' not found.",
+                          "param": "previous_response_id"},
+            }))
+            return
+        response_id = f"resp_{next(self._ids)}"
+        items: list[Item] = []
+        if body.get("generate") is False:
+            self.warmups.append(body)
+        else:
+            self.requests.append(body)
+            items = await asyncio.wait_for(self.scripts.get(), 10)
+        for event in _response_events(response_id, items):
+            if self.pace_s:
+                await asyncio.sleep(self.pace_s)
+            await socket.send(json.dumps(event))
+        self._last[socket] = response_id
 
 
 def _response_events(response_id: str, items: list[Item]) -> list[JSON]:

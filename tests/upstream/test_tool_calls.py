@@ -14,6 +14,7 @@ from spark_ide.upstream import (
     Message,
     ProviderConfig,
     TextDelta,
+    ToolCall,
     ToolCallDone,
     ToolCallStarted,
     ToolInputDelta,
@@ -142,3 +143,33 @@ async def test_the_next_round_chains_the_outputs_or_sends_every_round_in_full(fa
     assert [item["type"] for item in full["input"]] == [
         "message", "message", "custom_tool_call", "custom_tool_call_output"]
     assert full["input"][2] == {"type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch", "input": PATCH}
+
+
+async def test_a_steer_mid_call_goes_out_in_full_with_the_cut_call_answered_failed(fake: ResponsesSocket) -> None:
+    fake.pace_s = 0.01
+    client = await client_for(fake)
+    try:
+        first = request(EditStyle.APPLY_PATCH)
+        fake.answer(custom_call("call_1", PATCH, [PATCH[i : i + 4] for i in range(0, len(PATCH), 4)]))
+        stream = await client.start(first)
+        started = await anext(stream)
+        assert isinstance(started, ToolCallStarted)
+        delta = await anext(stream)
+        assert isinstance(delta, ToolInputDelta)  # the call is streaming
+        cut = ToolCall(call_id=started.call_id, name=started.name, kind=started.kind, input=delta.text)
+        steer = first.next_round(response_id=None, answer="", calls=[cut],
+                                 outputs=[ToolOutput(cut, "failed: interrupted by the user", "failed")],
+                                 then=[Message("user", "use a dict instead")])
+        fake.answer(message("Using a dict."))
+        steered = await client.steer(stream, steer)
+        assert await collect(stream) == []  # the old answer yields nothing more
+        events = await collect(steered)
+        assert isinstance(events[-1], Completed) and steered.text == "Using a dict."
+    finally:
+        await client.close()
+    sent = fake.requests[-1]
+    assert "previous_response_id" not in sent and not steered.chained
+    assert [item["type"] for item in sent["input"]] == [
+        "message", "custom_tool_call", "custom_tool_call_output", "message"]
+    assert sent["input"][2]["output"] == "failed: interrupted by the user"
+    assert fake.closed >= 1  # the old answer's socket was closed, which stops it
