@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import dj_database_url
 from spark_ide.editing.paths import MAX_PATH_LENGTH
 from spark_ide.env import ConfigError, envbool, envint, envlist, envstr, secret_key
 from spark_ide.ops.multiproc import configure as metrics_directory
+from spark_ide.upstream.dialects import edit_style_from
+from spark_ide.upstream.errors import ConfigError as UpstreamConfigError
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(envstr("SPARK_DATA_DIR", str(BASE_DIR / "var")))
@@ -205,9 +208,16 @@ CSRF_FAILURE_VIEW = "spark_ide.api.csrf_failure"
 # read by the upstream client itself, as are its limits on waiting for the model (the turn fails
 # with a reason saying which): SPARK_UPSTREAM_CONNECT_S (10), SPARK_UPSTREAM_CONNECT_TRIES (5),
 # SPARK_UPSTREAM_FIRST_BYTE_S (60), SPARK_UPSTREAM_STALL_S (120). What the IDE asks of the model:
-_SMALL_LOCAL_MODEL = envstr("SPARK_PROVIDER", "local") == "local" and envstr("SPARK_MODEL", "smollm2") == "smollm2"
-# "edits" (search/replace blocks and whole files) or "whole-file" (small models manage only that).
-SPARK_EDIT_STYLE = envstr("SPARK_EDIT_STYLE", "whole-file" if _SMALL_LOCAL_MODEL else "edits")
+_PROVIDER = envstr("SPARK_PROVIDER", "local") or "local"
+_MODEL = envstr("SPARK_MODEL", "") or ("smollm2" if _PROVIDER == "local" else "")
+_SMALL_LOCAL_MODEL = _PROVIDER == "local" and _MODEL == "smollm2"
+# The edit dialect (docs/upstream.md, "Edit dialects"): apply-patch (the openai provider's
+# default), apply-patch-builtin, function (openai-compatible's), edits (search/replace blocks and
+# whole files; other local models'), whole-file (the local SmolLM2's: small models manage only that).
+try:
+    SPARK_EDIT_STYLE = edit_style_from(os.environ, provider=_PROVIDER, model=_MODEL).value
+except UpstreamConfigError as exc:
+    raise ConfigError(exc.message) from None
 SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)

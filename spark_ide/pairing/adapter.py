@@ -39,6 +39,7 @@ from spark_ide.live.transport import Place, Transport
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
+from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.services import guard_mode_for
 
@@ -265,11 +266,13 @@ async def connect_model(instructions: str) -> ModelClient:
 
 
 def prompt_style() -> PromptStyle:
-    """Small local models get plain requests (``SPARK_EDIT_STYLE=whole-file``); others §2's."""
+    """Small local models get plain requests (``SPARK_EDIT_STYLE=whole-file``); others §2's,
+    in the dialect of ``SPARK_EDIT_STYLE`` (a bad value: ``ConfigError`` saying which)."""
     tokens, ceiling = settings.SPARK_CONTEXT_TOKENS, settings.SPARK_MAX_OUTPUT_TOKENS
-    if settings.SPARK_EDIT_STYLE == "whole-file":
+    style = parse_edit_style(settings.SPARK_EDIT_STYLE, provider=os.environ.get("SPARK_PROVIDER") or "local")
+    if style is EditStyle.WHOLE_FILE:
         return PromptStyle.small_model(context_tokens=tokens, max_output_tokens=ceiling)
-    return PromptStyle(context_tokens=tokens, max_output_tokens=ceiling)
+    return PromptStyle(edit_style=style, context_tokens=tokens, max_output_tokens=ceiling)
 
 
 RUNNER = CeleryRunner()  # this process's code runs

@@ -8,14 +8,21 @@ from spark_ide.upstream.backoff import RETRYABLE_CLOSE_CODES, RetryPolicy
 from spark_ide.upstream.base import ModelClient
 from spark_ide.upstream.client import open_client
 from spark_ide.upstream.config import ProviderConfig, websocket_url
+from spark_ide.upstream.dialects import EditStyle
 from spark_ide.upstream.errors import ConfigError, UpgradeRefused, UpstreamError
 from spark_ide.upstream.events import (
     Completed,
     ErrorEvent,
     Failed,
+    FileOperation,
     Incomplete,
     Marks,
     TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolCallStarted,
+    ToolInputDelta,
+    ToolKind,
     UpstreamEvent,
     Usage,
     is_terminal,
@@ -28,7 +35,7 @@ from spark_ide.upstream.profiles import (
     Transport,
     profile_for,
 )
-from spark_ide.upstream.request import Message, TurnRequest
+from spark_ide.upstream.request import InputItem, Message, ToolOutput, TurnRequest
 from spark_ide.upstream.sse import ChatCompletionsClient
 from spark_ide.upstream.stream import TurnStream
 from spark_ide.upstream.ws_client import ResponsesClient
@@ -39,10 +46,13 @@ __all__ = [
     "ChatCompletionsClient",
     "Completed",
     "ConfigError",
+    "EditStyle",
     "Effort",
     "ErrorEvent",
     "Failed",
+    "FileOperation",
     "Incomplete",
+    "InputItem",
     "Marks",
     "Message",
     "ModelClient",
@@ -52,6 +62,12 @@ __all__ = [
     "ResponsesClient",
     "RetryPolicy",
     "TextDelta",
+    "ToolCall",
+    "ToolCallDone",
+    "ToolCallStarted",
+    "ToolInputDelta",
+    "ToolKind",
+    "ToolOutput",
     "Transport",
     "TurnRequest",
     "TurnStream",

@@ -8,6 +8,12 @@ from typing import get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from spark_ide.upstream.backoff import RetryPolicy
+from spark_ide.upstream.dialects import (
+    EditStyle,
+    configured_edit_style,
+    default_edit_style,
+    parse_edit_style,
+)
 from spark_ide.upstream.errors import ConfigError
 from spark_ide.upstream.profiles import (
     CancelStrategy,
@@ -43,6 +49,8 @@ class ProviderConfig:
     # A cancel strategy instead of the profile's choice (SPARK_UPSTREAM_CANCEL): ``reconnect``
     # for a Responses server that takes neither ``response.cancel`` nor a second socket.
     cancel_strategy: CancelStrategy | None = None
+    # The edit dialect instead of the provider's default (SPARK_EDIT_STYLE; ``dialect``).
+    edit_style: EditStyle | None = None
     store: bool = False
     connect_timeout_s: float = CONNECT_TIMEOUT_S
     first_byte_timeout_s: float = FIRST_BYTE_TIMEOUT_S
@@ -70,6 +78,8 @@ class ProviderConfig:
         if strategy is not None and strategy not in _SOCKET_STRATEGIES[self.provider]:
             allowed = ", ".join(_SOCKET_STRATEGIES[self.provider]) or "none (it closes the stream)"
             raise ConfigError(f"provider {self.provider!r} cannot cancel by {strategy}; it can by: {allowed}")
+        if self.edit_style is not None:
+            parse_edit_style(self.edit_style, provider=self.provider, setting="edit_style")
         if self.retry.max_tries < 1:
             raise ConfigError("retry.max_tries must be at least 1")
         if not 0 <= self.rollover_margin_s < self.connection_lifetime_s:
@@ -97,12 +107,18 @@ class ProviderConfig:
             idle_timeout_s=_seconds(env, "SPARK_UPSTREAM_STALL_S", STALL_TIMEOUT_S),
             retry=RetryPolicy(max_tries=_tries(env, "SPARK_UPSTREAM_CONNECT_TRIES", RetryPolicy().max_tries)),
             cancel_strategy=_strategy(env, "SPARK_UPSTREAM_CANCEL"),
+            edit_style=configured_edit_style(env, provider=provider),
         )
         return replace(config, **overrides)  # type: ignore[arg-type]
 
     @property
     def profile(self) -> ProviderProfile:
         return profile_for(self.provider, self.model, steer_models=self.steer_models, cancel=self.cancel_strategy)
+
+    @property
+    def dialect(self) -> EditStyle:
+        """The dialect turns use: the configured one, else the provider's and model's default."""
+        return self.edit_style or default_edit_style(self.provider, self.model)
 
     @property
     def websocket_url(self) -> str:

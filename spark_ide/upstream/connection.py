@@ -17,24 +17,20 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
 from spark_ide import responses_protocol as protocol
-from spark_ide.logsafe import redacting_logger
 from spark_ide.upstream.backoff import is_retryable_close
-from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
+from spark_ide.upstream.config import ProviderConfig
+from spark_ide.upstream.dial import dial
 from spark_ide.upstream.errors import (
     CLIENT_CLOSED,
     CONNECTION_EXPIRED,
     CONNECTION_LOST,
     PROTOCOL_ERROR,
-    PROVIDER_UNAVAILABLE,
     TIMEOUT,
-    UpgradeRefused,
     UpstreamError,
-    redact,
-    status_code_error,
 )
 from spark_ide.upstream.frames import (
     Created,
@@ -48,13 +44,10 @@ from spark_ide.upstream.frames import (
 )
 from spark_ide.upstream.request import JSONObject
 from spark_ide.upstream.stream import TurnStream
+from spark_ide.upstream.tool_calls import ToolCallAssembler, apply_tool_frame, settle_tool_calls
+from spark_ide.upstream.tool_frames import ToolDelta, ToolInputDone, ToolItemAdded, ToolItemDone
 
 log = logging.getLogger(__name__)
-
-MAX_INCOMING_BYTES = 16 * 1024 * 1024
-
-
-_WIRE_LOG = redacting_logger("spark_ide.upstream.wire")
 
 
 @dataclass(eq=False)
@@ -70,6 +63,7 @@ class Attempt:
     cancel_sent_at_delta: int | None = None
     done: bool = False
     steer: bool = field(default=False)
+    tools: ToolCallAssembler | None = None  # the response's tool calls as they stream
 
 
 LostCallback = Callable[["ResponsesConnection"], None]
@@ -113,35 +107,7 @@ class ResponsesConnection:
     async def open(
         cls, config: ProviderConfig, on_lost: LostCallback, on_aged: LostCallback | None = None
     ) -> ResponsesConnection:
-        headers: dict[str, str] = {}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        if config.profile.beta_header:
-            headers[BETA_HEADER[0]] = BETA_HEADER[1]
-        try:
-            socket = await connect(
-                config.websocket_url,
-                additional_headers=headers,
-                open_timeout=config.connect_timeout_s,
-                ping_interval=config.ping_interval_s,
-                ping_timeout=config.ping_timeout_s,
-                max_size=MAX_INCOMING_BYTES,
-                compression=None,  # per-token frames are tiny; deflate only adds latency
-                proxy=None,
-                logger=_WIRE_LOG,
-            )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            if status == 426:
-                raise UpgradeRefused(status) from None
-            raise status_code_error(status, "WebSocket upgrade refused") from None
-        except (OSError, TimeoutError, InvalidHandshake, ConnectionClosed) as exc:
-            detail = redact(f"{type(exc).__name__}: {exc}", config.secrets)
-            raise UpstreamError(
-                PROVIDER_UNAVAILABLE, f"cannot open {config.websocket_url}: {detail}",
-                retryable=True,
-            ) from None
-        return cls(socket, config, on_lost, on_aged)
+        return cls(await dial(config), config, on_lost, on_aged)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -166,7 +132,7 @@ class ResponsesConnection:
     # -- sending ----------------------------------------------------------------------------
 
     async def submit(self, body: JSONObject, stream: TurnStream, *, steer: bool = False) -> Attempt:
-        attempt = Attempt(self, stream, steer=steer)
+        attempt = Attempt(self, stream, steer=steer, tools=ToolCallAssembler(stream))
         stream.handle = attempt
         self._pending.append(attempt)
         stream.mark_sent()
@@ -283,6 +249,11 @@ class ResponsesConnection:
             if head.cancel_wanted and head.cancel_sent_at_delta == 0 and head.deltas == 1:
                 # The first cancel may have raced the start of streaming and been refused.
                 self._send_cancel(head)
+        elif isinstance(frame, ToolItemAdded | ToolItemDone | ToolDelta | ToolInputDone):
+            if isinstance(frame, ToolDelta):
+                head.deltas += 1
+            if head.tools is not None:
+                apply_tool_frame(head.tools, frame)
         elif isinstance(frame, Done):
             self._finish(head, frame)
 
@@ -300,6 +271,8 @@ class ResponsesConnection:
         stream = attempt.stream
         if stream is None:
             return
+        if attempt.tools is not None and done.status != "failed":
+            settle_tool_calls(attempt.tools, done.tool_items)
         if done.status == "completed":
             stream.complete(done.usage)
         elif done.status == "incomplete":

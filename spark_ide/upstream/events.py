@@ -8,6 +8,12 @@ arrived, and when this event itself was received.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+# How a tool call travels: a freeform custom tool, the built-in ``apply_patch``, a JSON function.
+ToolKind = Literal["custom", "apply_patch", "function"]
+# The file operation of a built-in ``apply_patch_call`` (one file per call).
+FileOperation = Literal["create_file", "update_file", "delete_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +38,75 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model made, whole.
+
+    ``input`` is what the tool is given: a custom tool's input, an ``apply_patch_call``'s diff
+    ("" for ``delete_file``), or a function call's decoded ``input`` argument ("" when it has
+    none). ``arguments`` is a function call's raw JSON arguments ("" for the other kinds).
+    ``item_id`` is the provider's id of the output item (None on Chat Completions).
+    """
+
+    call_id: str
+    name: str
+    kind: ToolKind
+    input: str
+    item_id: str | None = None
+    operation: FileOperation | None = None
+    path: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """The model began a tool call; its input follows as :class:`ToolInputDelta`\\ s.
+    ``operation`` and ``path``: a built-in ``apply_patch_call``'s, known from the start."""
+
+    call_id: str
+    item_id: str | None
+    name: str
+    kind: ToolKind
+    operation: FileOperation | None
+    path: str | None
+    response_id: str | None
+    marks: Marks
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputDelta:
+    """More of a call's input (for a function call: more of its decoded ``input`` string)."""
+
+    call_id: str
+    text: str
+    marks: Marks
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDone:
+    """A call's input is complete. The deltas before it add up to ``call.input`` (what the
+    provider gave at the end and had not streamed comes as one last delta first)."""
+
+    call: ToolCall
+    marks: Marks
+
+    @property
+    def call_id(self) -> str:
+        return self.call.call_id
+
+    @property
+    def input(self) -> str:
+        return self.call.input
+
+
+@dataclass(frozen=True, slots=True)
 class Completed:
+    """The response ended normally. ``tool_calls``: the calls it ended with, in order; a
+    response with calls wants their outputs in a follow-up request (the tool loop)."""
+
     response_id: str | None
     usage: Usage | None
     marks: Marks
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +117,7 @@ class Incomplete:
     response_id: str | None
     reason: str
     marks: Marks
+    tool_calls: tuple[ToolCall, ...] = ()  # the calls completed before it ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +144,11 @@ class ErrorEvent:
     marks: Marks
 
 
-UpstreamEvent = TextDelta | Completed | Incomplete | Failed | ErrorEvent
+UpstreamEvent = (
+    TextDelta | ToolCallStarted | ToolInputDelta | ToolCallDone | Completed | Incomplete | Failed | ErrorEvent
+)
+TerminalEvent = Completed | Incomplete | Failed | ErrorEvent
 
 
 def is_terminal(event: UpstreamEvent) -> bool:
-    return not isinstance(event, TextDelta)
+    return isinstance(event, Completed | Incomplete | Failed | ErrorEvent)

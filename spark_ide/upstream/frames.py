@@ -13,6 +13,13 @@ from dataclasses import dataclass
 
 from spark_ide import responses_protocol as protocol
 from spark_ide.upstream.events import Usage
+from spark_ide.upstream.tool_frames import (
+    MalformedToolFrame,
+    ToolFrame,
+    ToolItem,
+    parse_tool_frame,
+    parse_tool_item,
+)
 
 
 class MalformedFrame(ValueError):
@@ -37,6 +44,7 @@ class Done:
     code: str = ""
     message: str = ""
     usage: Usage | None = None
+    tool_items: tuple[ToolItem, ...] = ()  # the calls ``response.output`` lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +70,7 @@ class Other:
     type: str
 
 
-Frame = Created | Delta | Done | ErrorFrame | SteerAccepted | SteerFailed | Other
+Frame = Created | Delta | Done | ErrorFrame | SteerAccepted | SteerFailed | ToolFrame | Other
 
 
 def parse_frame(raw: str | bytes) -> Frame:
@@ -95,7 +103,11 @@ def parse_frame(raw: str | bytes) -> Frame:
     if kind == protocol.STEER_FAILED:
         refusal = _parse_error(obj)
         return SteerFailed(refusal.code, refusal.message)
-    return Other(kind)
+    try:
+        tool = parse_tool_frame(kind, obj)
+    except MalformedToolFrame as exc:
+        raise MalformedFrame(str(exc)) from None
+    return Other(kind) if tool is None else tool
 
 
 def _response(obj: dict[str, object], *, required: bool = True) -> dict[str, object]:
@@ -113,17 +125,29 @@ def _parse_done(kind: str, response: dict[str, object]) -> Done:
     response_id = raw_id if isinstance(raw_id, str) else None
     usage = _usage(response.get("usage"))
     if status == "completed":
-        return Done("completed", response_id, usage=usage)
+        return Done("completed", response_id, usage=usage, tool_items=_tool_items(response))
     if status in ("incomplete", "cancelled"):
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
-        return Done("incomplete", response_id, reason=str(reason or status), usage=usage)
+        return Done("incomplete", response_id, reason=str(reason or status), usage=usage,
+                    tool_items=_tool_items(response))
     if status == "failed":
         error = response.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
         return Done("failed", response_id, code=str(code or "failed"), message=str(message or ""))
     raise MalformedFrame(f"final event with unknown status {status!r}")
+
+
+def _tool_items(response: dict[str, object]) -> tuple[ToolItem, ...]:
+    output = response.get("output")
+    if not isinstance(output, list):
+        return ()
+    try:
+        items = (parse_tool_item(raw) for raw in output if isinstance(raw, dict))
+        return tuple(item for item in items if item is not None)
+    except MalformedToolFrame as exc:
+        raise MalformedFrame(f"response.output: {exc}") from None
 
 
 def _parse_error(obj: dict[str, object]) -> ErrorFrame:

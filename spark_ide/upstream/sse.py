@@ -32,6 +32,7 @@ from spark_ide.upstream.events import Usage
 from spark_ide.upstream.profiles import ProviderProfile, Transport, profile_for
 from spark_ide.upstream.request import JSONObject, TurnRequest, chat_completion
 from spark_ide.upstream.stream import TurnStream
+from spark_ide.upstream.tool_calls import ChatToolCalls
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class ChatCompletionsClient(ModelClient):
         finish: str | None = None
         usage: Usage | None = None
         done = False
+        calls = ChatToolCalls(stream)
         async for event in EventSource(response).aiter_sse():
             stream.mark_first_byte()  # activity: keeps the idle timeout from firing
             if done:
@@ -154,7 +156,7 @@ class ChatCompletionsClient(ModelClient):
                 continue
             if event.data.strip() == "[DONE]":
                 done = True
-                self._finish(stream, finish, usage)
+                self._finish(stream, calls, finish, usage)
                 continue
             try:
                 chunk = json.loads(event.data)
@@ -170,17 +172,19 @@ class ChatCompletionsClient(ModelClient):
                 return
             if isinstance(chunk.get("id"), str):
                 stream.response_id = chunk["id"]
-            finish = _apply_choices(stream, chunk.get("choices")) or finish
+            finish = _apply_choices(stream, calls, chunk.get("choices")) or finish
             usage = _usage(chunk.get("usage")) or usage
         if done:
             return
         if finish is None:
             stream.error(CONNECTION_LOST, "stream ended without [DONE]", retryable=True)
             return
-        self._finish(stream, finish, usage)
+        self._finish(stream, calls, finish, usage)
 
     @staticmethod
-    def _finish(stream: TurnStream, finish: str | None, usage: Usage | None) -> None:
+    def _finish(stream: TurnStream, calls: ChatToolCalls, finish: str | None, usage: Usage | None) -> None:
+        """``finish_reason`` ``stop`` or ``tool_calls`` completes the answer (with its calls)."""
+        calls.finish()
         if finish in _INCOMPLETE_REASONS:
             stream.incomplete(_INCOMPLETE_REASONS[finish])
         else:
@@ -195,7 +199,7 @@ class ChatCompletionsClient(ModelClient):
         return redact(text, self._config.secrets)
 
 
-def _apply_choices(stream: TurnStream, choices: object) -> str | None:
+def _apply_choices(stream: TurnStream, calls: ChatToolCalls, choices: object) -> str | None:
     finish: str | None = None
     if not isinstance(choices, list):
         return None
@@ -205,6 +209,8 @@ def _apply_choices(stream: TurnStream, choices: object) -> str | None:
         delta = choice.get("delta")
         if isinstance(delta, dict) and isinstance(delta.get("content"), str):
             stream.delta(delta["content"])
+        if isinstance(delta, dict) and "tool_calls" in delta:
+            calls.feed(delta["tool_calls"])
         if isinstance(choice.get("finish_reason"), str):
             finish = choice["finish_reason"]
     return finish

@@ -21,8 +21,13 @@ from spark_ide.upstream.events import (
     Incomplete,
     Marks,
     TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolCallStarted,
+    ToolInputDelta,
     UpstreamEvent,
     Usage,
+    is_terminal,
 )
 from spark_ide.upstream.request import TurnRequest
 
@@ -74,6 +79,9 @@ class TurnStream:
         self._state: State = "running"
         self._pushed_terminal = False
         self._pushed_text: list[str] = []
+        self._pushed_tool = False  # a tool event was pushed (output: no transparent resend)
+        self._tool_order: list[str] = []  # the calls' ids as they started (output order)
+        self._tool_done: dict[str, ToolCall] = {}  # finished calls, for the terminal event
         self._yielded_text: list[str] = []
         self._stopper = stopper
         self._resender = resender
@@ -95,6 +103,11 @@ class TurnStream:
     def text(self) -> str:
         """The text yielded to the consumer so far (what the model wrote, as far as seen)."""
         return "".join(self._yielded_text)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls whose input is complete, in the order they started."""
+        return tuple(self._tool_done[c] for c in self._tool_order if c in self._tool_done)
 
     @property
     def marks(self) -> Marks:
@@ -122,7 +135,7 @@ class TurnStream:
                 continue
             if isinstance(item, TextDelta):
                 self._yielded_text.append(item.text)
-            else:
+            elif is_terminal(item):
                 self._state = "finished"
                 self._disarm()
             return item
@@ -152,7 +165,7 @@ class TurnStream:
     @property
     def has_output(self) -> bool:
         """True once any text was pushed; a transparent resend is impossible after that."""
-        return bool(self._pushed_text)
+        return bool(self._pushed_text) or self._pushed_tool
 
     def mark_sent(self) -> None:
         if self.sent_at is None:
@@ -175,11 +188,28 @@ class TurnStream:
         self._pushed_text.append(text)
         self._queue.put_nowait(TextDelta(text, self.response_id, self._marks()))
 
+    def tool_started(self, call: ToolCall) -> None:
+        if self._tool_event():
+            self._tool_order.append(call.call_id)
+            self._queue.put_nowait(ToolCallStarted(
+                call.call_id, call.item_id, call.name, call.kind, call.operation, call.path,
+                self.response_id, self._marks(),
+            ))
+
+    def tool_input(self, call_id: str, text: str) -> None:
+        if text and self._tool_event():
+            self._queue.put_nowait(ToolInputDelta(call_id, text, self._marks()))
+
+    def tool_done(self, call: ToolCall) -> None:
+        if self._tool_event():
+            self._tool_done[call.call_id] = call
+            self._queue.put_nowait(ToolCallDone(call, self._marks()))
+
     def complete(self, usage: Usage | None) -> None:
-        self._terminal(Completed(self.response_id, usage, self._marks()))
+        self._terminal(Completed(self.response_id, usage, self._marks(), self.tool_calls))
 
     def incomplete(self, reason: str) -> None:
-        self._terminal(Incomplete(self.response_id, reason, self._marks()))
+        self._terminal(Incomplete(self.response_id, reason, self._marks(), self.tool_calls))
 
     def fail(self, code: str, message: str) -> None:
         self._terminal(Failed(self.response_id, code, message, self._marks()))
@@ -193,6 +223,16 @@ class TurnStream:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _tool_event(self) -> bool:
+        """Whether a tool event may be pushed now (marks it as output and activity)."""
+        if not self.accepting:
+            return False
+        self.mark_first_byte()
+        if self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+        self._pushed_tool = True
+        return True
+
     def _terminal(self, event: UpstreamEvent) -> None:
         if self.accepting:
             self.mark_first_byte()
@@ -205,6 +245,22 @@ class TurnStream:
         step for all of them instead of one per token, so the more it falls behind the less
         each token costs it. With how many deltas it holds; ("", 0) when nothing waits (a
         consumer that keeps up). At most ``most`` deltas (None: no count limit)."""
+        text, count = self._take_waiting(lambda item: item.text if isinstance(item, TextDelta) else None, limit, most)
+        if text:
+            self._yielded_text.append(text)
+        return text, count
+
+    def take_waiting_input(self, call_id: str, limit: int, most: int | None = None) -> tuple[str, int]:
+        """As :meth:`take_waiting_text`, for the ``ToolInputDelta``\\ s of call ``call_id``."""
+        return self._take_waiting(
+            lambda item: item.text if isinstance(item, ToolInputDelta) and item.call_id == call_id else None,
+            limit, most,
+        )
+
+    def _take_waiting(
+        self, text_of: Callable[[UpstreamEvent | _Resend | _Wake], str | None], limit: int, most: int | None
+    ) -> tuple[str, int]:
+        """The waiting items ``text_of`` gives a text for, joined, up to the first it does not."""
         if self._state != "running":
             return "", 0
         texts: list[str] = []
@@ -216,15 +272,13 @@ class TurnStream:
                 item = self._queue.get_nowait()
             else:
                 break
-            if not isinstance(item, TextDelta):
+            text = text_of(item)
+            if text is None:
                 self._next = item
                 break
-            texts.append(item.text)
-            size += len(item.text)
-        text = "".join(texts)
-        if text:
-            self._yielded_text.append(text)
-        return text, len(texts)
+            texts.append(text)
+            size += len(text)
+        return "".join(texts), len(texts)
 
     async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
         if self._next is not None:

@@ -320,7 +320,7 @@ class ResponsesClient(ModelClient):
         if warm:
             body = responses_warmup(
                 model=self.config.model, instructions=self._warmup_instructions,
-                store=self.config.store,
+                store=self.config.store, edit_style=self.config.dialect,
             )
             try:
                 # Bounded like the connect itself, so a server that takes the upgrade but

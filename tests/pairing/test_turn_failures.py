@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from spark_ide.pairing import adapter
-from spark_ide.upstream import TurnStream, UpstreamError
+from spark_ide.upstream import Message, TurnStream, UpstreamError
 from tests.pairing.conftest import FILES, Live, LiveClient, connect
 from tests.support.fake_model import FakeModel
 
@@ -190,7 +190,9 @@ async def test_a_small_model_is_steered_with_a_plain_request_and_no_scaffolding(
     await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == first)
     (await fake_model.next_stream()).complete(None)
     steered = fake_model.requests[-1]
-    text = steered.input[-1].text
+    message = steered.input[-1]
+    assert isinstance(message, Message)
+    text = message.text
     assert "Request: stop, instead write a function that reverses a string" in text
     for scaffolding in ("redirects you", "Your edits so far", "interrupted", "Blocks marked applied", "prime"):
         assert scaffolding not in text
@@ -209,7 +211,9 @@ async def test_a_capable_model_is_re_prompted_with_its_partial_answer_and_ledger
     await client.send({"type": "steer", "text": "make it 3"})
     await client.until(lambda e: e["type"] == "turn.started" and e["steered_from"] == first)
     (await fake_model.next_stream()).complete(None)
-    text = fake_model.requests[-1].input[-1].text
+    message = fake_model.requests[-1].input[-1]
+    assert isinstance(message, Message)
+    text = message.text
     assert "Request: change X" in text and "The user redirects you: make it 3" in text
     assert "Changing X." in text  # the interrupted answer
     assert "rolled back" in text or "rolled_back" in text  # its ledger
@@ -229,8 +233,9 @@ async def test_a_small_model_gets_the_files_not_past_answers_and_a_stable_prefix
         stream.complete(None)
         await finished(client, turn)
     last = fake_model.requests[-1]
-    assert [m.role for m in last.conversation] == ["user"]  # no past turns: the files tell
-    text = last.conversation[0].text
+    (message,) = last.conversation
+    assert isinstance(message, Message) and message.role == "user"  # no past turns: the files tell
+    text = message.text
     # The active file comes last, so what precedes it matches the last request (llama's cache).
     assert text.index('<file path="util.py">') < text.index('<file path="app.py">') < text.index("Request: three")
     await client.close()

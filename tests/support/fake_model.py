@@ -2,17 +2,44 @@
 
 The upstream model is the one part tests may replace: this fake stands where the provider's
 socket would be. Each ``start``/``steer`` hands the test a ``TurnStream`` to push deltas and
-endings into (``stream.delta``, ``complete``, ``incomplete``, ``fail``, ``error``), or raises
-what a refused connection raises.
+endings into (``stream.delta``, ``complete``, ``incomplete``, ``fail``, ``error``; a tool call
+with ``play_tool_call``), or raises what a refused connection raises.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from spark_ide.upstream import ModelClient, ProviderProfile, TurnRequest, TurnStream, UpstreamError, profile_for
+from spark_ide.upstream import (
+    ModelClient,
+    ProviderProfile,
+    ToolCall,
+    TurnRequest,
+    TurnStream,
+    UpstreamError,
+    profile_for,
+)
 from spark_ide.upstream.profiles import Transport
+from spark_ide.upstream.tool_calls import ToolCallAssembler
+
+
+def play_tool_call(stream: TurnStream, call: ToolCall, pieces: Sequence[str] | None = None, *,
+                   finish: bool = True) -> ToolCallAssembler:
+    """Push ``call`` into ``stream`` as a transport does: started, its input in ``pieces`` (a
+    function call's: fragments of its JSON ``arguments``; default: the whole at once), then
+    done unless ``finish`` is False (the returned assembler takes more: ``delta``/``finish``
+    with the call id as key). ``stream.complete`` then names the call in ``Completed``."""
+    calls = ToolCallAssembler(stream)
+    calls.start(call.call_id, call_id=call.call_id, name=call.name, kind=call.kind, item_id=call.item_id,
+                operation=call.operation, path=call.path)
+    whole = call.arguments if call.kind == "function" else call.input
+    for piece in [whole] if pieces is None else pieces:
+        calls.delta(call.call_id, piece)
+    if finish:
+        calls.finish(call.call_id, whole)
+    return calls
 
 
 @dataclass

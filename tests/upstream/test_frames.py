@@ -18,6 +18,7 @@ from spark_ide.upstream.frames import (
     SteerFailed,
     parse_frame,
 )
+from spark_ide.upstream.tool_frames import ToolDelta, ToolInputDone, ToolItem, ToolItemAdded, ToolItemDone
 
 
 def frame(**fields: object) -> str:
@@ -105,5 +106,61 @@ def test_it_passes_unknown_event_types_through_as_other() -> None:
     ],
 )
 def test_it_rejects_malformed_frames(raw: str | bytes) -> None:
+    with pytest.raises(MalformedFrame):
+        parse_frame(raw)
+
+
+# -- tool calls -------------------------------------------------------------------------------
+
+
+def test_it_reads_each_kind_of_tool_call_item() -> None:
+    custom = frame(type="response.output_item.added", output_index=1, sequence_number=3,
+                   item={"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "apply_patch",
+                         "input": ""})
+    assert parse_frame(custom) == ToolItemAdded(1, ToolItem("custom", "ctc_1", "call_1", "apply_patch", ""))
+    builtin = frame(type="response.output_item.done", output_index=0,
+                    item={"type": "apply_patch_call", "id": "apc_1", "call_id": "call_2", "status": "completed",
+                          "operation": {"type": "create_file", "path": "a.py", "diff": "+x\n"}})
+    assert parse_frame(builtin) == ToolItemDone(
+        0, ToolItem("apply_patch", "apc_1", "call_2", "apply_patch", "+x\n", "create_file", "a.py"))
+    function = frame(type="response.output_item.added", output_index=2,
+                     item={"type": "function_call", "id": "fc_1", "call_id": "call_3", "name": "apply_patch",
+                           "arguments": ""})
+    assert parse_frame(function) == ToolItemAdded(2, ToolItem("function", "fc_1", "call_3", "apply_patch", ""))
+
+
+def test_it_reads_the_input_deltas_and_dones_of_each_kind() -> None:
+    for kind in ("custom_tool_call_input", "function_call_arguments", "apply_patch_call_operation_diff"):
+        delta = frame(type=f"response.{kind}.delta", item_id="i", output_index=4, delta="*** ", obfuscation="x")
+        assert parse_frame(delta) == ToolDelta(4, "*** ")
+    assert parse_frame(frame(type="response.custom_tool_call_input.done", item_id="i", output_index=4,
+                             input="all")) == ToolInputDone(4, "all")
+    assert parse_frame(frame(type="response.function_call_arguments.done", item_id="i",
+                             arguments="{}")) == ToolInputDone("i", "{}")  # no index: the item id names it
+
+
+def test_other_items_and_the_calls_a_response_lists() -> None:
+    reasoning = frame(type="response.output_item.added", output_index=0, item={"type": "reasoning", "id": "rs_1"})
+    assert parse_frame(reasoning) == Other("response.output_item.added")
+    listed = frame(type="response.completed", response={"id": "r", "status": "completed", "output": [
+        {"type": "message", "id": "m", "content": []},
+        {"type": "custom_tool_call", "id": "c", "call_id": "call_1", "name": "apply_patch", "input": "P"}]})
+    listed_call = ToolItem("custom", "c", "call_1", "apply_patch", "P")
+    assert parse_frame(listed) == Done("completed", "r", tool_items=(listed_call,))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [frame(type="response.output_item.added", output_index=0, item={"type": "custom_tool_call", "name": "x"}),
+     frame(type="response.output_item.added", output_index=0,
+           item={"type": "apply_patch_call", "call_id": "c", "operation": {"type": "rename_file", "path": "a"}}),
+     frame(type="response.output_item.added", output_index=0,
+           item={"type": "apply_patch_call", "call_id": "c", "operation": {"type": "create_file"}}),
+     frame(type="response.custom_tool_call_input.delta", output_index=0, delta=5),
+     frame(type="response.function_call_arguments.delta", delta="x"),
+     frame(type="response.output_item.done", output_index=0),
+     frame(type="response.completed", response={"id": "r", "output": [{"type": "function_call", "call_id": "c"}]})],
+)
+def test_a_tool_event_that_breaks_the_protocol_is_malformed(raw: str) -> None:
     with pytest.raises(MalformedFrame):
         parse_frame(raw)

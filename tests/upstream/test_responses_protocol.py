@@ -59,6 +59,18 @@ WIRE_SPELLING = {
     "RESPONSE_NOT_FOUND": "response_not_found",
     "CANCEL_NOT_ACTIVE": "response_cancel_not_active",
     "CONNECTION_LIMIT_REACHED": "websocket_connection_limit_reached",
+    "CUSTOM_TOOL_CALL": "custom_tool_call",
+    "FUNCTION_CALL": "function_call",
+    "APPLY_PATCH_CALL": "apply_patch_call",
+    "CUSTOM_TOOL_CALL_OUTPUT": "custom_tool_call_output",
+    "FUNCTION_CALL_OUTPUT": "function_call_output",
+    "APPLY_PATCH_CALL_OUTPUT": "apply_patch_call_output",
+    "CUSTOM_TOOL_INPUT_DELTA": "response.custom_tool_call_input.delta",
+    "CUSTOM_TOOL_INPUT_DONE": "response.custom_tool_call_input.done",
+    "FUNCTION_ARGUMENTS_DELTA": "response.function_call_arguments.delta",
+    "FUNCTION_ARGUMENTS_DONE": "response.function_call_arguments.done",
+    "APPLY_PATCH_DIFF_DELTA": "response.apply_patch_call_operation_diff.delta",
+    "APPLY_PATCH_DIFF_DONE": "response.apply_patch_call_operation_diff.done",
 }
 
 
