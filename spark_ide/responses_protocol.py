@@ -37,8 +37,8 @@ CUSTOM_TOOL_INPUT_DELTA: Final = "response.custom_tool_call_input.delta"
 CUSTOM_TOOL_INPUT_DONE: Final = "response.custom_tool_call_input.done"
 FUNCTION_ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
 FUNCTION_ARGUMENTS_DONE: Final = "response.function_call_arguments.done"
-PATCH_DIFF_DELTA: Final = "response.apply_patch_call_operation_diff.delta"
-PATCH_DIFF_DONE: Final = "response.apply_patch_call_operation_diff.done"
+APPLY_PATCH_DIFF_DELTA: Final = "response.apply_patch_call_operation_diff.delta"
+APPLY_PATCH_DIFF_DONE: Final = "response.apply_patch_call_operation_diff.done"
 STEER_ACCEPTED: Final = "response.steer.accepted"
 STEER_FAILED: Final = "response.steer.failed"
 
@@ -52,7 +52,7 @@ CUSTOM_TOOL_CALL_OUTPUT: Final = "custom_tool_call_output"
 FUNCTION_CALL_OUTPUT: Final = "function_call_output"
 APPLY_PATCH_CALL_OUTPUT: Final = "apply_patch_call_output"
 # An apply_patch_call_output's status.
-PATCH_OUTPUT_STATUSES: Final = ("completed", "failed")
+TOOL_OUTPUT_STATUSES: Final = ("completed", "failed")
 
 # -- response statuses and how a response ends ---------------------------------------------
 
@@ -95,24 +95,7 @@ CONNECTION_LIMIT_REACHED: Final = "websocket_connection_limit_reached"
 # Only a cancel message is answered with these: a refused cancel, never a refused request.
 CANCEL_REFUSALS: Final = frozenset({CANCEL_NOT_ACTIVE, RESPONSE_NOT_FOUND})
 
-# -- tool calls (issue 29) --------------------------------------------------------------------
+# -- tool calls ----------------------------------------------------------------------------
 
-# Output item types a response may carry, and the input items that answer them.
-CUSTOM_TOOL_CALL: Final = "custom_tool_call"
-FUNCTION_CALL: Final = "function_call"
-APPLY_PATCH_CALL: Final = "apply_patch_call"
-CUSTOM_TOOL_CALL_OUTPUT: Final = "custom_tool_call_output"
-FUNCTION_CALL_OUTPUT: Final = "function_call_output"
-APPLY_PATCH_CALL_OUTPUT: Final = "apply_patch_call_output"
-
-# Events streaming a call's input (``item_id``, ``output_index``, ``delta``; ``.done``: the whole).
-CUSTOM_TOOL_INPUT_DELTA: Final = "response.custom_tool_call_input.delta"
-CUSTOM_TOOL_INPUT_DONE: Final = "response.custom_tool_call_input.done"  # {input}
-FUNCTION_ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
-FUNCTION_ARGUMENTS_DONE: Final = "response.function_call_arguments.done"  # {arguments}
-APPLY_PATCH_DIFF_DELTA: Final = "response.apply_patch_call_operation_diff.delta"
-APPLY_PATCH_DIFF_DONE: Final = "response.apply_patch_call_operation_diff.done"  # {diff}
-
-# A built-in ``apply_patch_call``'s ``operation.type``, and an ``apply_patch_call_output``'s status.
+# A built-in ``apply_patch_call``'s ``operation.type``.
 FILE_OPERATIONS: Final = ("create_file", "update_file", "delete_file")
-TOOL_OUTPUT_STATUSES: Final = ("completed", "failed")

@@ -77,8 +77,8 @@ def _output(item: Mapping[str, Any], kind: ToolKind, param: str) -> Message:
         status = item.get("status")
         if status is None:
             raise missing(f"{param}.status")
-        if status not in protocol.PATCH_OUTPUT_STATUSES:
-            raise bad_value(f"{param}.status", f"{status!r} is not one of {list(protocol.PATCH_OUTPUT_STATUSES)}.")
+        if status not in protocol.TOOL_OUTPUT_STATUSES:
+            raise bad_value(f"{param}.status", f"{status!r} is not one of {list(protocol.TOOL_OUTPUT_STATUSES)}.")
         output = item.get("output") or ""
     elif "output" not in item:
         raise missing(f"{param}.output")

@@ -24,7 +24,7 @@ _DELTAS = {
     None: protocol.OUTPUT_TEXT_DELTA,
     "custom": protocol.CUSTOM_TOOL_INPUT_DELTA,
     "function": protocol.FUNCTION_ARGUMENTS_DELTA,
-    "apply_patch": protocol.PATCH_DIFF_DELTA,
+    "apply_patch": protocol.APPLY_PATCH_DIFF_DELTA,
 }
 
 
@@ -89,7 +89,7 @@ class OutputItem:
         elif call.operation == "delete_file":
             events = []  # nothing streamed, nothing to close
         else:
-            events = [(protocol.PATCH_DIFF_DONE, {**where, "diff": text})]
+            events = [(protocol.APPLY_PATCH_DIFF_DONE, {**where, "diff": text})]
         return [*events, (protocol.OUTPUT_ITEM_DONE, {"output_index": index, "item": self.to_json()})]
 
     def to_json(self) -> dict[str, Any]:

@@ -119,10 +119,10 @@ async def test_apply_patch_calls_name_the_path_first_and_stream_the_diff(ws: Cli
                       "operation": {"type": "update_file", "path": "app.py", "diff": ""}}
     assert delete["operation"] == {"type": "delete_file", "path": "old.py"}
     assert [a["output_index"] for a in added] == [0, 1, 2] and added[2]["item"]["type"] == "message"
-    deltas = by_type(events, protocol.PATCH_DIFF_DELTA)
+    deltas = by_type(events, protocol.APPLY_PATCH_DIFF_DELTA)
     assert {d["item_id"] for d in deltas} == {update["id"]}  # a delete streams no diff
     assert "".join(d["delta"] for d in deltas) == DIFF
-    [done] = by_type(events, protocol.PATCH_DIFF_DONE)
+    [done] = by_type(events, protocol.APPLY_PATCH_DIFF_DONE)
     assert (done["item_id"], done["output_index"], done["diff"]) == (update["id"], 0, DIFF)
     final = events[-1]["response"]["output"]
     assert final[0] == {**update, "status": "completed", "operation": {**update["operation"], "diff": DIFF}}
