@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from spark_ide.editing import v4a
+import spark_ide.editing.v4a as v4a
 from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.hunk import FileCursor, FileOpBlock, HunkBlock
 from spark_ide.editing.limits import FileLimits
