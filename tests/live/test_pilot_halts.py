@@ -77,7 +77,7 @@ async def test_a_turn_through_the_room_is_saved_sent_and_logged() -> None:
         assert rig.room.texts()["util.py"] == "X = 2\n"
         assert rig.received.updates  # each document change went out once saved
         await eventually(lambda: rig.store.texts() == rig.room.texts())
-        await rig.room.store_events()
+        await rig.room.files.store_events()
         logged = [entry.event for entry in rig.store.events]
         assert logged == [event for event in rig.turn_events() if not event.ephemeral]
         await eventually(lambda: rig.store.turns[turn].outcome is not None)
