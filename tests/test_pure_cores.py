@@ -27,3 +27,27 @@ def test_a_pure_core_imports_no_django(core: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# The Pilot's tests without Django (tests/live/test_pilot_*.py) and what they run on: the room's
+# storage in memory and the rigs around the Pilot and the room.
+PILOT_TESTS = [
+    "tests.support.memory_store", "tests.support.pilot_rig", "tests.support.room_rig",
+    "tests.live.test_pilot_turns", "tests.live.test_pilot_steer", "tests.live.test_pilot_failures",
+    "tests.live.test_pilot_halts",
+]
+CHECK_MODULES = """
+import importlib, sys
+for name in {names!r}:
+    importlib.import_module(name)
+print(sorted(k for k in sys.modules if k.split(".")[0] in ("django", "channels", "celery", "daphne")))
+"""
+
+
+def test_the_pilot_tests_and_the_memory_store_import_no_django() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_MODULES.format(names=PILOT_TESTS)], cwd=ROOT, capture_output=True, text=True,
+        timeout=60, env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

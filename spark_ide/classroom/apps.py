@@ -10,7 +10,7 @@ class ClassroomConfig(AppConfig):
         from spark_ide.pairing.ports import use_classroom
         from spark_ide.workspaces.ports import use_courses
 
-        from .services import Courses
+        from .copies import Courses
 
         # The apps below this one ask of courses through these (they import nothing of ours).
         courses = Courses()

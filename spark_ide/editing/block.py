@@ -259,55 +259,12 @@ class EditBlock:
         conflicts: tuple[int, ...] = (),
     ) -> BlockStatus:
         """The current status; the keyword arguments carry the details of a final one."""
-        applier = self._applier
-        preview = self._preview
-        if preview is not None and self.state is EditState.STREAMING and (applier is None or preview.held_lines):
-            # A fence's code the preview holds back (it is the file's own definition, or
-            # nothing was shown yet): the region is the definition it will replace, no ghost.
-            self.changed = False
-            return BlockStatus(
-                self.turn, self.index, self.path, self.kind, EditState.STREAMING, preview.held_lines,
-                fenced=self.fenced, language=self.language, hunk=self.hunk, call=self.call,
-                operation=self.operation,
-            )
-        if applier is not None and self.state is EditState.STREAMING:
-            # Once per chunk while a block streams: the short way.
-            self.changed = False
-            return BlockStatus(
-                self.turn,
-                self.index,
-                self.path,
-                self.kind,
-                EditState.STREAMING,
-                applier.line_range,
-                (),
-                applier.ghost,
-                applier.ghost_line,
-                applier.ghost_from,
-                self._strategy,
-                fenced=self.fenced,
-                language=self.language,
-                hunk=self.hunk,
-                call=self.call,
-                operation=self.operation,
-            )
-        lines: tuple[int, int] | None = None
-        written: tuple[int, int] | None = None
-        merge = self._merge if self.state is EditState.APPLIED else None
-        if applier is not None:
-            undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
-            lines = applier.located_range if undone else applier.line_range
-            if undone:
-                written = applier.line_range
-            if merge is not None and self._merged_lines is not None:
-                lines = self._merged_lines
-        elif self._tracker is not None and self._tracker.lines_seen:
-            candidates = candidates or tuple(self._tracker.candidates())
-            if self._tracker.count() == 1:
-                lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
-        if applier is None and merge is not None:
-            lines = self._merged_lines  # a fence whose preview showed nothing: where its code is
+        streaming = self._streaming_status() if self.state is EditState.STREAMING else None
         self.changed = False
+        if streaming is not None:
+            return streaming
+        merge = self._merge if self.state is EditState.APPLIED else None
+        lines, written, candidates = self._where(merge is not None, candidates)
         return BlockStatus(
             turn=self.turn,
             block=self.index,
@@ -329,6 +286,64 @@ class EditBlock:
             operation=self.operation,
             target=self.target,
         )
+
+    def _streaming_status(self) -> BlockStatus | None:
+        """The status while the block streams, the short way (once per chunk); None while it
+        has neither written nor held anything."""
+        applier = self._applier
+        preview = self._preview
+        if preview is not None and (applier is None or preview.held_lines):
+            # A fence's code the preview holds back (it is the file's own definition, or
+            # nothing was shown yet): the region is the definition it will replace, no ghost.
+            return BlockStatus(
+                self.turn, self.index, self.path, self.kind, EditState.STREAMING, preview.held_lines,
+                fenced=self.fenced, language=self.language, hunk=self.hunk, call=self.call,
+                operation=self.operation,
+            )
+        if applier is None:
+            return None
+        return BlockStatus(
+            self.turn,
+            self.index,
+            self.path,
+            self.kind,
+            EditState.STREAMING,
+            applier.line_range,
+            (),
+            applier.ghost,
+            applier.ghost_line,
+            applier.ghost_from,
+            self._strategy,
+            fenced=self.fenced,
+            language=self.language,
+            hunk=self.hunk,
+            call=self.call,
+            operation=self.operation,
+        )
+
+    def _where(
+        self, merged: bool, candidates: tuple[int, ...]
+    ) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[int, ...]]:
+        """Where the block is in its file (its lines; a block undone: where it was written too;
+        a block still being located: its candidate lines). ``merged``: an applied fence merged
+        by structure (its lines are where the merge put its code)."""
+        applier = self._applier
+        lines: tuple[int, int] | None = None
+        written: tuple[int, int] | None = None
+        if applier is not None:
+            undone = self.state in (EditState.ROLLED_BACK, EditState.FAILED)
+            lines = applier.located_range if undone else applier.line_range
+            if undone:
+                written = applier.line_range
+            if merged and self._merged_lines is not None:
+                lines = self._merged_lines
+        elif self._tracker is not None and self._tracker.lines_seen:
+            candidates = candidates or tuple(self._tracker.candidates())
+            if self._tracker.count() == 1:
+                lines = (candidates[0], candidates[0] + self._tracker.lines_seen - 1)
+        if applier is None and merged:
+            lines = self._merged_lines  # a fence whose preview showed nothing: where its code is
+        return lines, written, candidates
 
     def _start_applier(
         self,

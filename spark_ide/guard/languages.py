@@ -79,7 +79,7 @@ def _load_builtins() -> None:
     if _loaded:
         return
     _loaded.append(True)
-    from spark_ide.guard.python_rules import STATEMENT_WORDS
+    from spark_ide.guard.python_context import STATEMENT_WORDS
     from spark_ide.guard.python_stream import PythonStatements
 
     _register(Language("python", (".py", ".pyw", ".pyi"), statements=PythonStatements, words=STATEMENT_WORDS))

@@ -1,8 +1,9 @@
 """Tier 2 for Python: the rules run on each completed statement's syntax tree.
 
-The rules see one statement at a time, so what earlier statements taught them lives in ``PythonContext``: import
-aliases (``import subprocess as sp``), names holding SQL built by formatting (``query = f"... {name}"`` makes a later
-``cursor.execute(query)`` a finding), and names holding an MD5/SHA-1 object (its ``.update(password)``).
+The rules see one statement at a time, so what earlier statements taught them lives in ``PythonContext``
+(``python_context``): import aliases (``import subprocess as sp``), names holding SQL built by formatting
+(``query = f"... {name}"`` makes a later ``cursor.execute(query)`` a finding), and names holding an MD5/SHA-1 object
+(its ``.update(password)``).
 """
 
 from __future__ import annotations
@@ -10,19 +11,15 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from spark_ide.guard.catalog import RULES
 from spark_ide.guard.findings import Finding, Severity, Tier
-from spark_ide.guard.prefilter import LANGUAGE_MARK, Words
+from spark_ide.guard.python_context import SQL_WORDS, TRIGGERS, PythonContext
 
 _SQL_METHODS = frozenset({"execute", "executemany", "executescript", "raw", "exec_driver_sql"})
 _SQL_TEXT = frozenset({"text", "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
                        "sa.text", "sql.text"})
 _SQL_ARGUMENTS = ("sql", "query", "statement", "operation", "raw_query", "sql_script")
-_SQL_WORDS = re.compile(
-    r"(?i)\b(?:select|insert|update|delete|replace|create|drop|alter|truncate|where|values|from|join|order\s+by)\b"
-)
 _SHELL_FUNCTIONS = frozenset({
     "os.system", "os.popen", "os.popen2", "os.popen3", "os.popen4", "posix.system", "subprocess.getoutput",
     "subprocess.getstatusoutput", "commands.getoutput", "commands.getstatusoutput",
@@ -43,58 +40,10 @@ _HTTP_MODULES = frozenset({"requests", "httpx", "urllib3"})
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - the values this rule looks for
 _PASSWORD_WORD = re.compile(r"pass|pwd|(?:^|_)pw(?:$|_)", re.IGNORECASE)
 
-# Substrings one of which every statement a rule can fire on contains: the cheap test before ast.parse. (The debug
-# server's rule needs "debug" and "run" both: ``PythonContext.wants``; "debug" alone is every logging call.)
-TRIGGERS = (
-    "exec", ".raw(", "text(", "shell", "system", "popen", "getoutput", "eval", "load", "Unpickler", "read_pickle",
-    "jsonpickle", "shelve", "md5", "sha1", "hashlib", "verify", "mktemp",
-)
 _DANGEROUS = (
     _SHELL_FUNCTIONS | _UNPICKLERS | _YAML_LOADS | _YAML_UNSAFE | _WEAK_HASHES | _SQL_TEXT
     | {"tempfile.mktemp", "hashlib.new", "builtins.eval", "builtins.exec"}
 )
-_ANY_TRIGGER = re.compile("|".join(re.escape(trigger) for trigger in TRIGGERS))  # one scan, not one per trigger
-_FORMATTING = re.compile(r"""[fF][rR]?["']|%|\.format\(|\+""")
-STATEMENT_MARK = LANGUAGE_MARK
-# What ``PythonContext.wants`` looks for without the context, as words searched once over a chunk of lines: a
-# statement none of whose lines holds one is wanted only for a name the context knows.
-STATEMENT_WORDS = Words(
-    exact=("exec", ".raw(", "text(", "shel", "system", "popen", "getoutput", "eval", "load", "ickle", "md5", "sha1",
-           "hashlib", "verify", "debug", "mktemp", "import "),  # TRIGGERS, some shortened: fewer searches
-    anycase=("select", "insert", "update", "delete", "replace", "create", "drop", "alter", "truncate", "where",
-             "values", "from", "join", "order"),
-    mark=STATEMENT_MARK,
-)
-
-
-@dataclass
-class PythonContext:
-    """What the earlier statements of one file taught the rules."""
-
-    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name ("sp" -> "subprocess")
-    tainted: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (line, how its SQL was built)
-    weak_hashers: set[str] = field(default_factory=set)  # names bound to an md5/sha1 object
-    extra_triggers: set[str] = field(default_factory=set)  # local names of dangerous functions that lack a trigger
-
-    def wants(self, text: str) -> bool:
-        """Could ``text`` (a statement) fire a rule or teach this context something? Cheap: substrings only."""
-        if _ANY_TRIGGER.search(text) is not None or text.lstrip().startswith(("import ", "from ")):
-            return True
-        if "debug" in text and "run" in text:
-            return True
-        if _FORMATTING.search(text) is not None and _SQL_WORDS.search(text) is not None:
-            return True
-        return self.knows_a_name_in(text)
-
-    @property
-    def learned_names(self) -> bool:
-        """Has it learned a name (a tainted query, a weak hasher, a renamed dangerous function)?"""
-        return bool(self.extra_triggers or self.tainted or self.weak_hashers)
-
-    def knows_a_name_in(self, text: str) -> bool:
-        """Does ``text`` mention a name this context learned?"""
-        learned = (self.extra_triggers, self.tainted, self.weak_hashers)
-        return self.learned_names and any(name in text for names in learned for name in names)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -179,7 +128,7 @@ def _describe(node: ast.expr) -> str:
 
 def _looks_like_sql(node: ast.expr) -> bool:
     return any(
-        isinstance(sub, ast.Constant) and isinstance(sub.value, str) and _SQL_WORDS.search(sub.value) is not None
+        isinstance(sub, ast.Constant) and isinstance(sub.value, str) and SQL_WORDS.search(sub.value) is not None
         for sub in ast.walk(node)
     )
 

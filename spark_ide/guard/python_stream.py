@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 
 from spark_ide.guard.findings import CodeBlock, Finding
+from spark_ide.guard.python_context import STATEMENT_MARK
 from spark_ide.guard.python_lexer import LogicalLines, Statement, parse_statement
-from spark_ide.guard.python_rules import STATEMENT_MARK, StatementRules
+from spark_ide.guard.python_rules import StatementRules
 
 # A line at column 0 starting with one of these continues the compound statement above it.
 _CONTINUATION = re.compile(r"(?:elif|else|except|finally)\b")

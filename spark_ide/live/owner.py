@@ -62,6 +62,7 @@ from .bus_messages import (
     conn_item,
 )
 from .outbox import Backlog, Barrier, Frame
+from .room_files import RoomFiles
 from .transport import Connection, LocalTransport, Place, RoomClosed
 
 log = logging.getLogger(__name__)
@@ -202,15 +203,9 @@ class OwnedRoom(Place, Protocol):
 
     def rejoin_now(self) -> None: ...
 
-    def set_file(self, path: str, text: str | None) -> None: ...
-
-    def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool: ...
-
-    def move_file(self, path: str, new_path: str) -> str | None: ...
+    files: RoomFiles  # what other processes' HTTP requests ask of the room's files
 
     def texts(self) -> dict[str, str]: ...
-
-    async def store_events(self) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -294,19 +289,19 @@ class OwnerDesk:
             self._background.spawn(self._store_events(request.reply))
             return
         if isinstance(request, RoomSetFile) and request.conditional:  # only if the file still holds what was read
-            reply = RoomReply(ok=self.room.set_file_if(request.path, request.text, request.expected))
+            reply = RoomReply(ok=self.room.files.set_file_if(request.path, request.text, request.expected))
         elif isinstance(request, RoomSetFile):
-            self.room.set_file(request.path, request.text)
+            self.room.files.set_file(request.path, request.text)
             reply = RoomReply(ok=True)
         elif isinstance(request, RoomMoveFile):
-            reply = RoomReply(text=self.room.move_file(request.path, request.new_path))
+            reply = RoomReply(text=self.room.files.move_file(request.path, request.new_path))
         else:
             reply = RoomReply(texts=self.room.texts())
         self._background.spawn(send(self.cluster.bus, request.reply, reply))
 
     async def _store_events(self, reply: str) -> None:
         try:
-            await self.room.store_events()
+            await self.room.files.store_events()
         finally:  # the asker waits for an answer either way (a failed write is kept for later)
             await send(self.cluster.bus, reply, RoomReply())
 

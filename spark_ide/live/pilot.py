@@ -1,7 +1,8 @@
 """The Pilot: the one task per room that runs the model's turns.
 
 Consumers never await it: they ``submit`` a command and return; the Pilot handles commands
-one at a time, in order. Each turn's answer is read by a task of its own.
+one at a time, in order. Each turn is made by ``turn_maker`` (its request, its edit engine)
+and its answer read by a task of its own (``answer``), which hands back how it ended.
 
 Every turn ends the same way (``_finish``): stop forwarding it, roll back its block in
 flight (or settle its last block when the answer is complete), announce ``turn.finished``
@@ -27,27 +28,26 @@ from typing import Any
 
 from pycrdt import Doc
 
-from spark_ide.editing import Outcome, TurnEditor
+from spark_ide.editing import Outcome
 from spark_ide.guard import Finding
-from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta, UpstreamError
+from spark_ide.upstream import UpstreamError
 
-from .events import Event, FinishReason, Policy, TurnDelta, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
-from .model_link import ModelLink, upstream_failure
+from .answer import AnswerReader
+from .events import Event, FinishReason, Policy, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
+from .model_link import ModelLink
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
-from .prompting import PastTurn, TurnInput, build_request, instructions_for
+from .prompting import instructions_for
 from .records import Records
 from .reverts import TurnReverts
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
-from .turns import Command, CommandKind, TurnRun, chain_of, new_turn_id, publish_edits
+from .turn_maker import TurnMaker
+from .turns import Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
-
-DEFAULT_FENCE_PATH = "main.py"
-
 
 @dataclass(frozen=True, slots=True)
 class Halt:
@@ -75,17 +75,13 @@ class Pilot:
         guard: RoomRules,
         settings: LiveSettings,
     ) -> None:
-        self._document = document
-        self._texts = texts
         self._publish = publish
         self.settings = settings
         self.style = settings.prompt_style
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
-        # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
-        self._history: deque[PastTurn] = deque(maxlen=self.style.history_turns)
-        self._last_ledger = ""
+        self._maker = TurnMaker(document=document, texts=texts, style=self.style, limits=settings.limits)
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
@@ -98,6 +94,7 @@ class Pilot:
         self._watchdog = WatchGate(
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
+        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog)
 
     @property
     def busy(self) -> bool:
@@ -200,27 +197,6 @@ class Pilot:
 
     # -- starting turns ----------------------------------------------------------------------
 
-    def _new_run(self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy) -> TurnRun:
-        """A turn for ``command`` (``steered_from``: the turn it steers, ``turns.chain_of``)."""
-        texts = self._texts()
-        chain = chain_of(command, steered_from, keep_request=not self.style.steer_as_request)
-        turn_input = TurnInput(
-            text=chain.origin.text, files=texts, active_path=chain.active_path,
-            effort=policy.effort(chain.origin.effort), history=tuple(self._history), last_ledger=self._last_ledger,
-            steering=chain.steering, explain_only=not policy.edits_apply,
-        )
-        turn_id = command.turn or new_turn_id()
-        fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self.style.whole_file_only else None
-        return TurnRun(
-            id=turn_id, command=command, origin=chain.origin, request=build_request(turn_input, self.style),
-            editor=TurnEditor(
-                self._document(), turn_id, fence_path=fence_path, limits=self.settings.limits,
-                explain_only=not policy.edits_apply,
-            ),
-            before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
-            watch=self._watchdog.watch_for(policy), corrections=chain.corrections, touched=chain.touched,
-        )
-
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
         self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
@@ -231,7 +207,7 @@ class Pilot:
         if self._policy.refused(command, policy):
             await self._next()
             return
-        run = self._new_run(command, steered_from=None, policy=policy)
+        run = self._maker.make(command, steered_from=None, policy=policy, watch=self._watchdog.watch_for(policy))
         self._announce(run, policy)
         try:
             client = await self._link.client()
@@ -250,7 +226,7 @@ class Pilot:
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
         self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
-        run = self._new_run(command, steered_from=old, policy=policy)
+        run = self._maker.make(command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy))
         self._announce(run, policy)
         try:
             client = await self._link.client()
@@ -274,48 +250,18 @@ class Pilot:
     # -- the answer --------------------------------------------------------------------------
 
     async def _consume(self, run: TurnRun) -> None:
-        assert run.stream is not None
+        """Read ``run``'s answer (``answer.AnswerReader``) and end the turn as it ended; then
+        start what is queued (not after a halt by the watchdog: its correction comes next)."""
         try:
-            async for event in run.stream:
-                if not run.live:
-                    return
-                if isinstance(event, TextDelta):
-                    # Behind the model: the deltas waiting go in one step (not past a quota).
-                    left = self._policy.tokens_left(run.streamed_tokens + 1)
-                    text = run.take_delta(event.text, left)
-                    self._publish(TurnDelta(turn=run.id, text=text))
-                    if self._watchdog.apply(run, text):
-                        return  # halted: the Pilot corrects it (nothing more of this answer is applied)
-                    if run.repetition.feed(text):
-                        await self._end(run, TurnStatus.CANCELLED, FinishReason.REPETITION,
-                                        error="the model was repeating itself; it was stopped", then_next=False)
-                        break
-                    self._policy.refresh()
-                    self._watchdog.refresh_rules()
-                    if self._policy.over_quota(run.streamed_tokens):
-                        await self._end(run, TurnStatus.CANCELLED, FinishReason.QUOTA,
-                                        error=self._policy.quota_message(), then_next=False)
-                        break
-                    continue
-                if isinstance(event, Completed | Incomplete):
-                    if isinstance(event, Completed) and event.usage is not None:
-                        run.output_tokens = event.usage.output_tokens
-                    if isinstance(event, Incomplete):
-                        self._finish(run, TurnStatus.COMPLETED, FinishReason.INCOMPLETE,
-                                     error=f"the answer was cut short: {event.reason}")
-                    else:
-                        self._finish(run, TurnStatus.COMPLETED, FinishReason.ANSWERED)
-                else:
-                    assert isinstance(event, Failed | ErrorEvent)
-                    reason, error = upstream_failure(event)
-                    self._finish(run, TurnStatus.FAILED, reason, error=error)
-                    if isinstance(event, ErrorEvent) and not event.retryable:
-                        self._link.drop()
-                break
+            ending = await self._answers.read(run)
+            if ending is None:
+                return
+            if ending.upstream_running:
+                await self._end(run, ending.status, ending.reason, error=ending.error, then_next=False)
             else:
-                if run.live:
-                    self._finish(run, TurnStatus.FAILED, FinishReason.NO_ANSWER,
-                                 error="the model connection ended without an answer")
+                self._finish(run, ending.status, ending.reason, error=ending.error)
+            if ending.drop_link:
+                self._link.drop()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -373,11 +319,7 @@ class Pilot:
         metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None
-        if status is not TurnStatus.STEERED:
-            # A steered turn lives on in its successor's request (the steering note carries
-            # its partial answer), so it is not history of its own.
-            self._history.append(run.as_past())
-        self._last_ledger = run.editor.ledger.as_prompt()
+        self._maker.ended(run, status)
         run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)

@@ -4,7 +4,7 @@ and a document update is persisted before anyone is sent it.
 Events that come before a batch's first update go out at once; the batch's updates are
 merged and written once (retried on failure), then they and the events after them follow.
 Turn events are written to the stored event log after they were sent, in batches, runs of
-deltas merged.
+deltas merged (``event_log``).
 
 When a write keeps failing the update stays pending (it is never dropped), the room is told
 (it reports the error and stops the model) and a timer tries again; when a write succeeds
@@ -30,11 +30,11 @@ from typing import Any
 from pycrdt import merge_updates
 
 from .background import Background
-from .events import DocumentReplaced, TurnEvent
-from .outbox import Backlog, Frame, TextRun, merged
-from .outbox import Item as Waiting
+from .event_log import EventLog, now_ms
+from .events import DocumentReplaced
+from .outbox import Frame, merged
 from .retry import with_retries
-from .store import LiveSettings, RoomStore, StoredEvent
+from .store import LiveSettings, RoomStore
 from .transport import Transport
 
 log = logging.getLogger(__name__)
@@ -79,48 +79,6 @@ class _Replace:
 Item = Frame | bytes | _Retry | _Stop | _Replace
 
 
-def now_ms() -> int:
-    """The wall clock in milliseconds since the Unix epoch (the event log's times)."""
-    return time.time_ns() // 1_000_000
-
-
-class EventLogBacklog(Backlog):
-    """Turn events sent and not yet stored, merged as an outbox merges them, and the time
-    each one was published: a merged run is stored with the times of its first and last
-    part, so a replay can spread its text over that span."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.times: dict[int, int] = {}  # seq -> when it was published
-
-    def add_frame(self, frame: Frame) -> None:
-        if frame.at is not None:
-            self.times[frame.seq] = frame.at
-        super().add_frame(frame)
-
-    def take_entries(self) -> list[StoredEvent]:
-        times, self.times = self.times, {}
-        return stored(self.take(), times)
-
-
-def stored(items: list[Waiting], times: Mapping[int, int]) -> list[StoredEvent]:
-    """A merged backlog of turn events as entries of the event log; ``times``: when each
-    event (by seq) was published."""
-    entries = []
-    for item in items:
-        if isinstance(item, TextRun):
-            frame, first = item.frame(), item.first_seq
-        elif isinstance(item, Frame):
-            frame, first = item, item.seq
-        else:
-            continue
-        if isinstance(frame.event, TurnEvent):
-            at = times.get(first, frame.at)
-            until = times.get(frame.seq, at)
-            entries.append(StoredEvent(seq=frame.seq, first_seq=first, event=frame.event, at=at, until=until))
-    return entries
-
-
 class Pipeline:
     def __init__(
         self,
@@ -148,21 +106,17 @@ class Pipeline:
         # The highest seq handed to the transport: a joining connection is sent the frames up
         # to it, and takes the rest from the transport like everyone (none missed, none twice).
         self.sent_seq = 0
-        self._unstored = EventLogBacklog()  # turn events sent and not yet stored, merged as they wait
-        self._kept: list[StoredEvent] = []  # a batch whose write failed, tried again first
-        self._log_wake = asyncio.Event()
+        self._log = EventLog(store=store, settings=settings)  # turn events sent, to be stored
         self._materialize: asyncio.TimerHandle | None = None
         self._materialize_wait = settings.materialize_after_s
         self._materializing = False  # a refresh of the file rows is being written
         self._files_stale = False  # the document changed since the last refresh began
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._storing: asyncio.Future[None] | None = None  # the event log's write in flight
-        self._log_writes = asyncio.Lock()  # one write of the event log at a time, in order
         self._background = Background()
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._write_log())]
+        self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._log.run())]
 
     def put_frame(self, frame: Frame) -> None:
         frame.at = now_ms()  # published now: the event log keeps the time (replay)
@@ -195,10 +149,7 @@ class Pipeline:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if self._storing is not None:
-            with contextlib.suppress(Exception):
-                await self._storing  # a failed batch is kept: the write below takes it
-        await self.store_log()
+        await self._log.close()
         with contextlib.suppress(Exception):
             await self._store.write_files(self._texts())
 
@@ -321,8 +272,7 @@ class Pipeline:
         frames = [item for item in items if isinstance(item, Frame)]
         for frame in frames:
             if not frame.event.ephemeral:
-                self._unstored.add_frame(frame)
-                self._log_wake.set()
+                self._log.add(frame)
         # Merged once for the whole room (the outbox's rules): under load a batch holds many
         # deltas, and every connection then gets the same few frames, each encoded once.
         for frame in frames if len(frames) <= MERGE_FROM else merged(frames):
@@ -395,32 +345,6 @@ class Pipeline:
         if self._files_stale:  # the document changed while they were written
             self._schedule_materialize()
 
-    # -- the event log -----------------------------------------------------------------------
-
-    async def _write_log(self) -> None:
-        """Store turn events in batches, at most one write per ``log_batch_s``: they were sent
-        already, and a write per delta would keep the database from the document's writes."""
-        while True:
-            await self._log_wake.wait()
-            await asyncio.sleep(self._settings.log_batch_s)
-            self._log_wake.clear()
-            self._storing = asyncio.ensure_future(self.store_log())
-            await asyncio.shield(self._storing)  # close() waits for it instead of cancelling it
-            self._storing = None
-
     async def store_log(self) -> None:
-        """Every turn event sent so far, stored before this returns: the batch writer's
-        work, and what a replay opened right after a turn waits for (it reads the record)."""
-        async with self._log_writes:  # a failed batch is kept for the next: never two at once
-            await self._store_batch()
-
-    async def _store_batch(self) -> None:
-        batch, self._kept = [*self._kept, *self._unstored.take_entries()], []
-        if not batch:
-            return
-        try:
-            await with_retries(lambda: self._store.append_events(batch), self._settings.persist_retries)
-        except Exception as exc:
-            log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
-            self._settings.meter.persist_failed("events")
-            self._kept = batch
+        """Every turn event sent so far, stored before this returns (``EventLog.store``)."""
+        await self._log.store()

@@ -5,21 +5,18 @@ turn events (one ``seq`` per room; an owner's epoch sits in the high bits, so a 
 numbers are always greater), keeps the recent ones for replay (``replay``), and sends
 everything through its pipeline (document updates persisted first) and transport. Its Pilot
 runs the model. Joins and presence are ``presence``'s; replacing the document is
-``replacement``'s.
+``replacement``'s; other threads reach its files through ``room_files``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from pycrdt import Doc, create_sync_message
-
-from spark_ide.editing.document import move_file, replace_file_if, set_file_text
 
 from .background import Background
 from .doc_rules import LiveDocument, YjsIntake
@@ -30,6 +27,7 @@ from .pipeline import Pipeline
 from .presence import Arrivals, PresenceBoard
 from .replacement import Replacements
 from .replay import ReplayLog
+from .room_files import RoomFiles
 from .room_guard import RoomGuard
 from .runs import RoomRuns, confirmation_needed
 from .scan_process import start_scan_process
@@ -39,12 +37,9 @@ from .turns import Command, CommandKind
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 SLOW_CLOSE_STEP_S = 5.0  # a step of a room's close that takes longer is logged
 
 EPOCH_BITS = 32
-READ_TIMEOUT_S = 5.0
 
 
 class Room:
@@ -65,7 +60,6 @@ class Room:
         self.epoch = 0
         self._on_closed = on_closed
         self._loop = asyncio.get_running_loop()  # rooms are made on the loop that serves them
-        self._loop_thread = threading.get_ident()
         self._idle_close: asyncio.TimerHandle | None = None
         self._turns_unchecked = 0  # turns finished since the document's size was last looked at
         self._compact_soon: asyncio.Handle | None = None
@@ -85,6 +79,7 @@ class Room:
             document=lambda: self.doc, texts=self.texts, publish=self.publish, announce=self.announce, store=store,
             guard=self.guard, settings=settings,
         )
+        self.files = RoomFiles(self.document, store_log=self.pipeline.store_log)  # for other threads
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
         self.log = ReplayLog(
             store=store, settings=settings, sent=lambda: self.pipeline.sent_seq, running=lambda: self.running_turn,
@@ -365,52 +360,3 @@ class Room:
         for conn in self.transport.members():
             self.arrivals.resync(conn, stored, reason)
             conn.outbox.put_raw(create_sync_message(self.doc))
-
-    # -- HTTP requests of other threads reach the document through these ---------------------
-
-    def apply_file(self, path: str, text: str | None) -> None:
-        """Apply (path, text, or None to delete) on the room's loop; returns at once."""
-        self._loop.call_soon_threadsafe(self.set_file, path, text)
-
-    def set_file(self, path: str, text: str | None) -> None:
-        """A file changed over HTTP (on the room's loop)."""
-        set_file_text(self.doc, path, text, "http")
-
-    def read_files(self) -> dict[str, str]:
-        """Every file's current text, read on the room's loop (the document is not shared)."""
-        return self._on_loop(self.texts)
-
-    def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
-        """``editing.document.replace_file_if`` on the room's loop: False when ``path`` no longer
-        holds ``expected`` (someone typed since it was read)."""
-        return self._on_loop(lambda: self.set_file_if(path, text, expected))
-
-    def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
-        """A conditional change over HTTP (on the room's loop)."""
-        return replace_file_if(self.doc, path, text, expected, "http")
-
-    def rename_file(self, path: str, new_path: str) -> str | None:
-        """``editing.document.move_file`` on the room's loop: the live text moves, as it is."""
-        return self._on_loop(lambda: self.move_file(path, new_path))
-
-    def move_file(self, path: str, new_path: str) -> str | None:
-        """A rename over HTTP (on the room's loop)."""
-        return move_file(self.doc, path, new_path, "http")
-
-    async def store_events(self) -> None:
-        """Every turn event sent so far, stored before this returns (from any loop: a replay's
-        request waits for it without holding a thread)."""
-        if asyncio.get_running_loop() is self._loop:
-            await self.pipeline.store_log()
-        else:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.pipeline.store_log(), self._loop))
-
-    def _on_loop(self, work: Callable[[], T]) -> T:
-        """``work()`` run on the room's loop, from any thread; waits for its result."""
-        if threading.get_ident() == self._loop_thread:
-            return work()
-
-        async def run() -> T:
-            return work()
-
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=READ_TIMEOUT_S)

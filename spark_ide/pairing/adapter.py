@@ -149,7 +149,7 @@ class DatabaseRoomStore:
     async def open(self) -> RoomState:
         state: RoomState = await database_sync_to_async(self._open)()
         if self.room is not None:
-            documents.LIVE.register(self.workspace, self.room)
+            documents.LIVE.register(self.workspace, self.room.files)
         return state
 
     def _open(self) -> RoomState:
@@ -252,7 +252,7 @@ class DatabaseRoomStore:
         return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
 
     async def close(self) -> None:
-        documents.LIVE.unregister(self.workspace, self.room)
+        documents.LIVE.unregister(self.workspace, self.room.files if self.room is not None else None)
 
 
 def _stored(row: RoomEvent) -> StoredEvent:

@@ -105,7 +105,7 @@ async def test_a_keystroke_between_the_pushs_read_and_its_write_is_kept(
         if workspace.pk == enrollment.workspace_id:
             asyncio.run_coroutine_threadsafe(student.type_text("main.py", 0, "# mine\n"), loop).result(5)
             deadline = time.monotonic() + 5
-            while not room.read_files()["main.py"].startswith("# mine\n") and time.monotonic() < deadline:
+            while not room.files.read_files()["main.py"].startswith("# mine\n") and time.monotonic() < deadline:
                 time.sleep(0.01)  # the room has the keystroke before the push writes
         return text
 

@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
+from spark_ide.classroom.copies import ai_policy_for, course_notice_for
 from spark_ide.classroom.models import Course
-from spark_ide.classroom.services import ai_policy_for, course_notice_for, policy_set, student_session
+from spark_ide.classroom.services import policy_set, student_session
 from spark_ide.live.policy import AiPolicy
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import Workspace

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pycrdt import Doc
 
 from spark_ide.editing import BlockStatus, EditEvent, EditState, Outcome, TurnEditor
-from spark_ide.editing.fence import FenceLines, read_existing
+from spark_ide.editing.fence_lines import FenceLines, read_existing
 
 from .support import chunk, make_doc, read
 

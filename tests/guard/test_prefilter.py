@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from spark_ide.guard import BANDIT_HINTS, wants_bandit
 from spark_ide.guard.prefilter import HINT_MARK, KEY_MARK, Words
+from spark_ide.guard.python_context import ANY_TRIGGER, SQL_WORDS, STATEMENT_MARK, STATEMENT_WORDS
 from spark_ide.guard.python_lexer import LogicalLines, Statement
-from spark_ide.guard.python_rules import _ANY_TRIGGER, _SQL_WORDS, STATEMENT_MARK, STATEMENT_WORDS
 from spark_ide.guard.secret_rules import _ANY_HINT, _ANY_PREFIX, SECRET_WORDS
 from tests.guard.corpus import CASES
 
@@ -46,7 +46,7 @@ def test_a_line_a_statement_rule_could_want_is_marked(text: str) -> None:
     marked = STATEMENT_WORDS.lines(text)
     for index, line in enumerate(_lines(text)):
         wanted = (
-            _ANY_TRIGGER.search(line) or _SQL_WORDS.search(line) or "import " in line or "from " in line
+            ANY_TRIGGER.search(line) or SQL_WORDS.search(line) or "import " in line or "from " in line
             or "debug" in line
         )
         if wanted:

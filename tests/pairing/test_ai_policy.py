@@ -12,8 +12,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from spark_ide.accounts.services import api_token_create
-from spark_ide.live import pilot as pilot_module
-from spark_ide.live import policy_gate, prompting
+from spark_ide.live import policy_gate, prompting, turn_maker
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
 from spark_ide.modelserver.config import ServerConfig
@@ -76,7 +75,7 @@ def course(monkeypatch: pytest.MonkeyPatch) -> Course:
         return request
 
     monkeypatch.setattr(DatabaseRoomStore, "ai_policy", ai_policy)
-    monkeypatch.setattr(pilot_module, "build_request", build_request)
+    monkeypatch.setattr(turn_maker, "build_request", build_request)
     monkeypatch.setattr(policy_gate, "POLICY_FRESH_S", 0.0)  # every command reads it again
     return course
 

@@ -97,7 +97,7 @@ async def test_a_rename_right_after_a_keystroke_moves_the_live_text_in_one_chang
     await client.until_true(lambda: client.text("lib/util.py") == "# typed\nX = 1\n" and client.text("util.py") is None)
 
     # app.py is deleted live but its row is still there (not materialised yet): refused.
-    room.set_file("app.py", None)
+    room.files.set_file("app.py", None)
     with pytest.raises(WorkspaceError) as refused:
         await database_sync_to_async(file_rename)(workspace=workspace, path="app.py", new_path="main.py")
     assert refused.value.code == "changed"

@@ -487,7 +487,7 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
     await typist.until_true(lambda: typist.text("app.py") == "# offline\n" + FILES["app.py"])
 
     # A clash: the old document's util.py and the new one's changed the same line.
-    room.set_file("util.py", "X = 2\n")
+    room.files.set_file("util.py", "X = 2\n")
     assert room.replacements.previous is not None
     held: Doc[Any] = Doc()
     held.apply_update(room.replacements.previous[1].get_update())  # as it held the old document
@@ -507,7 +507,7 @@ async def test_what_a_page_typed_into_the_replaced_document_is_merged_into_the_n
 
     # Past MERGE_MAX_CHARS a file is not merged line by line (on the room's loop): beside it.
     big = "".join(f"line {i}\n" for i in range(10_000))
-    room.set_file("big.txt", big + "theirs\n")
+    room.files.set_file("big.txt", big + "theirs\n")
     assert room.replacements.merge_texts({"big.txt": big}, {"big.txt": "mine\n" + big}) is None
     await typist.until_true(lambda: typist.text("big.mine.txt") == "mine\n" + big)
     assert room.texts()["big.txt"] == big + "theirs\n"

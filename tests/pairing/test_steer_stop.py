@@ -154,7 +154,7 @@ async def test_a_steering_chain_is_one_turn_of_history(live: Live, model_server:
     await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed")
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
-    history = room.pilot._history
+    history = room.pilot._maker.history
     assert len(history) == 1  # the steered turn is not history of its own
     assert history[0].prompt == say(FIRST_BLOCK + SECOND_BLOCK, rate=400) + f"\n(Redirected: {say(STEERED)})"
     assert history[0].output == STEERED

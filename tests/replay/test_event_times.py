@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from spark_ide.live.event_log import EventLogBacklog
 from spark_ide.live.events import EditStatus, TurnDelta, TurnProse, TurnStarted
 from spark_ide.live.outbox import Frame
-from spark_ide.live.pipeline import EventLogBacklog
 
 
 def frame(event: object, seq: int, at: int) -> Frame:

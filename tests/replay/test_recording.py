@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 from pycrdt import Doc
 
 from spark_ide.editing.document import document_texts
-from spark_ide.live.pipeline import now_ms
+from spark_ide.live.event_log import now_ms
 from spark_ide.live.room import Room
 from spark_ide.modelserver.engines.scripted import ScriptedEngine, split_tokens
 from spark_ide.modelserver.server import ModelServer

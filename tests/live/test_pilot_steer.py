@@ -1,0 +1,116 @@
+"""A steer, in the order DESIGN.md §2 fixes, without Django: the old turn stops being
+forwarded, its block in flight is rolled back, its end is announced (``steered``), and only
+then does the re-prompt, carrying the steer, start; nothing of the old answer is published
+after its ``turn.finished``, and the old generation is stopped upstream."""
+
+from __future__ import annotations
+
+from spark_ide.live.events import EditStatus, TurnDelta, TurnSteered
+from spark_ide.live.prompting import PromptStyle
+from spark_ide.upstream import UpstreamError
+from tests.support.pilot_rig import pilot_rig
+from tests.support.waits import eventually
+
+FILES = {"app.py": "def add(a, b):\n    return a + b\n", "util.py": "X = 1\n"}
+HALF_BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 2\n'
+THREE = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\nX = 3\n</new_text>\n</edit>\n'
+
+
+async def test_a_steer_mid_stream_ends_the_old_turn_before_the_re_prompt_which_carries_the_steer() -> None:
+    async with pilot_rig(FILES) as rig:
+        old = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta("Changing X.\n")
+        stream.delta(HALF_BLOCK)
+        await eventually(lambda: "streaming" in rig.states(old))
+
+        rig.steer("make it 3", author="cole", user_id=8)
+        stream.delta("stale: sent as the steer came\n")
+        new = await rig.started(lambda event: event.steered_from == old)
+        stream.delta("stale: sent after the steer\n")
+        successor = await rig.model.next_stream()
+
+        finished = await rig.finished(old)
+        assert (finished.status, finished.reason, finished.by) == ("steered", "steered", "cole")
+        rolled_back = [e for e in rig.published.of(EditStatus, old) if e.state == "rolled_back"]
+        assert len(rolled_back) == 1
+        # (a)+(b) its block in flight rolled back, then its end announced, then (c) the new turn.
+        assert rig.published.index(rolled_back[0]) < rig.published.index(finished) < rig.published.index(new)
+        after_end = rig.published.items[rig.published.index(finished):]
+        assert not [e for e in after_end if isinstance(e, TurnDelta | EditStatus) and e.turn == old]
+        assert "stale" not in rig.answer(old)
+        assert rig.texts() == FILES  # the half block went with the old turn
+        assert rig.model.stopped == [stream]  # (d) the old generation is stopped upstream
+
+        request = successor.request.input[-1].text
+        assert "Request: change X" in request and "The user redirects you: make it 3" in request
+        assert "Changing X." in request  # the partial answer it interrupted
+        assert (new.author, new.prompt) == ("cole", "make it 3")
+        steered = await rig.published.until(TurnSteered, lambda event: event.turn == new.turn)
+        assert steered.steered_from == old and steered.steer_ms >= 0
+
+        successor.delta(THREE)
+        successor.complete(None)
+        done = await rig.finished(new.turn)
+        assert (done.status, done.reason) == ("completed", "answered")
+        assert rig.texts()["util.py"] == "X = 3\n"
+        await rig.recorded(new.turn)
+        assert rig.store.turns[new.turn].record.steered_from == old
+        assert rig.store.outcome(old).status == "steered"
+
+
+async def test_a_chain_of_steers_keeps_the_first_request_and_every_redirection() -> None:
+    async with pilot_rig(FILES) as rig:
+        first = rig.prompt("change X")
+        stream = await rig.model.next_stream()
+        stream.delta("Looking.\n")
+        await rig.delta_seen(first, "Looking.")
+        rig.steer("use 3")
+        second = await rig.started(lambda event: event.steered_from == first)
+        stream = await rig.model.next_stream()
+        stream.delta("Using 3.\n")
+        await rig.delta_seen(second.turn, "Using 3.")
+        rig.steer("no, 4")
+        third = await rig.started(lambda event: event.steered_from == second.turn)
+        text = (await rig.model.next_stream()).request.input[-1].text
+        assert "Request: change X" in text
+        assert text.index("use 3") < text.index("no, 4")
+        assert (await rig.finished(second.turn)).status == "steered"
+        assert rig.pilot.running_turn == third.turn
+
+
+async def test_a_small_model_is_re_prompted_with_the_steer_as_its_request() -> None:
+    async with pilot_rig(FILES, style=PromptStyle.small_model(context_tokens=4096, max_output_tokens=256)) as rig:
+        old = rig.prompt("write a function that checks if a number is prime")
+        stream = await rig.model.next_stream()
+        stream.delta("Sure, here is")
+        await rig.delta_seen(old, "Sure")
+        rig.steer("instead write a function that reverses a string")
+        await rig.started(lambda event: event.steered_from == old)
+        text = (await rig.model.next_stream()).request.input[-1].text
+        assert "Request: instead write a function that reverses a string" in text
+        assert "prime" not in text and "redirects you" not in text
+
+
+async def test_a_steer_with_nothing_running_starts_a_turn() -> None:
+    async with pilot_rig(FILES) as rig:
+        rig.steer("add a docstring")
+        started = await rig.started()
+        assert started.steered_from is None and started.prompt == "add a docstring"
+        assert "Request: add a docstring" in (await rig.model.next_stream()).request.input[-1].text
+
+
+async def test_a_steer_the_model_cannot_take_fails_the_new_turn_and_stops_the_old_answer() -> None:
+    async with pilot_rig(FILES) as rig:
+        old = rig.prompt("change X")
+        stream = await rig.model.next_stream()
+        stream.delta(HALF_BLOCK)
+        await eventually(lambda: "streaming" in rig.states(old))
+        rig.model.refuse.append(UpstreamError("provider_unavailable", "gone"))
+        rig.steer("make it 3")
+        new = await rig.started(lambda event: event.steered_from == old)
+        assert (await rig.finished(old)).reason == "steered"
+        end = await rig.finished(new.turn)
+        assert (end.status, end.reason) == ("failed", "model_unavailable") and "gone" in end.error
+        assert rig.model.stopped == [stream]
+        assert rig.texts() == FILES

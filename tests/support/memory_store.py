@@ -1,0 +1,217 @@
+"""A room's storage in memory: ``live.store.RoomStore`` without Django, for tests of the live
+engine (the Pilot, the room) that need no database.
+
+It keeps what ``spark_ide.pairing.adapter.DatabaseRoomStore`` keeps, the way it keeps it: the
+document as a state and the updates after it (compaction folds them in, a replacement starts a
+new generation and keeps the one before), the materialised file texts, the turn-event log, the
+turn and run records, and the course's AI policy with the tokens of the recorded turns counted
+in it. A test can make any operation fail (``fail``), as a database that stopped answering.
+
+This module imports no Django (tests/test_pure_cores.py checks it with the cores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pycrdt import Doc
+
+from spark_ide.editing.document import document_from_texts, document_texts
+from spark_ide.guard import GuardMode
+from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
+from spark_ide.live.policy import AiPolicy
+from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
+
+
+class StorageDown(OSError):
+    """What a failing operation raises (``MemoryRoomStore.fail``)."""
+
+
+@dataclass
+class StoredTurn:
+    """A turn's record: as started, as it ended (None while it runs), and whether it is reverted."""
+
+    record: TurnRecord
+    status: str = TurnStatus.RUNNING.value
+    outcome: TurnOutcome | None = None
+    reverted: bool = False
+
+
+@dataclass
+class StoredRun:
+    record: RunRecord
+    outcome: RunOutcome | None = None
+
+
+@dataclass
+class MemoryRoomStore:
+    """One workspace's room storage. ``files``: the workspace's files before its first room
+    (its document is made from them, as a workspace's first document is); ``policy``: its
+    course's AI rules, ``tokens_used`` being what was used before the turns recorded here;
+    ``guard_mode``: the security watchdog's mode (off unless a test turns it on)."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    policy: AiPolicy = AiPolicy.OPEN
+    guard_mode_now: GuardMode = GuardMode.OFF
+    epoch: int = 0
+    generation: int = 0
+    state: bytes | None = None  # the compacted document (None: not made from the files yet)
+    previous: bytes | None = None  # the whole document of the generation before, once replaced
+    updates: list[tuple[int, bytes]] = field(default_factory=list)  # (id, update) after ``state``
+    events: list[StoredEvent] = field(default_factory=list)
+    turns: dict[str, StoredTurn] = field(default_factory=dict)
+    runs: dict[str, StoredRun] = field(default_factory=dict)
+    failing: set[str] = field(default_factory=set)  # names of the operations that raise now
+    calls: list[str] = field(default_factory=list)  # every operation asked of it, in order
+    closed: bool = False
+    _next_id: int = 0
+
+    # -- what a test does with it --------------------------------------------------------------
+
+    def fail(self, *operations: str) -> None:
+        """From now on each of ``operations`` (method names: ``append_update``, ...) raises."""
+        unknown = [name for name in operations if not callable(getattr(self, name, None))]
+        if unknown:
+            raise ValueError(f"no such storage operation: {unknown}")
+        self.failing.update(operations)
+
+    def heal(self) -> None:
+        """Every operation answers again."""
+        self.failing.clear()
+
+    def document(self) -> Doc[Any]:
+        """The document as stored: the state with every update after it applied."""
+        doc: Doc[Any] = Doc()
+        if self.state is not None:
+            doc.apply_update(self.state)
+        for _, update in self.updates:
+            doc.apply_update(update)
+        return doc
+
+    def texts(self) -> dict[str, str]:
+        """The stored document's files (what a room opening now would hold)."""
+        return document_texts(self.document())
+
+    def _check(self, operation: str) -> None:
+        self.calls.append(operation)
+        if operation in self.failing:
+            raise StorageDown(f"storage is down ({operation})")
+
+    # -- the document ----------------------------------------------------------------------------
+
+    async def open(self) -> RoomState:
+        self._check("open")
+        if self.state is None:
+            self.state = document_from_texts(self.files, "files").get_update()
+        self.epoch += 1
+        unfinished = tuple(turn for turn, stored in self.turns.items() if stored.status == TurnStatus.RUNNING.value)
+        for turn in unfinished:  # what an earlier owner was running is lost, as the database records it
+            self.turns[turn].status = TurnStatus.FAILED.value
+        return RoomState(
+            document=self.document().get_update(), epoch=self.epoch, unfinished=unfinished,
+            generation=self.generation,
+        )
+
+    async def append_update(self, update: bytes) -> int:
+        self._check("append_update")
+        self._next_id += 1
+        self.updates.append((self._next_id, update))
+        return self._next_id
+
+    async def compact(self, state: bytes, *, through_id: int) -> None:
+        self._check("compact")
+        self.state = state
+        self.updates = [(update_id, update) for update_id, update in self.updates if update_id > through_id]
+
+    async def replace_document(self, state: bytes, *, generation: int, previous: bytes | None) -> None:
+        self._check("replace_document")
+        self.state, self.generation, self.previous, self.updates = state, generation, previous, []
+
+    async def previous_document(self, generation: int) -> bytes | None:
+        self._check("previous_document")
+        return self.previous if generation == self.generation - 1 else None
+
+    async def write_files(self, texts: Mapping[str, str]) -> None:
+        self._check("write_files")
+        self.files = dict(texts)
+
+    # -- the turn-event log ----------------------------------------------------------------------
+
+    async def append_events(self, events: Sequence[StoredEvent]) -> None:
+        self._check("append_events")
+        self.events += events
+
+    async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
+        self._check("events_after")
+        return [entry for entry in self.events if entry.seq > seq][:limit]
+
+    async def recent_events(self, *, turns: int, deltas_of: str | None) -> list[StoredEvent]:
+        self._check("recent_events")
+        started = [entry.event.turn for entry in self.events if isinstance(entry.event, TurnStarted)]
+        recent = set(started[-turns:]) if turns > 0 else set()
+        return [
+            entry for entry in self.events
+            if entry.event.turn in recent and (not isinstance(entry.event, TurnDelta) or entry.event.turn == deltas_of)
+        ]
+
+    # -- turn and run records --------------------------------------------------------------------
+
+    async def turn_started(self, record: TurnRecord) -> None:
+        self._check("turn_started")
+        self.turns[record.turn] = StoredTurn(record)
+
+    async def turn_finished(self, outcome: TurnOutcome) -> None:
+        self._check("turn_finished")
+        stored = self.turns[outcome.turn]  # a turn is recorded as started first (``Records`` keeps the order)
+        stored.status, stored.outcome = outcome.status, outcome
+
+    async def turn_reverted(self, turn: str) -> None:
+        self._check("turn_reverted")
+        self.turns[turn].reverted = True
+
+    async def turn_restored(self, turn: str) -> None:
+        self._check("turn_restored")
+        self.turns[turn].reverted = False
+
+    async def run_started(self, record: RunRecord) -> None:
+        self._check("run_started")
+        self.runs[record.run] = StoredRun(record)
+
+    async def run_finished(self, outcome: RunOutcome) -> None:
+        self._check("run_finished")
+        self.runs[outcome.run].outcome = outcome
+
+    # -- the rules -------------------------------------------------------------------------------
+
+    async def ai_policy(self) -> AiPolicy:
+        """``policy`` with the tokens of the turns recorded here added to those used before (the
+        classroom sums the copy's turns' ``metrics["tokens"]`` the same way)."""
+        self._check("ai_policy")
+        if self.policy == AiPolicy.OPEN:
+            return self.policy
+        used = sum(_tokens(stored.outcome) for stored in self.turns.values())
+        return dataclasses.replace(self.policy, tokens_used=self.policy.tokens_used + used)
+
+    async def guard_mode(self) -> GuardMode:
+        self._check("guard_mode")
+        return self.guard_mode_now
+
+    async def close(self) -> None:
+        self._check("close")
+        self.closed = True
+
+    # -- what tests read -------------------------------------------------------------------------
+
+    def outcome(self, turn: str) -> TurnOutcome:
+        """How ``turn`` ended, as recorded (AssertionError while it is not)."""
+        stored = self.turns.get(turn)
+        assert stored is not None and stored.outcome is not None, f"turn {turn} has no recorded end"
+        return stored.outcome
+
+
+def _tokens(outcome: TurnOutcome | None) -> int:
+    tokens = outcome.metrics.get("tokens") if outcome is not None else None
+    return tokens if isinstance(tokens, int) else 0
