@@ -218,6 +218,11 @@ try:
     SPARK_EDIT_STYLE = edit_style_from(os.environ, provider=_PROVIDER, model=_MODEL).value
 except UpstreamConfigError as exc:
     raise ConfigError(exc.message) from None
+# The tool loop (docs/protocol.md §4 "Rounds"): a turn answers the model's tool calls and lets
+# it go on, for at most this many responses; then the turn ends, saying so.
+SPARK_MAX_ROUNDS = envint("SPARK_MAX_ROUNDS", 8)
+if SPARK_MAX_ROUNDS < 1:
+    raise ConfigError(f"SPARK_MAX_ROUNDS must be at least 1, got {SPARK_MAX_ROUNDS}")
 SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)

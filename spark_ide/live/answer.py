@@ -8,14 +8,28 @@ The upstream stream's last event says how the answer ended. What ends it comes b
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spark_ide.upstream import Completed, ErrorEvent, Failed, Incomplete, TextDelta
+from spark_ide.upstream import (
+    Completed,
+    ErrorEvent,
+    Failed,
+    Incomplete,
+    TextDelta,
+    ToolCallDone,
+    ToolCallStarted,
+    ToolInputDelta,
+    UpstreamError,
+)
+from spark_ide.upstream.events import TerminalEvent
 
-from .events import FinishReason, TurnDelta, TurnEvent, TurnStatus
-from .model_link import upstream_failure
+from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
+from .model_link import ModelLink, upstream_failure
 from .policy_gate import PolicyGate
+from .prompting import DEFAULT_MAX_ROUNDS
+from .rounds import ToolRounds
 from .turns import TurnRun
 from .watch_gate import WatchGate
 
@@ -38,31 +52,111 @@ NO_ANSWER = Ending(TurnStatus.FAILED, FinishReason.NO_ANSWER, "the model connect
 
 class AnswerReader:
     """``publish``: the room's turn events; ``policy``: the course's AI policy and its quota;
-    ``watchdog``: applies each delta to the files through the security watchdog."""
+    ``watchdog``: applies each delta to the files through the security watchdog; ``link``: the
+    model's connection, on which a turn's next round is asked for (``rounds``)."""
 
-    def __init__(self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate) -> None:
+    def __init__(
+        self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate, link: ModelLink,
+    ) -> None:
         self._publish = publish
         self._policy = policy
         self._watchdog = watchdog
+        self._link = link
 
     async def read(self, run: TurnRun) -> Ending | None:
-        """Read ``run``'s answer until something ends it; None when the turn ended otherwise
-        meanwhile (stopped, steered) or the watchdog halted it (the Pilot's loop corrects it).
-        A stream that ends without a last event is ``NO_ANSWER`` (nothing, if the turn ended
-        already: ``Pilot._finish`` ends a turn once)."""
+        """Read ``run``'s answer until something ends it, round after round while the model
+        ends its responses with tool calls; None when the turn ended otherwise meanwhile
+        (stopped, steered) or the watchdog halted it (the Pilot's loop corrects it). A stream
+        that ends without a last event is ``NO_ANSWER`` (nothing, if the turn ended already:
+        ``Pilot._finish`` ends a turn once)."""
+        while True:
+            last, ending = await self._read_round(run)
+            if last is None:
+                return ending
+            if not isinstance(last, Completed) or not last.tool_calls:
+                return self._last(run, last)
+            ending = await self._next_round(run, last)
+            if ending is not None or not run.live:
+                return ending
+
+    async def _read_round(self, run: TurnRun) -> tuple[TerminalEvent | None, Ending | None]:
+        """One response of the turn: its last event, or (None, what ended the turn first)."""
         assert run.stream is not None
+        tools = self._tools(run)
         async for event in run.stream:
             if not run.live:
-                return None
+                return None, None
             if isinstance(event, TextDelta):
                 halted, ending = self._delta(run, event.text)
-                if halted:
-                    return None  # nothing more of this answer is applied
-                if ending is not None:
-                    return ending
+            elif isinstance(event, ToolInputDelta):
+                halted, ending = self._tool_delta(run, tools, event)
+            elif isinstance(event, ToolCallStarted):
+                tools.started(event)
                 continue
-            return self._last(run, event)
-        return NO_ANSWER
+            elif isinstance(event, ToolCallDone):
+                halted, ending = self._call_done(run, tools, event), None
+            else:
+                return event, None
+            if halted:
+                return None, None  # nothing more of this answer is applied
+            if ending is not None:
+                return None, ending
+        return None, NO_ANSWER
+
+    @staticmethod
+    def _tools(run: TurnRun) -> ToolRounds:
+        if run.tools is None:  # a turn made without (offers no tool): any call is answered failed
+            run.tools = ToolRounds(run.editor, frozenset(), DEFAULT_MAX_ROUNDS)
+        return run.tools
+
+    async def _next_round(self, run: TurnRun, done: Completed) -> Ending | None:
+        """The response ended with tool calls: answer them all in the next request of the turn,
+        on the warm connection, and read on (``run.stream`` is the new response's); or end the
+        turn at the round limit, or when the model cannot be reached."""
+        tools = self._tools(run)
+        self._count_usage(run, done)
+        outputs = tools.outputs(done.tool_calls)
+        if tools.last_round:
+            return Ending(
+                TurnStatus.COMPLETED, FinishReason.MAX_ROUNDS,
+                f"the model still called tools after {tools.round} rounds, the most a turn has (SPARK_MAX_ROUNDS)",
+            )
+        assert run.stream is not None
+        answer = run.stream.text
+        run.request = run.request.next_round(
+            response_id=done.response_id, answer=answer, calls=done.tool_calls, outputs=outputs,
+        )
+        run.said.append(answer)
+        tools.next_round()
+        self._publish(TurnRound(
+            turn=run.id, round=tools.round, calls=len(outputs),
+            failed=sum(output.status == "failed" for output in outputs),
+        ))
+        try:
+            client = await self._link.client()
+            stream = await client.start(run.request)
+        except (UpstreamError, OSError) as exc:
+            return Ending(
+                TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, f"the model is unavailable: {exc}", drop_link=True,
+            )
+        if not run.live:  # ended while the request went out: its answer is not wanted
+            with contextlib.suppress(UpstreamError, OSError):
+                await stream.cancel()
+            return None
+        run.stream = stream
+        return None
+
+    def _call_done(self, run: TurnRun, tools: ToolRounds, event: ToolCallDone) -> bool:
+        """A call's input is whole: its last hunk closes (through the watchdog: True, halted)."""
+        return self._watchdog.apply(run, "", feed=lambda _: tools.done(event))
+
+    def _tool_delta(self, run: TurnRun, tools: ToolRounds, event: ToolInputDelta) -> tuple[bool, Ending | None]:
+        """Apply more of a call's input (with what waits of it, up to the quota): whether the
+        watchdog halted the turn, and whether the quota ends it."""
+        text = run.take_input(event.call_id, event.text, self._policy.tokens_left(run.streamed_tokens + 1))
+        if self._watchdog.apply(run, text, feed=lambda piece: tools.delta(event.call_id, piece)):
+            return True, None
+        return False, self._after_tokens(run)
 
     def _delta(self, run: TurnRun, delta: str) -> tuple[bool, Ending | None]:
         """Publish and apply a delta (with those waiting behind it, up to the quota): whether
@@ -76,20 +170,30 @@ class AnswerReader:
                 TurnStatus.CANCELLED, FinishReason.REPETITION, "the model was repeating itself; it was stopped",
                 upstream_running=True,
             )
+        return False, self._after_tokens(run)
+
+    def _after_tokens(self, run: TurnRun) -> Ending | None:
+        """After more of the answer was applied: the rules and the policy as they are now, and
+        the quota's end when the turn passed it."""
         self._policy.refresh()
         self._watchdog.refresh_rules()
         if self._policy.over_quota(run.streamed_tokens):
-            return False, Ending(
+            return Ending(
                 TurnStatus.CANCELLED, FinishReason.QUOTA, self._policy.quota_message(), upstream_running=True,
             )
-        return False, None
+        return None
+
+    @staticmethod
+    def _count_usage(run: TurnRun, done: Completed) -> None:
+        """The provider's count of a response's output tokens, added up over the rounds."""
+        if done.usage is not None:
+            run.output_tokens = (run.output_tokens or 0) + done.usage.output_tokens
 
     @staticmethod
     def _last(run: TurnRun, event: Completed | Incomplete | Failed | ErrorEvent) -> Ending:
         """The ending of an answer whose stream ended with ``event``."""
         if isinstance(event, Completed):
-            if event.usage is not None:
-                run.output_tokens = event.usage.output_tokens
+            AnswerReader._count_usage(run, event)
             return Ending(TurnStatus.COMPLETED, FinishReason.ANSWERED)
         if isinstance(event, Incomplete):
             return Ending(TurnStatus.COMPLETED, FinishReason.INCOMPLETE, f"the answer was cut short: {event.reason}")

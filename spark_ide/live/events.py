@@ -53,6 +53,7 @@ __all__ = [
     "TurnQueued",
     "TurnRestored",
     "TurnReverted",
+    "TurnRound",
     "TurnStarted",
     "TurnStatus",
     "TurnSteered",
@@ -114,6 +115,9 @@ class FinishReason(StrEnum):
     FIRST_BYTE_TIMEOUT = "first_byte_timeout"
     STALLED = "stalled"
     MODEL_PROTOCOL_ERROR = "model_protocol_error"
+    # The tool loop (docs/protocol.md §4 "Rounds"): the model still made tool calls in its last
+    # response allowed (SPARK_MAX_ROUNDS); the turn ended there, its calls unanswered.
+    MAX_ROUNDS = "max_rounds"
 
 
 class ErrorCode(StrEnum):
@@ -497,6 +501,18 @@ class TurnSteered(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRound(TurnEvent):
+    """The model's tool calls were answered and it goes on in the same turn: ``round`` (2 or
+    more) begins. ``calls``: the calls the round before made; ``failed``: those answered
+    ``failed`` (a hunk that found nothing, a tool that does not exist)."""
+
+    type: ClassVar[str] = "turn.round"
+    round: int
+    calls: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished(TurnEvent):
     type: ClassVar[str] = "turn.finished"
     status: TurnStatus
@@ -549,7 +565,7 @@ class GuardFinding(TurnEvent):
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnFinished, TurnReverted,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
     TurnRestored, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""

@@ -94,7 +94,7 @@ class Pilot:
         self._watchdog = WatchGate(
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
-        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog)
+        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog, link=self._link)
 
     @property
     def busy(self) -> bool:

@@ -14,6 +14,8 @@ from spark_ide.upstream import Message, TurnRequest
 from spark_ide.upstream.dialects import INSTRUCTIONS, EditStyle
 from spark_ide.upstream.profiles import Effort
 
+DEFAULT_MAX_ROUNDS = 8  # SPARK_MAX_ROUNDS
+
 CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context budget
 
 # The instructions of each edit dialect live with its tool (upstream.dialects); these two names
@@ -53,6 +55,7 @@ class PromptStyle:
     history_turns: int = 20  # past turns sent with a request, at most
     max_output_tokens: int | None = None  # every turn's ceiling
     stable_prefix: bool = False  # order the request so a local model's cache of the last one serves
+    max_rounds: int = DEFAULT_MAX_ROUNDS  # responses in one turn's tool loop, at most (SPARK_MAX_ROUNDS)
 
     @property
     def whole_file_only(self) -> bool:

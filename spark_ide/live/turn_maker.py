@@ -17,6 +17,7 @@ from spark_ide.editing.limits import FileLimits
 from .events import TurnStatus
 from .policy import AiPolicy
 from .prompting import PastTurn, PromptStyle, TurnInput, build_request
+from .rounds import ToolRounds, offered_tools
 from .turn_watch import TurnWatch
 from .turns import Command, TurnRun, chain_of, new_turn_id
 
@@ -56,12 +57,13 @@ class TurnMaker:
         )
         turn_id = command.turn or new_turn_id()
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
+        request = build_request(turn_input, self._style)
+        editor = TurnEditor(
+            self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
+        )
+        tools = ToolRounds(editor, offered_tools(request.edit_style), self._style.max_rounds)
         return TurnRun(
-            id=turn_id, command=command, origin=chain.origin, request=build_request(turn_input, self._style),
-            editor=TurnEditor(
-                self._document(), turn_id, fence_path=fence_path, limits=self._limits,
-                explain_only=not policy.edits_apply,
-            ),
+            id=turn_id, command=command, origin=chain.origin, request=request, editor=editor, tools=tools,
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
         )

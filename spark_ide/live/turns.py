@@ -17,6 +17,7 @@ from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, T
 from .meter import Meter
 from .prompting import PastTurn, steering_note
 from .repetition import RepetitionGuard
+from .rounds import ToolRounds
 from .turn_watch import TurnWatch
 
 # Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
@@ -81,14 +82,27 @@ class TurnRun:
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
     tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
+    tools: ToolRounds | None = None  # its tool calls, round by round (None: made without, in tests)
+    said: list[str] = field(default_factory=list)  # the text of its earlier rounds
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
         model (up to ``MERGED_CHARS`` in all, and at most ``most`` of them: a quota's tokens
         left): what the Pilot applies in one step."""
+        return self._take(text, most, None)
+
+    def take_input(self, call_id: str, text: str, most: int | None = None) -> str:
+        """More of tool call ``call_id``'s input, with what is waiting of it (as ``take_delta``)."""
+        return self._take(text, most, call_id)
+
+    def _take(self, text: str, most: int | None, call_id: str | None) -> str:
         more = 0
-        if self.stream is not None and self.stream.waiting and (most is None or most > 0):
-            waiting, more = self.stream.take_waiting_text(MERGED_CHARS, most)
+        stream = self.stream
+        if stream is not None and stream.waiting and (most is None or most > 0):
+            if call_id is None:
+                waiting, more = stream.take_waiting_text(MERGED_CHARS, most)
+            else:
+                waiting, more = stream.take_waiting_input(call_id, MERGED_CHARS, most)
             text += waiting
         self.deltas += 1 + more
         self.chars += len(text)
@@ -102,7 +116,8 @@ class TurnRun:
 
     @property
     def output(self) -> str:
-        return self.stream.text if self.stream is not None else ""
+        """What the model said over all its rounds (a tool call's input is not said)."""
+        return "".join(self.said) + (self.stream.text if self.stream is not None else "")
 
     def chain_prompt(self) -> str:
         """What the user asked over a steering chain: the first prompt and each redirection."""

@@ -98,17 +98,22 @@ class WatchGate:
 
     # -- a delta -----------------------------------------------------------------------------
 
-    def apply(self, run: TurnRun, text: str) -> bool:
+    def apply(self, run: TurnRun, text: str, feed: Callable[[str], list[EditEvent]] | None = None) -> bool:
         """Apply a delta of ``run``'s answer (see the module docstring). True: the watchdog
-        halted the turn."""
+        halted the turn. ``feed``: where the delta goes when it is not answer text (a tool
+        call's input, ``rounds.ToolRounds.delta``); any of its lines may end a hunk."""
         watch = run.watch
-        tail, run.tail = run.tail, text[-BLOCK_END_CHARS:]
-        may_end = watch is not None and may_end_a_block(tail + text)  # with the last delta's end: a cut marker
+        if feed is None:
+            feed = run.editor.feed
+            tail, run.tail = run.tail, text[-BLOCK_END_CHARS:]
+            may_end = watch is not None and may_end_a_block(tail + text)  # with the last delta's end: a cut marker
+        else:
+            may_end = watch is not None
         # What the watchdog holds unread is read before anything may end its block.
         if may_end and watch is not None and watch.holding and self._watch(run, watch.feed([])):
             return True
         if watch is None or text.count("\n") < 2 or not may_end:
-            edits = run.editor.feed(text)
+            edits = feed(text)
             publish_edits(self._publish, edits)
             code = run.editor.take_code()
             if watch is None or not (code or edits):
@@ -119,7 +124,7 @@ class WatchGate:
         held: list[EditEvent] = []
         found: list[Finding] = []
         for piece in text.splitlines(keepends=True):
-            edits = run.editor.feed(piece)
+            edits = feed(piece)
             held += edits
             code = run.editor.take_code()
             if code or edits:

@@ -272,7 +272,9 @@ def prompt_style() -> PromptStyle:
     style = parse_edit_style(settings.SPARK_EDIT_STYLE, provider=os.environ.get("SPARK_PROVIDER") or "local")
     if style is EditStyle.WHOLE_FILE:
         return PromptStyle.small_model(context_tokens=tokens, max_output_tokens=ceiling)
-    return PromptStyle(edit_style=style, context_tokens=tokens, max_output_tokens=ceiling)
+    return PromptStyle(
+        edit_style=style, context_tokens=tokens, max_output_tokens=ceiling, max_rounds=settings.SPARK_MAX_ROUNDS,
+    )
 
 
 RUNNER = CeleryRunner()  # this process's code runs

@@ -26,6 +26,7 @@ export const EVENT = Object.freeze({
   TURN_PROSE: "turn.prose",
   EDIT_STATUS: "edit.status",
   TURN_STEERED: "turn.steered",
+  TURN_ROUND: "turn.round",
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
@@ -116,6 +117,7 @@ export const FINISH_REASON = Object.freeze({
   FIRST_BYTE_TIMEOUT: "first_byte_timeout",
   STALLED: "stalled",
   MODEL_PROTOCOL_ERROR: "model_protocol_error",
+  MAX_ROUNDS: "max_rounds",
 });
 
 // The `code` of an `error` event (events.ErrorCode).

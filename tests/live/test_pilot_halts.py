@@ -11,7 +11,7 @@ from spark_ide.guard import GuardMode
 from spark_ide.live import pipeline
 from spark_ide.live.events import ErrorCode, ErrorEvent, GuardFinding, Policy, TurnFinished, TurnStarted
 from spark_ide.live.policy import AiMode, AiPolicy
-from tests.support.pilot_rig import pilot_rig
+from tests.support.pilot_rig import pilot_rig, prompt_of
 from tests.support.room_rig import room_rig
 from tests.support.waits import eventually
 
@@ -102,7 +102,7 @@ async def test_the_watchdog_halts_a_flaw_as_it_is_written_and_re_prompts_the_mod
         correction = await rig.started(lambda event: event.steered_from == turn)
         assert correction.turn == halted.correction and correction.author == "watchdog"
         successor = await rig.model.next_stream()
-        assert "security watchdog stopped you" in successor.request.input[-1].text
+        assert "security watchdog stopped you" in prompt_of(successor.request)
         assert rig.model.stopped == [stream]
 
         successor.delta(FIXED)

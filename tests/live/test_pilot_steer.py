@@ -8,7 +8,7 @@ from __future__ import annotations
 from spark_ide.live.events import EditStatus, TurnDelta, TurnSteered
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.upstream import UpstreamError
-from tests.support.pilot_rig import pilot_rig
+from tests.support.pilot_rig import pilot_rig, prompt_of
 from tests.support.waits import eventually
 
 FILES = {"app.py": "def add(a, b):\n    return a + b\n", "util.py": "X = 1\n"}
@@ -42,7 +42,7 @@ async def test_a_steer_mid_stream_ends_the_old_turn_before_the_re_prompt_which_c
         assert rig.texts() == FILES  # the half block went with the old turn
         assert rig.model.stopped == [stream]  # (d) the old generation is stopped upstream
 
-        request = successor.request.input[-1].text
+        request = prompt_of(successor.request)
         assert "Request: change X" in request and "The user redirects you: make it 3" in request
         assert "Changing X." in request  # the partial answer it interrupted
         assert (new.author, new.prompt) == ("cole", "make it 3")
@@ -72,7 +72,7 @@ async def test_a_chain_of_steers_keeps_the_first_request_and_every_redirection()
         await rig.delta_seen(second.turn, "Using 3.")
         rig.steer("no, 4")
         third = await rig.started(lambda event: event.steered_from == second.turn)
-        text = (await rig.model.next_stream()).request.input[-1].text
+        text = prompt_of((await rig.model.next_stream()).request)
         assert "Request: change X" in text
         assert text.index("use 3") < text.index("no, 4")
         assert (await rig.finished(second.turn)).status == "steered"
@@ -87,7 +87,7 @@ async def test_a_small_model_is_re_prompted_with_the_steer_as_its_request() -> N
         await rig.delta_seen(old, "Sure")
         rig.steer("instead write a function that reverses a string")
         await rig.started(lambda event: event.steered_from == old)
-        text = (await rig.model.next_stream()).request.input[-1].text
+        text = prompt_of((await rig.model.next_stream()).request)
         assert "Request: instead write a function that reverses a string" in text
         assert "prime" not in text and "redirects you" not in text
 
@@ -97,7 +97,7 @@ async def test_a_steer_with_nothing_running_starts_a_turn() -> None:
         rig.steer("add a docstring")
         started = await rig.started()
         assert started.steered_from is None and started.prompt == "add a docstring"
-        assert "Request: add a docstring" in (await rig.model.next_stream()).request.input[-1].text
+        assert "Request: add a docstring" in prompt_of((await rig.model.next_stream()).request)
 
 
 async def test_a_steer_the_model_cannot_take_fails_the_new_turn_and_stops_the_old_answer() -> None:

@@ -5,8 +5,8 @@ milliseconds; nothing here opens a database or a socket."""
 from __future__ import annotations
 
 from spark_ide.live.events import ErrorCode, TurnFinished, TurnQueued, TurnRestored, TurnReverted, TurnStarted
-from spark_ide.upstream import Usage
-from tests.support.pilot_rig import pilot_rig
+from spark_ide.upstream import Message, Usage
+from tests.support.pilot_rig import pilot_rig, prompt_of
 from tests.support.waits import eventually
 
 FILES = {"app.py": "def add(a, b):\n    return a + b\n", "util.py": "X = 1\n"}
@@ -21,7 +21,7 @@ async def test_a_turn_publishes_its_answer_and_edits_in_order_and_is_recorded() 
         started = await rig.started()
         assert (started.turn, started.prompt, started.author, started.steered_from) == (turn, "change X", "ada", None)
         assert rig.pilot.running_turn == turn and rig.pilot.busy
-        request = rig.model.requests[0].input[-1].text
+        request = prompt_of(rig.model.requests[0])
         assert "Request: change X" in request and '<file path="util.py">\nX = 1\n</file>' in request
 
         stream.delta("Changing X.\n")
@@ -83,8 +83,8 @@ async def test_prompts_sent_while_a_turn_runs_wait_in_order_and_each_starts_afte
         ends = rig.published.of(TurnFinished)
         for start, end_before in zip(starts[1:], ends, strict=False):
             assert rig.published.index(end_before) < rig.published.index(start)  # one turn at a time
-        assert "Request: three" in rig.model.requests[2].input[-1].text
-        past = [message.text for message in rig.model.requests[2].conversation[:-1]]
+        assert "Request: three" in prompt_of(rig.model.requests[2])
+        past = [item.text for item in rig.model.requests[2].conversation[:-1] if isinstance(item, Message)]
         assert any("answer two" in text for text in past)  # the turns before are its history
         assert not rig.pilot.busy
 

@@ -114,7 +114,7 @@ async def test_a_file_created_from_the_tree_never_empties_one_the_live_document_
     await client.pump(0.2)
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
-    room.set_file("written.py", "by the model\n")
+    room.files.set_file("written.py", "by the model\n")
     assert await _file_text(live.workspace_id, "written.py") is None
     http = Client()
     await database_sync_to_async(http.force_login)(live.owner)

@@ -30,6 +30,7 @@ from spark_ide.live.room_guard import RoomGuard
 from spark_ide.live.store import LiveSettings
 from spark_ide.live.turns import Command, CommandKind
 from spark_ide.live.watchdog import GuardSettings
+from spark_ide.upstream import Message, TurnRequest
 from tests.support.fake_model import FakeModel
 from tests.support.memory_store import MemoryRoomStore
 from tests.support.waits import eventually
@@ -42,6 +43,13 @@ WAIT_S = 5.0  # a bound on any wait: a turn's logic takes milliseconds
 async def full_scan_in_thread(files: Mapping[str, str]) -> list[Finding]:
     """The watchdog's full scan (bandit, ruff ``S``) in a thread, not the scan process."""
     return await asyncio.to_thread(full_scan, dict(files))
+
+
+def prompt_of(request: TurnRequest) -> str:
+    """The text of a request's last message (what the model is asked now)."""
+    last = request.input[-1]
+    assert isinstance(last, Message), last
+    return last.text
 
 
 class Seen:

@@ -162,6 +162,9 @@ class LiveSession {
         this.transcript.prose(event);
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
+      case EVENT.TURN_ROUND:
+        this.transcript.round(event);
+        return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
       case EVENT.ERROR:

@@ -68,6 +68,7 @@ export const REASON_LABELS = Object.freeze({
   [FINISH_REASON.FIRST_BYTE_TIMEOUT]: "the model did not start answering in time",
   [FINISH_REASON.STALLED]: "the model stopped sending mid-answer",
   [FINISH_REASON.MODEL_PROTOCOL_ERROR]: "the model sent something that is not a valid event",
+  [FINISH_REASON.MAX_ROUNDS]: "stopped at the round limit: the model was still calling tools",
 });
 // A watchdog halt (reason guard_halt), by how the turn ended: steered into a correction turn,
 // or stopped because the model wrote the flaw again after the corrections it may have.
@@ -535,6 +536,15 @@ export class Transcript {
     entry.article.classList.remove("flash");
     void entry.article.offsetWidth; // the animation starts again
     entry.article.classList.add("flash");
+  }
+
+  // turn.round: the model's tool calls were answered and it goes on in the same turn. A line
+  // of the turn's prose, so that it stays in order with the text and chips around it (and
+  // folds and unfolds with them).
+  round({ turn, round, calls, failed }) {
+    const results = `${calls} tool result${calls === 1 ? "" : "s"}`;
+    const failures = failed ? `, ${failed} failed` : "";
+    this.prose({ turn, text: `\n\n↻ Round ${round}: the model got its ${results}${failures} and goes on.\n\n` });
   }
 
   prose({ turn, text }) {
