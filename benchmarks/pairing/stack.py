@@ -235,7 +235,9 @@ class Stack:
         if self.tap is not None:
             await self.tap.stop()  # first: the model server then has no open socket to wait on
         for process in reversed(self.processes):
-            _end(process)
+            # In a thread: this loop may serve the model the process is talking to (a test's
+            # model server), and the process's clean exit waits for that socket's close.
+            await asyncio.to_thread(_end, process)
         for log in self._logs:
             log.close()
         # A run that failed (or SPARK_BENCH_KEEP_LOGS=1): its processes' logs may say why.
@@ -247,8 +249,9 @@ class Stack:
     async def _start(self) -> None:
         model = self.upstream if self.upstream is not None else await self._start_model_server()
         env = self._env(
-            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings", **model,
-            SPARK_EDIT_STYLE="edits", SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
+            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
+            **{"SPARK_EDIT_STYLE": "edits", **model},  # the text dialect unless the model's settings say
+            SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
             # The load is one account's many pages (the fanout and rooms benchmarks open hundreds):
             # the per-user socket cap (20 by default) would refuse them. The soak uses many accounts.
             SPARK_MAX_SOCKETS_PER_USER=os.environ.get("SPARK_MAX_SOCKETS_PER_USER", "100000"),
