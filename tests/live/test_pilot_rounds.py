@@ -6,6 +6,7 @@ at the round limit, or as any turn ends (stop, steer, revert). The model is the 
 from __future__ import annotations
 
 from spark_ide.live.events import EditStatus, TurnFinished, TurnRound, TurnStarted
+from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.upstream import ToolCall, ToolOutput, Usage
 from spark_ide.upstream.dialects import EditStyle
@@ -149,3 +150,20 @@ async def test_a_revert_takes_back_every_round() -> None:
         assert "return b + a" in rig.texts()["app.py"] and "return a - b" in rig.texts()["app.py"]
         rig.revert(turn)
         await eventually(lambda: rig.texts() == FILES)
+
+
+async def test_a_patch_counts_against_the_quota_and_explain_only_offers_no_tool() -> None:
+    long_patch = FIX_SUB.replace("+    return a - b\n", "".join(f"+    # note {i}\n" for i in range(200)))
+    async with pilot_rig(FILES, style=TOOLS, policy=AiPolicy(token_quota=1_050, tokens_used=1_000)) as rig:
+        turn = rig.prompt("write notes")
+        stream = await rig.model.next_stream()
+        assert rig.model.requests[0].edit_style is EditStyle.APPLY_PATCH
+        play_tool_call(stream, patch_call("call_1", long_patch), [long_patch[i:i + 8] for i in range(0, 2000, 8)],
+                       finish=False)
+        finished = await rig.finished(turn)
+        assert (finished.status, finished.reason) == ("cancelled", "quota")
+        assert rig.model.stopped == [stream]
+    async with pilot_rig(FILES, style=TOOLS, policy=AiPolicy(mode=AiMode.EXPLAIN)) as rig:
+        rig.prompt("explain sub")
+        await rig.model.next_stream()
+        assert rig.model.requests[0].edit_style is None  # no tools key on the wire
