@@ -4,7 +4,8 @@ its request log holding every request exactly as it arrived.
 
 For each of ``apply-patch`` (a custom tool with the V4A grammar), ``apply-patch-builtin``
 (``apply_patch_call`` items, one file operation each, no envelope) and ``function`` (a
-function tool whose JSON ``input`` is the patch): the file changes while the call streams;
+function tool whose JSON ``input`` is the patch), on the Responses socket, and ``function``
+over Chat Completions (``chat``: an OpenAI-compatible host): the file changes while the call streams;
 a hunk that finds nothing is reported to the model, which fixes it in round 2; the follow-ups
 carry the outputs with the right call ids on ``previous_response_id``; and a steer in the
 middle of a hunk rolls that hunk back, keeps the finished ones and leaves no call unanswered.
@@ -22,12 +23,15 @@ import pytest
 
 from benchmarks.pairing.stack import Stack
 from spark_ide.modelserver.config import ServerConfig
+from spark_ide.modelserver.http_sse import SseModelServer
+from spark_ide.modelserver.request_log import RequestLog
 from tests.support.peer import Peer
 from tests.support.recording_engine import RecordingEngine, RecordingServer
 
 pytestmark = pytest.mark.processes
 
 KEY = "sk-test-openai-like"
+MODEL = "gpt-5.3-codex"
 APP = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + a\n"
 # Round 1: the first hunk applies; the second names lines the file does not have (and is
 # long, so that the first hunk is in the file while the call still streams).
@@ -44,6 +48,7 @@ OUTPUT_TYPES = {
     "apply-patch": "custom_tool_call_output",
     "apply-patch-builtin": "apply_patch_call_output",
     "function": "function_call_output",
+    "chat": None,  # Chat Completions: role "tool" messages
 }
 
 
@@ -53,6 +58,8 @@ def envelope(path: str, hunks: str) -> str:
 
 def call(style: str, call_id: str, path: str, hunks: str) -> dict[str, Any]:
     """A scripted ``apply_patch`` call of ``hunks`` in ``path``, as ``style`` makes it."""
+    if style == "chat":
+        style = "function"
     if style == "apply-patch":
         return {"type": "custom_tool_call", "name": "apply_patch", "input": envelope(path, hunks), "call_id": call_id}
     if style == "function":
@@ -79,24 +86,31 @@ def style(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def upstream(style: str) -> AsyncIterator[RecordingServer]:
-    config = ServerConfig(port=0, api_key=KEY, cancel_extension=False, model="gpt-5.3-codex")
-    async with RecordingServer(RecordingEngine(scripts(style), tokens_per_s=400.0, ttft_s=0.005), config) as server:
+async def upstream(style: str) -> AsyncIterator[RecordingServer | SseModelServer]:
+    engine = RecordingEngine(scripts(style), tokens_per_s=400.0, ttft_s=0.005)
+    if style == "chat":  # an OpenAI-compatible host: function tool calls over Chat Completions
+        async with SseModelServer(engine, model=MODEL, api_key=KEY, request_log=RequestLog()) as sse:
+            yield sse
+        return
+    config = ServerConfig(port=0, api_key=KEY, cancel_extension=False, model=MODEL)
+    async with RecordingServer(engine, config) as server:
         yield server
 
 
 @pytest.fixture
-async def stack(upstream: RecordingServer, style: str) -> AsyncIterator[Stack]:
+async def stack(upstream: RecordingServer | SseModelServer, style: str) -> AsyncIterator[Stack]:
+    chat = style == "chat"
     model = {
-        "SPARK_PROVIDER": "openai", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream.port}/v1",
-        "OPENAI_API_KEY": KEY, "SPARK_MODEL": "gpt-5.3-codex", "SPARK_EDIT_STYLE": style,
+        "SPARK_PROVIDER": "openai-compatible" if chat else "openai", "OPENAI_API_KEY": KEY, "SPARK_MODEL": MODEL,
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream.port}/v1", "SPARK_EDIT_STYLE": "function" if chat else style,
     }
     async with Stack({}, relay=False, upstream=model) as running:
         yield running
 
 
-def generated(upstream: RecordingServer) -> list[Any]:
+def generated(upstream: RecordingServer | SseModelServer) -> list[Any]:
     """The requests a response answered, warm-ups (``generate: false``) left out."""
+    assert upstream.request_log is not None
     return [entry for entry in upstream.request_log.answered() if entry.body.get("generate", True)]
 
 
@@ -105,11 +119,11 @@ def outputs(entry: Any) -> list[dict[str, Any]]:
 
 
 def tools_offered(body: dict[str, Any]) -> list[str]:
-    return [tool.get("name") or tool["type"] for tool in body.get("tools", [])]
+    return [tool.get("name") or tool.get("function", {}).get("name") or tool["type"] for tool in body.get("tools", [])]
 
 
 async def test_each_dialect_streams_in_place_fixes_a_failed_hunk_in_round_two_and_steers_cleanly(
-    stack: Stack, upstream: RecordingServer, style: str,
+    stack: Stack, upstream: RecordingServer | SseModelServer, style: str,
 ) -> None:
     workspace, ws_url = await stack.session({"app.py": APP, "util.py": UTIL})
     peer = Peer("driver", stack.token)
@@ -132,15 +146,23 @@ async def test_each_dialect_streams_in_place_fixes_a_failed_hunk_in_round_two_an
 
     first, second, third = generated(upstream)[:3]
     assert "apply_patch" in tools_offered(first.body), first.body.get("tools")
-    [failed] = outputs(second)
-    assert second.body["previous_response_id"] == first.response_id
-    assert (failed["type"], failed["call_id"]) == (OUTPUT_TYPES[style], "call_1")
+    # What each follow-up answers: its outputs (Chat Completions resends the earlier ones too).
+    failed, fixed = outputs(second)[-1], outputs(third)[-1]
+    assert len(outputs(second)) == 1 and len(outputs(third)) == (2 if style == "chat" else 1)
+    if style == "chat":  # no chain: the whole conversation, the calls in the assistant's message
+        assert [failed["role"], failed["tool_call_id"], fixed["tool_call_id"]] == ["tool", "call_1", "call_2"]
+        calls = [m["tool_calls"][0]["id"] for m in third.items if m.get("role") == "assistant" and m.get("tool_calls")]
+        assert calls == ["call_1", "call_2"]
+        failed["output"], fixed["output"] = failed["content"], fixed["content"]
+    else:
+        assert second.body["previous_response_id"] == first.response_id
+        assert third.body["previous_response_id"] == second.response_id
+        assert (failed["type"], failed["call_id"]) == (OUTPUT_TYPES[style], "call_1")
+        assert fixed["call_id"] == "call_2"
     assert "hunk 2 failed" in failed["output"] and "return a * a" in failed["output"], failed["output"]
     assert "hunk 1 applied" in failed["output"]
     if style == "apply-patch-builtin":
         assert failed["status"] == "failed"
-    [fixed] = outputs(third)
-    assert third.body["previous_response_id"] == second.response_id and fixed["call_id"] == "call_2"
     assert "app.py" in fixed["output"] and "failed" not in fixed["output"].lower()
     statuses = [(e["block"], e["state"]) for e in peer.events if e["type"] == "edit.status" and e["turn"] == turn]
     assert (1, "failed") in statuses and statuses[-1] == (2, "applied"), statuses
@@ -155,9 +177,10 @@ async def test_each_dialect_streams_in_place_fixes_a_failed_hunk_in_round_two_an
     new = (await peer.until(lambda e: e["type"] == "turn.started" and e.get("steered_from") == slow))["turn"]
     await peer.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new)
     assert peer.text("util.py") == "X = 10\nY = 2\n"  # the first call stays, the cut hunk is gone
+    assert upstream.request_log is not None
     refused = [entry.error for entry in upstream.request_log.entries if entry.error is not None]
     assert refused == [], f"the model server refused a request (an unanswered call?): {refused}"
     steer_request = generated(upstream)[-1]
     assert "previous_response_id" not in steer_request.body or not outputs(steer_request)
-    assert "Stopped there." in json.dumps(steer_request.body["input"])
+    assert "Stopped there." in json.dumps(steer_request.items)
     await peer.close()
