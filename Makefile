@@ -101,8 +101,12 @@ typecheck: $(DEPS_STAMP)
 
 # Every test once, on SQLite and the in-process channel layer (pyproject.toml: --durations=25
 # prints the slowest 25). Speed is not a test's to judge: timed figures are `make bench`'s.
+# Two workers (pytest-xdist), each taking whole files: most tests wait on sockets, pages and
+# processes, so two share two cores well; a file's tests keep running in one process, in order
+# (PYTEST_WORKERS=0 runs them all in this one).
+PYTEST_WORKERS ?= 2
 pytest: install codex-cli
-	$(PYTEST)
+	$(PYTEST) -n $(PYTEST_WORKERS) --dist loadfile
 
 # The tests that touch storage, the Redis channel layer and lease, and the Celery broker, again
 # on the real services of a production set-up: PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
