@@ -1,9 +1,11 @@
-"""A round's text that does not end with a line break (a Codex model's "I'll fix it." before
-its ``apply_patch`` call) is the turn's prose before that call's blocks, and the next round's
-text starts on a line of its own. Found from the browser (tests/browser/test_patch_chips.py):
-the transcript showed the chips, then the round line, then "Fixing.Done." run together.
-The text reader holds a trailing word without a line break (it may be the path line of a
-search/replace block) and nothing releases it when a response ends with tool calls."""
+"""A round's last line of text (a Codex model's "I'll fix it." before its ``apply_patch``
+call, with or without a line break) is the turn's prose before that call's blocks, and the
+next round's text does not run into it. Found from the browser (tests/browser/
+test_patch_chips.py): the transcript showed the round's chips, then the round line, then
+"Fixing." (glued to the next round's "Done." when it had no line break). The text reader
+holds a round's last line (it may be the path line of a search/replace block before its
+fence) and nothing releases it when the response ends with tool calls: it goes out with the
+next round's first text, or at the end of the turn."""
 
 from __future__ import annotations
 
@@ -11,17 +13,20 @@ import pytest
 
 from spark_ide.live.events import EditStatus, TurnFinished, TurnProse, TurnRound
 from spark_ide.upstream import Usage
-from tests.live.test_pilot_rounds import FIX_SUB, TOOLS, FILES, patch_call
+from tests.live.test_pilot_rounds import FILES, FIX_SUB, TOOLS, patch_call
 from tests.support.fake_model import play_tool_call
 from tests.support.pilot_rig import pilot_rig
 
+HELD = "a round's last line is held past its tool calls (live.answer / the text reader)"
 
-@pytest.mark.xfail(strict=True, reason="a round's last line without a line break is held until the turn ends")
-async def test_a_rounds_last_line_is_prose_before_its_calls_blocks() -> None:
+
+@pytest.mark.xfail(strict=True, reason=HELD)
+@pytest.mark.parametrize("last_line", ["Fixing.", "Fixing.\n"])
+async def test_a_rounds_last_line_is_prose_before_its_calls_blocks(last_line: str) -> None:
     async with pilot_rig(FILES, style=TOOLS) as rig:
         turn = rig.prompt("make sub subtract")
         first = await rig.model.next_stream()
-        first.delta("Fixing.")  # one word, no line break: the message ends here
+        first.delta(last_line)  # the message ends here
         play_tool_call(first, patch_call("call_1", FIX_SUB), [FIX_SUB])
         first.complete(Usage(input_tokens=50, output_tokens=20))
         second = await rig.model.next_stream()
