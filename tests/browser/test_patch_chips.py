@@ -60,10 +60,12 @@ MOVE = (
     "+print('moved')\n"
     "*** End Patch\n"
 )
+MOVING = "Moving it into lib/, next to the package it belongs to.\n"
 SCRIPTS = {
     "patch": [
         ["Patching.\n", {"type": "custom_tool_call", "name": "apply_patch", "input": PATCH}],
-        ["Moving it.\n", {"type": "custom_tool_call", "name": "apply_patch", "input": MOVE}],
+        # Its words give the person time to bring new.py to the front before the move.
+        [MOVING, {"type": "custom_tool_call", "name": "apply_patch", "input": MOVE}],
         "Done.\n",
     ],
 }
@@ -161,7 +163,7 @@ def test_a_patchs_hunks_and_file_operations_are_chips_and_the_tree_and_tabs_foll
     # tests/live/test_pilot_round_prose.py.)
     prose = turn.locator(".prose").inner_text()
     round_three = "↻ Round 3: the model got its 1 tool result and goes on."
-    assert prose.index(round_two) < prose.index("Moving it.") < prose.index(round_three) < prose.index("Done."), prose
+    assert prose.index(round_two) < prose.index(MOVING.strip()) < prose.index(round_three) < prose.index("Done."), prose
 
     # The files as the patch left them, in the tree; the deleted file's tab closed, the moved
     # file's tab followed it, still in front.
