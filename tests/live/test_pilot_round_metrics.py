@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from spark_ide.upstream import Usage
 from tests.live.test_pilot_rounds import FILES, FIX_SUB, TOOLS, patch_call
 from tests.support.fake_model import play_tool_call
@@ -18,7 +16,6 @@ from tests.support.pilot_rig import pilot_rig
 ROUND_ONE_S = 0.4  # round 1 streams this long before its call ends
 
 
-@pytest.mark.xfail(strict=True, reason="turn_metrics reads the last round's stream (live.turns, live.answer)")
 async def test_a_turns_ttft_is_its_first_rounds() -> None:
     async with pilot_rig(FILES, style=TOOLS) as rig:
         turn = rig.prompt("make sub subtract")

@@ -17,10 +17,7 @@ from tests.live.test_pilot_rounds import FILES, FIX_SUB, TOOLS, patch_call
 from tests.support.fake_model import play_tool_call
 from tests.support.pilot_rig import pilot_rig
 
-HELD = "a round's last line is held past its tool calls (live.answer / the text reader)"
 
-
-@pytest.mark.xfail(strict=True, reason=HELD)
 @pytest.mark.parametrize("last_line", ["Fixing.", "Fixing.\n"])
 async def test_a_rounds_last_line_is_prose_before_its_calls_blocks(last_line: str) -> None:
     async with pilot_rig(FILES, style=TOOLS) as rig:
