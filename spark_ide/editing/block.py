@@ -16,7 +16,7 @@ from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
-from spark_ide.editing.status import BlockStatus, EditState, code_head
+from spark_ide.editing.status import BlockOperation, BlockStatus, EditState, code_head
 from spark_ide.editing.tracker import CandidateTracker
 
 
@@ -68,7 +68,7 @@ class EditBlock:
         self._merged_lines: tuple[int, int] | None = None
         self.hunk: int | None = None  # set by a V4A hunk (hunk.py)
         self.call: str | None = None  # set by the blocks of an apply_patch call
-        self.operation: str | None = None  # an apply_patch block's file operation
+        self.operation: BlockOperation | None = None  # an apply_patch block's file operation
         self.target: str | None = None  # a move's destination
         self.literal = False  # a V4A hunk drives its applier line by line (applier.py)
 

@@ -27,7 +27,7 @@ from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
 from spark_ide.editing.snapshot import FileSnapshot
-from spark_ide.editing.status import BlockStatus, EditState
+from spark_ide.editing.status import BlockOperation, BlockStatus, EditState
 from spark_ide.editing.v4a_match import LEVELS, describe_miss, fold, matches_at, seek, shown
 
 
@@ -100,7 +100,7 @@ class HunkBlock(EditBlock):
         self, *, turn: str, index: int, path: str, hunk: int, call: str, limits: FileLimits, cursor: FileCursor
     ) -> None:
         super().__init__(turn=turn, opened=BlockOpened(index, BlockKind.EDIT, path), limits=limits)
-        self.hunk, self.call, self.operation, self.literal = hunk, call, "update", True
+        self.hunk, self.call, self.operation, self.literal = hunk, call, BlockOperation.UPDATE, True
         self._cursor = cursor
         self._anchors: list[str] = []
         self._old: list[str] = []  # its old lines (context and -), as the patch has them
@@ -275,7 +275,7 @@ class FileOpBlock(EditBlock):
         kind = BlockKind.EDIT if target is not None else BlockKind.WRITE
         super().__init__(turn=turn, opened=BlockOpened(index, kind, path), limits=limits)
         self.call, self.target = call, target
-        self.operation = "move" if target is not None else "delete"
+        self.operation = BlockOperation.MOVE if target is not None else BlockOperation.DELETE
 
     def open(self, doc: Doc[Any], files: Map[Text]) -> None:
         limit = self._limits.max_path_length

@@ -30,7 +30,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.patch_result import INTERRUPTED, BlockOutcome, OperationOutcome, PatchResult
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
-from spark_ide.editing.status import EditEvent, EditState
+from spark_ide.editing.status import BlockOperation, EditEvent, EditState
 
 if TYPE_CHECKING:
     from spark_ide.editing.runner import BlockRunner
@@ -244,7 +244,7 @@ class PatchCall:
         if kind is v4a.PatchOpKind.ADD:
             block = EditBlock(turn=runner.turn_id, opened=BlockOpened(runner._next_index(), BlockKind.WRITE, path),
                               limits=self._limits)
-            block.call, block.operation = self.call_id, "add"
+            block.call, block.operation = self.call_id, BlockOperation.ADD
             self._start(op, block)
         elif kind is v4a.PatchOpKind.DELETE:
             self._file_operation(op, None)

@@ -54,6 +54,15 @@ class EditState(StrEnum):
         return self in (EditState.APPLIED, EditState.ROLLED_BACK, EditState.FAILED)
 
 
+class BlockOperation(StrEnum):
+    """An `apply_patch` block's file operation: `detail.operation` of its `edit.status`."""
+
+    ADD = "add"  # an Add File: the file written whole (kind write)
+    DELETE = "delete"  # a Delete File (kind write)
+    UPDATE = "update"  # one hunk of an Update File (kind edit)
+    MOVE = "move"  # an Update File's Move to: the file moves to `target` (kind edit)
+
+
 # Not frozen: one is built per chunk while a block streams, and frozen dataclasses cost
 # three times as much to construct. Treat them as values all the same.
 @dataclass(slots=True)
@@ -98,7 +107,7 @@ class BlockStatus:
     code_lines: int | None = None
     hunk: int | None = None  # a V4A hunk: its number (from 1) in its file's operation
     call: str | None = None  # a block of an apply_patch tool call: the call's id
-    operation: str | None = None  # an apply_patch block's file operation: add, delete, update, move
+    operation: BlockOperation | None = None  # an apply_patch block's file operation
     target: str | None = None  # a patch's move: the path the file moved to
 
     def detail(self) -> dict[str, object]:

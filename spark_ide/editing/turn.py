@@ -70,6 +70,7 @@ class TurnEditor(BlockRunner):
         self.explain_only = explain_only
         self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits
+        self._fence_path = fence_path
         self._parser = EditStreamParser(fence_path=fence_path)
         self._after: dict[str, str | None] = {}  # the files the turn touched, when it ended
         self._closed = False
@@ -116,6 +117,21 @@ class TurnEditor(BlockRunner):
         for event in self._parser.finish():
             self._route(event)
         self._close()
+        return self._out
+
+    def end_text(self) -> list[EditEvent]:
+        """The model's text ended for now (a tool call follows, or its response ended with
+        calls: the tool loop): what the parser holds back (a last line without its line end,
+        which could have begun a block) comes out as prose, and a block of the text left open
+        fails; text after this is read afresh."""
+        self._ensure_open()
+        self._out = []
+        if self.explain_only:
+            self._withhold(self._parser.finish())
+        else:
+            for event in self._parser.finish():
+                self._route(event)
+        self._parser = EditStreamParser(fence_path=self._fence_path)
         return self._out
 
     def cancel(self) -> list[EditEvent]:

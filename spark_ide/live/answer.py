@@ -91,8 +91,7 @@ class AnswerReader:
             elif isinstance(event, ToolInputDelta):
                 halted, ending = self._tool_delta(run, tools, event)
             elif isinstance(event, ToolCallStarted):
-                tools.started(event)
-                continue
+                halted, ending = self._call_started(run, tools, event), None
             elif isinstance(event, ToolCallDone):
                 halted, ending = self._call_done(run, tools, event), None
             else:
@@ -115,6 +114,8 @@ class AnswerReader:
         turn at the round limit, or when the model cannot be reached."""
         tools = self._tools(run)
         self._count_usage(run, done)
+        if self._watchdog.apply(run, "", feed=lambda _: run.editor.end_text()):  # its text after the calls
+            return None
         outputs = tools.outputs(done.tool_calls)
         if tools.last_round:
             return Ending(
@@ -127,6 +128,7 @@ class AnswerReader:
             response_id=done.response_id, answer=answer, calls=done.tool_calls, outputs=outputs,
         )
         run.said.append(answer)
+        run.rounds.append(run.stream)
         tools.next_round()
         self._publish(TurnRound(
             turn=run.id, round=tools.round, calls=len(outputs),
@@ -145,6 +147,10 @@ class AnswerReader:
             return None
         run.stream = stream
         return None
+
+    def _call_started(self, run: TurnRun, tools: ToolRounds, event: ToolCallStarted) -> bool:
+        """A call begins: the text before it is whole (through the watchdog: True, halted)."""
+        return self._watchdog.apply(run, "", feed=lambda _: tools.started(event))
 
     def _call_done(self, run: TurnRun, tools: ToolRounds, event: ToolCallDone) -> bool:
         """A call's input is whole: its last hunk closes (through the watchdog: True, halted)."""

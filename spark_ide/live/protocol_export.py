@@ -23,7 +23,7 @@ from enum import Enum
 from pathlib import Path
 
 from spark_ide.editing.parse_events import BlockKind
-from spark_ide.editing.status import EditState
+from spark_ide.editing.status import BlockOperation, EditState
 
 from .events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS, EVENTS, CloseCode, ErrorCode, FinishReason, Role, TurnStatus
 from .messages import MESSAGES
@@ -84,6 +84,9 @@ def sections() -> tuple[Section, ...]:
         _set("EDIT_STATES_FINAL", "The edit states that end a block.",
              (state.value for state in EditState if state.is_final)),
         _enum("BLOCK_KIND", "An edit block's `detail.kind` (editing.parse_events.BlockKind).", BlockKind),
+        _enum("BLOCK_OPERATION",
+              "An apply_patch block's file operation: `detail.operation` (editing.status.BlockOperation).",
+              BlockOperation),
         _enum("TURN_STATUS", "A turn's `status` (events.TurnStatus).", TurnStatus),
         _enum("FINISH_REASON", "Why a turn ended: `turn.finished` `reason` (events.FinishReason).", FinishReason),
         _enum("ERROR_CODE", "The `code` of an `error` event (events.ErrorCode).", ErrorCode),

@@ -40,16 +40,20 @@ class ToolRounds:
     def last_round(self) -> bool:
         return self.round >= self.max_rounds
 
-    def started(self, event: ToolCallStarted) -> None:
-        """A call begins: an ``apply_patch`` call starts applying; any other name is noted."""
+    def started(self, event: ToolCallStarted) -> list[EditEvent]:
+        """A call begins: the model's text before it is whole (what the text reader held is
+        prose now, before the call's blocks); an ``apply_patch`` call starts applying; any
+        other name is noted."""
         self.calls_made += 1
+        said = self.editor.end_text()
         if event.name not in self.offered:
             self._unknown[event.call_id] = event.name
-            return
+            return said
         operation = None
         if event.operation is not None:
             operation = PatchOperation(event.operation, event.path or "")
         self._patches[event.call_id] = self.editor.open_patch(event.call_id, operation)
+        return said
 
     def delta(self, call_id: str, text: str) -> list[EditEvent]:
         """More of a call's input: applied at once (hunks stream into the file)."""

@@ -84,6 +84,7 @@ class TurnRun:
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
     tools: ToolRounds | None = None  # its tool calls, round by round (None: made without, in tests)
     said: list[str] = field(default_factory=list)  # the text of its earlier rounds
+    rounds: list[TurnStream] = field(default_factory=list)  # the streams of its earlier rounds
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -113,6 +114,11 @@ class TurnRun:
         """Output tokens so far, while the provider has not counted them: a delta may carry
         several tokens, and a token is about four characters, so the larger estimate counts."""
         return max(self.deltas, self.chars // 4)
+
+    @property
+    def streams(self) -> list[TurnStream]:
+        """Its responses' streams, round by round."""
+        return [*self.rounds, *([self.stream] if self.stream is not None else [])]
 
     @property
     def output(self) -> str:
@@ -185,7 +191,7 @@ def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dic
     ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at
-    first = run.stream.first_token_at if run.stream is not None else None
+    first = next((stream.first_token_at for stream in run.streams if stream.first_token_at is not None), None)
     tokens = run.output_tokens if run.output_tokens is not None else run.streamed_tokens
     generating = ended - first if first is not None else 0.0
     metrics: dict[str, float | int | str | None] = {
@@ -207,7 +213,7 @@ def meter_turn(meter: Meter, run: TurnRun, status: str, reason: str, metrics: Ma
         status, reason, model=str(metrics.get("model") or ""), tokens=int(_number(metrics.get("tokens")) or 0),
         ttft_ms=_number(metrics.get("ttft_ms")), steer_ms=_number(metrics.get("steer_ms")),
     )
-    for _ in range(run.stream.resends if run.stream is not None else 0):
+    for _ in range(sum(stream.resends for stream in run.streams)):
         meter.upstream_reconnected("resend")
 
 

@@ -84,6 +84,14 @@ export const BLOCK_KIND = Object.freeze({
   WRITE: "write",
 });
 
+// An apply_patch block's file operation: `detail.operation` (editing.status.BlockOperation).
+export const BLOCK_OPERATION = Object.freeze({
+  ADD: "add",
+  DELETE: "delete",
+  UPDATE: "update",
+  MOVE: "move",
+});
+
 // A turn's `status` (events.TurnStatus).
 export const TURN_STATUS = Object.freeze({
   RUNNING: "running",

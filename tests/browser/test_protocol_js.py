@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from spark_ide.editing.parse_events import BlockKind
-from spark_ide.editing.status import EditState
+from spark_ide.editing.status import BlockOperation, EditState
 from spark_ide.live.events import (
     DEFAULT_EFFORT,
     DRIVER_ROLES,
@@ -30,10 +30,11 @@ PROTOCOL = SRC / "protocol.js"
 DUMP = """
 const protocol = await import(PROTOCOL);
 const { REASON_LABELS, STATE_LABELS } = await import(TRANSCRIPT);
+const { OPERATION_LABELS } = await import(CHIPS);
 const plain = (value) => (value instanceof Set ? [...value] : value);
 const out = Object.fromEntries(Object.entries(protocol).map(([name, value]) => [name, plain(value)]));
 out.frozen = Object.isFrozen(protocol.EVENT) && Object.isFrozen(protocol.FINISH_REASON);
-out.labels = { reasons: REASON_LABELS, states: STATE_LABELS };
+out.labels = { reasons: REASON_LABELS, states: STATE_LABELS, operations: OPERATION_LABELS };
 console.log(JSON.stringify(out));
 """
 
@@ -41,6 +42,7 @@ console.log(JSON.stringify(out));
 def _dump() -> dict[str, Any]:
     result: dict[str, Any] = run_node(
         DUMP, PROTOCOL=PROTOCOL.as_uri(), TRANSCRIPT=(SRC / "live/transcript.js").as_uri(),
+        CHIPS=(SRC / "live/chips.js").as_uri(),
     )
     return result
 
@@ -55,6 +57,7 @@ def test_the_generated_module_holds_the_server_definitions_and_every_one_has_a_l
     assert js["EDIT_STATES_IN_FLIGHT"] == ["locating", "streaming"]
     assert js["EDIT_STATES_FINAL"] == [state.value for state in EditState if state.is_final]
     assert js["BLOCK_KIND"] == {kind.name: kind.value for kind in BlockKind}
+    assert js["BLOCK_OPERATION"] == {operation.name: operation.value for operation in BlockOperation}
     assert js["TURN_STATUS"] == {status.name: status.value for status in TurnStatus}
     assert js["FINISH_REASON"] == {reason.name: reason.value for reason in FinishReason}
     assert js["ERROR_CODE"] == {code.name: code.value for code in ErrorCode}
@@ -74,6 +77,9 @@ def test_the_generated_module_holds_the_server_definitions_and_every_one_has_a_l
         "every edit state needs its words in STATE_LABELS (static/src/live/transcript.js)"
     )
     assert all(js["labels"]["states"].values())
+    assert set(js["labels"]["operations"]) == {operation.value for operation in BlockOperation}, (
+        "every patch operation needs its word in OPERATION_LABELS (static/src/live/chips.js)"
+    )
 
 
 # Comments, string literals (quotes, template literals) and numbers, in source order: a comment
@@ -88,7 +94,7 @@ def _protocol_names() -> tuple[set[str], set[str]]:
     with a dot or an underscore, a role or an edit state's is the protocol's wherever it is;
     a plain word (error, stop, failed, ...) is also a CSS class, a toast's kind or a label."""
     names = {cls.type for cls in EVENTS} | set(MESSAGES) | set(EFFORTS)
-    for enum in (EditState, BlockKind, TurnStatus, FinishReason, ErrorCode, Role):
+    for enum in (EditState, BlockKind, BlockOperation, TurnStatus, FinishReason, ErrorCode, Role):
         names |= {member.value for member in enum}
     distinctive = {name for name in names if re.search(r"[._]", name)}
     distinctive |= {role.value for role in Role} | {state.value for state in EditState if not state.is_final}
@@ -97,7 +103,7 @@ def _protocol_names() -> tuple[set[str], set[str]]:
 
 
 # Where a plain word is the protocol's: a case label, a message's type, a comparison of a field.
-PROTOCOL_USE = re.compile(r"(?:case\s+|type:\s*|(?:type|state|code|role|reason|status|ref)\s*[!=]==?\s*)$")
+PROTOCOL_USE = re.compile(r"(?:case\s+|type:\s*|(?:type|state|code|role|reason|status|ref|operation)\s*[!=]==?\s*)$")
 # A label keyed by a generated name (`[EDIT_STATE.APPLIED]: "applied"`) is the page's word for
 # it, whatever it says.
 LABEL = re.compile(r"\]:\s*$")

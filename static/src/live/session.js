@@ -9,6 +9,7 @@ import { EditorTabs } from "./tabs.js";
 import { LiveRegions, followLine } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
+import { chipLabel } from "./chips.js";
 import { StatusBar } from "./status.js";
 import { Toasts, keepPanelsInView, userName, wireCopyButtons } from "./notices.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
@@ -19,7 +20,7 @@ import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
-import { EDIT_STATE, EDIT_STATES_IN_FLIGHT, ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
+import { BLOCK_OPERATION, EDIT_STATE, EDIT_STATES_IN_FLIGHT, ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 
 const RUN_REFRESH_MS = 800;
 const REVERT_ERRORS = new Set([ERROR_CODE.REVERT_UNAVAILABLE, ERROR_CODE.RESTORE_UNAVAILABLE]);
@@ -290,20 +291,29 @@ class LiveSession {
 
   // The first status of a path opens its tab; the view follows the block being written
   // unless the person clicked or typed in the editor a moment ago.
+  // A patch's file operations move tabs: a moved file's tab follows it (and back, when a revert
+  // rolls the move back); a deleted file's tab closes as its file leaves the document.
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
     this.explain(event);
+    const detail = event.detail || {};
+    if (detail.operation === BLOCK_OPERATION.MOVE && detail.target && !this.replayed(event)) {
+      if (event.state === EDIT_STATE.APPLIED) this.tabs.renamed(event.path, detail.target);
+      else if (event.state === EDIT_STATE.ROLLED_BACK) this.tabs.renamed(detail.target, event.path);
+    }
+    // The file the block is about as it is now (none for a deleted file).
+    const { file } = chipLabel(event.path, event.state, detail);
     // A block written faster than the statuses are sent may first show up applied: the
     // running turn's file opens all the same.
-    if (event.path && event.turn === this.running) this.landing.turnAt(event.path);
+    if (file && event.turn === this.running) this.landing.turnAt(file);
     const writing = EDIT_STATES_IN_FLIGHT.has(event.state)
       || (event.state === EDIT_STATE.APPLIED && event.turn === this.running && !this.replayed(event));
-    if (writing && event.path) {
-      this.follow.modelAt(event.path, followLine({ detail: event.detail || {} }));
-      const follow = this.follow.mayFollowTo(event.path);
-      if (!this.tabs.has(event.path)) this.tabs.open(event.path, { activate: follow, focus: false, later: true });
-      else if (follow && this.tabs.active !== event.path) this.tabs.activate(event.path, { focus: false });
+    if (writing && file) {
+      this.follow.modelAt(file, followLine({ detail }));
+      const follow = this.follow.mayFollowTo(file);
+      if (!this.tabs.has(file)) this.tabs.open(file, { activate: follow, focus: false, later: true });
+      else if (follow && this.tabs.active !== file) this.tabs.activate(file, { focus: false });
     }
     this.loop.request();
   }

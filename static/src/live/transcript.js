@@ -1,5 +1,6 @@
 // The transcript: per turn, a header (prompt, steered from, effort), the model's prose, each
-// edit block as a chip (kind, path, state, lines written, what a merge replaced) and a small
+// edit block as a chip (kind, path, state, lines written, what a merge replaced or why it
+// failed; for a patch's block, its hunk or file operation: chipLabel) and a small
 // model's code fence as highlighted code, then a footer with the outcome and why. It renders
 // what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
@@ -14,6 +15,7 @@
 import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
 import { BLOCK_KIND, EDIT_STATE, EDIT_STATES_IN_FLIGHT, FINISH_REASON, TURN_STATUS } from "../protocol.js";
+import { chipLabel, failureWords } from "./chips.js";
 import { shortPrompt } from "./notices.js";
 import { element } from "./dom.js";
 import { findingMessage, findingPlace } from "./diagnostics.js";
@@ -807,14 +809,14 @@ export class Transcript {
       path: element("span", "chip-path", "?"),
       count: element("span", "chip-count", ""),
       state: element("span", "chip-state"),
-      merge: element("span", "chip-merge", ""),
+      note: element("span", "chip-note", ""), // what a merge did, or why the block failed
       lines: null, // the region [first, last] as of the latest streaming/applied status
       status: null,
       code: null,
       recorded: null, // a fence's code as its final status recorded it (recordedCode)
     };
     view.chip.type = "button";
-    view.chip.append(view.kind, view.path, view.count, view.state, view.merge);
+    view.chip.append(view.kind, view.path, view.count, view.state, view.note);
     if (detail.fenced) {
       const figure = element("figure", "code-block");
       view.code = element("code");
@@ -849,14 +851,15 @@ export class Transcript {
     const unfinished = view.ended && EDIT_STATES_IN_FLIGHT.has(state);
     chip.classList.toggle("unfinished", Boolean(unfinished));
     view.state.textContent = unfinished ? "not finished" : STATE_LABELS[state] || state;
-    if (path) {
-      chip.dataset.path = path;
-      view.path.textContent = path;
-    }
+    const { kind, place, file } = chipLabel(path, state, detail);
+    view.kind.textContent = kind;
+    view.path.textContent = place;
+    if (file) chip.dataset.path = file;
+    else delete chip.dataset.path; // a deleted file: nothing to open
     if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
     const merged = state === EDIT_STATE.APPLIED ? mergeSummary(detail.merge) : "";
-    view.merge.textContent = merged;
-    const label = `${chip.dataset.path || ""} ${view.state.textContent}`;
+    view.note.textContent = state === EDIT_STATE.FAILED ? failureWords(detail) : merged;
+    const label = `${place} ${view.state.textContent}`;
     const why = detail.message || detail.reason || merged;
     chip.title = why ? `${label}: ${why}` : label;
     if (!view.code) return;
