@@ -202,19 +202,23 @@ INSTRUCTIONS: Mapping[EditStyle, str] = {
 
 # The command language of the run tool, as a Lark grammar (what a custom tool's input may be).
 # Words are separated by one space; a word is bare (no blank, quote, backslash, "$", "`" or
-# shell operator) or quoted ('...', or "..." without "$", "`" or "\"). A bare path never starts
-# with "-" (it would read as an option) nor "/". ``live.run_command`` parses the same language.
+# shell operator) or quoted ('...', or "..." without "$", "`" or "\"). A path (or -k's
+# expression) never starts with "-" (it would read as an option), "/" or a blank. No literal
+# is the start of another terminal where both may come (" -m" is two tokens, and a path cannot
+# start with "-"), so a lexer need not look ahead.
+# ``live.run_command`` parses the same language.
 RUN_GRAMMAR = r"""start: python_run | pytest_run
 
 python_run: PYTHON " " path (" " word)*
-pytest_run: ("pytest" | PYTHON " -m pytest") (" " test_arg)*
+pytest_run: ("pytest" | PYTHON " " "-m" " " "pytest") (" " test_arg)*
 test_arg: path | "-x" | "-q" | "-k " keyword
 
 PYTHON: "python3" | "python"
-path: BARE_PATH | QUOTED
-keyword: BARE_PATH | QUOTED
+path: BARE_PATH | QUOTED_PATH
+keyword: BARE_PATH | QUOTED_PATH
 word: BARE_WORD | QUOTED
 QUOTED: /'[^'\r\n]*'/ | /"[^"\\$`\r\n]*"/
+QUOTED_PATH: /'[^'\s\-\/][^'\r\n]*'/ | /"[^"\\$`\s\-\/][^"\\$`\r\n]*"/
 BARE_PATH: /[^\s'"\\$`;&|<>()\-\/][^\s'"\\$`;&|<>()]*/
 BARE_WORD: /[^\s'"\\$`;&|<>()]+/
 """

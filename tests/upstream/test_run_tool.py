@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lark import Lark, LarkError
 
 from spark_ide.live.run_command import CommandRefused, parse_run_command
@@ -37,6 +39,9 @@ from tests.upstream.helpers import API_KEY, FAST_RETRY, collect
 
 OPENAI = profile_for("openai", "gpt-5.1-codex")
 PARSER = Lark(RUN_GRAMMAR, start="start", parser="earley")
+# LALR with a contextual lexer reads it too: no token needs looking ahead to be told apart
+# (what a constrained decoder's lexer needs).
+LALR = Lark(RUN_GRAMMAR, start="start", parser="lalr")
 FILES = {"main.py", "data files/in.txt", "tests/test_app.py", "tests/unit/test_x.py"}
 
 ACCEPTED = [
@@ -83,13 +88,15 @@ REFUSED_BY_BOTH = [
 @pytest.mark.parametrize("command", ACCEPTED)
 def test_the_grammar_and_the_parser_take_the_same_commands(command: str) -> None:
     PARSER.parse(command)
+    LALR.parse(command)
     parse_run_command(command, files=FILES)
 
 
 @pytest.mark.parametrize("command", REFUSED_BY_BOTH)
 def test_the_grammar_and_the_parser_refuse_what_is_not_a_run(command: str) -> None:
-    with pytest.raises(LarkError):
-        PARSER.parse(command)
+    for grammar in (PARSER, LALR):
+        with pytest.raises(LarkError):
+            grammar.parse(command)
     with pytest.raises(CommandRefused):
         parse_run_command(command, files=FILES)
 
@@ -173,3 +180,28 @@ async def test_a_run_function_call_streams_its_command(fake: ResponsesSocket) ->
     assert done.call.name == "run" and done.input == command and done.call.arguments == arguments
     sent: Any = fake.requests[0]["tools"]
     assert [tool["name"] for tool in sent] == ["apply_patch", "run"]
+
+
+_word = st.one_of(
+    st.text(st.sampled_from("ab-_./:=[]*#é;&|<>()$`\\"), min_size=1, max_size=8),
+    st.text(st.sampled_from("ab -$\"`\\;"), max_size=6).map(lambda text: f"'{text}'"),
+    st.text(st.sampled_from("ab '-$`\\;"), max_size=6).map(lambda text: f'"{text}"'),
+    st.sampled_from(["-x", "-q", "-k", "-v", "main.py", "tests", "t.py::test_a"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(head=st.sampled_from(["python", "python3", "pytest", "python -m pytest", "ls"]),
+       words=st.lists(_word, max_size=5))
+def test_what_the_grammar_lets_a_model_write_the_parser_reads(head: str, words: list[str]) -> None:
+    """A custom tool's input is generated to the grammar: the parser takes all of it, but for
+    what only the workspace's path rules can tell (``..``, ``//``) and pytest test names."""
+    command = " ".join([head, *words])
+    try:
+        PARSER.parse(command)
+    except LarkError:
+        return
+    try:
+        parse_run_command(command)
+    except CommandRefused as refused:
+        assert refused.reason.startswith("bad path") or "does not name a test" in refused.reason, command
