@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .events import RunFinished
 
 RUN_OUTPUT_TO_MODEL = 8 * 1024  # bytes of output the model gets of one run (SPARK_RUN_OUTPUT_TO_MODEL)
-MIN_BUDGET = 256
+MIN_BUDGET = 256  # a smaller budget is raised to this: a report with no output to read helps nobody
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 

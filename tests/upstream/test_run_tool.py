@@ -33,7 +33,7 @@ from spark_ide.upstream.dialects import (
     responses_tools,
     run_instructions,
 )
-from spark_ide.upstream.request import chat_completion, responses_create
+from spark_ide.upstream.request import chat_completion, responses_create, responses_warmup
 from tests.support.responses_socket import ResponsesSocket, function_call
 from tests.upstream.helpers import API_KEY, FAST_RETRY, collect
 
@@ -143,6 +143,8 @@ def test_the_run_tool_sits_beside_the_editing_tool_in_each_shape() -> None:
     request = TurnRequest(instructions="i", input=(Message("user", "go"),), edit_style=EditStyle.FUNCTION, runs=True)
     completion: Any = chat_completion(request, model="m", profile=OPENAI)
     assert [tool["function"]["name"] for tool in completion["tools"]] == ["apply_patch", "run"]
+    warmup: Any = responses_warmup(model="m", instructions="i", store=True, edit_style=EditStyle.APPLY_PATCH, runs=True)
+    assert [tool["name"] for tool in warmup["tools"]] == ["apply_patch", "run"]  # the prefix turns will have
     assert request.next_round(response_id=None, answer="", calls=(), outputs=(), then=(Message("user", "more"),)).runs
 
 
