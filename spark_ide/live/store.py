@@ -112,9 +112,11 @@ class Runner(Protocol):
 
     async def start(
         self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
+        args: Sequence[str] = (),
     ) -> None:
-        """Start the run; its messages come to ``on_message`` (on the room's loop), the last
-        one ``run.finished``."""
+        """Start the run (``args``: the words after the file or after ``pytest``, as
+        ``live.run_command.RunCommand`` has them); its messages come to ``on_message`` (on the
+        room's loop), the last one ``run.finished``."""
 
     def send_input(self, run: str, text: str) -> None: ...
 
@@ -126,6 +128,7 @@ class NoRunner:
 
     async def start(
         self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
+        args: Sequence[str] = (),
     ) -> None:
         on_message(run_refused(run, "code runs are not set up on this server"))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -50,13 +50,15 @@ class CeleryRunner:
 
     async def start(
         self, run: str, files: Mapping[str, str], *, path: str, tests: bool, on_message: Callable[[RunMessage], None],
+        args: Sequence[str] = (),
     ) -> None:
         layer = get_channel_layer()
         assert layer is not None, "CHANNEL_LAYERS is not configured"
         relay = await self._relay(layer)
         relay.handlers[run] = on_message
         await layer.group_add(run_group(run), relay.channel)
-        kwargs = {"run": run, "group": run_group(run), "files": dict(files), "path": path or None, "tests": tests}
+        kwargs = {"run": run, "group": run_group(run), "files": dict(files), "path": path or None, "tests": tests,
+                  "args": list(args)}
         if settings.CELERY_TASK_ALWAYS_EAGER:
             work = sync_to_async(run_code.apply, thread_sensitive=False)(kwargs=kwargs)
         else:  # publishing to the broker is network I/O: off the loop too

@@ -93,9 +93,10 @@ def finished(run: str, result: RunResult) -> RunFinished:
 @app.task(name="spark_ide.sandbox.run_code", ignore_result=False)  # type: ignore[untyped-decorator]
 def run_code(
     run: str, group: str, files: dict[str, str], path: str | None = None, tests: bool = False,
-    limits: dict[str, float] | None = None,
+    limits: dict[str, float] | None = None, args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``python path`` (or ``pytest``) on ``files``; stream to ``group``; return ``run.finished``."""
+    """Run ``python path [args]`` (or ``pytest [args]``) on ``files``; stream to ``group``;
+    return ``run.finished``."""
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS is not configured"
     sender = GroupSender(layer)
@@ -103,7 +104,7 @@ def run_code(
         try:
             checked_run_id(run)
             started = settings_sandbox(run_limits(limits)).start(
-                files, path=path, tests=tests, on_output=lambda stream, text: sender.send(
+                files, path=path, tests=tests, args=args or (), on_output=lambda stream, text: sender.send(
                     group, RunOutput(run=run, stream=stream, text=text).payload()),
             )
         except BadRun as exc:

@@ -15,6 +15,11 @@ transport). The dialects:
 * ``whole-file``: no tool; whole files in ``<write>`` blocks (small models such as the bundled
   SmolLM2; the default for the ``local`` provider with it).
 
+With ``runs``, the tool dialects also offer a ``run`` tool: one command of a small grammar
+(``RUN_GRAMMAR``, stated for people and models in ``RUN_RULES``; parsed by
+``live.run_command``), as a custom tool with that grammar or as a function taking
+``{"command": ...}``.
+
 Written here from the published descriptions of the format; pure data, no I/O.
 """
 
@@ -28,6 +33,7 @@ from spark_ide.upstream.errors import ConfigError
 _JSON = dict[str, object]
 
 APPLY_PATCH = "apply_patch"  # the tool's name in every tool dialect
+RUN = "run"  # the tool that runs a file or the tests in the room's sandbox (offered on request)
 
 
 class EditStyle(StrEnum):
@@ -192,6 +198,82 @@ INSTRUCTIONS: Mapping[EditStyle, str] = {
     EditStyle.WHOLE_FILE: _WHOLE_FILE_INSTRUCTIONS,
 }
 
+# -- the run command ---------------------------------------------------------------------------
+
+# The command language of the run tool, as a Lark grammar (what a custom tool's input may be).
+# Words are separated by one space; a word is bare (no blank, quote, backslash, "$", "`" or
+# shell operator) or quoted ('...', or "..." without "$", "`" or "\"). A path (or -k's
+# expression) never starts with "-" (it would read as an option), "/" or a blank. No literal
+# is the start of another terminal where both may come (" -m" is two tokens, and a path cannot
+# start with "-"), so a lexer need not look ahead.
+# ``live.run_command`` parses the same language.
+RUN_GRAMMAR = r"""start: python_run | pytest_run
+
+python_run: PYTHON " " path (" " word)*
+pytest_run: ("pytest" | PYTHON " " "-m" " " "pytest") (" " test_arg)*
+test_arg: path | "-x" | "-q" | "-k " keyword
+
+PYTHON: "python3" | "python"
+path: BARE_PATH | QUOTED_PATH
+keyword: BARE_PATH | QUOTED_PATH
+word: BARE_WORD | QUOTED
+QUOTED: /'[^'\r\n]*'/ | /"[^"\\$`\r\n]*"/
+QUOTED_PATH: /'[^'\s\-\/][^'\r\n]*'/ | /"[^"\\$`\s\-\/][^"\\$`\r\n]*"/
+BARE_PATH: /[^\s'"\\$`;&|<>()\-\/][^\s'"\\$`;&|<>()]*/
+BARE_WORD: /[^\s'"\\$`;&|<>()]+/
+"""
+
+RUN_RULES = """\
+One command, on one line, run on the workspace's files as they are now (no shell: no pipes,
+redirections, ";", "&&", variables or wildcards):
+- "python <file> [arguments...]" runs a file of the workspace (paths relative to its root).
+- "pytest [paths...] [-x] [-q] [-k EXPRESSION]" runs the tests (all of them without paths);
+  a path is a file or folder, or a test in a file ("tests/test_app.py::test_add").
+Quote a word that holds blanks with '...' or "..."."""
+
+_RUN_RESULT = """\
+The result gives the exit status, which limit stopped the run if one did, and its output (a
+long output keeps its start and its end)."""
+
+_RUN_DESCRIPTION = (
+    "Run a file of the workspace (python <file> [args]) or its tests (pytest [paths] [-x] [-q] [-k EXPR]) "
+    "in a sandbox, on the files as they are now; everyone in the room sees the run."
+)
+
+RUN_INSTRUCTIONS = f"""\
+You can run code with the run tool: after changing code, run the tests (or the program) to
+check your work, read the result, fix what fails and run again. Run only what helps; do not
+repeat a run when nothing changed.
+
+{RUN_RULES}
+
+{_RUN_RESULT}"""
+
+_RUN_FUNCTION_INSTRUCTIONS = RUN_INSTRUCTIONS.replace(
+    "with the run tool", 'by calling the run function with one argument, "command"'
+)
+_COMMAND_SCHEMA: _JSON = {
+    "type": "object",
+    "properties": {"command": {"type": "string", "description": "The command, e.g. \"pytest -x -q\"."}},
+    "required": ["command"],
+    "additionalProperties": False,
+}
+_RUN_FUNCTION_DESCRIPTION = f"{_RUN_DESCRIPTION}\n\n{RUN_RULES}"
+FUNCTION_ARGUMENTS: Mapping[str, str] = {APPLY_PATCH: "input", RUN: "command"}  # each function's one argument
+
+
+def function_argument(name: str) -> str:
+    """The argument that carries a function tool's input (``input`` for a name not offered)."""
+    return FUNCTION_ARGUMENTS.get(name, "input")
+
+
+def run_instructions(style: EditStyle | None) -> str:
+    """What the model is told about the run tool, in ``style``'s form ("" when it has none)."""
+    if style is None or not style.uses_tool:
+        return ""
+    return _RUN_FUNCTION_INSTRUCTIONS if style is EditStyle.FUNCTION else RUN_INSTRUCTIONS
+
+
 # -- the tools, in each wire shape ------------------------------------------------------------
 
 _PATCH_DESCRIPTION = (
@@ -208,8 +290,25 @@ _INPUT_SCHEMA: _JSON = {
 _FUNCTION_DESCRIPTION = f"{_PATCH_DESCRIPTION}\n\n{V4A_RULES}"
 
 
-def responses_tools(style: EditStyle | None) -> list[_JSON]:
-    """The ``tools`` of a Responses request offering ``style``'s editing tool ([] for none)."""
+def responses_tools(style: EditStyle | None, *, runs: bool = False) -> list[_JSON]:
+    """The ``tools`` of a Responses request offering ``style``'s editing tool ([] for none),
+    and with ``runs`` the run tool beside it (a tool dialect only)."""
+    tools = _responses_edit_tools(style)
+    if runs and tools:
+        if style is EditStyle.FUNCTION:
+            tools.append({
+                "type": "function", "name": RUN, "description": _RUN_FUNCTION_DESCRIPTION,
+                "parameters": _COMMAND_SCHEMA, "strict": False,
+            })
+        else:  # a custom tool with its grammar, beside apply_patch's custom or built-in tool
+            tools.append({
+                "type": "custom", "name": RUN, "description": _RUN_DESCRIPTION,
+                "format": {"type": "grammar", "syntax": "lark", "definition": RUN_GRAMMAR},
+            })
+    return tools
+
+
+def _responses_edit_tools(style: EditStyle | None) -> list[_JSON]:
     if style is EditStyle.APPLY_PATCH:
         return [{
             "type": "custom", "name": APPLY_PATCH, "description": _PATCH_DESCRIPTION,
@@ -225,11 +324,16 @@ def responses_tools(style: EditStyle | None) -> list[_JSON]:
     return []
 
 
-def chat_tools(style: EditStyle | None) -> list[_JSON]:
+def chat_tools(style: EditStyle | None, *, runs: bool = False) -> list[_JSON]:
     """The ``tools`` of a Chat Completions request: function tools only, so every tool dialect
     is offered as the ``apply_patch`` function there (a Responses session that fell back to
-    HTTP keeps an editing tool; the calls then arrive as ``function`` calls)."""
+    HTTP keeps an editing tool; the calls then arrive as ``function`` calls), and with
+    ``runs`` the ``run`` function beside it."""
     if style is None or not style.uses_tool:
         return []
     function: _JSON = {"name": APPLY_PATCH, "description": _FUNCTION_DESCRIPTION, "parameters": _INPUT_SCHEMA}
-    return [{"type": "function", "function": function}]
+    tools: list[_JSON] = [{"type": "function", "function": function}]
+    if runs:
+        run: _JSON = {"name": RUN, "description": _RUN_FUNCTION_DESCRIPTION, "parameters": _COMMAND_SCHEMA}
+        tools.append({"type": "function", "function": run})
+    return tools

@@ -42,8 +42,8 @@ class ToolCall:
     """One tool call the model made, whole.
 
     ``input`` is what the tool is given: a custom tool's input, an ``apply_patch_call``'s diff
-    ("" for ``delete_file``), or a function call's decoded ``input`` argument ("" when it has
-    none). ``arguments`` is a function call's raw JSON arguments ("" for the other kinds).
+    ("" for ``delete_file``), or a function call's decoded argument (``input``; ``command`` for
+    ``run``; "" when it has none). ``arguments`` is a function call's raw JSON arguments ("" for the other kinds).
     ``item_id`` is the provider's id of the output item (None on Chat Completions).
     """
 

@@ -65,6 +65,8 @@ class TurnRequest:
     # The dialect whose editing tool the request offers: None (explain-only) or a text dialect
     # (``edits``, ``whole-file``) offer no tool.
     edit_style: EditStyle | None = None
+    # Whether the ``run`` tool is offered beside the editing tool (a tool dialect only).
+    runs: bool = False
 
     def __post_init__(self) -> None:
         if not self.input:
@@ -114,7 +116,7 @@ def responses_create(
         body["input"] = [responses_item(item) for item in request.input]
     else:
         body["input"] = [responses_item(item) for item in request.conversation]
-    tools = responses_tools(request.edit_style)
+    tools = responses_tools(request.edit_style, runs=request.runs)
     if tools:
         body["tools"] = tools
     effort = _effort(request, profile)
@@ -128,7 +130,7 @@ def responses_create(
 
 
 def responses_warmup(
-    *, model: str, instructions: str, store: bool, edit_style: EditStyle | None = None
+    *, model: str, instructions: str, store: bool, edit_style: EditStyle | None = None, runs: bool = False,
 ) -> JSONObject:
     """``generate: false``: the server prepares state and answers with a response id only.
     With the tools turns will offer, so what it prepares is the prefix they start with."""
@@ -140,7 +142,7 @@ def responses_warmup(
         "store": store,
         "generate": False,
     }
-    tools = responses_tools(edit_style)
+    tools = responses_tools(edit_style, runs=runs)
     if tools:
         body["tools"] = tools
     return body
@@ -160,7 +162,7 @@ def chat_completion(request: TurnRequest, *, model: str, profile: ProviderProfil
         messages.append({"role": "system", "content": request.instructions})
     messages.extend(chat_messages(request.conversation))
     body: JSONObject = {"model": model, "messages": messages, "stream": True}
-    tools = chat_tools(request.edit_style)
+    tools = chat_tools(request.edit_style, runs=request.runs)
     if tools:
         body["tools"] = tools
     effort = _effort(request, profile)

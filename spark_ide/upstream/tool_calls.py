@@ -4,7 +4,8 @@ A transport tells :class:`ToolCallAssembler` what it reads (a call began, more o
 its whole input), keyed by whatever identifies a call on its wire (a Responses output index,
 a Chat Completions ``tool_calls`` index). The assembler pushes the normalised events into the
 turn's stream: ``ToolCallStarted``, ``ToolInputDelta`` (a function call's arguments decoded
-to the text of their ``input`` string as they grow), ``ToolCallDone``; the stream keeps the
+to the text of their one string argument as they grow: ``input``, or ``command`` for ``run``,
+``dialects.function_argument``), ``ToolCallDone``; the stream keeps the
 finished calls for the response's ``Completed``.
 """
 
@@ -14,6 +15,7 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 
+from spark_ide.upstream.dialects import function_argument
 from spark_ide.upstream.events import FileOperation, ToolCall, ToolKind
 from spark_ide.upstream.partial_json import StringMemberDecoder
 from spark_ide.upstream.stream import TurnStream
@@ -40,13 +42,13 @@ class _Call:
     done: bool = False
 
 
-def function_input(arguments: str) -> str | None:
-    """The ``input`` string of a function call's whole arguments (None: there is none)."""
+def function_input(arguments: str, member: str = "input") -> str | None:
+    """The ``member`` string of a function call's whole arguments (None: there is none)."""
     try:
         value = json.loads(arguments, strict=False)
     except ValueError:
         return None
-    text = value.get("input") if isinstance(value, dict) else None
+    text = value.get(member) if isinstance(value, dict) else None
     return text if isinstance(text, str) else None
 
 
@@ -71,7 +73,7 @@ class ToolCallAssembler:
             return
         call = ToolCall(call_id=call_id, name=name, kind=kind, input="", item_id=item_id,
                         operation=operation, path=path)
-        decoder = StringMemberDecoder("input") if kind == "function" else None
+        decoder = StringMemberDecoder(function_argument(name)) if kind == "function" else None
         self._calls[key] = _Call(call, decoder=decoder)
         self._order.append(key)
         self._stream.tool_started(call)
@@ -96,7 +98,7 @@ class ToolCallAssembler:
         streamed = "".join(entry.streamed)
         if entry.call.kind == "function":
             arguments = whole if whole is not None else "".join(entry.raw)
-            decoded = function_input(arguments)
+            decoded = function_input(arguments, function_argument(entry.call.name))
             final, call = (streamed if decoded is None else decoded), replace(entry.call, arguments=arguments)
         else:
             final, call = (streamed if whole is None else whole), entry.call

@@ -143,3 +143,15 @@ def test_the_uid_lock_dir_must_be_private(tmp_path: Path) -> None:
     with pytest.raises(SandboxConfigError, match="writable by it alone"):
         UidPool(lock_dir=loose).acquire()
     assert stat.S_IMODE(loose.stat().st_mode) == 0o777
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["a\x00b"], "an argument contains a NUL character"),
+    (["x"] * 65, "too many arguments: at most 64 words"),
+    (["x" * 8_001], "of 8000 characters in all"),
+    ("-x", "must be a list of strings"),
+    ([1], "must be a list of strings"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(sandbox: Sandbox, args: object, message: str) -> None:
+    with pytest.raises(BadRun, match=message):
+        sandbox.run({"main.py": ""}, path="main.py", args=args)  # type: ignore[arg-type]

@@ -82,6 +82,24 @@ async def test_the_eager_task_streams_to_the_group_and_takes_stdin_and_stop() ->
 
 
 @pytest.mark.services  # the channel layer: Redis in the services pass
+async def test_the_task_passes_a_runs_arguments_as_json_and_refuses_bad_ones() -> None:
+    layer = get_channel_layer()
+    assert layer is not None
+    channel = await layer.new_channel()
+    group = f"run-{uuid.uuid4().hex}"
+    await layer.group_add(group, channel)
+    files = {"main.py": "import sys\nprint(sys.argv[1:])\n"}
+    await sync_to_async(run_code.apply, thread_sensitive=False)(
+        kwargs={"run": "r1", "group": group, "files": files, "path": "main.py", "args": ["a b", "-x"]})
+    messages = await collect(layer, channel)
+    assert texts(messages, "stdout") == "['a b', '-x']\n" and messages[-1]["status"] == "ok"
+    await sync_to_async(run_code.apply, thread_sensitive=False)(
+        kwargs={"run": "r2", "group": group, "files": files, "path": "main.py", "args": ["a\x00"]})
+    (refused,) = await collect(layer, channel)
+    assert refused["error"] == "bad_run" and refused["message"] == "an argument contains a NUL character"
+
+
+@pytest.mark.services  # the channel layer: Redis in the services pass
 async def test_a_run_that_cannot_start_finishes_at_once_with_the_reason() -> None:
     layer = get_channel_layer()
     assert layer is not None

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,8 @@ from spark_ide.sandbox.core.uids import UidLease, UidPool
 
 DEFAULT_PYTHON = "/usr/bin/python3"
 PYTEST_ARGS = ("-m", "pytest", "-p", "no:cacheprovider")
+MAX_ARGS = 64  # words after the file (or after pytest), as the run tool's command allows
+MAX_ARGS_CHARS = 8_000
 
 
 class SandboxUnavailable(RuntimeError):
@@ -50,7 +52,7 @@ _probes_lock = threading.Lock()
 
 
 class Sandbox:
-    """Runs a workspace's file (``python path``) or its tests (``pytest``) within `Limits`.
+    """Runs a workspace's file (``python path [args]``) or its tests (``pytest [args]``) within `Limits`.
 
     As root every run gets a uid of its own from ``uid_pool``; otherwise runs are the
     caller's, inside bubblewrap's user namespace. Where bubblewrap cannot run, `start`
@@ -79,10 +81,10 @@ class Sandbox:
 
     def run(
         self, files: Mapping[str, str], *, path: str | None = None, tests: bool = False,
-        on_output: OutputSink | None = None, stdin: str | None = None,
+        args: Sequence[str] = (), on_output: OutputSink | None = None, stdin: str | None = None,
     ) -> RunResult:
         """Start, give it ``stdin`` (then end of input) if any, and wait for the end."""
-        run = self.start(files, path=path, tests=tests, on_output=on_output)
+        run = self.start(files, path=path, tests=tests, args=args, on_output=on_output)
         if stdin is not None:
             run.write_stdin(stdin)
             run.close_stdin()
@@ -90,10 +92,12 @@ class Sandbox:
 
     def start(
         self, files: Mapping[str, str], *, path: str | None = None, tests: bool = False,
-        on_output: OutputSink | None = None,
+        args: Sequence[str] = (), on_output: OutputSink | None = None,
     ) -> Run:
-        """Start a run; the caller must `Run.wait` it (that pumps its output and cleans up)."""
-        program = self._program(files, path=path, tests=tests)
+        """Start a run; the caller must `Run.wait` it (that pumps its output and cleans up).
+        ``args`` follow the file (the program's arguments) or ``pytest`` (its paths and
+        options, relative to the workspace, which is the working directory)."""
+        program = self._program(files, path=path, tests=tests, args=checked_args(args))
         as_root = os.geteuid() == 0
         lease: UidLease | None = self.uid_pool.acquire() if as_root else None
         uid = lease.uid if lease is not None else os.getuid()
@@ -182,17 +186,19 @@ class Sandbox:
         )
 
     @staticmethod
-    def _program(files: Mapping[str, str], *, path: str | None, tests: bool) -> Callable[[str], list[str]]:
+    def _program(
+        files: Mapping[str, str], *, path: str | None, tests: bool, args: tuple[str, ...] = (),
+    ) -> Callable[[str], list[str]]:
         """The program's arguments after the interpreter, given where the workspace is."""
         if path is not None:
             checked_parts(path)
             if path not in files:
                 raise BadRun(f"there is no file {path[:200]!r} in the workspace")
         if tests:
-            return lambda base: [*PYTEST_ARGS, *([f"{base}/{path}"] if path is not None else [])]
+            return lambda base: [*PYTEST_ARGS, *([f"{base}/{path}"] if path is not None else []), *args]
         if path is None:
             raise BadRun("say which file to run (a path), or run the tests")
-        return lambda base: [f"{base}/{path}"]
+        return lambda base: [f"{base}/{path}", *args]
 
     def _jail_works(self, uid: int | None, *, tests: bool) -> bool:
         """True when runs go into bubblewrap; False when it cannot run and that is allowed."""
@@ -223,3 +229,14 @@ class Sandbox:
             raise SandboxUnavailable(f"pytest is not installed for the student runtime {self.python} "
                                      "(make sandbox-runtime)")
         return True
+
+
+def checked_args(args: Sequence[str]) -> tuple[str, ...]:
+    """A run's arguments as given, or `BadRun`: words of text, no NUL, not too many."""
+    if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
+        raise BadRun("a run's arguments must be a list of strings")
+    if len(args) > MAX_ARGS or sum(len(arg) for arg in args) > MAX_ARGS_CHARS:
+        raise BadRun(f"too many arguments: at most {MAX_ARGS} words of {MAX_ARGS_CHARS} characters in all")
+    if any("\x00" in arg for arg in args):
+        raise BadRun("an argument contains a NUL character")
+    return tuple(args)
