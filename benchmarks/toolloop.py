@@ -309,7 +309,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures["ide_minus_bare_p50_ms"] = round(ide_p50 - bare_p50, 3) if ide_p50 is not None and bare_p50 else None
     figures["target_p50_ms"] = TARGET_P50_MS
     figures["rows"] = rows(figures)
-    figures["charts"] = {"loop_round_trip_cdf": report.chart(
+    figures["charts"] = {"toolloop_round_trip_cdf": report.chart(
         "Tool loop: last tool-call delta -> next response.create", "ms", "share of rounds",
         {"IDE": samples["ide"], "bare upstream client": samples["bare"]}, kind="cdf", log_x=True,
     )} if samples["ide"] else {}

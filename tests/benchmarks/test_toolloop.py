@@ -35,7 +35,7 @@ def test_it_times_every_round_of_the_loop_and_checks_the_rounds_went_as_scripted
     rows = figures["rows"]
     assert rows[0]["met"] is True
     assert rows[1]["unit"] == "ms" and isinstance(rows[1]["met"], bool) and rows[1]["baseline"] is not None
-    assert set(figures["charts"]["loop_round_trip_cdf"]["series"]) == {"IDE", "bare upstream client"}
+    assert set(figures["charts"]["toolloop_round_trip_cdf"]["series"]) == {"IDE", "bare upstream client"}
     assert figures["setup"]["rounds_per_turn"] == ROUNDS
 
 
