@@ -14,6 +14,8 @@ processes through Redis, ``spark_ide.live.owner``).
 ``SPARK_PROVIDER``/``OPENAI_*`` settings given); no model server, tap or relay is started.
 ``Stack(..., worker={...})`` starts a Celery worker too (the code runs, over ``redis_url``),
 with those settings added to the IDE's (the sandbox's limits, say).
+``Stack(..., settings={...})``: the IDE's settings over the stack's own (its edit dialect,
+``SPARK_EDIT_STYLE=edits`` unless given, say).
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ class Stack:
     def __init__(
         self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
         relay: bool = True, daphne_args: tuple[str, ...] = (), upstream: dict[str, str] | None = None,
-        worker: dict[str, str] | None = None,
+        worker: dict[str, str] | None = None, settings: dict[str, str] | None = None,
     ) -> None:
         self.scripts = scripts
         self.daphnes = daphnes
@@ -211,6 +213,7 @@ class Stack:
         self.daphne_args = daphne_args
         self.upstream = upstream
         self.worker = worker
+        self.settings = settings or {}
         self.ide_urls: list[str] = []
         self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
@@ -248,14 +251,15 @@ class Stack:
 
     async def _start(self) -> None:
         model = self.upstream if self.upstream is not None else await self._start_model_server()
-        env = self._env(
-            SPARK_DATA_DIR=str(self.dir / "data"), DJANGO_SETTINGS_MODULE="spark_ide.settings",
-            **{"SPARK_EDIT_STYLE": "edits", **model},  # the text dialect unless the model's settings say
-            SPARK_MAX_OUTPUT_TOKENS="1000000", SPARK_LOG_LEVEL="WARNING",
+        env = self._env(**{
+            "SPARK_DATA_DIR": str(self.dir / "data"), "DJANGO_SETTINGS_MODULE": "spark_ide.settings",
+            # The text dialect unless the model's settings or the caller's say otherwise.
+            "SPARK_EDIT_STYLE": "edits", **model, "SPARK_MAX_OUTPUT_TOKENS": "1000000", "SPARK_LOG_LEVEL": "WARNING",
             # The load is one account's many pages (the fanout and rooms benchmarks open hundreds):
             # the per-user socket cap (20 by default) would refuse them. The soak uses many accounts.
-            SPARK_MAX_SOCKETS_PER_USER=os.environ.get("SPARK_MAX_SOCKETS_PER_USER", "100000"),
-        )
+            "SPARK_MAX_SOCKETS_PER_USER": os.environ.get("SPARK_MAX_SOCKETS_PER_USER", "100000"),
+            **self.settings,
+        })
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         if self.redis_url:
