@@ -356,7 +356,7 @@ export class EditorTabs {
   }
 
   // Does the editor draw `info` for `path` (or will it, with the staged region), the ghost's
-  // text aside? Then a new status needs no editor transaction (session.js flushRegions).
+  // text aside? Then a new status needs no editor transaction (session_edits.js paintRegions).
   drawsRegion(path, info) {
     const drawn = this.staged || this.shown;
     return Boolean(this.view && drawn && path === this.active && drawn.path === path && sameRegion(drawn.info, info));
