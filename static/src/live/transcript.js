@@ -1,18 +1,15 @@
-// The transcript: per turn, a header (prompt, steered from, effort), the model's prose, each
-// edit block as a chip and a small model's code fence as highlighted code
-// (transcript_blocks.js), then a footer with the outcome and why (transcript_labels.js). It
-// renders what the server parsed:
+// The transcript: per turn, a header (prompt, steered from, effort: transcript_turns.js), the
+// model's prose (in parts, its oldest text off the page: transcript_prose.js), each edit block
+// as a chip and a small model's code fence as highlighted code (transcript_blocks.js), the
+// watchdog's findings, then a footer with the outcome and why (transcript_labels.js); old
+// finished turns fold to one button (transcript_fold.js). It renders what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
 // A fence's code is the turn's own record: its final status carries the code the model wrote
 // (`detail.code`), so a reloaded page, a late joiner and the replay show what the live page
 // showed, whatever people typed into the file since; only while the fence is being written
 // does the block show its lines of the document as they arrive.
-// The watchdog's `guard.finding`s go under the turn's prose: a halt stands out (where, what,
-// the fix asked for, a link to the correction turn), a flag is one quiet line.
 // Work is buffered and drawn at most once per animation frame (flush()).
-// A turn's prose goes on the page in parts and its oldest text off it (transcript_prose.js);
-// old finished turns fold to one button (transcript_fold.js).
 import { EDIT_STATES_IN_FLIGHT } from "../protocol.js";
 import { element } from "./dom.js";
 import { newBlockView, paintChip, recordedCode, region, showCode, writtenLines } from "./transcript_blocks.js";
@@ -26,9 +23,7 @@ import {
 
 // The names other modules and the tests import from here.
 export { recordedCode, region } from "./transcript_blocks.js";
-export {
-  REASON_LABELS, STATE_LABELS, WATCHDOG, mergeSummary, reasonLabel, turnFigures,
-} from "./transcript_labels.js";
+export { REASON_LABELS, STATE_LABELS, WATCHDOG, mergeSummary, reasonLabel, turnFigures } from "./transcript_labels.js";
 export { partCut } from "./transcript_prose.js";
 
 // Finished turns before the last FULL_TURNS fold to their heading and one button that tells
