@@ -32,7 +32,7 @@ pytestmark = pytest.mark.browser
 
 WORDS = ("the", "model", "writes", "code", "while", "you", "steer", "it", "and", "each", "token", "lands")
 GHOST_CHARS = 256  # what the server sends of the line being written (editing.applier)
-PART_MAX_CHARS = 4096  # the longest prose part (transcript.js)
+PART_MAX_CHARS = 4096  # the longest prose part (transcript_prose.js)
 
 
 def _paragraph(chars: int, seed: int) -> str:

@@ -71,10 +71,10 @@ def test_the_generated_module_holds_the_server_definitions_and_every_one_has_a_l
     # The page's words stay in JS, keyed by the generated names: one for each, none for a name
     # the server no longer has.
     assert set(js["labels"]["reasons"]) == {reason.value for reason in FinishReason}, (
-        "every finish reason needs its words in REASON_LABELS (static/src/live/transcript.js)"
+        "every finish reason needs its words in REASON_LABELS (static/src/live/transcript_labels.js)"
     )
     assert set(js["labels"]["states"]) == {state.value for state in EditState}, (
-        "every edit state needs its words in STATE_LABELS (static/src/live/transcript.js)"
+        "every edit state needs its words in STATE_LABELS (static/src/live/transcript_labels.js)"
     )
     assert all(js["labels"]["states"].values())
     assert set(js["labels"]["operations"]) == {operation.value for operation in BlockOperation}, (

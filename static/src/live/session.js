@@ -6,12 +6,11 @@ import { FrameLoop } from "./frame.js";
 import { SessionConnection } from "./connection.js";
 import { YjsProvider } from "./provider.js";
 import { EditorTabs } from "./tabs.js";
-import { LiveRegions, followLine } from "./decorations.js";
+import { LiveRegions } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
 import { Transcript } from "./transcript.js";
-import { chipLabel } from "./chips.js";
 import { StatusBar } from "./status.js";
-import { Toasts, keepPanelsInView, userName, wireCopyButtons } from "./notices.js";
+import { Toasts, userName } from "./notices.js";
 import { PeerColours, PresenceList, cursorColours } from "./peers.js";
 import { FollowMode, followAsked } from "./follow.js";
 import { PresenterMode } from "./presenter.js";
@@ -20,7 +19,9 @@ import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
-import { BLOCK_OPERATION, EDIT_STATE, EDIT_STATES_IN_FLIGHT, ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
+import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
+import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
+import { addressedPath, showPolicy, wirePage } from "./session_wire.js";
 
 const RUN_REFRESH_MS = 800;
 const REVERT_ERRORS = new Set([ERROR_CODE.REVERT_UNAVAILABLE, ERROR_CODE.RESTORE_UNAVAILABLE]);
@@ -67,6 +68,12 @@ class LiveSession {
     this.presenter = new PresenterMode(document.getElementById("present"), {
       onChange: (on) => this.presenting(on),
     });
+    this.panels(root);
+    this.drawEachFrame();
+  }
+
+  // The transcript, the status bar, the toasts, the run panel, the revert buttons, the prompt.
+  panels(root) {
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
       onOpenLine: (path, line) => this.openAt(path, line), peerClass: (name) => this.colours.classOf(name),
@@ -88,16 +95,19 @@ class LiveSession {
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
       : null;
-    // Order matters. The panels first: the transcript reads the layout to stay scrolled to
-    // the end, which is cheap before the editor changes and costly after. Then the document,
-    // then the decorations that point into it.
-    // The model's region is staged before the document updates and rides on the editor
-    // transaction that applies them (one editor update a frame, not two); if no update
-    // comes this frame, it goes alone after.
+  }
+
+  // What is drawn once a frame. Order matters. The panels first: the transcript reads the
+  // layout to stay scrolled to the end, which is cheap before the editor changes and costly
+  // after. Then the document, then the decorations that point into it.
+  // The model's region is staged before the document updates and rides on the editor
+  // transaction that applies them (one editor update a frame, not two); if no update
+  // comes this frame, it goes alone after.
+  drawEachFrame() {
     this.loop.add(() => this.transcript.flush());
     this.loop.add(() => this.status.flush());
     this.loop.add(() => this.runs.flush());
-    this.loop.add(() => this.flushRegions());
+    this.loop.add(() => paintRegions(this.regions, this.tabs, this.follow));
     this.loop.add(() => this.provider.flush());
     this.loop.add(() => this.tabs.applyStagedRegion());
   }
@@ -123,13 +133,7 @@ class LiveSession {
   // The document is here: the person's own tabs, and a file in front (landing.js); a
   // driver's place that came before the files, when following.
   openInitial() {
-    let named = window.location.hash.slice(1);
-    try {
-      named = decodeURIComponent(named);
-    } catch {
-      // a path with a lone "%" was written to the address as it is
-    }
-    this.landing.land(named);
+    this.landing.land(addressedPath());
     if (this.follow.following) this.follow.go();
   }
 
@@ -174,7 +178,7 @@ class LiveSession {
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
       case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
-      case EVENT.POLICY: return this.policyChanged(event);
+      case EVENT.POLICY: return showPolicy(event);
       case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
       case EVENT.TURN_REVERTED:
@@ -191,14 +195,6 @@ class LiveSession {
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
       default: return undefined; // pong (handled by the connection) and newer event types
     }
-  }
-
-  // The course's AI rules as they stand (mode, effort cap, tokens left): one line by the prompt.
-  policyChanged(event) {
-    const line = document.getElementById("ai-policy");
-    if (!line) return;
-    line.textContent = String(event.label || "");
-    line.hidden = !line.textContent;
   }
 
   // The watchdog flagged or halted what the model wrote: in the transcript under its turn; a
@@ -289,43 +285,15 @@ class LiveSession {
     if (this.prompt) this.prompt.release();
   }
 
-  // The first status of a path opens its tab; the view follows the block being written
-  // unless the person clicked or typed in the editor a moment ago.
-  // A patch's file operations move tabs: a moved file's tab follows it (and back, when a revert
-  // rolls the move back); a deleted file's tab closes as its file leaves the document.
+  // A block's status: its chip, what the person should know, the file the model writes.
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
-    this.explain(event);
-    const detail = event.detail || {};
-    if (detail.operation === BLOCK_OPERATION.MOVE && detail.target && !this.replayed(event)) {
-      if (event.state === EDIT_STATE.APPLIED) this.tabs.renamed(event.path, detail.target);
-      else if (event.state === EDIT_STATE.ROLLED_BACK) this.tabs.renamed(detail.target, event.path);
-    }
-    // The file the block is about as it is now (none for a deleted file).
-    const { file } = chipLabel(event.path, event.state, detail);
-    // A block written faster than the statuses are sent may first show up applied: the
-    // running turn's file opens all the same.
-    if (file && event.turn === this.running) this.landing.turnAt(file);
-    const writing = EDIT_STATES_IN_FLIGHT.has(event.state)
-      || (event.state === EDIT_STATE.APPLIED && event.turn === this.running && !this.replayed(event));
-    if (writing && file) {
-      this.follow.modelAt(file, followLine({ detail }));
-      const follow = this.follow.mayFollowTo(file);
-      if (!this.tabs.has(file)) this.tabs.open(file, { activate: follow, focus: false, later: true });
-      else if (follow && this.tabs.active !== file) this.tabs.activate(file, { focus: false });
-    }
+    explainEdit(this.toasts, event);
+    followEdit(event, {
+      tabs: this.tabs, landing: this.landing, follow: this.follow, running: this.running, replayed: this.replayed(event),
+    });
     this.loop.request();
-  }
-
-  // What a person should know about a block without opening the transcript.
-  explain({ path, state, detail }) {
-    const conflicts = detail && detail.conflict && detail.conflict.lines;
-    if (state === EDIT_STATE.FAILED) {
-      this.toasts.show(`The edit to ${path} failed: ${detail.message || detail.reason || "no match"}`, "warn");
-    } else if (state === EDIT_STATE.APPLIED && Array.isArray(conflicts) && conflicts.length) {
-      this.toasts.show(`${path}: your changes on line ${conflicts.join(", ")} were kept`, "warn");
-    }
   }
 
   turnFinished(event) {
@@ -381,26 +349,6 @@ class LiveSession {
     this.doc = doc;
   }
 
-  flushRegions() {
-    const dirty = this.regions.takeDirty();
-    if (dirty.size === 0) return;
-    const active = this.tabs.active;
-    if (active && dirty.has(active) && this.tabs.view) {
-      const info = this.regions.get(active);
-      // While a block streams, its ghost; once it is applied, the last line it wrote.
-      const end = this.regions.takeEnd(active);
-      // Most statuses of a streaming block only move its ghost's text along the line: that is
-      // painted into the ghost's node, without an editor transaction (whose cost, with every
-      // extension's update and a measure after it, does not depend on how little changed).
-      if (!(info && end === null && this.tabs.drawsRegion(active, info))) {
-        const line = this.follow.mayScroll() ? (info ? followLine(info) : end) : null;
-        this.tabs.stageRegion(active, info, line);
-      }
-      if (info) info.ghost.paint();
-    }
-    this.tabs.render(); // the tabs' "model is writing here" marks
-  }
-
   setRunning(turn) {
     if (turn !== this.running) this.landing.turnEnded();
     this.running = turn;
@@ -437,42 +385,11 @@ class LiveSession {
     clearTimeout(this.historyTimer);
     this.historyTimer = setTimeout(() => this.historyChanged(), RUN_REFRESH_MS);
   }
-
-  wire(root) {
-    root.addEventListener("click", (event) => {
-      const link = event.target.closest("[data-open]");
-      if (link) {
-        event.preventDefault();
-        if (link.dataset.open !== this.tabs.active) this.follow.byHand();
-        this.landing.byHand();
-        this.tabs.filePicked();
-        this.tabs.open(link.dataset.open);
-        return;
-      }
-      const revert = event.target.closest("[data-revert]");
-      if (revert && this.canDrive) this.reverts.ask(revert.dataset.revert, revert);
-      const restore = event.target.closest("[data-restore]");
-      if (restore && this.canDrive) this.reverts.restore(restore.dataset.restore, restore);
-    });
-    // Any click in the tab bar or the editor: where the person landed is theirs now.
-    for (const part of [root.querySelector("#tabs"), root.querySelector("#editor")]) {
-      part.addEventListener("pointerdown", () => this.landing.byHand());
-    }
-    const body = document.body;
-    this.tree.wire(body);
-    body.addEventListener("spark:open", (event) => { this.landing.byHand(); this.tabs.open(event.detail.path); });
-    body.addEventListener("spark:renamed", (event) => this.tabs.renamed(event.detail.path, event.detail.new_path));
-    body.addEventListener("spark:deleted", (event) => this.tabs.close(event.detail.path));
-    this.runs.wireShortcut(document);
-    wireCopyButtons(document.body, this.toasts);
-    keepPanelsInView(document.body);
-    window.addEventListener("pagehide", () => this.provider.leave());
-  }
 }
 
 export function startLiveSession(root) {
   const session = new LiveSession(root);
-  session.wire(root);
+  wirePage(root, session, session.canDrive); // the page's clicks and events (session_wire.js)
   session.start();
   return session;
 }

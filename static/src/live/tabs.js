@@ -1,28 +1,18 @@
 // Editor tabs over one CodeMirror view, each tab a Yjs-bound EditorState on the file's Y.Text
 // (doc.getMap("files")). The model's edits and other people's typing arrive through Yjs.
-import { EditorView, basicSetup } from "codemirror";
-import { Compartment, EditorSelection, EditorState, Transaction } from "@codemirror/state";
-import { keymap } from "@codemirror/view";
+import { EditorView } from "codemirror";
+import { Compartment, Transaction } from "@codemirror/state";
 import * as Y from "yjs";
-import { yCollab, yRemoteSelectionsTheme, ySyncAnnotation, yUndoManagerKeymap } from "y-codemirror.next";
-import { editorNonce } from "../csp.js";
-import { indentationFor, languageFor } from "../languages.js";
-import { moveCursor, positionMap, remoteSelections } from "./remote_selections.js";
-import { lineStart, liveDecorations, sameRegion, setLiveRegion } from "./decorations.js";
+import { ySyncAnnotation } from "y-codemirror.next";
+import { moveCursor, positionMap } from "./remote_selections.js";
+import { sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
-import { diagnosticsExtensions } from "./diagnostics.js";
+import { LARGE_TYPE, newTab, rebuiltState, tabExtensions } from "./tab_state.js";
+import { lineOfIndex, putCursorOnLine, regionEffects, revealLine } from "./tab_view.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
 // after a person picks a tab, the model's other files do not take it away for this long.
 const USER_FOCUS_MS = 4000;
-// The model's line counts as in sight this many lines inside the editor's visible edges.
-const SIGHT_MARGIN_LINES = 3;
-// Presenter mode's type, as a theme of the editor's own: CodeMirror positions the line numbers
-// from the line heights it measured, and reads them again only when its content changes
-// height, it is redrawn, or its theme changes. Type made larger by a page style alone, in a
-// file shorter than the editor (whose content keeps the editor's height whatever the type),
-// left the numbers where the old lines were; a theme tells it to measure again.
-const LARGE_TYPE = EditorView.theme({ "&.cm-editor .cm-scroller": { fontSize: "22px", lineHeight: "1.5" } });
 
 export class EditorTabs {
   // onByHand(): the person scrolled or typed in the editor, or picked another tab;
@@ -84,7 +74,7 @@ export class EditorTabs {
   }
 
   // Presenter mode's large type (on) or the normal one, in every tab: the editor measures its
-  // lines again (see LARGE_TYPE).
+  // lines again (see tab_state.js LARGE_TYPE).
   setLargeType(on) {
     if (on === this.largeType) return;
     this.largeType = on;
@@ -101,24 +91,10 @@ export class EditorTabs {
   }
 
   extensions(path, tab) {
-    return [
-      keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
-      basicSetup,
-      languageFor(path),
-      indentationFor(path),
-      EditorState.readOnly.of(!this.canEdit),
-      EditorView.editable.of(this.canEdit),
-      // Others' carets by our own plugin (remote_selections.js: no style attributes, which the
-      // page's CSP refuses), so yCollab is given no awareness; the theme is y-codemirror's.
-      yCollab(tab.ytext, null, { undoManager: tab.undo }),
-      yRemoteSelectionsTheme,
-      remoteSelections(tab.ytext, this.awareness),
-      editorNonce(),
-      this.typeSize.of(this.largeType ? LARGE_TYPE : []),
-      liveDecorations(),
-      diagnosticsExtensions(),
-      EditorState.transactionExtender.of((transaction) => this.extendRemote(transaction)),
-    ];
+    return tabExtensions(path, tab, {
+      awareness: this.awareness, canEdit: this.canEdit, typeSize: this.typeSize, largeType: this.largeType,
+      extendRemote: (transaction) => this.extendRemote(transaction),
+    });
   }
 
   // A transaction that brings others' changes (the model's stream) from Yjs: it is not undone
@@ -130,7 +106,7 @@ export class EditorTabs {
     const staged = this.staged;
     if (staged && this.view && transaction.startState === this.view.state && staged.path === this.active) {
       this.staged = null;
-      spec.effects = this.regionEffects(staged, transaction.newDoc);
+      spec.effects = regionEffects(this.view, staged, transaction.newDoc);
       this.shown = { path: staged.path, info: staged.info };
     }
     return spec;
@@ -157,9 +133,7 @@ export class EditorTabs {
   }
 
   newTab(path, ytext) {
-    const tab = { ytext, undo: new Y.UndoManager(ytext), state: null, scroll: null };
-    tab.state = EditorState.create({ doc: ytext.toString(), extensions: this.extensions(path, tab) });
-    return tab;
+    return newTab(ytext, (tab) => this.extensions(path, tab));
   }
 
   activate(path, { focus = true } = {}) {
@@ -197,15 +171,9 @@ export class EditorTabs {
     if (focus) this.view.focus();
   }
 
-  // The tab's state again on its Y.Text; `map` moves a position of the old text into the new
-  // one (else positions are only clamped).
-  rebuilt(path, tab, map = (pos) => pos) {
-    const doc = tab.ytext.toString();
-    const clamp = (pos) => Math.min(map(pos), doc.length);
-    const ranges = tab.state.selection.ranges.map((r) => EditorSelection.range(clamp(r.anchor), clamp(r.head)));
-    return EditorState.create({
-      doc, selection: EditorSelection.create(ranges, tab.state.selection.mainIndex), extensions: this.extensions(path, tab),
-    });
+  // The tab's state again on its Y.Text, the selection moved by `map` (tab_state.js).
+  rebuilt(path, tab, map) {
+    return rebuiltState(tab, this.extensions(path, tab), map);
   }
 
   stash() {
@@ -356,7 +324,7 @@ export class EditorTabs {
   }
 
   // Does the editor draw `info` for `path` (or will it, with the staged region), the ghost's
-  // text aside? Then a new status needs no editor transaction (session.js flushRegions).
+  // text aside? Then a new status needs no editor transaction (session_edits.js paintRegions).
   drawsRegion(path, info) {
     const drawn = this.staged || this.shown;
     return Boolean(this.view && drawn && path === this.active && drawn.path === path && sameRegion(drawn.info, info));
@@ -367,25 +335,7 @@ export class EditorTabs {
     this.staged = null;
     if (!staged || !this.view || staged.path !== this.active) return;
     this.shown = { path: staged.path, info: staged.info };
-    this.view.dispatch({ effects: this.regionEffects(staged, this.view.state.doc) });
-  }
-
-  regionEffects({ info, line }, doc) {
-    const effects = [setLiveRegion.of(info)];
-    if (line !== null && !this.inSight(line)) effects.push(EditorView.scrollIntoView(lineStart(line, doc), { y: "center" }));
-    return effects;
-  }
-
-  // Is `line` well inside what the editor showed at its last measure? Then the view stays:
-  // following the model line by line would scroll (and repaint the editor) on every frame;
-  // once it leaves, the view puts it in the middle, which lasts half a screen of lines.
-  inSight(line) {
-    const ranges = this.view.visibleRanges;
-    if (!ranges.length) return false;
-    const doc = this.view.state.doc;
-    const first = doc.lineAt(ranges[0].from).number;
-    const last = doc.lineAt(ranges[ranges.length - 1].to).number;
-    return line >= first + SIGHT_MARGIN_LINES && line <= last - SIGHT_MARGIN_LINES;
+    this.view.dispatch({ effects: regionEffects(this.view, staged, this.view.state.doc) });
   }
 
   // Drawn again only when a tab, the active one or a "model is writing here" mark changed:
@@ -418,21 +368,15 @@ export class EditorTabs {
   goToLine(path, line) {
     this.open(path);
     if (this.active !== path || !this.view) return;
-    const doc = this.view.state.doc;
-    const at = doc.line(Math.min(Math.max(Number(line) || 1, 1), doc.lines)).from;
-    this.view.dispatch({ selection: { anchor: at }, effects: EditorView.scrollIntoView(at, { y: "center" }) });
-    this.view.focus();
+    putCursorOnLine(this.view, line);
   }
 
   // Bring a line (or a position) of the active file into view, unless it is well in sight.
   revealLine(line) {
-    if (!this.view || this.inSight(line)) return;
-    this.view.dispatch({ effects: EditorView.scrollIntoView(lineStart(line, this.view.state.doc), { y: "center" }) });
+    if (this.view) revealLine(this.view, line);
   }
 
   revealIndex(index) {
-    if (!this.view) return;
-    const doc = this.view.state.doc;
-    this.revealLine(doc.lineAt(Math.min(Math.max(index, 0), doc.length)).number);
+    if (this.view) revealLine(this.view, lineOfIndex(this.view, index));
   }
 }

@@ -1,0 +1,61 @@
+// A tab's CodeMirror state: the editor's extensions for its file (language, indentation, the
+// Yjs binding and others' carets, the model's live region, the watchdog's findings, the type
+// size), and the state built again on its Y.Text when that text moved on or was replaced.
+import { EditorView, basicSetup } from "codemirror";
+import { EditorSelection, EditorState } from "@codemirror/state";
+import { keymap } from "@codemirror/view";
+import * as Y from "yjs";
+import { yCollab, yRemoteSelectionsTheme, yUndoManagerKeymap } from "y-codemirror.next";
+import { editorNonce } from "../csp.js";
+import { indentationFor, languageFor } from "../languages.js";
+import { remoteSelections } from "./remote_selections.js";
+import { liveDecorations } from "./decorations.js";
+import { diagnosticsExtensions } from "./diagnostics.js";
+
+// Presenter mode's type, as a theme of the editor's own: CodeMirror positions the line numbers
+// from the line heights it measured, and reads them again only when its content changes
+// height, it is redrawn, or its theme changes. Type made larger by a page style alone, in a
+// file shorter than the editor (whose content keeps the editor's height whatever the type),
+// left the numbers where the old lines were; a theme tells it to measure again.
+export const LARGE_TYPE = EditorView.theme({ "&.cm-editor .cm-scroller": { fontSize: "22px", lineHeight: "1.5" } });
+
+// The extensions of a tab's state. typeSize: the compartment of the type size (largeType: the
+// presenter's is on); extendRemote(transaction): the spec added to a transaction from Yjs.
+export function tabExtensions(path, tab, { awareness, canEdit, typeSize, largeType, extendRemote }) {
+  return [
+    keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
+    basicSetup,
+    languageFor(path),
+    indentationFor(path),
+    EditorState.readOnly.of(!canEdit),
+    EditorView.editable.of(canEdit),
+    // Others' carets by our own plugin (remote_selections.js: no style attributes, which the
+    // page's CSP refuses), so yCollab is given no awareness; the theme is y-codemirror's.
+    yCollab(tab.ytext, null, { undoManager: tab.undo }),
+    yRemoteSelectionsTheme,
+    remoteSelections(tab.ytext, awareness),
+    editorNonce(),
+    typeSize.of(largeType ? LARGE_TYPE : []),
+    liveDecorations(),
+    diagnosticsExtensions(),
+    EditorState.transactionExtender.of(extendRemote),
+  ];
+}
+
+// A new tab on a file's Y.Text; extensionsFor(tab): its state's extensions (tabExtensions).
+export function newTab(ytext, extensionsFor) {
+  const tab = { ytext, undo: new Y.UndoManager(ytext), state: null, scroll: null };
+  tab.state = EditorState.create({ doc: ytext.toString(), extensions: extensionsFor(tab) });
+  return tab;
+}
+
+// The tab's state again on its Y.Text; `map` moves a position of the old text into the new
+// one (else positions are only clamped).
+export function rebuiltState(tab, extensions, map = (pos) => pos) {
+  const doc = tab.ytext.toString();
+  const clamp = (pos) => Math.min(map(pos), doc.length);
+  const ranges = tab.state.selection.ranges.map((r) => EditorSelection.range(clamp(r.anchor), clamp(r.head)));
+  return EditorState.create({
+    doc, selection: EditorSelection.create(ranges, tab.state.selection.mainIndex), extensions,
+  });
+}
