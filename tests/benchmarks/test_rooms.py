@@ -28,5 +28,9 @@ def test_each_room_gets_its_own_answer_and_cpu_is_counted_per_token() -> None:
             assert level["server_cpu_ms_per_1k_tokens"] >= 0
     assert sum(level["server_cpu_ms_per_1k_tokens"] for level in figures["ide"]["levels"]) > 0
     rows: Any = figures["rows"]
-    assert rows[0]["unit"] == "rooms" and len(rows) == 2 and rows[1]["unit"] == "ms"
+    assert rows[0]["unit"] == "rooms"
+    # The CPU row compares the relays at the largest count both kept within the limit: on a
+    # loaded machine (other tests beside this one) the IDE may keep none, and then it has none.
+    both = min(figures["ide"]["largest"], figures["bare"]["largest"])
+    assert [row["unit"] for row in rows[1:]] == (["ms"] if both in LEVELS else [])
     assert set(figures["charts"]) == {"rooms_p99", "rooms_cpu"}
