@@ -8,6 +8,7 @@ The upstream stream's last event says how the answer ended. What ends it comes b
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from spark_ide.upstream import (
     UpstreamError,
 )
 from spark_ide.upstream.events import TerminalEvent
+from spark_ide.upstream.stream import TurnStream
 
 from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
 from .model_link import ModelLink, upstream_failure
@@ -135,8 +137,7 @@ class AnswerReader:
             failed=sum(output.status == "failed" for output in outputs),
         ))
         try:
-            client = await self._link.client()
-            stream = await client.start(run.request)
+            stream = await self._start_round(run)
         except (UpstreamError, OSError) as exc:
             return Ending(
                 TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, f"the model is unavailable: {exc}", drop_link=True,
@@ -155,6 +156,18 @@ class AnswerReader:
     def _call_done(self, run: TurnRun, tools: ToolRounds, event: ToolCallDone) -> bool:
         """A call's input is whole: its last hunk closes (through the watchdog: True, halted)."""
         return self._watchdog.apply(run, "", feed=lambda _: tools.done(event))
+
+    async def _start_round(self, run: TurnRun) -> TurnStream:
+        """Send the next round's request. The sending goes on if the turn ends meanwhile (a
+        steer or stop cancels this task): a request that went out is then stopped upstream as
+        soon as its stream exists, never left running behind the next turn."""
+        client = await self._link.client()
+        starting = asyncio.ensure_future(client.start(run.request))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            starting.add_done_callback(_stop_unwanted)
+            raise
 
     def _tool_delta(self, run: TurnRun, tools: ToolRounds, event: ToolInputDelta) -> tuple[bool, Ending | None]:
         """Apply more of a call's input (with what waits of it, up to the quota): whether the
@@ -207,3 +220,21 @@ class AnswerReader:
         return Ending(
             TurnStatus.FAILED, reason, error, drop_link=isinstance(event, ErrorEvent) and not event.retryable,
         )
+
+
+_STOPPING: set[asyncio.Task[None]] = set()  # stops of unwanted rounds, kept until they end
+
+
+def _stop_unwanted(starting: asyncio.Future[TurnStream]) -> None:
+    """A round's request went out after its turn had ended: stop its answer upstream."""
+    if starting.cancelled() or starting.exception() is not None:
+        return
+    stream = starting.result()
+
+    async def stop() -> None:
+        with contextlib.suppress(UpstreamError, OSError):
+            await stream.cancel()
+
+    task = asyncio.get_running_loop().create_task(stop())
+    _STOPPING.add(task)
+    task.add_done_callback(_STOPPING.discard)

@@ -5,6 +5,8 @@ at the round limit, or as any turn ends (stop, steer, revert). The model is the 
 
 from __future__ import annotations
 
+import asyncio
+
 from spark_ide.live.events import EditStatus, TurnFinished, TurnRound, TurnStarted
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import PromptStyle
@@ -167,3 +169,21 @@ async def test_a_patch_counts_against_the_quota_and_explain_only_offers_no_tool(
         rig.prompt("explain sub")
         await rig.model.next_stream()
         assert rig.model.requests[0].edit_style is None  # no tools key on the wire
+
+
+async def test_a_steer_while_the_next_rounds_request_goes_out_stops_that_answer_upstream() -> None:
+    async with pilot_rig(FILES, style=TOOLS) as rig:
+        turn = rig.prompt("make sub subtract")
+        first = await rig.model.next_stream()
+        play_tool_call(first, patch_call("call_1", FIX_SUB))
+        rig.model.hold_starts = asyncio.Event()  # round 2's request is on its way
+        first.complete(None)
+        await rig.published.until(TurnRound, lambda event: event.turn == turn)
+        rig.steer("stop patching")
+        assert (await rig.finished(turn)).status == "steered"
+        steered = await rig.model.next_stream()  # the steer's own request
+        rig.model.hold_starts.set()  # round 2's request goes out after all, behind the steer
+        late = await rig.model.next_stream()
+        assert late.request.previous_response_id == first.response_id
+        await eventually(lambda: late in rig.model.stopped)  # its answer is not left running
+        assert steered not in rig.model.stopped

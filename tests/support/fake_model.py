@@ -50,6 +50,7 @@ class FakeModel:
     requests: list[TurnRequest] = field(default_factory=list)
     stopped: list[TurnStream] = field(default_factory=list)  # streams the IDE stopped upstream
     refuse: list[UpstreamError] = field(default_factory=list)  # raised by the next start/steer calls
+    hold_starts: asyncio.Event | None = None  # set: each start waits for it before its request goes
     connects: int = 0
     closed: int = 0
 
@@ -87,6 +88,8 @@ class FakeClient(ModelClient):
             self.model.stopped.append(stream)
 
     async def start(self, request: TurnRequest) -> TurnStream:
+        if self.model.hold_starts is not None:
+            await self.model.hold_starts.wait()
         return self._stream(request)
 
     async def steer(self, stream: TurnStream, request: TurnRequest) -> TurnStream:
