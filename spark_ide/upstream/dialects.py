@@ -252,12 +252,6 @@ repeat a run when nothing changed.
 _RUN_FUNCTION_INSTRUCTIONS = RUN_INSTRUCTIONS.replace(
     "with the run tool", 'by calling the run function with one argument, "command"'
 )
-_COMMAND_SCHEMA: _JSON = {
-    "type": "object",
-    "properties": {"command": {"type": "string", "description": "The command, e.g. \"pytest -x -q\"."}},
-    "required": ["command"],
-    "additionalProperties": False,
-}
 _RUN_FUNCTION_DESCRIPTION = f"{_RUN_DESCRIPTION}\n\n{RUN_RULES}"
 FUNCTION_ARGUMENTS: Mapping[str, str] = {APPLY_PATCH: "input", RUN: "command"}  # each function's one argument
 
@@ -265,6 +259,20 @@ FUNCTION_ARGUMENTS: Mapping[str, str] = {APPLY_PATCH: "input", RUN: "command"}  
 def function_argument(name: str) -> str:
     """The argument that carries a function tool's input (``input`` for a name not offered)."""
     return FUNCTION_ARGUMENTS.get(name, "input")
+
+
+def _one_string_schema(name: str, description: str) -> _JSON:
+    """The parameters of function tool ``name``: its one string argument."""
+    argument = FUNCTION_ARGUMENTS[name]
+    return {
+        "type": "object",
+        "properties": {argument: {"type": "string", "description": description}},
+        "required": [argument],
+        "additionalProperties": False,
+    }
+
+
+_COMMAND_SCHEMA = _one_string_schema(RUN, "The command, e.g. \"pytest -x -q\".")
 
 
 def run_instructions(style: EditStyle | None) -> str:
@@ -281,12 +289,7 @@ _PATCH_DESCRIPTION = (
     "(*** Begin Patch ... *** End Patch; no line numbers: hunks are found by their unchanged "
     "and removed lines). The result says which hunks applied and which failed."
 )
-_INPUT_SCHEMA: _JSON = {
-    "type": "object",
-    "properties": {"input": {"type": "string", "description": "The whole patch, in the V4A format."}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
+_INPUT_SCHEMA = _one_string_schema(APPLY_PATCH, "The whole patch, in the V4A format.")
 _FUNCTION_DESCRIPTION = f"{_PATCH_DESCRIPTION}\n\n{V4A_RULES}"
 
 
