@@ -9,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from spark_ide.upstream import ErrorEvent, Failed, ModelClient
+from spark_ide.upstream import ErrorEvent, Failed, ModelClient, TurnStream, UpstreamError
 from spark_ide.upstream import errors as upstream_errors
 
 from .events import FinishReason
@@ -105,3 +105,10 @@ def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:
         return FinishReason.STALLED, f"the model stopped sending mid-answer ({detail})"
     reason, text = _UPSTREAM_FAILURES.get(event.code, (FinishReason.MODEL_ERROR, "the model answered with an error"))
     return reason, f"{text} ({detail})"
+
+
+async def stop_answer(stream: TurnStream) -> None:
+    """Stop ``stream``'s answer upstream, by the provider's strategy; a connection already
+    gone has nothing left to stop."""
+    with contextlib.suppress(UpstreamError, OSError):
+        await stream.cancel()

@@ -34,7 +34,7 @@ from spark_ide.upstream import UpstreamError
 
 from .answer import AnswerReader
 from .events import Event, FinishReason, Policy, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
-from .model_link import ModelLink
+from .model_link import ModelLink, stop_answer
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
 from .prompting import instructions_for
@@ -327,8 +327,7 @@ class Pilot:
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:
-            with contextlib.suppress(UpstreamError, OSError):
-                await run.stream.cancel()
+            await stop_answer(run.stream)
 
     # -- revert ------------------------------------------------------------------------------
 
