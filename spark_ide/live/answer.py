@@ -9,7 +9,6 @@ The upstream stream's last event says how the answer ended. What ends it comes b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,9 +27,8 @@ from spark_ide.upstream.events import TerminalEvent
 from spark_ide.upstream.stream import TurnStream
 
 from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
-from .model_link import ModelLink, upstream_failure
+from .model_link import ModelLink, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
-from .prompting import DEFAULT_MAX_ROUNDS
 from .rounds import ToolRounds
 from .turns import TurnRun
 from .watch_gate import WatchGate
@@ -84,7 +82,7 @@ class AnswerReader:
     async def _read_round(self, run: TurnRun) -> tuple[TerminalEvent | None, Ending | None]:
         """One response of the turn: its last event, or (None, what ended the turn first)."""
         assert run.stream is not None
-        tools = self._tools(run)
+        tools = run.tools
         async for event in run.stream:
             if not run.live:
                 return None, None
@@ -104,19 +102,14 @@ class AnswerReader:
                 return None, ending
         return None, NO_ANSWER
 
-    @staticmethod
-    def _tools(run: TurnRun) -> ToolRounds:
-        if run.tools is None:  # a turn made without (offers no tool): any call is answered failed
-            run.tools = ToolRounds(run.editor, frozenset(), DEFAULT_MAX_ROUNDS)
-        return run.tools
-
     async def _next_round(self, run: TurnRun, done: Completed) -> Ending | None:
         """The response ended with tool calls: answer them all in the next request of the turn,
         on the warm connection, and read on (``run.stream`` is the new response's); or end the
         turn at the round limit, or when the model cannot be reached."""
-        tools = self._tools(run)
+        tools = run.tools
         self._count_usage(run, done)
-        if self._watchdog.apply(run, "", feed=lambda _: run.editor.end_text()):  # its text after the calls
+        # Its text after the calls, and a call whose last event never came, end here.
+        if self._watchdog.apply(run, "", feed=lambda _: [*run.editor.end_text(), *tools.finish_open()]):
             return None
         outputs = tools.outputs(done.tool_calls)
         if tools.last_round:
@@ -143,8 +136,7 @@ class AnswerReader:
                 TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, f"the model is unavailable: {exc}", drop_link=True,
             )
         if not run.live:  # ended while the request went out: its answer is not wanted
-            with contextlib.suppress(UpstreamError, OSError):
-                await stream.cancel()
+            await stop_answer(stream)
             return None
         run.stream = stream
         return None
@@ -229,12 +221,6 @@ def _stop_unwanted(starting: asyncio.Future[TurnStream]) -> None:
     """A round's request went out after its turn had ended: stop its answer upstream."""
     if starting.cancelled() or starting.exception() is not None:
         return
-    stream = starting.result()
-
-    async def stop() -> None:
-        with contextlib.suppress(UpstreamError, OSError):
-            await stream.cancel()
-
-    task = asyncio.get_running_loop().create_task(stop())
+    task = asyncio.get_running_loop().create_task(stop_answer(starting.result()))
     _STOPPING.add(task)
     task.add_done_callback(_STOPPING.discard)

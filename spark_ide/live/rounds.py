@@ -32,7 +32,6 @@ class ToolRounds:
     offered: frozenset[str]
     max_rounds: int
     round: int = 1
-    calls_made: int = 0  # over all rounds
     _patches: dict[str, PatchCall] = field(default_factory=dict)  # this round's, by call id
     _unknown: dict[str, str] = field(default_factory=dict)  # call id -> the name asked for
 
@@ -44,7 +43,6 @@ class ToolRounds:
         """A call begins: the model's text before it is whole (what the text reader held is
         prose now, before the call's blocks); an ``apply_patch`` call starts applying; any
         other name is noted."""
-        self.calls_made += 1
         said = self.editor.end_text()
         if event.name not in self.offered:
             self._unknown[event.call_id] = event.name
@@ -69,8 +67,13 @@ class ToolRounds:
             return []
         return patch.finish()
 
+    def finish_open(self) -> list[EditEvent]:
+        """The response ended: a call whose last event never came ends with what came of it."""
+        return [event for patch in self._patches.values() if not patch.ended for event in patch.finish()]
+
     def outputs(self, calls: Sequence[ToolCall]) -> list[ToolOutput]:
-        """One output per call the response ended with, in its order; the round is over."""
+        """One output per call the response ended with, in its order (after ``finish_open``);
+        the round is over."""
         outputs = [self._output(call) for call in calls]
         self._patches.clear()
         self._unknown.clear()
@@ -86,8 +89,6 @@ class ToolRounds:
             offered = ", ".join(sorted(self.offered)) or "none (editing is off)"
             return ToolOutput(call, f"Failed: there is no tool named {name!r} here. Tools offered: {offered}.",
                               "failed")
-        if not patch.ended:  # the response ended without the call's last event: what came is all
-            patch.finish()
         result = patch.result
         return ToolOutput(call, result.output, result.status.value)
 

@@ -69,6 +69,7 @@ class TurnRun:
     before: dict[str, str]  # the files when the turn began (for its diff)
     steering: list[str]  # the steering notes sent with this turn's request
     redirects: list[str]  # the steering texts of the chain, in order
+    tools: ToolRounds  # its tool calls, round by round
     steered_from: str | None = None
     stream: TurnStream | None = None
     task: asyncio.Task[None] | None = None
@@ -82,7 +83,6 @@ class TurnRun:
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
     tail: str = ""  # the end of the last delta applied (an end marker may be cut between two)
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
-    tools: ToolRounds | None = None  # its tool calls, round by round (None: made without, in tests)
     said: list[str] = field(default_factory=list)  # the text of its earlier rounds
     rounds: list[TurnStream] = field(default_factory=list)  # the streams of its earlier rounds
 
