@@ -114,7 +114,7 @@ class AnswerReader:
         outputs = tools.outputs(done.tool_calls)
         if tools.last_round:
             return Ending(
-                TurnStatus.COMPLETED, FinishReason.MAX_ROUNDS,
+                TurnStatus.COMPLETED, FinishReason.ROUND_LIMIT,
                 f"the model still called tools after {tools.round} rounds, the most a turn has (SPARK_MAX_ROUNDS)",
             )
         assert run.stream is not None

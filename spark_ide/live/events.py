@@ -115,9 +115,13 @@ class FinishReason(StrEnum):
     FIRST_BYTE_TIMEOUT = "first_byte_timeout"
     STALLED = "stalled"
     MODEL_PROTOCOL_ERROR = "model_protocol_error"
-    # The tool loop (docs/protocol.md §4 "Rounds"): the model still made tool calls in its last
-    # response allowed (SPARK_MAX_ROUNDS); the turn ended there, its calls unanswered.
-    MAX_ROUNDS = "max_rounds"
+    # The rounds of a turn (docs/protocol.md §4 "Rounds"): the model still made tool calls in
+    # its last response allowed (SPARK_MAX_ROUNDS), the turn ended there, its calls unanswered;
+    # the IDE ran the tests after the model's last change (SPARK_AUTO_TEST) and they passed, or
+    # they still failed when the turn had no round left to fix them.
+    ROUND_LIMIT = "round_limit"
+    TESTS_PASSED = "tests_passed"
+    TESTS_FAILED = "tests_failed"
 
 
 class ErrorCode(StrEnum):
@@ -312,7 +316,10 @@ class DocumentReplaced(Event):
 
 @dataclass(frozen=True, slots=True)
 class RunStarted(Event):
-    """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone."""
+    """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
+    ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
+    the model (``model``) whose turn it is; ``turn``: the model's turn it ran for ("" for a
+    person's run)."""
 
     type: ClassVar[str] = "run.started"
     ephemeral: ClassVar[bool] = True
@@ -320,6 +327,9 @@ class RunStarted(Event):
     path: str
     tests: bool
     by: str
+    command: str = ""
+    model: bool = False
+    turn: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,14 +512,17 @@ class TurnSteered(TurnEvent):
 
 @dataclass(frozen=True, slots=True)
 class TurnRound(TurnEvent):
-    """The model's tool calls were answered and it goes on in the same turn: ``round`` (2 or
-    more) begins. ``calls``: the calls the round before made; ``failed``: those answered
-    ``failed`` (a hunk that found nothing, a tool that does not exist)."""
+    """The model goes on in the same turn: ``round`` (2 or more) begins. Either its tool calls
+    were answered (``calls``: those the round before made; ``failed``: those answered
+    ``failed``: a hunk that found nothing, a tool that does not exist, a run that failed), or
+    the IDE ran the tests after the round's changes and they failed (``verdict``, with
+    ``calls`` 0): the next round is asked to fix them."""
 
     type: ClassVar[str] = "turn.round"
     round: int
     calls: int
     failed: int
+    verdict: str = ""  # a test round's (the IDE ran the tests, they failed): "3 passed, 1 failed"
 
 
 @dataclass(frozen=True, slots=True)

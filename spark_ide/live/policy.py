@@ -44,6 +44,26 @@ _MODE_WORDS = {AiMode.OFF: "off", AiMode.EXPLAIN: "explain-only", AiMode.ON: "on
 _MODE_MEANINGS = {AiMode.EXPLAIN: "it answers but does not edit files"}
 
 
+class AiRuns(StrEnum):
+    """Whether the model may run code (the course's ``ai_runs``): the run tool and test rounds."""
+
+    ALLOWED = "allowed"  # the run tool runs files and tests; the IDE runs the tests after a round
+    TESTS = "tests"  # the run tool runs the tests only; the IDE runs the tests after a round
+    NEVER = "never"  # no run tool, no test rounds: nothing runs on the model's behalf
+
+    @classmethod
+    def known(cls, value: object) -> bool:
+        return value in cls._value2member_map_
+
+    @property
+    def word(self) -> str:
+        """How the policy line says it (``runs: tests only``)."""
+        return _RUNS_WORDS[self]
+
+
+_RUNS_WORDS = {AiRuns.ALLOWED: "code and tests", AiRuns.TESTS: "tests only", AiRuns.NEVER: "never"}
+
+
 class Refusal(StrEnum):
     """Why a prompt may not start (the ``code`` of its ``error``: ``live.events.ErrorCode``)."""
 
@@ -61,6 +81,7 @@ class AiPolicy:
     max_effort: Effort | None = None  # None: any effort
     token_quota: int | None = None  # output tokens a student may use in the course; None: no limit
     tokens_used: int = 0
+    runs: AiRuns = AiRuns.ALLOWED  # what the model may run (the run tool, test rounds)
 
     OPEN: ClassVar[AiPolicy]  # outside a course: everything allowed (set below)
 
@@ -73,6 +94,8 @@ class AiPolicy:
             raise BadPolicy(f"a token quota cannot be negative ({self.token_quota})")
         if self.tokens_used < 0:
             raise BadPolicy(f"tokens used cannot be negative ({self.tokens_used})")
+        if not isinstance(self.runs, AiRuns):
+            raise BadPolicy(f"unknown ai_runs {self.runs!r}; one of {[r.value for r in AiRuns]}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object] | None) -> AiPolicy:
@@ -92,7 +115,12 @@ class AiPolicy:
             raise BadPolicy(f"the token quota must be a whole number, not {quota!r}")
         if not isinstance(used, int) or isinstance(used, bool):
             raise BadPolicy(f"tokens used must be a whole number, not {used!r}")
-        return cls(mode=ai_mode, max_effort=_effort(effort), token_quota=quota, tokens_used=used)
+        runs = data.get("ai_runs", AiRuns.ALLOWED.value)
+        if not AiRuns.known(runs):
+            raise BadPolicy(f"unknown ai_runs {runs!r}; one of {[r.value for r in AiRuns]}")
+        return cls(
+            mode=ai_mode, max_effort=_effort(effort), token_quota=quota, tokens_used=used, runs=AiRuns(str(runs)),
+        )
 
     # -- the checks ---------------------------------------------------------------------------
 
@@ -125,6 +153,17 @@ class AiPolicy:
         return self.max_effort
 
     @property
+    def model_runs(self) -> bool:
+        """Whether anything runs on the model's behalf: its run tool, the IDE's test rounds
+        (neither in explain-only mode, nor with ``ai_runs`` never)."""
+        return self.edits_apply and self.runs is not AiRuns.NEVER
+
+    @property
+    def tests_only(self) -> bool:
+        """Whether the model's runs are held to ``pytest`` commands."""
+        return self.runs is AiRuns.TESTS
+
+    @property
     def edits_apply(self) -> bool:
         """Whether the model's edit blocks change the files (not in explain-only mode)."""
         return self.mode is AiMode.ON
@@ -149,6 +188,8 @@ class AiPolicy:
             return terms
         if self.max_effort is not None:
             terms.append(f"effort up to {self.max_effort}")
+        if self.runs is not AiRuns.ALLOWED:
+            terms.append(f"runs: {self.runs.word}")
         if tokens is not None:
             terms.append(tokens)
         return terms

@@ -19,6 +19,7 @@ from .events import RunError, RunFinished, RunOutput, TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
+from .run_report import RUN_OUTPUT_TO_MODEL
 from .watchdog import GuardSettings
 
 
@@ -84,6 +85,9 @@ class RunRecord:
     author_id: int | None
     path: str
     tests: bool
+    command: str = ""  # as run.started has it: "pytest -x -q", "python main.py 3"
+    by_model: bool = False  # run by the model (its run tool, or the IDE's test round)
+    turn: str = ""  # the model's turn it ran for
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +194,10 @@ class RoomStore(Protocol):
     async def guard_mode(self) -> GuardMode:
         """The security watchdog's mode for this workspace (its course's, for a student's copy)."""
 
+    async def auto_test(self) -> bool | None:
+        """The workspace's own choice of test rounds (the page's switch): None when it made
+        none, and the server's ``SPARK_AUTO_TEST`` decides (``LiveSettings.auto_test``)."""
+
     async def close(self) -> None:
         """The room is closing: stop sending other threads' requests to it (its last writes
         still come through this store)."""
@@ -224,3 +232,11 @@ class LiveSettings:
     meter: Meter = NO_METER  # what the room tells the operator's metrics (spark_ide.ops.metrics)
     runner: Runner = field(default_factory=NoRunner)  # code runs in the sandbox (spark_ide.pairing.runs)
     guard: GuardSettings = field(default_factory=GuardSettings)  # the security watchdog (live.watchdog)
+    # Test rounds (SPARK_AUTO_TEST): after a round that changed files the IDE runs the tests
+    # of a workspace that has some, and a failure starts the next round (a workspace's own
+    # switch wins: ``RoomStore.auto_test``); the model is told at most this much of a run's
+    # output (SPARK_RUN_OUTPUT_TO_MODEL); a model's run waits at most this long for a
+    # person's run to end.
+    auto_test: bool = True
+    run_output_to_model: int = RUN_OUTPUT_TO_MODEL
+    model_run_wait_s: float = 30.0

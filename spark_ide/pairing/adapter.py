@@ -251,6 +251,9 @@ class DatabaseRoomStore:
         """The watchdog's mode: the course's for a student's copy, else the workspace's own."""
         return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
 
+    async def auto_test(self) -> bool | None:
+        return None  # issue 30: the workspace's switch (Workspace.auto_test) comes next
+
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room.files if self.room is not None else None)
 

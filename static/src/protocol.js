@@ -125,7 +125,9 @@ export const FINISH_REASON = Object.freeze({
   FIRST_BYTE_TIMEOUT: "first_byte_timeout",
   STALLED: "stalled",
   MODEL_PROTOCOL_ERROR: "model_protocol_error",
-  MAX_ROUNDS: "max_rounds",
+  ROUND_LIMIT: "round_limit",
+  TESTS_PASSED: "tests_passed",
+  TESTS_FAILED: "tests_failed",
 });
 
 // The `code` of an `error` event (events.ErrorCode).

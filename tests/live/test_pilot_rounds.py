@@ -132,7 +132,7 @@ async def test_the_round_limit_ends_the_turn_and_says_so() -> None:
             play_tool_call(stream, patch_call(f"call_{index}", WRONG))
             stream.complete(None)
         finished = await rig.finished(turn)
-        assert (finished.status, finished.reason) == ("completed", "max_rounds")
+        assert (finished.status, finished.reason) == ("completed", "round_limit")
         assert "2 rounds" in finished.error
         assert len(rig.model.requests) == 2
 

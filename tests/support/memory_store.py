@@ -56,6 +56,7 @@ class MemoryRoomStore:
     files: dict[str, str] = field(default_factory=dict)
     policy: AiPolicy = AiPolicy.OPEN
     guard_mode_now: GuardMode = GuardMode.OFF
+    auto_test_choice: bool | None = None  # the workspace's switch (None: the server's setting)
     epoch: int = 0
     generation: int = 0
     state: bytes | None = None  # the compacted document (None: not made from the files yet)
@@ -198,6 +199,10 @@ class MemoryRoomStore:
     async def guard_mode(self) -> GuardMode:
         self._check("guard_mode")
         return self.guard_mode_now
+
+    async def auto_test(self) -> bool | None:
+        self._check("auto_test")
+        return self.auto_test_choice
 
     async def close(self) -> None:
         self._check("close")

@@ -40,7 +40,9 @@ export const REASON_LABELS = Object.freeze({
   [FINISH_REASON.FIRST_BYTE_TIMEOUT]: "the model did not start answering in time",
   [FINISH_REASON.STALLED]: "the model stopped sending mid-answer",
   [FINISH_REASON.MODEL_PROTOCOL_ERROR]: "the model sent something that is not a valid event",
-  [FINISH_REASON.MAX_ROUNDS]: "stopped at the round limit: the model was still calling tools",
+  [FINISH_REASON.ROUND_LIMIT]: "stopped at the round limit: the model was still calling tools",
+  [FINISH_REASON.TESTS_PASSED]: "the tests pass",
+  [FINISH_REASON.TESTS_FAILED]: "the tests still fail: the turn had no round left",
 });
 // A watchdog halt (reason guard_halt), by how the turn ended: steered into a correction turn,
 // or stopped because the model wrote the flaw again after the corrections it may have.
