@@ -33,6 +33,7 @@ from .model_link import ModelLink, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
 from .test_rounds import TestRounds
+from .test_verdict import verdict_line
 from .turns import TurnRun
 from .watch_gate import WatchGate
 
@@ -150,7 +151,7 @@ class AnswerReader:
         if run.tools.last_round:
             return Ending(
                 TurnStatus.COMPLETED, FinishReason.TESTS_FAILED,
-                f"the tests still fail ({verdict.counts_text}) after {run.tools.round} rounds, the most a turn has "
+                f"the tests still fail ({verdict_line(verdict)}) after {run.tools.round} rounds, the most a turn has "
                 "(SPARK_MAX_ROUNDS)",
             )
         text = tests.request_text(outcome)
@@ -158,7 +159,7 @@ class AnswerReader:
         request = run.rebuild(text) if run.rebuild is not None else run.request.next_round(
             response_id=done.response_id, answer=run.stream.text, calls=(), outputs=(), then=(Message("user", text),),
         )
-        return await self._go_on(run, request, verdict=verdict.counts_text)
+        return await self._go_on(run, request, verdict=verdict_line(verdict))
 
     async def _go_on(self, run: TurnRun, request: TurnRequest, *, calls: int = 0, failed: int = 0,
                      verdict: str = "") -> Ending | None:

@@ -239,7 +239,7 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command, reason: FinishReason = FinishReason.STEERED) -> None:
-        policy, auto_test = await asyncio.gather(self._policy.read(), self._auto_test())
+        policy = await self._policy.read()  # one await: the old turn is forwarded until it ends
         if self._policy.refused(command, policy):
             if command.correction:  # the watchdog halted it: it cannot go on
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
@@ -247,7 +247,7 @@ class Pilot:
             return  # the running turn goes on (a quota it passes stops it)
         self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
         run = self._maker.make(
-            command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=auto_test,
+            command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
         self._announce(run, policy)
         try:

@@ -79,7 +79,7 @@ class TurnMaker:
             id=turn_id, command=command, origin=chain.origin, request=request, editor=editor, tools=tools,
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
-            rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None,
+            rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None, auto_test=auto_test,
         )
 
     def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:

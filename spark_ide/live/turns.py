@@ -88,6 +88,7 @@ class TurnRun:
     # A small model's next round after failing tests: a plain new request over the files as they
     # are, asking ``text`` (None: the next round chains on the conversation, ``next_round``).
     rebuild: Callable[[str], TurnRequest] | None = None
+    auto_test: bool = False  # test rounds were on when its chain began (a steer keeps them so)
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the

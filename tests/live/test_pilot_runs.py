@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
+from spark_ide.guard import GuardMode
 from spark_ide.live.events import RunFinished, RunStarted, TurnRound
 from spark_ide.live.policy import AiPolicy, AiRuns
 from spark_ide.live.prompting import PromptStyle
+from spark_ide.live.transport import Connection
 from spark_ide.sandbox.core import Limits, Sandbox
 from spark_ide.sandbox.core.uids import processes_of
 from spark_ide.upstream import Message, ToolCall, ToolOutput, TurnRequest, Usage
@@ -280,3 +284,53 @@ async def test_a_revert_after_three_rounds_restores_the_files(runner: SandboxRun
         assert "return a + b" in rig.texts()["app.py"]
         rig.revert(turn)
         await eventually(lambda: rig.texts() == FILES)
+
+
+async def test_one_run_at_a_time_between_people_and_the_model(runner: SandboxRunner) -> None:
+    slow = {**FILES, "slow.py": "import time\ntime.sleep(1.5)\nprint('slept')\n"}
+    person = cast(Connection, SimpleNamespace(username="bob", session="s1", user_id=8))
+    async with pilot_rig(slow, style=TOOLS, runner=runner, run_wait_s=0.3) as rig:
+        assert rig.runs is not None
+        assert rig.runs.run(person, path="slow.py", tests=False) is None  # a person's run goes on
+        turn = rig.prompt("run it")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_1", "python app.py 1 1"))
+        stream.complete(None)
+        await rig.model.next_stream(timeout=10)
+        [busy] = outputs_of(rig.model.requests[1])
+        assert busy.status == "failed" and busy.output.startswith("Failed: busy."), busy.output
+        assert [run.command for run in runs_of(rig)] == ["python slow.py"]  # the model's never started
+        rig.stop()
+        await rig.finished(turn)
+        await rig.announced.until(RunFinished)
+
+        turn = rig.prompt("run slow.py")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_2", "python slow.py"))
+        stream.complete(None)
+        started = await rig.announced.until(RunStarted, lambda event: event.model)
+        refused = rig.runs.run(person, path="app.py", tests=False)
+        assert refused is not None and refused.code == "run_busy"
+        assert "the model is running `python slow.py`" in refused.message
+        await rig.model.next_stream(timeout=10)
+        [ran] = outputs_of(rig.model.requests[-1])
+        assert ran.status == "completed" and "slept" in ran.output
+        assert (await run_ended(rig, started.run)).status == "ok"
+        rig.stop()
+        await rig.finished(turn)
+
+
+async def test_a_model_run_with_high_findings_is_refused_with_them(runner: SandboxRunner) -> None:
+    risky = {**FILES, "tool.py": "import os\n\n\ndef clean(name):\n    os.system('rm ' + name)\n"}
+    async with pilot_rig(risky, style=TOOLS, runner=runner, guard_mode=GuardMode.FLAG) as rig:
+        turn = rig.prompt("run the tests")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_1", "pytest"))
+        stream.complete(None)
+        await rig.model.next_stream(timeout=10)
+        [refused] = outputs_of(rig.model.requests[1])
+        assert refused.status == "failed" and "was not run" in refused.output
+        assert "tool.py:5" in refused.output and "without a shell" in refused.output, refused.output
+        assert runs_of(rig) == []
+        rig.stop()
+        await rig.finished(turn)

@@ -159,6 +159,7 @@ async def pilot_rig(
     store: MemoryRoomStore | None = None,
     runner: Runner | None = None,
     auto_test: bool = False,
+    run_wait_s: float = 30.0,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
     given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds)."""
@@ -170,6 +171,7 @@ async def pilot_rig(
     settings = LiveSettings(
         connect_model=model.connect, prompt_style=style or PromptStyle(), persist_retries=(0.0,),
         guard=GuardSettings(full_scan=full_scan_in_thread), runner=runner or NoRunner(), auto_test=auto_test,
+        model_run_wait_s=run_wait_s,
     )
     def texts() -> dict[str, str]:
         return document_texts(doc)
