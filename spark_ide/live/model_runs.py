@@ -12,17 +12,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from spark_ide.guard import Finding
 
+from .events import RunFinished
 from .run_command import CommandRefused, RunCommand, parse_run_command
 from .run_report import run_report
 
-if TYPE_CHECKING:  # runs imports the transport, which imports the turns, which hold these
-    from .runs import RoomRuns, RunResult
-
 MAX_FINDINGS_TOLD = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended, with its output as kept (what a model's run reports to it)."""
+
+    finished: RunFinished
+    output: str
+
+
+class RoomRunsPort(Protocol):
+    """What the model's runs need of the room's (``runs.RoomRuns``)."""
+
+    @property
+    def wait_s(self) -> float:
+        """How long a model's run waits for another run to end."""
+
+    async def run_for_model(
+        self, command: RunCommand, *, turn: str, by: str, session: str, author_id: int | None,
+    ) -> RunResult | None:
+        """Run ``command`` for the model and wait for its end; None: busy all the wait."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +69,7 @@ class ModelRuns:
     findings in the files as they are now; ``budget``: bytes of output the model is told."""
 
     def __init__(
-        self, runs: RoomRuns, *, files: Callable[[], Collection[str]], high_findings: Callable[[], list[Finding]],
+        self, runs: RoomRunsPort, *, files: Callable[[], Collection[str]], high_findings: Callable[[], list[Finding]],
         budget: int,
     ) -> None:
         self._runs = runs

@@ -20,6 +20,7 @@ from spark_ide.guard import Finding
 
 from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
+from .model_runs import RunResult
 from .records import Records
 from .run_command import RunCommand
 from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord, run_refused
@@ -42,14 +43,6 @@ def confirmation_needed(high: list[Finding], *, path: str, tests: bool) -> Error
         f"{listed}{more}. Run it anyway?",
         ref={"path": path, "tests": tests, "findings": [f.as_dict() for f in high]},
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """How a run ended, with its output as kept (what a model's run reports to it)."""
-
-    finished: RunFinished
-    output: str
 
 
 @dataclass
