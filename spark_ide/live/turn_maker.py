@@ -87,6 +87,7 @@ class TurnMaker:
             text=text or chain.origin.text, files=texts, active_path=chain.active_path,
             effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._last_ledger,
             steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
+            tests_only=policy.tests_only,
         )
 
     def _turn_runs(self, turn_id: str, chain: Chain, policy: AiPolicy) -> TurnRuns | None:

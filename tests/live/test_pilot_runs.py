@@ -252,6 +252,7 @@ async def test_a_course_that_allows_tests_only_refuses_programs(runner: SandboxR
     async with pilot_rig(FILES, style=TOOLS, runner=runner, policy=AiPolicy(runs=AiRuns.TESTS)) as rig:
         turn = rig.prompt("try it")
         stream = await rig.model.next_stream()
+        assert "run the tests only" in rig.model.requests[0].instructions
         play_tool_call(stream, run_call("call_1", "python app.py 1 2"))
         play_tool_call(stream, run_call("call_2", "pytest -q -k zero"))
         stream.complete(None)
