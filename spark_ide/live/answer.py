@@ -139,6 +139,11 @@ class AnswerReader:
         if self._watchdog.apply(run, "", feed=lambda _: run.editor.end_text()):  # its last block settles
             return None
         if not tests.due(run.editor):
+            if tests.failing:  # red when last run, and the model gave up: nothing changed since
+                return Ending(
+                    TurnStatus.COMPLETED, FinishReason.TESTS_FAILED,
+                    f"the tests still fail ({tests.failing}): the model's last answer changed nothing",
+                )
             return answered
         outcome = await tests.run(run.editor)
         verdict = outcome.verdict

@@ -16,7 +16,7 @@ from spark_ide.editing import Outcome, TurnEditor
 
 from .model_runs import RunAnswer, TurnRuns
 from .run_command import PYTEST_FLAGS, RunCommand
-from .test_verdict import TestVerdict, failure_summary, has_tests, read_verdict
+from .test_verdict import TestVerdict, failure_summary, has_tests, read_verdict, verdict_line
 
 THE_TESTS = RunCommand(tests=True)  # as a person's Run of the tests
 
@@ -51,6 +51,7 @@ class TestRounds:
     runs: TurnRuns
     budget: int
     tested_at: int = 0  # ``changes`` when the whole suite last ran
+    failing: str = ""  # the verdict of that run when it was red ("1 failed"), else ""
 
     def due(self, editor: TurnEditor) -> bool:
         """Whether the tests are to run now: files changed since they last ran, and there are tests."""
@@ -59,8 +60,11 @@ class TestRounds:
     def model_ran(self, command: RunCommand, answer: RunAnswer, at: int) -> None:
         """The model ran ``command`` itself when the turn had made ``at`` changes: a run of the
         whole suite counts as the tests having run then."""
-        if whole_suite(command) and answer.result is not None and not answer.result.finished.error:
-            self.tested_at = max(self.tested_at, at)
+        result = answer.result
+        if whole_suite(command) and result is not None and not result.finished.error and at >= self.tested_at:
+            self.tested_at = at
+            verdict = read_verdict(result.output, result.finished.exit_code)
+            self.failing = "" if verdict.green or verdict.no_tests else verdict_line(verdict)
 
     async def run(self, editor: TurnEditor) -> TestOutcome:
         """Run the tests on the files as they are now."""
@@ -69,7 +73,9 @@ class TestRounds:
         result = answer.result
         if result is None or result.finished.error:
             return TestOutcome(answer, None)
-        return TestOutcome(answer, read_verdict(result.output, result.finished.exit_code))
+        verdict = read_verdict(result.output, result.finished.exit_code)
+        self.failing = "" if verdict.green or verdict.no_tests else verdict_line(verdict)
+        return TestOutcome(answer, verdict)
 
     def request_text(self, outcome: TestOutcome) -> str:
         """What the next round is asked: fix the failures."""

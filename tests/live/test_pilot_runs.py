@@ -335,3 +335,19 @@ async def test_a_model_run_with_high_findings_is_refused_with_them(runner: Sandb
         assert runs_of(rig) == []
         rig.stop()
         await rig.finished(turn)
+
+
+async def test_a_model_that_gives_up_on_failing_tests_ends_the_turn_tests_failed(runner: SandboxRunner) -> None:
+    async with pilot_rig(FILES, style=TOOLS, runner=runner, auto_test=True) as rig:
+        turn = rig.prompt("make the tests pass")
+        first = await rig.model.next_stream()
+        play_tool_call(first, patch_call("call_1", FIX.replace("a + b", "a * b")))
+        first.complete(None)
+        (await rig.model.next_stream()).complete(None)  # round 2: no calls, the IDE runs the tests
+        third = await rig.model.next_stream(timeout=30)
+        third.delta("I cannot see why it fails.")  # round 3 changes nothing
+        third.complete(None)
+        finished = await rig.finished(turn)
+        assert (finished.status, finished.reason) == ("completed", "tests_failed")
+        assert "1 failed" in finished.error and "changed nothing" in finished.error
+        assert len([run for run in runs_of(rig) if run.tests]) == 1  # nothing changed: not run again
