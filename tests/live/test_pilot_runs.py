@@ -351,3 +351,17 @@ async def test_a_model_that_gives_up_on_failing_tests_ends_the_turn_tests_failed
         assert (finished.status, finished.reason) == ("completed", "tests_failed")
         assert "1 failed" in finished.error and "changed nothing" in finished.error
         assert len([run for run in runs_of(rig) if run.tests]) == 1  # nothing changed: not run again
+
+
+async def test_stop_during_a_run_stops_it_and_ends_the_turn(runner: SandboxRunner) -> None:
+    files = {**FILES, "forever.py": "import time\nwhile True:\n    time.sleep(0.1)\n"}
+    async with pilot_rig(files, style=TOOLS, runner=runner) as rig:
+        turn = rig.prompt("run forever.py")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_1", "python forever.py"))
+        stream.complete(None)
+        started = await rig.announced.until(RunStarted)
+        rig.stop()
+        assert (await rig.finished(turn)).reason == "stopped"
+        assert (await run_ended(rig, started.run)).status == "killed"
+        assert len(rig.model.requests) == 1  # nothing more was asked
