@@ -21,6 +21,8 @@ class ApiCode(StrEnum):
     BAD_PATH = ErrorCode.BAD_PATH.value
     TOO_MANY_FILES = ErrorCode.TOO_MANY_FILES.value
     PATH_CONFLICT = ErrorCode.PATH_CONFLICT.value
+    BAD_FIELD = ErrorCode.BAD_FIELD.value
+    FORBIDDEN = ErrorCode.FORBIDDEN.value
     # The HTTP API's own.
     BAD_NAME = "bad_name"
     BAD_FILE = "bad_file"
@@ -53,6 +55,7 @@ _STATUS: dict[ApiCode, int] = {
     ApiCode.BAD_TOKEN: 401,
     ApiCode.CSRF_FAILED: 403,
     ApiCode.GUEST_FORBIDDEN: 403,
+    ApiCode.FORBIDDEN: 403,
     ApiCode.NOT_FOUND: 404,
     ApiCode.METHOD_NOT_ALLOWED: 405,
     ApiCode.EXISTS: 409,

@@ -39,6 +39,18 @@ def envint(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (spelled in any case; unset or empty: ``default``), else a
+    ``ConfigError`` naming them."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def envlist(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

@@ -9,7 +9,8 @@ from typing import Any
 import dj_database_url
 
 from spark_ide.editing.paths import MAX_PATH_LENGTH
-from spark_ide.env import ConfigError, envbool, envint, envlist, envstr, secret_key
+from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, envstr, secret_key
+from spark_ide.live.run_report import MIN_BUDGET, RUN_OUTPUT_TO_MODEL
 from spark_ide.ops.multiproc import configure as metrics_directory
 from spark_ide.upstream.dialects import edit_style_from
 from spark_ide.upstream.errors import ConfigError as UpstreamConfigError
@@ -223,6 +224,13 @@ except UpstreamConfigError as exc:
 SPARK_MAX_ROUNDS = envint("SPARK_MAX_ROUNDS", 8)
 if SPARK_MAX_ROUNDS < 1:
     raise ConfigError(f"SPARK_MAX_ROUNDS must be at least 1, got {SPARK_MAX_ROUNDS}")
+# Test rounds (docs/protocol.md §4 "Rounds"): after a round that changed files, the IDE runs the
+# tests of a workspace that has some and has the model fix a failure (a workspace's own switch,
+# ``Workspace.auto_test``, wins); the model is told at most this many bytes of a run's output.
+SPARK_AUTO_TEST = envchoice("SPARK_AUTO_TEST", "on", ("on", "off")) == "on"
+SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)
+if SPARK_RUN_OUTPUT_TO_MODEL < MIN_BUDGET:
+    raise ConfigError(f"SPARK_RUN_OUTPUT_TO_MODEL must be at least {MIN_BUDGET} bytes, got {SPARK_RUN_OUTPUT_TO_MODEL}")
 SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)

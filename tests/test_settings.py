@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_ide.env import ConfigError, envbool, envint, envlist, secret_key
+from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, secret_key
 from tests.conftest import port_open, require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +33,17 @@ def test_bad_values_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         envint("SPARK_N", 1)
     monkeypatch.setenv("SPARK_L", " a, b ,,")
     assert envlist("SPARK_L", []) == ["a", "b"]
+
+
+def test_a_choice_is_one_of_its_words_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_C", raising=False)
+    assert envchoice("SPARK_C", "on", ("on", "off")) == "on"
+    for raw, value in [(" OFF ", "off"), ("On", "on"), ("", "on")]:  # empty: as unset (compose passes "")
+        monkeypatch.setenv("SPARK_C", raw)
+        assert envchoice("SPARK_C", "on", ("on", "off")) == value
+    monkeypatch.setenv("SPARK_C", "yes")
+    with pytest.raises(ConfigError, match="SPARK_C must be one of on, off, got 'yes'"):
+        envchoice("SPARK_C", "on", ("on", "off"))
 
 
 def test_the_secret_key_is_generated_once_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,3 +115,30 @@ def test_without_redis_the_embedded_default_is_in_process(settings: object) -> N
         pytest.skip("REDIS_URL is set for this run")
     assert live.CHANNEL_LAYERS["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert live.CELERY_TASK_ALWAYS_EAGER is True
+
+
+def settings_of(tmp_path: Path, names: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Start the settings in a fresh interpreter with only ``env`` of the project's variables."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "OPENAI_"))}
+    code = f"from spark_ide import settings as s; print([getattr(s, n) for n in {names.split()!r}])"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**clean, "SPARK_DATA_DIR": str(tmp_path), **env},
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_test_rounds_and_the_models_share_of_run_output_are_read_at_startup(tmp_path: Path) -> None:
+    names = "SPARK_AUTO_TEST SPARK_RUN_OUTPUT_TO_MODEL"
+    assert settings_of(tmp_path, names).stdout.strip() == "[True, 8192]"
+    done = settings_of(tmp_path, names, SPARK_AUTO_TEST="off", SPARK_RUN_OUTPUT_TO_MODEL="256")
+    assert done.stdout.strip() == "[False, 256]", done.stderr
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"SPARK_AUTO_TEST": "sometimes"}, "SPARK_AUTO_TEST must be one of on, off, got 'sometimes'"),
+    ({"SPARK_RUN_OUTPUT_TO_MODEL": "255"}, "SPARK_RUN_OUTPUT_TO_MODEL must be at least 256 bytes, got 255"),
+    ({"SPARK_RUN_OUTPUT_TO_MODEL": "8k"}, "SPARK_RUN_OUTPUT_TO_MODEL must be an integer, got '8k'"),
+])
+def test_a_bad_value_stops_the_server_at_startup(tmp_path: Path, env: dict[str, str], said: str) -> None:
+    done = settings_of(tmp_path, "SPARK_AUTO_TEST", **env)
+    assert done.returncode != 0 and "ConfigError" in done.stderr and said in done.stderr

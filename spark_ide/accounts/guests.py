@@ -21,6 +21,8 @@ View = TypeVar("View", bound=Callable[..., HttpResponseBase | Awaitable[HttpResp
 
 # The page a guest lands on instead of the workspace list (served by the pairing app).
 GUEST_HOME = "guest-home"
+# What the API answers a guest (``guest_forbidden``) outside what it was invited to.
+GUEST_API_REFUSAL = "a guest can only use the sessions it was invited to"
 
 
 def guests_allowed(view: View) -> View:
@@ -51,5 +53,5 @@ class GuestMiddleware:
         if match is not None and match.url_name == settings.LOGIN_REDIRECT_URL:
             return HttpResponseRedirect(reverse(GUEST_HOME))
         if request.path.startswith("/api/"):
-            return error_response(ApiCode.GUEST_FORBIDDEN, "a guest can only use the sessions it was invited to")
+            return error_response(ApiCode.GUEST_FORBIDDEN, GUEST_API_REFUSAL)
         return render(request, "accounts/guest_forbidden.html", status=403)

@@ -7,11 +7,13 @@ from django.conf import settings
 from django.db import models
 
 from spark_ide.guard.modes import GuardMode
-from spark_ide.live.policy import AiMode
+from spark_ide.live.policy import AiMode, AiRuns
 from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 
 # A course's AI modes as a form's choices (the modes are ``live.policy.AiMode``'s).
 AI_MODE_CHOICES = [(mode.value, mode.word) for mode in AiMode]
+# What the model may run, as a form's choices (``live.policy.AiRuns``: "code and tests", ...).
+AI_RUNS_CHOICES = [(runs.value, runs.word) for runs in AiRuns]
 
 
 class Course(models.Model):
@@ -23,6 +25,8 @@ class Course(models.Model):
     ai_mode = models.CharField(max_length=8, choices=AI_MODE_CHOICES, default=AiMode.ON.value)
     max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
     token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
+    # Whether the model may run code in the students' copies: its run tool and the IDE's test rounds.
+    ai_runs = models.CharField(max_length=8, choices=AI_RUNS_CHOICES, default=AiRuns.ALLOWED.value)
     # The security watchdog's mode for every student's copy (it wins over the copy's own).
     guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
     archived = models.BooleanField(default=False)

@@ -21,7 +21,7 @@ from spark_ide.api_errors import ApiCode
 from spark_ide.editing.paths import beside_path
 from spark_ide.guard import GuardMode
 from spark_ide.live.events import EFFORTS
-from spark_ide.live.policy import AiMode
+from spark_ide.live.policy import AiMode, AiRuns
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
 from spark_ide.workspaces.documents import live_texts
@@ -150,9 +150,10 @@ def course_by_code(raw: str) -> Course:
 
 def policy_set(
     *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
+    ai_runs: str | None = None,
 ) -> None:
-    """The course's AI rules (and the security watchdog's mode, when given); a bad value is
-    refused whole."""
+    """The course's AI rules (what the model may run, and the security watchdog's mode, when
+    given: None keeps them); a bad value is refused whole."""
     if not AiMode.known(ai_mode):
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
@@ -169,10 +170,15 @@ def policy_set(
             raise ClassroomError("bad_quota", "The token quota is between 0 and 1,000,000,000.")
     if guard_mode is not None and not GuardMode.known(guard_mode):
         raise ClassroomError("bad_guard_mode", f"The watchdog's mode is one of {', '.join(GuardMode)}.")
+    if ai_runs is not None and not AiRuns.known(ai_runs):
+        choices = ", ".join(f"{runs.value} ({runs.word})" for runs in AiRuns)
+        raise ClassroomError("bad_ai_runs", f"What the AI may run is one of {choices}.")
     course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
     if guard_mode is not None:
         course.guard_mode = guard_mode
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode"])
+    if ai_runs is not None:
+        course.ai_runs = ai_runs
+    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs"])
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:

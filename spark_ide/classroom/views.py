@@ -30,7 +30,7 @@ from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_
 
 from . import services
 from .dashboard import dashboard
-from .models import AI_MODE_CHOICES, Course, Enrollment
+from .models import AI_MODE_CHOICES, AI_RUNS_CHOICES, Course, Enrollment
 from .services import ClassroomError
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -137,6 +137,7 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
         "course": course,
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
         "modes": AI_MODE_CHOICES,
+        "runs_choices": AI_RUNS_CHOICES,
         "guard_modes": GUARD_MODE_CHOICES,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
@@ -160,6 +161,7 @@ def course_policy(request: HttpRequest, course_id: str) -> HttpResponse:
         services.policy_set(
             course=course, ai_mode=request.POST.get("ai_mode", ""), max_effort=request.POST.get("max_effort", ""),
             token_quota=request.POST.get("token_quota", ""), guard_mode=request.POST.get("guard_mode"),
+            ai_runs=request.POST.get("ai_runs"),
         )
     except ClassroomError as exc:
         course.refresh_from_db()

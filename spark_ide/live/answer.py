@@ -17,10 +17,12 @@ from spark_ide.upstream import (
     ErrorEvent,
     Failed,
     Incomplete,
+    Message,
     TextDelta,
     ToolCallDone,
     ToolCallStarted,
     ToolInputDelta,
+    TurnRequest,
     UpstreamError,
 )
 from spark_ide.upstream.events import TerminalEvent
@@ -30,6 +32,8 @@ from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
 from .model_link import ModelLink, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
+from .test_rounds import TestRounds
+from .test_verdict import verdict_line
 from .turns import TurnRun
 from .watch_gate import WatchGate
 
@@ -73,9 +77,12 @@ class AnswerReader:
             last, ending = await self._read_round(run)
             if last is None:
                 return ending
-            if not isinstance(last, Completed) or not last.tool_calls:
+            if isinstance(last, Completed) and last.tool_calls:
+                ending = await self._next_round(run, last)
+            elif isinstance(last, Completed) and run.tools.tests is not None:
+                ending = await self._test_round(run, last, run.tools.tests)
+            else:
                 return self._last(run, last)
-            ending = await self._next_round(run, last)
             if ending is not None or not run.live:
                 return ending
 
@@ -111,24 +118,65 @@ class AnswerReader:
         # Its text after the calls, and a call whose last event never came, end here.
         if self._watchdog.apply(run, "", feed=lambda _: [*run.editor.end_text(), *tools.finish_open()]):
             return None
-        outputs = tools.outputs(done.tool_calls)
         if tools.last_round:
             return Ending(
                 TurnStatus.COMPLETED, FinishReason.ROUND_LIMIT,
                 f"the model still called tools after {tools.round} rounds, the most a turn has (SPARK_MAX_ROUNDS)",
             )
+        await tools.settle()  # its runs end (a steer meanwhile cancels this, and they are stopped)
+        outputs = tools.outputs(done.tool_calls)
         assert run.stream is not None
-        answer = run.stream.text
-        run.request = run.request.next_round(
-            response_id=done.response_id, answer=answer, calls=done.tool_calls, outputs=outputs,
+        request = run.request.next_round(
+            response_id=done.response_id, answer=run.stream.text, calls=done.tool_calls, outputs=outputs,
         )
-        run.said.append(answer)
+        return await self._go_on(run, request, calls=len(outputs), failed=sum(o.status == "failed" for o in outputs))
+
+    async def _test_round(self, run: TurnRun, done: Completed, tests: TestRounds) -> Ending | None:
+        """The response ended without calls: if it changed files, the IDE runs the tests
+        (``test_rounds``); green or red at the round limit ends the turn, red before it asks
+        the next round to fix them. None: the turn goes on, or ended meanwhile."""
+        answered = self._last(run, done)
+        if self._watchdog.apply(run, "", feed=lambda _: run.editor.end_text()):  # its last block settles
+            return None
+        if not tests.due(run.editor):
+            if tests.failing:  # red when last run, and the model gave up: nothing changed since
+                return Ending(
+                    TurnStatus.COMPLETED, FinishReason.TESTS_FAILED,
+                    f"the tests still fail ({tests.failing}): the model's last answer changed nothing",
+                )
+            return answered
+        outcome = await tests.run(run.editor)
+        verdict = outcome.verdict
+        if not run.live:
+            return None
+        if verdict is None or verdict.no_tests:
+            return answered
+        if verdict.green:
+            return Ending(TurnStatus.COMPLETED, FinishReason.TESTS_PASSED)
+        if run.tools.last_round:
+            return Ending(
+                TurnStatus.COMPLETED, FinishReason.TESTS_FAILED,
+                f"the tests still fail ({verdict_line(verdict)}) after {run.tools.round} rounds, the most a turn has "
+                "(SPARK_MAX_ROUNDS)",
+            )
+        text = tests.request_text(outcome)
+        assert run.stream is not None
+        request = run.rebuild(text) if run.rebuild is not None else run.request.next_round(
+            response_id=done.response_id, answer=run.stream.text, calls=(), outputs=(), then=(Message("user", text),),
+        )
+        return await self._go_on(run, request, verdict=verdict_line(verdict))
+
+    async def _go_on(self, run: TurnRun, request: TurnRequest, *, calls: int = 0, failed: int = 0,
+                     verdict: str = "") -> Ending | None:
+        """The turn's next round: ``request`` goes out on the warm connection and its answer is
+        read on (``run.stream`` is the new response's); or the turn ends when the model cannot
+        be reached."""
+        assert run.stream is not None
+        run.request = request
+        run.said.append(run.stream.text)
         run.rounds.append(run.stream)
-        tools.next_round()
-        self._publish(TurnRound(
-            turn=run.id, round=tools.round, calls=len(outputs),
-            failed=sum(output.status == "failed" for output in outputs),
-        ))
+        run.tools.next_round()
+        self._publish(TurnRound(turn=run.id, round=run.tools.round, calls=calls, failed=failed, verdict=verdict))
         try:
             stream = await self._start_round(run)
         except (UpstreamError, OSError) as exc:

@@ -35,6 +35,7 @@ from spark_ide.upstream import UpstreamError
 from .answer import AnswerReader
 from .events import Event, FinishReason, Policy, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
 from .model_link import ModelLink, stop_answer
+from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
 from .prompting import instructions_for
@@ -74,6 +75,7 @@ class Pilot:
         store: TurnStore,
         guard: RoomRules,
         settings: LiveSettings,
+        runs: ModelRuns | None = None,
     ) -> None:
         self._publish = publish
         self.settings = settings
@@ -81,7 +83,11 @@ class Pilot:
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
         self._queue: deque[Command] = deque()
         self._run: TurnRun | None = None
-        self._maker = TurnMaker(document=document, texts=texts, style=self.style, limits=settings.limits)
+        self._store = store
+        self._maker = TurnMaker(
+            document=document, texts=texts, style=self.style, limits=settings.limits, runs=runs,
+            run_budget=settings.run_output_to_model,
+        )
         instructions = instructions_for(self.style)
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
@@ -202,12 +208,26 @@ class Pilot:
         self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
         self._turns.started(run, policy)
 
+    async def _auto_test(self) -> bool:
+        """Whether the IDE runs the tests after the model's changes (``test_rounds``): the
+        workspace's switch, else ``SPARK_AUTO_TEST`` (also when the switch cannot be read)."""
+        try:
+            choice = await self._store.auto_test()
+        except Exception:
+            log.warning("could not read the workspace's test rounds switch", exc_info=True)
+            choice = None
+        return self.settings.auto_test if choice is None else choice
+
     async def _start(self, command: Command) -> None:
-        policy, _ = await asyncio.gather(self._policy.read(), self._watchdog.read_rules())
+        policy, _, auto_test = await asyncio.gather(
+            self._policy.read(), self._watchdog.read_rules(), self._auto_test(),
+        )
         if self._policy.refused(command, policy):
             await self._next()
             return
-        run = self._maker.make(command, steered_from=None, policy=policy, watch=self._watchdog.watch_for(policy))
+        run = self._maker.make(
+            command, steered_from=None, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=auto_test,
+        )
         self._announce(run, policy)
         try:
             client = await self._link.client()
@@ -219,14 +239,16 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     async def _steer(self, old: TurnRun, command: Command, reason: FinishReason = FinishReason.STEERED) -> None:
-        policy = await self._policy.read()
+        policy = await self._policy.read()  # one await: the old turn is forwarded until it ends
         if self._policy.refused(command, policy):
             if command.correction:  # the watchdog halted it: it cannot go on
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
         self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
-        run = self._maker.make(command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy))
+        run = self._maker.make(
+            command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
+        )
         self._announce(run, policy)
         try:
             client = await self._link.client()
@@ -305,6 +327,7 @@ class Pilot:
         run.live = False
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
+        run.tools.cancel()  # a run of the model still going is stopped
         if status is TurnStatus.COMPLETED:
             finished = run.editor.finish()
             publish_edits(self._publish, finished)

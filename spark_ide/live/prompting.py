@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from spark_ide.upstream import Message, TurnRequest
-from spark_ide.upstream.dialects import INSTRUCTIONS, EditStyle
+from spark_ide.upstream.dialects import INSTRUCTIONS, EditStyle, run_instructions
 from spark_ide.upstream.profiles import Effort
 
 DEFAULT_MAX_ROUNDS = 8  # SPARK_MAX_ROUNDS
@@ -88,13 +88,24 @@ class TurnInput:
     last_ledger: str = ""
     steering: list[str] = field(default_factory=list)
     explain_only: bool = False  # the course's AI policy: the model may not edit files
+    runs: bool = False  # the run tool is offered (a tool dialect, and the course lets the model run code)
+    tests_only: bool = False  # the course lets the model run the tests only (``ai_runs`` tests)
 
 
-def instructions_for(style: PromptStyle, *, explain_only: bool = False) -> str:
-    """The system instructions: the dialect's, then that the files are data. A small model gets
-    no such note: it echoes instruction prose back into its answer (the delimiters still hold
-    its files in)."""
+TESTS_ONLY = "This course lets you run the tests only (pytest ...), not programs (python <file>)."
+
+
+def instructions_for(
+    style: PromptStyle, *, explain_only: bool = False, runs: bool = False, tests_only: bool = False,
+) -> str:
+    """The system instructions: the dialect's (with ``runs``, the run tool's after them), then
+    that the files are data. A small model gets no such note: it echoes instruction prose back
+    into its answer (the delimiters still hold its files in)."""
     instructions = INSTRUCTIONS[style.edit_style]
+    if runs:
+        instructions = f"{instructions}\n\n{run_instructions(style.edit_style)}"
+        if tests_only:
+            instructions = f"{instructions}\n{TESTS_ONLY}"
     if not style.whole_file_only:
         instructions = f"{instructions}\n\n{DATA_NOT_INSTRUCTIONS}"
     return f"{instructions}\n\n{EXPLAIN_ONLY}" if explain_only else instructions
@@ -193,10 +204,14 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     for steer in turn.steering:
         sections.append(steer)
     user = Message("user", "\n".join(sections))
+    runs = turn.runs and not turn.explain_only and style.edit_style.uses_tool
     return TurnRequest(
-        instructions=instructions_for(style, explain_only=turn.explain_only), input=(user,), effort=turn.effort,
+        instructions=instructions_for(style, explain_only=turn.explain_only, runs=runs, tests_only=turn.tests_only),
+        input=(user,),
+        effort=turn.effort,
         full_context=(*history, user) if history else (), max_output_tokens=style.max_output_tokens,
         edit_style=None if turn.explain_only else style.edit_style,  # explain-only: no editing tool
+        runs=runs,
     )
 
 

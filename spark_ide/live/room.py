@@ -21,6 +21,7 @@ from pycrdt import Doc, create_sync_message
 from .background import Background
 from .doc_rules import LiveDocument, YjsIntake
 from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished
+from .model_runs import ModelRuns
 from .outbox import Frame
 from .pilot import Pilot
 from .pipeline import Pipeline
@@ -75,12 +76,16 @@ class Room:
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
             settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
+        self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
+        model_runs = ModelRuns(
+            self.runs, files=lambda: self.texts().keys(), high_findings=self.guard.high_findings,
+            budget=settings.run_output_to_model,
+        )
         self.pilot = Pilot(
             document=lambda: self.doc, texts=self.texts, publish=self.publish, announce=self.announce, store=store,
-            guard=self.guard, settings=settings,
+            guard=self.guard, settings=settings, runs=model_runs,
         )
         self.files = RoomFiles(self.document, store_log=self.pipeline.store_log)  # for other threads
-        self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
         self.log = ReplayLog(
             store=store, settings=settings, sent=lambda: self.pipeline.sent_seq, running=lambda: self.running_turn,
         )

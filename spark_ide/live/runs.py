@@ -20,7 +20,9 @@ from spark_ide.guard import Finding
 
 from .background import Background
 from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
+from .model_runs import RunResult
 from .records import Records
+from .run_command import RunCommand
 from .store import LiveSettings, RoomStore, RunMessage, RunOutcome, RunRecord, run_refused
 from .transport import Connection
 
@@ -50,6 +52,7 @@ class _Running:
     output: list[str] = field(default_factory=list)
     kept: int = 0
     began: float = field(default_factory=time.monotonic)
+    ended: asyncio.Future[RunResult] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class RoomRuns:
@@ -82,6 +85,11 @@ class RoomRuns:
         await self._records.close()
 
     @property
+    def wait_s(self) -> float:
+        """How long a model's run waits for another run to end (``LiveSettings.model_run_wait_s``)."""
+        return self._settings.model_run_wait_s
+
+    @property
     def running(self) -> str | None:
         return None if self._running is None else self._running.id
 
@@ -92,27 +100,68 @@ class RoomRuns:
 
     def run(self, conn: Connection, *, path: str, tests: bool) -> ErrorEvent | None:
         """Start ``python path`` (or the tests) for ``conn``; the error to tell it otherwise."""
-        if self._running is not None:
+        running = self._running
+        if running is not None:
+            if running.started.model:
+                return ErrorEvent(ErrorCode.RUN_BUSY, f"the model is running `{running.started.command}` in this "
+                                  "workspace: wait for it to end, or stop it (Stop, or stop the model's turn)")
             return ErrorEvent(ErrorCode.RUN_BUSY, "a run is going on in this workspace: stop it first")
-        files = self._texts()
         if not tests:
             try:
                 path = clean_path(path, max_length=self._settings.limits.max_path_length)
             except BadPath as exc:
                 return ErrorEvent(ErrorCode.BAD_PATH, f"cannot run {path[:80]!r}: {exc}", ref="run")
-            if path not in files:
+            if path not in self._texts():
                 return ErrorEvent(ErrorCode.BAD_PATH, f"there is no file {path[:80]!r} to run", ref="run")
+        command = RunCommand.of_request(path=path, tests=tests)
+        self._begin(command, by=conn.username, session=conn.session, author_id=conn.user_id)
+        return None
+
+    async def run_for_model(
+        self, command: RunCommand, *, turn: str, by: str, session: str, author_id: int | None,
+    ) -> RunResult | None:
+        """Run ``command`` for the model's ``turn`` (the author's: ``by``) and wait for its
+        end; None when another run went on all of ``model_run_wait_s`` (the room runs one at a
+        time). Cancelled (a steer, stop or revert ends the turn): the run is stopped as by Stop."""
+        deadline = time.monotonic() + self._settings.model_run_wait_s
+        while self._running is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                await asyncio.wait_for(asyncio.shield(self._running.ended), left)
+            except TimeoutError:
+                return None
+        running = self._begin(command, by=by, session=session, author_id=author_id, turn=turn)
+        try:
+            return await asyncio.shield(running.ended)
+        except asyncio.CancelledError:
+            if self._running is running:
+                self._settings.runner.stop(running.id)
+            raise
+
+    def _begin(
+        self, command: RunCommand, *, by: str, session: str, author_id: int | None, turn: str = "",
+    ) -> _Running:
+        """Start ``command`` on the files as they are now: tell everyone, record it."""
         run_id = uuid.uuid4().hex
-        started = RunStarted(run=run_id, path="" if tests else path, tests=tests, by=conn.username)
+        started = RunStarted(
+            run=run_id, path=command.path, tests=command.tests, by=by, command=command.text, model=bool(turn),
+            turn=turn,
+        )
         run = self._running = _Running(run_id, started)
         self._announce(started)
-        record = RunRecord(run=run.id, session=conn.session, author_id=conn.user_id, path=path, tests=tests)
+        record = RunRecord(
+            run=run.id, session=session, author_id=author_id, path=command.path, tests=command.tests,
+            command=command.text, by_model=bool(turn), turn=turn,
+        )
         self._records.put(f"run {run.id}", lambda: self._store.run_started(record))
         task = self._background.spawn(self._settings.runner.start(
-            run.id, files, path="" if tests else path, tests=tests, on_message=self._on_message,
+            run.id, self._texts(), path=command.path, tests=command.tests, args=command.args,
+            on_message=self._on_message,
         ))
         task.add_done_callback(self._started)
-        return None
+        return run
 
     def _started(self, task: asyncio.Future[Any]) -> None:
         if task.cancelled() or task.exception() is None or self._running is None:
@@ -150,6 +199,8 @@ class RoomRuns:
         """Tell everyone how the run ended and record it (its output as kept)."""
         self._running = None
         self._announce(finished)
+        if not running.ended.done():
+            running.ended.set_result(RunResult(finished, "".join(running.output)))
         outcome = RunOutcome(
             run=running.id, status=finished.status, exit_code=finished.exit_code,
             duration_ms=finished.duration_ms, output="".join(running.output), message=finished.message,

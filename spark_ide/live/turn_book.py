@@ -31,6 +31,9 @@ class TurnStore(PolicySource, RevertBook, Protocol):
 
     async def turn_finished(self, outcome: TurnOutcome) -> None: ...
 
+    async def auto_test(self) -> bool | None:
+        """The workspace's test rounds switch (``RoomStore.auto_test``)."""
+
 
 class TurnBook:
     def __init__(

@@ -13,19 +13,25 @@ from pycrdt import Doc
 
 from spark_ide.editing import TurnEditor
 from spark_ide.editing.limits import FileLimits
+from spark_ide.upstream import TurnRequest
 
 from .events import TurnStatus
+from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
 from .prompting import PastTurn, PromptStyle, TurnInput, build_request
 from .rounds import ToolRounds, offered_tools
+from .run_report import RUN_OUTPUT_TO_MODEL
+from .test_rounds import TestRounds
 from .turn_watch import TurnWatch
-from .turns import Command, TurnRun, chain_of, new_turn_id
+from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
 
 DEFAULT_FENCE_PATH = "main.py"  # where a small model's code fence goes when no file is open
 
 
 class TurnMaker:
-    """``document``: the room's document as it is now; ``texts``: its files' texts."""
+    """``document``: the room's document as it is now; ``texts``: its files' texts; ``runs``:
+    the room's runs for the model (None: code does not run here); ``run_budget``: bytes of a
+    run's output the model is told (``SPARK_RUN_OUTPUT_TO_MODEL``)."""
 
     def __init__(
         self,
@@ -34,39 +40,71 @@ class TurnMaker:
         texts: Callable[[], dict[str, str]],
         style: PromptStyle,
         limits: FileLimits,
+        runs: ModelRuns | None = None,
+        run_budget: int = RUN_OUTPUT_TO_MODEL,
     ) -> None:
         self._document = document
         self._texts = texts
         self._style = style
         self._limits = limits
+        self._runs = runs
+        self._run_budget = run_budget
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self.history: deque[PastTurn] = deque(maxlen=style.history_turns)
         self._last_ledger = ""
 
     def make(
         self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, watch: TurnWatch | None,
+        auto_test: bool = False,
     ) -> TurnRun:
         """A turn for ``command`` (``steered_from``: the turn it steers, ``turns.chain_of``),
-        under ``policy``; ``watch``: the watchdog over its code (None: none)."""
+        under ``policy``; ``watch``: the watchdog over its code (None: none); ``auto_test``:
+        the IDE runs the tests after the model's changes (``test_rounds``)."""
         texts = self._texts()
         chain = chain_of(command, steered_from, keep_request=not self._style.steer_as_request)
-        turn_input = TurnInput(
-            text=chain.origin.text, files=texts, active_path=chain.active_path,
-            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._last_ledger,
-            steering=chain.steering, explain_only=not policy.edits_apply,
-        )
         turn_id = command.turn or new_turn_id()
+        runs = self._turn_runs(turn_id, chain, policy)
+        turn_input = self._input(chain, policy, texts, runs=runs is not None)
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
         request = build_request(turn_input, self._style)
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
         )
-        tools = ToolRounds(editor, offered_tools(request.edit_style), self._style.max_rounds)
+        tests = TestRounds(runs, self._run_budget) if runs is not None and auto_test else None
+        tools = ToolRounds(
+            editor, offered_tools(request.edit_style, runs=request.runs), self._style.max_rounds,
+            runs=runs, tests=tests,
+        )
         return TurnRun(
             id=turn_id, command=command, origin=chain.origin, request=request, editor=editor, tools=tools,
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
+            rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None, auto_test=auto_test,
         )
+
+    def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
+        return TurnInput(
+            text=text or chain.origin.text, files=texts, active_path=chain.active_path,
+            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._last_ledger,
+            steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
+            tests_only=policy.tests_only,
+        )
+
+    def _turn_runs(self, turn_id: str, chain: Chain, policy: AiPolicy) -> TurnRuns | None:
+        """The turn's runs, when code runs here and the course lets the model's code run."""
+        if self._runs is None or not policy.model_runs:
+            return None
+        origin = chain.origin
+        owner = RunFor(turn=turn_id, by=origin.author, session=origin.session, author_id=origin.user_id)
+        return TurnRuns(self._runs, owner, tests_only=policy.tests_only)
+
+    def _rebuilder(self, chain: Chain, policy: AiPolicy) -> Callable[[str], TurnRequest]:
+        """A small model's next round: a plain request over the files as they are now, asking
+        ``text`` and then the turn's request again."""
+        def rebuild(text: str) -> TurnRequest:
+            asked = f"{text}\nThe request you are working on: {chain.origin.text}"
+            return build_request(self._input(chain, policy, self._texts(), runs=False, text=asked), self._style)
+        return rebuild
 
     def ended(self, run: TurnRun, status: TurnStatus) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its

@@ -85,6 +85,10 @@ class TurnRun:
     touched: set[str] = field(default_factory=set)  # files its chain changed (the full scan's)
     said: list[str] = field(default_factory=list)  # the text of its earlier rounds
     rounds: list[TurnStream] = field(default_factory=list)  # the streams of its earlier rounds
+    # A small model's next round after failing tests: a plain new request over the files as they
+    # are, asking ``text`` (None: the next round chains on the conversation, ``next_round``).
+    rebuild: Callable[[str], TurnRequest] | None = None
+    auto_test: bool = False  # test rounds were on when its chain began (a steer keeps them so)
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -159,7 +163,7 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
     if keep_request:
         origin, redirects = steered_from.origin, [*steered_from.redirects, command.text]
         steering = [*steered_from.steering, steering_note(
-            partial_output=steered_from.output, ledger=steered_from.editor.ledger.as_prompt(), text=command.text,
+            partial_output=steered_from.output, ledger=_ledger(steered_from), text=command.text,
             by_user=not command.correction,
         )]
     return Chain(
@@ -167,6 +171,11 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
         steered_from=steered_from.id, corrections=steered_from.corrections + int(command.correction),
         touched=set(steered_from.touched),
     )
+
+
+def _ledger(run: TurnRun) -> str:
+    """What a turn did, for the re-prompt of a steer: its edits, then its runs."""
+    return "\n".join(part for part in (run.editor.ledger.as_prompt(), *run.tools.ran) if part)
 
 
 def publish_edits(publish: Callable[[TurnEvent], None], events: Iterable[EditEvent]) -> None:

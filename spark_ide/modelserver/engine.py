@@ -84,12 +84,15 @@ class Job:
         return ""
 
     def answers_since_user(self) -> int:
-        """How many times the model answered since the last user message: the runs of
-        assistant messages after it (a tool output, or any other message, ends a run)."""
+        """How many times the model answered since the last user message."""
+        users = [index for index, message in enumerate(self.messages) if message.role == "user"]
+        return self.answers_after(users[-1] if users else -1)
+
+    def answers_after(self, index: int) -> int:
+        """How many times the model answered after ``messages[index]``: the runs of assistant
+        messages (a tool output, a user message, or any other message, ends a run)."""
         answers, in_answer = 0, False
-        for message in reversed(self.messages):
-            if message.role == "user":
-                break
+        for message in self.messages[index + 1:]:
             if message.role == "assistant" and not in_answer:
                 answers += 1
             in_answer = message.role == "assistant"

@@ -41,7 +41,7 @@ from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
 from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
-from spark_ide.workspaces.services import guard_mode_for
+from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
 from . import ports, services
 from .cluster import cluster_from_settings
@@ -252,7 +252,10 @@ class DatabaseRoomStore:
         return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
 
     async def auto_test(self) -> bool | None:
-        return None  # issue 30: the workspace's switch (Workspace.auto_test) comes next
+        """The workspace's own choice of test rounds (``Workspace.auto_test``: the live page's
+        switch, the API's PATCH); None: the server's ``SPARK_AUTO_TEST`` decides."""
+        choice: bool | None = await database_sync_to_async(auto_test_for)(self.workspace)
+        return choice
 
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room.files if self.room is not None else None)
@@ -301,6 +304,8 @@ def live_settings() -> LiveSettings:
             max_corrections=settings.SPARK_GUARD_MAX_CORRECTIONS,
             full_scan=celery_full_scan,
         ),
+        auto_test=settings.SPARK_AUTO_TEST,
+        run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
     )
 
 

@@ -89,6 +89,9 @@ class Run(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     path = models.CharField(max_length=1024, blank=True)
     tests = models.BooleanField(default=False)
+    command = models.TextField(blank=True)  # as run: "pytest -x -q", "python main.py 3" (up to 2,000 characters)
+    by_model = models.BooleanField(default=False)  # the model's run tool, or the IDE's test round
+    turn = models.CharField(max_length=32, blank=True)  # the model's turn it ran for ("" for a person's)
     status = models.CharField(max_length=20, default=RUNNING)  # then a sandbox RunStatus
     exit_code = models.IntegerField(null=True, blank=True)
     duration_ms = models.IntegerField(default=0)
@@ -99,6 +102,14 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+
+    @property
+    def shown_command(self) -> str:
+        """The command as the history and the dashboard show it: as run, or for a record that
+        has none (a person's run recorded before commands were kept) as its Run button ran it."""
+        if self.command:
+            return self.command
+        return "pytest" if self.tests else f"python {self.path}"
 
 
 class Room(models.Model):

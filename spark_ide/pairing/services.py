@@ -103,6 +103,16 @@ def role_for(*, session: Session, user: Any) -> str | None:
     return role
 
 
+class SessionMembers:
+    """``workspaces.ports.Members``: the role someone other than the owner holds in a
+    workspace, in its live session (the earliest, the one invites point at)."""
+
+    def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
+        held = Participant.objects.filter(session__workspace_id=workspace_id, user_id=user_id)
+        found = held.order_by("session__created_at", "session_id").values_list("role", flat=True).first()
+        return None if found is None else str(found)
+
+
 def invite_role(*, session: Session, key: str) -> Role:
     """The role an invite key gives in the session; ``bad_invite`` for any other key."""
     for role, field in INVITE_KEYS.items():
@@ -272,6 +282,7 @@ def run_create(record: RunRecord) -> None:
         runs_lost(workspace_id)
     Run.objects.create(
         id=record.run, session_id=session_id, author_id=record.author_id, path=record.path, tests=record.tests,
+        command=record.command, by_model=record.by_model, turn=record.turn,
     )
 
 

@@ -4,9 +4,11 @@ by an invite link (as a guest when not signed in), and the owner's people and in
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -23,7 +25,8 @@ from spark_ide.accounts.guests import guests_allowed
 from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, is_guest, signed_in_user
 from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
-from spark_ide.workspaces.services import WorkspaceError, last_changed_path, workspace_for
+from spark_ide.live.policy import AiPolicy
+from spark_ide.workspaces.services import WorkspaceError, auto_test_effective, last_changed_path, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
 from . import ports, services
@@ -119,8 +122,20 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "history_url": reverse("session-history", args=[session.id]),
         "course_notice": copy.notice if copy is not None else None,  # classroom: rules and who reads prompts
         "last_file": last_changed_path(workspace),  # where a newcomer lands when nobody is at work
+        **_test_rounds(workspace.id, workspace.auto_test, copy),
     }
     return render(request, "pairing/session.html", context)
+
+
+def _test_rounds(workspace_id: uuid.UUID, choice: bool | None, copy: CourseCopy | None) -> dict[str, Any]:
+    """The test-rounds switch (``pairing/_auto_test.html``): the workspace's own choice (None:
+    none), the server's default, whether they run here, and whether the course lets the AI
+    run anything at all (``live.policy.AiPolicy.model_runs``)."""
+    allowed = copy is None or AiPolicy.from_mapping(ports.classroom().ai_policy(workspace_id)).model_runs
+    return {
+        "auto_test": choice, "auto_test_default": bool(settings.SPARK_AUTO_TEST),
+        "auto_test_on": auto_test_effective(choice), "test_rounds_allowed": allowed,
+    }
 
 
 @login_required
@@ -199,7 +214,8 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     ]
     runs = [
         {
-            "id": run.id, "path": run.path, "tests": run.tests, "by": run.author.get_username() if run.author else "",
+            "id": run.id, "path": run.path, "tests": run.tests, "command": run.shown_command, "by_model": run.by_model,
+            "by": run.author.get_username() if run.author else "",
             "status": run.status, "exit_code": run.exit_code, "duration_ms": run.duration_ms, "output": run.output,
             "message": run.message, "created_at": run.created_at,
         }

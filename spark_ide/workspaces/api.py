@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from spark_ide.accounts.services import signed_in_user
+from spark_ide.accounts.guests import GUEST_API_REFUSAL, guests_allowed
+from spark_ide.accounts.services import is_guest, signed_in_user
 from spark_ide.api import api_view, json_body
 from spark_ide.api_errors import ApiCode, ApiError
+from spark_ide.live.events import DRIVER_ROLES
 
-from . import services
+from . import ports, services
+from .models import Workspace
 from .services import WorkspaceError
 
 
@@ -37,15 +44,52 @@ def workspaces(request: HttpRequest) -> HttpResponse:
     return JsonResponse(services.workspace_summary(workspace), status=201)
 
 
-@api_view({"GET", "DELETE"})
+@guests_allowed  # PATCH only: a guest owner or collaborator switches test rounds from the live page
+@api_view({"GET", "PATCH", "DELETE"})
 def workspace(request: HttpRequest, workspace_id: str) -> HttpResponse:
+    user = signed_in_user(request)
+    if request.method == "PATCH":
+        return _workspace_patch(user, workspace_id, json_body(request))
+    if is_guest(user):
+        raise ApiError(ApiCode.GUEST_FORBIDDEN, GUEST_API_REFUSAL)
     try:
-        found = services.workspace_for(user=signed_in_user(request), workspace_id=workspace_id)
+        found = services.workspace_for(user=user, workspace_id=workspace_id)
     except WorkspaceError as exc:
         raise as_api_error(exc) from None
     if request.method == "DELETE":
         found.delete()
         return HttpResponse(status=204)
+    return JsonResponse(services.workspace_summary(found))
+
+
+# What a PATCH may change, and who: the owner and the collaborators of the workspace's session.
+PATCH_FIELDS = ("auto_test",)
+
+
+def _workspace_patch(user: User, workspace_id: str, body: dict[str, Any]) -> HttpResponse:
+    """Change the workspace's settings (``auto_test``: true, false, or null for the server's
+    default) for its owner or a collaborator; a viewer is refused (``forbidden``), anyone else
+    told it does not exist. Nothing is changed unless every field is good."""
+    try:
+        found = Workspace.objects.get(pk=uuid.UUID(str(workspace_id)))
+    except (ValueError, Workspace.DoesNotExist):
+        raise ApiError(ApiCode.NOT_FOUND, f"no workspace {workspace_id}") from None
+    if found.owner_id != user.pk:
+        role = ports.members().role(found.pk, user.pk)
+        if role is None:
+            raise ApiError(ApiCode.NOT_FOUND, f"no workspace {workspace_id}")
+        if role not in DRIVER_ROLES:
+            raise ApiError(ApiCode.FORBIDDEN, "only the owner and collaborators change the workspace's settings")
+    unknown = sorted(set(body) - set(PATCH_FIELDS))
+    if unknown:
+        changes = ", ".join(PATCH_FIELDS)
+        raise ApiError(ApiCode.BAD_FIELD, f"cannot change {unknown[0][:40]!r}: a PATCH changes {changes}")
+    try:
+        services.check_writable(found)
+        if "auto_test" in body:
+            services.auto_test_set(workspace=found, value=body["auto_test"])
+    except WorkspaceError as exc:
+        raise as_api_error(exc) from None
     return JsonResponse(services.workspace_summary(found))
 
 

@@ -42,6 +42,10 @@ class Workspace(models.Model):
     # The watchdog's mode; halt by default, so a new user is protected without configuring anything.
     # A course's mode wins over its students' copies (``services.guard_mode_for``).
     guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
+    # Test rounds (issue 30): after the model's changes the IDE runs the tests and has it fix a
+    # failure. True or False: this workspace's own choice (the live page's switch, the API's
+    # PATCH); None: the server's SPARK_AUTO_TEST decides.
+    auto_test = models.BooleanField(null=True, default=None)
 
     objects = WorkspaceManager()
 

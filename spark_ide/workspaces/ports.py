@@ -2,9 +2,11 @@
 
 A student's copy in an archived course is read-only and a course's watchdog mode wins over
 its copies' (the classroom app knows courses); compacting a document keeps its history for
-replay (the replay app keeps it). Each app hands its part over once at startup, in its
-``AppConfig.ready`` (``use_courses``, ``use_history``), the way ``live`` is handed its store;
-a server without that app gets the plain answer: no course, no history kept.
+replay (the replay app keeps it); who else holds a role in a workspace is known to the
+pairing app (its sessions' participants). Each app hands its part over once at startup, in
+its ``AppConfig.ready`` (``use_courses``, ``use_history``, ``use_members``), the way ``live``
+is handed its store; a server without that app gets the plain answer: no course, no history
+kept, nobody but the owner.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ class Courses(Protocol):
 
     def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
         """The watchdog mode of the course whose student's copy the workspace is; None: not a copy."""
+
+
+class Members(Protocol):
+    def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
+        """The role (``live.events.Role``) someone other than the owner holds in the workspace's
+        live session; None: none."""
 
 
 class History(Protocol):
@@ -41,6 +49,11 @@ class NoCourses:
         return None
 
 
+class NoMembers:
+    def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
+        return None
+
+
 class NoHistory:
     def begin(self, workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
         return None
@@ -52,10 +65,15 @@ class NoHistory:
 class _Ports:
     courses: Courses = NoCourses()
     history: History = NoHistory()
+    members: Members = NoMembers()
 
 
 def use_courses(courses: Courses) -> None:
     _Ports.courses = courses
+
+
+def use_members(members: Members) -> None:
+    _Ports.members = members
 
 
 def use_history(history: History) -> None:
@@ -68,3 +86,7 @@ def courses() -> Courses:
 
 def history() -> History:
     return _Ports.history
+
+
+def members() -> Members:
+    return _Ports.members

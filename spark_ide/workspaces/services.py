@@ -134,6 +134,30 @@ def guard_mode_by_course(workspace_id: uuid.UUID) -> bool:
     return ports.courses().guard_mode(workspace_id) is not None
 
 
+def auto_test_for(workspace_id: uuid.UUID) -> bool | None:
+    """The workspace's own choice of test rounds (``Workspace.auto_test``); None when it made
+    none (or is gone): the server's ``SPARK_AUTO_TEST`` decides."""
+    choice = Workspace.objects.filter(pk=workspace_id).values_list("auto_test", flat=True).first()
+    return None if choice is None else bool(choice)
+
+
+def auto_test_effective(choice: bool | None) -> bool:
+    """Whether test rounds run with the workspace's ``choice``: it, else the server's default."""
+    return bool(settings.SPARK_AUTO_TEST) if choice is None else choice
+
+
+def auto_test_set(*, workspace: Workspace, value: object) -> bool | None:
+    """Set the workspace's choice of test rounds: true, false, or None to follow the server
+    (``updated_at`` stays: no file changed). The room reads it for every turn."""
+    if value is not None and not isinstance(value, bool):
+        raise WorkspaceError(
+            ApiCode.BAD_FIELD, f"'auto_test' must be true, false or null (the server's default), not {value!r:.60}",
+        )
+    Workspace.objects.filter(pk=workspace.pk).update(auto_test=value)
+    workspace.auto_test = value
+    return value
+
+
 def check_writable(workspace: Workspace) -> None:
     if archived_copy(workspace.pk):
         raise WorkspaceError(ApiCode.READ_ONLY, "this workspace is a copy in an archived course: it is read-only")
@@ -341,4 +365,5 @@ def workspace_summary(workspace: Workspace) -> dict[str, object]:
         "id": str(workspace.id),
         "name": workspace.name,
         "files": file_listing(workspace),
+        "auto_test": workspace.auto_test,  # test rounds: true, false, or null for the server's default
     }

@@ -1,9 +1,10 @@
-// Browser entry point: htmx for server-rendered partials, the live editor and its latency
-// panel on workspace and session pages, a session's replay, the resizable panels of both,
-// the folder import on the workspace list.
+// Browser entry point: htmx for server-rendered partials, the live editor, its latency panel
+// and the test-rounds switch on workspace and session pages, a session's replay, the
+// resizable panels of both, the folder import on the workspace list.
 import htmx from "htmx.org";
 import { cspNonce } from "./csp.js";
 import { wireFolderImport } from "./folder_import.js";
+import { wireAutoTest } from "./live/auto_test.js";
 import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
 import { startReplay } from "./replay/replay.js";
@@ -23,6 +24,8 @@ function boot() {
   const latency = document.getElementById("latency");
   if (latency) startLatencyPanel(latency); // first: it hears every turn event the session sends
   if (live) startLiveSession(live);
+  const autoTest = document.getElementById("auto-test");
+  if (autoTest) wireAutoTest(autoTest); // the workspace's test-rounds switch
   const replay = document.getElementById("replay");
   if (replay) startReplay(replay);
   startSplitters(); // the live and replay pages' resizable panels

@@ -28,7 +28,9 @@ def test_a_workspace_outside_any_course_has_no_policy(course: Course, user: obje
 
 def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(course: Course) -> None:
     kim, lee = enrol(course, "kim"), enrol(course, "lee")
-    assert ai_policy_for(kim.workspace_id) == {"mode": "on", "max_effort": None, "token_quota": None, "tokens_used": 0}
+    assert ai_policy_for(kim.workspace_id) == {
+        "mode": "on", "max_effort": None, "token_quota": None, "tokens_used": 0, "ai_runs": "allowed",
+    }
     policy_set(course=course, ai_mode="explain", max_effort="medium", token_quota=20000)
     session = student_session(kim)
     Turn.objects.create(id="1", session=session, prompt="a", metrics={"tokens": 12000})
@@ -36,7 +38,7 @@ def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(co
     Turn.objects.create(id="3", session=session, prompt="c", metrics={})  # still running / failed early
     Turn.objects.create(id="4", session=student_session(lee), prompt="d", metrics={"tokens": 99})
     assert ai_policy_for(kim.workspace_id) == {
-        "mode": "explain", "max_effort": "medium", "token_quota": 20000, "tokens_used": 15000,
+        "mode": "explain", "max_effort": "medium", "token_quota": 20000, "tokens_used": 15000, "ai_runs": "allowed",
     }
     assert ai_policy_for(lee.workspace_id)["tokens_used"] == 99  # type: ignore[index]
     assert course_notice_for(kim.workspace_id) == (

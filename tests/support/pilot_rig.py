@@ -23,11 +23,13 @@ from pycrdt import Doc
 from spark_ide.editing.document import document_texts
 from spark_ide.guard import Finding, GuardMode, full_scan
 from spark_ide.live.events import EditStatus, ErrorEvent, Event, TurnDelta, TurnFinished, TurnStarted
+from spark_ide.live.model_runs import ModelRuns
 from spark_ide.live.pilot import Pilot
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room_guard import RoomGuard
-from spark_ide.live.store import LiveSettings
+from spark_ide.live.runs import RoomRuns
+from spark_ide.live.store import LiveSettings, NoRunner, Runner
 from spark_ide.live.turns import Command, CommandKind
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.upstream import Message, TurnRequest
@@ -90,7 +92,8 @@ class PilotRig:
     model: FakeModel
     doc: Doc[Any]
     published: Seen  # turn events (numbered, logged, replayed by the room)
-    announced: Seen  # ephemeral events for everyone (the policy, a storage error)
+    announced: Seen  # ephemeral events for everyone (the policy, a storage error, the runs)
+    runs: RoomRuns | None = None  # the room's code runs, given a runner
     replies: list[ErrorEvent] = field(default_factory=list)  # told to the connection that asked
 
     def texts(self) -> dict[str, str]:
@@ -154,8 +157,12 @@ async def pilot_rig(
     guard_mode: GuardMode = GuardMode.OFF,
     style: PromptStyle | None = None,
     store: MemoryRoomStore | None = None,
+    runner: Runner | None = None,
+    auto_test: bool = False,
+    run_wait_s: float = 30.0,
 ) -> AsyncIterator[PilotRig]:
-    """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after."""
+    """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
+    given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds)."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -163,22 +170,36 @@ async def pilot_rig(
     model, published, announced = FakeModel(), Seen(), Seen()
     settings = LiveSettings(
         connect_model=model.connect, prompt_style=style or PromptStyle(), persist_retries=(0.0,),
-        guard=GuardSettings(full_scan=full_scan_in_thread),
+        guard=GuardSettings(full_scan=full_scan_in_thread), runner=runner or NoRunner(), auto_test=auto_test,
+        model_run_wait_s=run_wait_s,
     )
-    texts = lambda: document_texts(doc)  # noqa: E731
+    def texts() -> dict[str, str]:
+        return document_texts(doc)
+
     holder: list[Pilot] = []
     guard = RoomGuard(
         texts=texts, publish=published.add, announce=announced.add, read_mode=store.guard_mode,
         settings=settings.guard, busy=lambda: bool(holder) and holder[0].running_turn is not None,
     )
+    runs = model_runs = None
+    if runner is not None:
+        runs = RoomRuns(store=store, settings=settings, texts=texts, announce=announced.add)
+        model_runs = ModelRuns(
+            runs, files=lambda: texts().keys(), high_findings=guard.high_findings, budget=settings.run_output_to_model,
+        )
+        runs.start()
     pilot = Pilot(
         document=lambda: doc, texts=texts, publish=published.add, announce=announced.add, store=store,
-        guard=guard, settings=settings,
+        guard=guard, settings=settings, runs=model_runs,
     )
     holder.append(pilot)
     pilot.start()
     try:
-        yield PilotRig(pilot=pilot, store=store, model=model, doc=doc, published=published, announced=announced)
+        yield PilotRig(
+            pilot=pilot, store=store, model=model, doc=doc, published=published, announced=announced, runs=runs,
+        )
     finally:
         await pilot.shutdown()
+        if runs is not None:
+            await runs.close()
         await guard.close()

@@ -28,4 +28,7 @@ def test_every_documented_code_is_answered_with_its_documented_status() -> None:
 
 def test_a_code_the_socket_has_too_is_the_socket_s_own() -> None:
     shared = {code for code in ApiCode if code.value in ErrorCode._value2member_map_}
-    assert shared == {ApiCode.MALFORMED_JSON, ApiCode.BAD_PATH, ApiCode.TOO_MANY_FILES, ApiCode.PATH_CONFLICT}
+    assert shared == {
+        ApiCode.MALFORMED_JSON, ApiCode.BAD_PATH, ApiCode.TOO_MANY_FILES, ApiCode.PATH_CONFLICT, ApiCode.BAD_FIELD,
+        ApiCode.FORBIDDEN,
+    }

@@ -31,6 +31,7 @@ def test_it_reads_a_workspace(api: Any) -> None:
         "id": created["id"],
         "name": "w",
         "files": [{"path": "a.js", "size": 1, "language": "JavaScript"}],
+        "auto_test": None,  # test rounds: the server's default
     }
 
 

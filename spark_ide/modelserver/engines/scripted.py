@@ -15,7 +15,10 @@ request and adds the steering text, whose directives must win.
 
 A script of several rounds plays round *k + 1* when the conversation holds *k* answers of
 the model since the last user message (a follow-up that only carries tool outputs is the
-next round); past its last round a follow-up fails with ``script_exhausted``.
+next round); past its last round a follow-up fails with ``script_exhausted``. A user
+message without any directive that follows one with a script (the IDE's own follow-up in a
+turn, such as a test round's failure) goes on with that script: its rounds count from the
+message that named it.
 
 Tokens are at most 4 characters, cut at whitespace where possible; a tool call's input,
 arguments or diff is cut the same way. Token *i* of the answer (counting every item) is due
@@ -137,7 +140,7 @@ class ScriptedEngine:
 
     def plan(self, job: Job) -> Plan:
         """What the last user message asks for (this round's steps, rate, time to first token)."""
-        request = job.last_user_text()
+        request, since = self._directing(job)
         # Directives inside a [say] block are part of the literal text, not settings.
         outside = _SAY.sub("", request)
         rate = _number(_RATE, outside, "rate", self.tokens_per_s)
@@ -145,13 +148,25 @@ class ScriptedEngine:
         if not (0 < rate < math.inf and 0 <= ttft_ms < math.inf):
             raise EngineError(INVALID_DIRECTIVE, "[rate:N] must be > 0 and [ttft:MS] >= 0.")
         name, script = self._script(request)
-        answered = job.answers_since_user()
+        answered = job.answers_after(since)
         if answered >= len(script):
             raise EngineError(
                 SCRIPT_EXHAUSTED,
                 f"{name} has {len(script)} round(s); this request would be round {answered + 1}.",
             )
         return Plan(script[answered], rate, ttft_ms / 1000.0)
+
+    @staticmethod
+    def _directing(job: Job) -> tuple[str, int]:
+        """The user message whose directives this request plays (the last one, or the last
+        before it with a script or a [say] block when it has none), and its index."""
+        users = [(index, message.content) for index, message in enumerate(job.messages) if message.role == "user"]
+        if not users:
+            return "", -1
+        for index, text in reversed(users):
+            if _SAY.search(text) or _SCRIPT.search(text):
+                return text, index
+        return users[-1][1], users[-1][0]
 
     def _script(self, request: str) -> tuple[str, Script]:
         """The last ``[say]`` block or ``[script:NAME]``, whichever comes last (and its name)."""
