@@ -2,25 +2,68 @@
 the model started is marked so in the run panel (an "AI" badge, "run by the model for Ada's
 turn") with its whole command, and the person can still stop it; when it ends its turn's
 transcript gets one line ("ran `pytest -x -q`: failed (exit 1)"); a round the IDE's tests
-started reads "tests: 3 passed, 1 failed → round 2"; a turn that ends with the tests passing
-says so in a success look.
+started reads "tests: 1 failed → round 4"; a turn that ends with the tests passing says so in
+a success look.
 
-Here the events come from the page's own session socket, intercepted (Playwright's
-``route_web_socket``): the real server's frames go through, and the test adds a model's run
-and a test round to them, as the server sends them (spark_ide/live/events.py). The words of
-the lines are also checked under Node (transcript_runs.js).
+End to end: our scripted model server plays ``run`` and ``apply_patch`` custom tool calls
+(``--script-file``) to an IDE that offers them (``SPARK_EDIT_STYLE=apply-patch``), whose
+sandbox runs the code. Beside it, the page's own session socket, intercepted (Playwright's
+``route_web_socket``), gets events the test adds as the server sends them
+(spark_ide/live/events.py), for what a real run does not make certain (a run long enough to
+look at). The words of the lines are also checked under Node (transcript_runs.js).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LIVE_WAIT_MS, ROOT, IdeServer, open_new_workspace
+from tests.browser.conftest import (
+    LIVE_WAIT_MS,
+    ROOT,
+    IdeServer,
+    create_file,
+    open_new_workspace,
+    scripted_ide,
+    server_text,
+    wait_for_server_text,
+)
+from tests.browser.test_live_pairing import _ask
+from tests.pairing.test_model_runs import patch, run
 from tests.support.node import run_node
 
+APP = "def add(a, b):\n    return a - b\n"
+TESTS = "from app import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+SLOW = "import time\n\nprint('waiting', flush=True)\ntime.sleep(60)\n"
+
+
+SCRIPTS = {
+    # Round 1 runs the tests (red), 2 breaks add another way, 3 says it is done: the IDE's
+    # tests are red, round 4 is asked to fix them and does, 5 is done: the tests pass.
+    "fix": [
+        ["Running the tests first.", run("call_1", "pytest -x -q")],
+        ["It subtracts. Fixing add.", patch("call_2", "return a - b", "return a * b")],
+        "Done, I think.",
+        ["Oops.", patch("call_3", "return a * b", "return a + b")],
+        "Fixed.",
+    ],
+    "slow": [["Let me run it.", run("call_s", "python slow.py")], "It was stopped."],
+}
+# Every state of the run panel's header, as it changes: "command | who ran it".
+WATCH_HEAD = """() => {
+    window.runHeads = [];
+    const command = document.querySelector("#run-panel [data-run=command]");
+    const by = document.querySelector("#run-panel [data-run=by]");
+    const note = () => {
+        const head = `${command.textContent} | ${by.textContent}`;
+        if (window.runHeads[window.runHeads.length - 1] !== head) window.runHeads.push(head);
+    };
+    const watch = new MutationObserver(note);
+    for (const node of [command, by]) watch.observe(node, { childList: true, characterData: true, subtree: true });
+}"""
 TURN = "turn-model-runs"
 RUN = "run-model-1"
 
@@ -48,6 +91,81 @@ class Socket:
     def tell(self, **event: Any) -> None:
         assert self.page_side is not None, "the page has no session socket"
         self.page_side.send(json.dumps(event))
+
+
+@pytest.fixture(scope="module")
+def runs_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
+    """An IDE offering the apply_patch and run tools; its model server knows SCRIPTS."""
+    data = tmp_path_factory.mktemp("ide-model-runs")
+    with scripted_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="apply-patch", SPARK_AUTO_TEST="on") as server:
+        yield server
+
+
+def _file(page: Any, path: str, text: str) -> None:
+    create_file(page, path)
+    page.locator(".cm-content").click()
+    page.keyboard.insert_text(text)
+    wait_for_server_text(page, path, text)
+
+
+@pytest.mark.browser
+def test_the_model_runs_the_tests_reads_the_failure_and_fixes_it_live_and_a_person_stops_its_run(
+    runs_server: IdeServer, page: Any,
+) -> None:
+    open_new_workspace(runs_server, page, "model runs live")
+    _file(page, "test_app.py", TESTS)
+    _file(page, "slow.py", SLOW)
+    _file(page, "app.py", APP)
+    page.evaluate(WATCH_HEAD)
+    panel = page.locator("#run-panel")
+    model_run = "AI run by the model for local's turn"
+
+    _ask(page, "[rate:200][script:fix]")
+    turn = page.locator(".turn").last
+    turn.locator(".turn-foot").wait_for(timeout=3 * LIVE_WAIT_MS)
+    assert turn.locator(".turn-foot").get_attribute("data-reason") == "tests_passed"
+    assert turn.locator(".turn-foot .reason").inner_text() == "the tests pass"
+    assert server_text(page, "app.py") == APP.replace("a - b", "a + b")
+
+    # The run panel showed the model's own run, then the IDE's two test runs, each marked as
+    # the model's (for the turn of the person who asked), each with its whole command.
+    heads = page.evaluate("() => window.runHeads")
+    assert [head for head in heads if head.endswith(model_run)] == [
+        f"pytest -x -q | {model_run}", f"pytest | {model_run}",
+    ], heads  # the two test runs show the same header: one state
+    assert "model-run" in str(panel.get_attribute("class"))
+    panel.locator(".run-end[data-status='ok']").wait_for(timeout=LIVE_WAIT_MS)
+
+    # The turn tells each run in a line, each round in a line, in order.
+    lines = [
+        "▶ ran `pytest -x -q`: failed (exit 1)",
+        "↻ Round 2: the model got its 1 tool result, 1 failed and goes on.",
+        "↻ Round 3: the model got its 1 tool result and goes on.",
+        "▶ ran `pytest`: failed (exit 1)",
+        "↻ tests: 1 failed → round 4",
+        "↻ Round 5: the model got its 1 tool result and goes on.",
+        "▶ ran `pytest`: ok (exit 0)",
+    ]
+    prose = turn.locator(".prose").inner_text()
+    places = [prose.find(line) for line in lines]
+    assert -1 not in places and places == sorted(places), prose
+    assert "test_add" not in prose  # the output stays in the run panel
+
+    # A run of the model that takes long: the person stops it from the run panel.
+    _ask(page, "[rate:200][script:slow]")
+    panel.locator(".run-command", has_text="python slow.py").wait_for(timeout=LIVE_WAIT_MS)
+    panel.locator(".run-output", has_text="waiting").wait_for(timeout=LIVE_WAIT_MS)
+    assert panel.locator(".run-by").inner_text() == model_run
+    assert page.locator("#run-controls [data-run=run]").is_hidden()
+    panel.locator("[data-run=stop]").click()
+    panel.locator(".run-end[data-status='killed']").wait_for(timeout=LIVE_WAIT_MS)
+    slow = page.locator(".turn").last
+    slow.locator(".turn-foot").wait_for(timeout=LIVE_WAIT_MS)
+    prose = slow.locator(".prose").inner_text()
+    assert "▶ ran `python slow.py`: killed" in prose, prose
+    assert "↻ Round 2: the model got its 1 tool result, 1 failed and goes on." in prose, prose
+    assert "It was stopped." in prose
+    assert page.locator("#run-controls [data-run=run]").is_enabled()
 
 
 def _run_started(**fields: Any) -> dict[str, Any]:
@@ -173,16 +291,16 @@ def test_the_lines_of_rounds_and_runs_say_what_happened_in_few_words() -> None:
     live = ROOT / "static/src/live"
     result = run_node(LINES, RUNS=(live / "transcript_runs.js").as_uri(), WORDS=(live / "run_words.js").as_uri())
     assert result["ends"] == [
-        {"turn": "t1", "text": "\n\n▶ ran `python main.py 3`: ok (exit 0)\n\n"},
+        {"turn": "t1", "line": "▶ ran `python main.py 3`: ok (exit 0)"},
         None,  # a person's run: no line
-        {"turn": "t2", "text": "\n\n▶ ran `pytest`: timeout\n\n"},  # no command named: what it stands for
+        {"turn": "t2", "line": "▶ ran `pytest`: timeout"},  # no command named: what it stands for
         None,  # told twice
     ]
     assert result["kept"] == 16 and result["newest"] is True  # ends that never come do not pile up
     assert result["rounds"] == [
-        "\n\n↻ Round 2: the model got its 1 tool result and goes on.\n\n",
-        "\n\n↻ Round 3: the model got its 2 tool results, 1 failed and goes on.\n\n",
-        "\n\n↻ tests: 1 passed, 2 failed → round 4\n\n",
+        "↻ Round 2: the model got its 1 tool result and goes on.",
+        "↻ Round 3: the model got its 2 tool results, 1 failed and goes on.",
+        "↻ tests: 1 passed, 2 failed → round 4",
     ]
     assert result["commands"] == ["pytest -x -q", "pytest", "python main.py"]  # an older server names none
     assert result["outcomes"] == ["output truncated (exit 0)", "not run: there is no file 'x.py' to run", "killed"]

@@ -16,7 +16,7 @@ import { element } from "./dom.js";
 import { newBlockView, paintChip, recordedCode, region, showCode, writtenLines } from "./transcript_blocks.js";
 import { foldTurn } from "./transcript_fold.js";
 import { findingRow, personRef, turnFooter } from "./transcript_labels.js";
-import { ModelRuns, roundLine } from "./transcript_runs.js";
+import { ModelRuns, paragraph, roundLine } from "./transcript_runs.js";
 import { FollowEnd } from "./transcript_scroll.js";
 import { newEntry, paintHeader } from "./transcript_turns.js";
 import {
@@ -220,8 +220,8 @@ export class Transcript {
 
   // turn.round (the model goes on: its calls answered, or the tests failed after its round)
   // and the end of a model's run: a line of its turn's prose (transcript_runs.js).
-  round(event) {
-    this.prose({ turn: event.turn, text: roundLine(event) });
+  round({ turn, ...event }) {
+    this.prose({ turn, text: paragraph(this.entry(turn), roundLine(event)) });
   }
 
   runStarted(event) {
@@ -229,8 +229,9 @@ export class Transcript {
   }
 
   runFinished(event) {
-    const line = this.runs.finished(event);
-    if (line && this.turns.has(line.turn)) this.prose(line);
+    const ran = this.runs.finished(event);
+    const entry = ran && this.turns.get(ran.turn);
+    if (entry) this.prose({ turn: ran.turn, text: paragraph(entry, ran.line) });
   }
 
   prose({ turn, text }) {
