@@ -21,7 +21,7 @@ from .policy import AiPolicy
 from .prompting import PastTurn, PromptStyle, TurnInput, build_request
 from .rounds import ToolRounds, offered_tools
 from .run_report import RUN_OUTPUT_TO_MODEL
-from .test_rounds import TestRounds
+from .test_rounds import Point, TestRounds
 from .turn_watch import TurnWatch
 from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
 
@@ -70,7 +70,7 @@ class TurnMaker:
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
         )
-        tests = TestRounds(runs, self._run_budget) if runs is not None and auto_test else None
+        tests = TestRounds(runs, self._run_budget, Point(0, texts)) if runs is not None and auto_test else None
         tools = ToolRounds(
             editor, offered_tools(request.edit_style, runs=request.runs), self._style.max_rounds,
             runs=runs, tests=tests,
