@@ -382,3 +382,17 @@ async def test_a_rewrite_of_the_same_text_is_no_change_to_test_again(runner: San
         assert (finished.reason, len(rig.model.requests)) == ("tests_failed", 2)
         assert "changed nothing" in finished.error
         assert len([run for run in runs_of(rig) if run.tests]) == 1
+
+
+async def test_a_model_runs_end_is_recorded_even_when_the_room_closes_at_once(runner: SandboxRunner) -> None:
+    async with pilot_rig(FILES, style=TOOLS, runner=runner) as rig:
+        turn = rig.prompt("try it")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_1", "python app.py 1 2"))
+        stream.complete(None)
+        started = await rig.announced.until(RunStarted)
+        await run_ended(rig, started.run)  # its record is written a little later: the room closes first
+        rig.stop()
+        await rig.finished(turn)
+    outcome = rig.store.runs[started.run].outcome
+    assert outcome is not None and outcome.status == "ok" and outcome.output.strip() == "-1"
