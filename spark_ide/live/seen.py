@@ -11,9 +11,11 @@ changed, or only the model, gets nothing.
 The model's own changes are told apart from others' by the turn's editor
 (``TurnEditor.take_touched``): a file its blocks touched is the model's alone when its text at
 their first touch is the text the model last saw and nobody else changed it while the turn
-was on it; then what the model saw becomes the file as it is. When someone else changed it
-too, in the same stretch, the two cannot be told apart line by line: the diff then says it
-holds the model's own edits as well.
+was on it; then what the model saw becomes the file as it is. Someone else's change before
+that first touch is known whole (what the model saw -> the text at the touch) and told alone,
+as coming before the model's own edits. A change made while the model's blocks were on the
+file cannot be told apart from theirs line by line: the diff then says it holds the model's
+own edits as well.
 
 Memory, chosen on purpose: the text itself, not a hash (a diff needs the old text). One copy
 of each file the model saw whole, which is at most what fits into one request's workspace
@@ -45,12 +47,15 @@ HEADING = "Changed by others since you last saw these files (your own edits are 
 class Change:
     """A file changed by someone other than the model since it saw it: ``before`` what the
     model saw (None: it did not know the file), ``after`` the file now (None: deleted);
-    ``mixed``: the model changed it too in the meantime (the diff holds its edits as well)."""
+    ``mixed``: the model changed it too in the meantime (the diff holds its edits as well);
+    ``earlier``: someone else's change before the model's own edits of the file, which came
+    after it (``after`` is the text they left, which the model then edited)."""
 
     path: str
     before: str | None
     after: str | None
     mixed: bool = False
+    earlier: bool = False
 
 
 def _lines(text: str) -> str:
@@ -89,6 +94,8 @@ def _describe(change: Change, limit: int) -> tuple[str, bool]:
     if change.mixed:
         head = (f"Since you last saw {path}, both you and someone else changed it; the whole change since then, "
                 "your own edits included:")
+    elif change.earlier:
+        head = f"Since you last saw {path}, the user changed it (before your own edits of it, which came after):"
     else:
         head = f"Since you last saw {path}, the user changed it:"
     return f'{head}\n<diff path="{path_attribute(path)}">\n{as_data(diff)}</diff>\n', whole
@@ -96,15 +103,15 @@ def _describe(change: Change, limit: int) -> tuple[str, bool]:
 
 def changes_note(
     changes: Iterable[Change], *, per_file: int = PER_FILE_CHARS, total: int = TOTAL_CHARS,
-) -> tuple[str, frozenset[str]]:
-    """What a request says of ``changes`` ("" for none): a heading, then each file by path;
-    within ``total`` characters (a file past it is named only). And the files whose change it
-    tells whole (what the model knows of the others is still what it saw)."""
-    told: set[str] = set()
+) -> tuple[str, tuple[Change, ...]]:
+    """What a request says of ``changes`` ("" for none): a heading, then each file by path (an
+    ``earlier`` change first); within ``total`` characters (a file past it is named only). And
+    the changes it tells whole (what the model knows of the others is still what it saw)."""
+    told: list[Change] = []
     parts: list[str] = []
     left_out: list[str] = []
     budget = total
-    for change in sorted(changes, key=lambda change: change.path):
+    for change in sorted(changes, key=lambda change: (change.path, not change.earlier)):
         text, whole = _describe(change, min(per_file, budget))
         if len(text) > budget:
             left_out.append(change.path)
@@ -112,13 +119,13 @@ def changes_note(
         parts.append(text)
         budget -= len(text)
         if whole:
-            told.add(change.path)
+            told.append(change)
     if left_out:
         parts.append("Also changed by others since you last saw them (too long to show here): "
-                     + ", ".join(left_out) + "\n")
+                     + ", ".join(dict.fromkeys(left_out)) + "\n")
     if not parts:
-        return "", frozenset()
-    return HEADING + "\n" + "".join(parts), frozenset(told)
+        return "", ()
+    return HEADING + "\n" + "".join(parts), tuple(told)
 
 
 class SeenFiles:
@@ -130,6 +137,7 @@ class SeenFiles:
         self._texts: dict[str, str] = {}  # path -> the text the model last saw of it
         self._known: set[str] = set()  # paths the model was told of (shown, or named as left out)
         self._mixed: set[str] = set()  # seen files both the model and someone else changed since
+        self._earlier: dict[str, list[Change]] = {}  # others' changes the model's edits followed, not told yet
         self._began = False  # a request showed the workspace (before it, nothing changed "since")
 
     def text(self, path: str) -> str | None:
@@ -150,7 +158,11 @@ class SeenFiles:
         for path, touch in touched.items():
             after = now.get(path)
             seen = self._texts.get(path)
-            if touch.others or touch.first != seen:  # someone else changed it, before or while the model did
+            if touch.first != seen and seen is not None and touch.first is not None and not touch.others:
+                # Someone else changed it, then the model's blocks touched it: their change is
+                # known whole (what the model saw -> the text at its first touch).
+                self._earlier.setdefault(path, []).append(Change(path, seen, touch.first, earlier=True))
+            elif touch.others or touch.first != seen:  # someone else changed it while the model did
                 if path in self._texts:
                     self._mixed.add(path)
                 if touch.first is None and after is not None:
@@ -170,7 +182,7 @@ class SeenFiles:
         if not self._began:
             return ""
         self.absorb(now, touched)
-        changes: list[Change] = []
+        changes = [change for earlier in self._earlier.values() for change in earlier]
         for path in sorted(self._known | set(now) | set(self._texts)):
             before, after = self._texts.get(path), now.get(path)
             if path in self._texts:
@@ -183,11 +195,16 @@ class SeenFiles:
                 changes.append(Change(path, None, after))
         text, told = changes_note(changes)
         for change in changes:
+            if change.earlier:
+                continue
             if change.after is None:
                 self._texts.pop(change.path, None)
-            elif change.path in told and change.before is not None:
+            elif change in told and change.before is not None:
                 self._texts[change.path] = change.after
-            if change.path in told or change.after is None:
+            if change in told or change.after is None:
                 self._mixed.discard(change.path)
+        self._earlier = {
+            path: kept for path, earlier in self._earlier.items() if (kept := [c for c in earlier if c not in told])
+        }
         self._known = set(now)
         return text

@@ -210,3 +210,21 @@ async def test_a_steer_carries_what_a_person_changed_while_the_model_wrote() -> 
         assert "Since you last saw util.py, the user changed it:" in prompt and "-Y = 2\n+Y = 20\n" in prompt
         assert prompt.index(HEADING) < prompt.index("Request: explain add")  # before the request and its steer
         steered.complete(None)
+
+
+async def test_a_person_s_edit_before_the_model_s_patch_of_the_file_is_told_alone() -> None:
+    async with pilot_rig(FILES, style=TOOLS) as rig:
+        turn = rig.prompt("make sub subtract")
+        stream = await rig.model.next_stream()
+        person_sets(rig, "app.py", "# ada\n" + APP)  # while the model thinks, before its patch
+        play_tool_call(stream, patch_call("call_1", FIX_SUB))
+        stream.complete(None)
+        second = await rig.model.next_stream()
+        assert rig.texts()["app.py"] == "# ada\n" + APP.replace("return a + b\n", "return a - b\n").replace(
+            "return a - b\n", "return a + b\n", 1)
+        [note] = messages_after_outputs(rig.model.requests[1])
+        assert "Since you last saw app.py, the user changed it (before your own edits of it" in note
+        assert "+# ada\n" in note and "return a - b" not in note  # theirs only, not the model's patch
+        second.complete(None)
+        await rig.finished(turn)
+        assert HEADING not in await quiet_turn(rig, "next")  # told once

@@ -18,7 +18,7 @@ def test_a_diff_has_its_hunks_only_with_two_lines_of_context() -> None:
 
 def test_a_diff_cut_short_is_not_told_whole() -> None:
     note, told = changes_note([Change("a.py", BEFORE, BEFORE.replace("line", "LINE"))], per_file=300)
-    assert "more lines of this diff left out" in note and told == frozenset()
+    assert "more lines of this diff left out" in note and told == ()
 
 
 def test_a_long_diff_is_cut_at_a_line_and_says_how_much_is_left_out() -> None:
@@ -45,7 +45,7 @@ def test_a_file_without_a_last_line_end_still_gives_whole_lines() -> None:
 def test_non_ascii_text_is_kept_as_it_is() -> None:
     note, told = changes_note([Change("café/ünï.py", "s = 'é'\n", "s = 'ü😀'\n")])
     assert "-s = 'é'\n+s = 'ü😀'\n" in note and '<diff path="café/ünï.py">' in note
-    assert told == {"café/ünï.py"}
+    assert [change.path for change in told] == ["café/ünï.py"]
 
 
 def test_created_and_deleted_files_are_one_line_each_in_path_order() -> None:
@@ -53,7 +53,7 @@ def test_created_and_deleted_files_are_one_line_each_in_path_order() -> None:
     assert note == (
         f"{HEADING}\nThe user created a.md (3 lines).\nThe user deleted b.py.\nThe user created c (0 lines).\n"
     )
-    assert told == {"a.md", "b.py", "c"}
+    assert [change.path for change in told] == ["a.md", "b.py", "c"]
 
 
 def test_a_diff_cannot_close_its_block_nor_forge_a_path() -> None:
@@ -69,13 +69,13 @@ def test_the_whole_note_is_capped_and_names_the_files_it_leaves_out() -> None:
     assert len(body) <= 2500
     shown = [n for n in range(5) if f'<diff path="f{n}.py">' in body]
     assert shown[:2] == [0, 1] and 4 not in shown
-    assert told == {f"f{n}.py" for n in shown}  # each shown whole (under 900 characters)
+    assert [change.path for change in told] == [f"f{n}.py" for n in shown]  # each whole (under 900 characters)
     left_out = ", ".join(f"f{n}.py" for n in range(5) if n not in shown)
     assert named.endswith(f"(too long to show here): {left_out}\n")
 
 
 def test_nothing_changed_says_nothing() -> None:
-    assert changes_note([]) == ("", frozenset())
+    assert changes_note([]) == ("", ())
 
 
 def test_before_any_request_nothing_has_changed_since() -> None:
@@ -110,12 +110,25 @@ def test_the_model_s_own_change_is_absorbed_and_a_mixed_one_told_with_its_edits(
     assert seen.text("a.py") == "a\nmodel\n" and seen.text("new.py") == "n\n"
 
 
-def test_a_person_s_change_before_the_model_touched_the_file_makes_it_mixed() -> None:
+def test_a_person_s_change_before_the_model_touched_the_file_is_told_alone() -> None:
     seen = SeenFiles()
     seen.showed({"a.py": "a\n"}, ["a.py"])
     seen.absorb({"a.py": "typed\na\nmodel\n"}, {"a.py": Touch(first="typed\na\n", others=False)})
-    note = seen.note({"a.py": "typed\na\nmodel\n"}, {})
-    assert "both you and someone else" in note and "+typed\n" in note
+    assert seen.text("a.py") == "typed\na\nmodel\n"  # the model's own edit followed on their text
+    note = seen.note({"a.py": "typed\na\nmodel\n", "b.py": "later\n"}, {})
+    assert "Since you last saw a.py, the user changed it (before your own edits of it" in note
+    assert "@@ -1 +1,2 @@\n+typed\n a\n</diff>" in note and "model" not in note
+    assert seen.note({"a.py": "typed\na\nmodel\n", "b.py": "later\n"}, {}) == ""  # told once
+
+
+def test_a_person_s_change_before_and_after_the_model_s_edit_are_two_diffs_in_order() -> None:
+    seen = SeenFiles()
+    seen.showed({"a.py": "a\n"}, ["a.py"])
+    seen.absorb({"a.py": "typed\na\nmodel\n"}, {"a.py": Touch(first="typed\na\n", others=False)})
+    note = seen.note({"a.py": "typed\na\nmodel\nmore\n"}, {})
+    first, second = note.split("Since you last saw a.py")[1:]
+    assert "before your own edits" in first and "+typed\n" in first
+    assert second.startswith(", the user changed it:") and "+more\n" in second and "+typed" not in second
 
 
 def test_the_model_deleting_a_file_it_saw_is_not_told() -> None:
