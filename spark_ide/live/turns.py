@@ -15,7 +15,7 @@ from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
-from .prompting import PastTurn, steering_note
+from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .rounds import ToolRounds
 from .turn_watch import TurnWatch
@@ -111,10 +111,13 @@ class TurnRun:
         more = 0
         stream = self.stream
         if stream is not None and stream.waiting and (most is None or most > 0):
+            # A quota's tokens left bound the deltas taken and their text (a delta may carry
+            # several tokens: a provider that fell behind hands them over in one piece).
+            limit = MERGED_CHARS if most is None else min(MERGED_CHARS, most * CHARS_PER_TOKEN)
             if call_id is None:
-                waiting, more = stream.take_waiting_text(MERGED_CHARS, most)
+                waiting, more = stream.take_waiting_text(limit, most)
             else:
-                waiting, more = stream.take_waiting_input(call_id, MERGED_CHARS, most)
+                waiting, more = stream.take_waiting_input(call_id, limit, most)
             text += waiting
         self.deltas += 1 + more
         self.chars += len(text)
