@@ -10,7 +10,10 @@ from django.db import models
 from spark_ide.live.events import Role, TurnStatus
 from spark_ide.workspaces.models import Workspace
 
-__all__ = ["Participant", "Removal", "Role", "Room", "RoomEvent", "Run", "Session", "Turn", "TurnStatus"]
+__all__ = [
+    "Checkpoint", "CheckpointBlob", "Participant", "Removal", "Role", "Room", "RoomEvent", "Run", "Session", "Turn",
+    "TurnStatus",
+]
 
 ROLE_CHOICES = [(role.value, role.value) for role in Role]
 STATUS_CHOICES = [(status.value, status.value) for status in TurnStatus]
@@ -139,3 +142,39 @@ class RoomEvent(models.Model):
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["workspace", "seq"], name="one_event_per_seq")]
         indexes = [models.Index(fields=["workspace", "turn"])]
+
+
+class CheckpointBlob(models.Model):
+    """One text a checkpoint refers to (a file's, or a past turn's as JSON), kept once per
+    workspace under the sha256 of its UTF-8 (``live.checkpoints.blob_key``)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64)
+    text = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "key"], name="one_blob_per_key")]
+
+
+class Checkpoint(models.Model):
+    """The workspace's files and the model's conversation at a moment (``live.checkpoints``):
+    ``files`` path -> blob key, ``history`` the past turns' blob keys, oldest first. Rows are
+    in the order they were taken (the primary key); the newest ``SPARK_CHECKPOINTS_KEEP``
+    of a workspace are kept."""
+
+    checkpoint = models.CharField(max_length=32, unique=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="checkpoints")
+    kind = models.CharField(max_length=16)  # live.checkpoints.CheckpointKind
+    turn = models.CharField(max_length=32, blank=True)  # the turn it was taken before
+    prompt = models.TextField(blank=True)  # the start of that turn's prompt
+    name = models.CharField(max_length=200, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    author_name = models.CharField(max_length=150, blank=True)  # as the author was called then
+    files = models.JSONField(default=dict)
+    history = models.JSONField(default=list)
+    ledger = models.TextField(blank=True)
+    at = models.BigIntegerField()  # ms since the Unix epoch
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["workspace", "id"])]

@@ -21,6 +21,7 @@ from pycrdt import Doc
 
 from spark_ide.editing.document import document_from_texts, document_texts
 from spark_ide.guard import GuardMode
+from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, rebuilt, referenced, unreferenced
 from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
@@ -47,6 +48,13 @@ class StoredRun:
 
 
 @dataclass
+class StoredCheckpoint:
+    checkpoint: Checkpoint  # with its files and history emptied: those are the keys below
+    files: dict[str, str]  # path -> blob key
+    history: list[str]  # blob keys
+
+
+@dataclass
 class MemoryRoomStore:
     """One workspace's room storage. ``files``: the workspace's files before its first room
     (its document is made from them, as a workspace's first document is); ``policy``: its
@@ -65,6 +73,9 @@ class MemoryRoomStore:
     events: list[StoredEvent] = field(default_factory=list)
     turns: dict[str, StoredTurn] = field(default_factory=dict)
     runs: dict[str, StoredRun] = field(default_factory=dict)
+    # Checkpoints as the database keeps them: content-addressed, oldest first, and the blobs.
+    checkpoints: list[StoredCheckpoint] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)
     failing: set[str] = field(default_factory=set)  # names of the operations that raise now
     calls: list[str] = field(default_factory=list)  # every operation asked of it, in order
     closed: bool = False
@@ -184,6 +195,29 @@ class MemoryRoomStore:
     async def run_finished(self, outcome: RunOutcome) -> None:
         self._check("run_finished")
         self.runs[outcome.run].outcome = outcome
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
+        self._check("checkpoint_save")
+        stored = addressed(checkpoint)
+        new = {key: text for key, text in stored.blobs.items() if key not in self.blobs}
+        self.blobs.update(new)
+        bare = dataclasses.replace(checkpoint, files={}, history=())
+        self.checkpoints.append(StoredCheckpoint(bare, stored.files, stored.history))
+        pruned, self.checkpoints = self.checkpoints[:-keep], self.checkpoints[-keep:]
+        candidates = set().union(*(referenced(entry.files, entry.history) for entry in pruned))
+        for key in unreferenced(candidates, (referenced(entry.files, entry.history) for entry in self.checkpoints)):
+            del self.blobs[key]
+        return Saved(blobs=len(new), bytes=sum(len(text.encode()) for text in new.values()))
+
+    async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
+        self._check("checkpoint_load")
+        for entry in self.checkpoints:
+            if entry.checkpoint.id == checkpoint:
+                files, history = rebuilt(entry.files, entry.history, self.blobs)
+                return dataclasses.replace(entry.checkpoint, files=files, history=history)
+        return None
 
     # -- the rules -------------------------------------------------------------------------------
 
