@@ -18,6 +18,7 @@ import { Landing, SavedTabs } from "./landing.js";
 import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
+import { CheckpointControls } from "./checkpoints.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -90,6 +91,10 @@ class LiveSession {
     this.reverts = new RevertControls({
       dialog: document.getElementById("revert-confirm"), send: (message) => this.connection.send(message),
       toast: (message, kind) => this.toasts.show(message, kind),
+    });
+    this.checkpoints = new CheckpointControls({
+      send: (message) => this.connection.send(message), toast: (message, kind) => this.toasts.show(message, kind),
+      refresh: () => this.historyChanged(),
     });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
@@ -172,8 +177,10 @@ class LiveSession {
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.CHECKPOINT_RESTORED: return this.checkpoints.restored(event);
+      case EVENT.CHECKPOINT_CREATED: return this.checkpoints.created(event);
       case EVENT.ERROR:
-        if (this.runs.needsConfirmation(event)) return undefined;
+        if (this.runs.needsConfirmation(event) || this.checkpoints.refused(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
