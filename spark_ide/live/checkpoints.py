@@ -8,12 +8,14 @@ one document transaction: the files made since go), the conversation (the next r
 carries the past turns the checkpoint holds, and nothing of the turns after it), or both.
 A restore waits for no turn: while one runs it is refused (stop the turn first).
 
-Storage is content-addressed (``addressed``): a checkpoint is a map path -> sha256 of the
-file's text and a list of the sha256 of its past turns; the texts are blobs kept once per
-workspace, so a checkpoint of 200 files of which one changed stores one new blob. The store
-keeps the newest ``keep`` checkpoints and drops the blobs nobody refers to any more
-(``unreferenced``). Both stores (the database's, the memory one of the tests) use these
-functions; the live engine hands them whole ``Checkpoint`` values.
+Storage is content-addressed (``addressed``): every text is a blob kept once per workspace
+under the sha256 of its UTF-8: each file's, each past turn's, and the checkpoint's buckets
+(about sqrt(n) small JSON maps path -> file key, a path's bucket fixed by its name). A
+checkpoint row lists its buckets' and past turns' keys. After one file of 200 changed, a
+checkpoint stores that file, one bucket of about 14 entries and a row of about 14 keys.
+The store keeps the newest ``keep`` checkpoints and drops the blobs none of them uses without
+scanning them (``plan_save``). Both stores (the database's, the memory one of the tests)
+follow these functions; the live engine hands them whole ``Checkpoint`` values.
 
 The conversation is the checkpoint's own copy of the past turns (``TurnMaker.history``), not
 a pointer into the turn records: a room that reopens starts with no history (the Pilot keeps
@@ -26,8 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -76,9 +80,11 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class Addressed:
-    """A checkpoint as stored: path -> key, the past turns' keys, and the blobs (key -> text)."""
+    """A checkpoint as stored. ``manifest``: the keys of its buckets (each a blob: the JSON map
+    path -> file key of the files whose path falls in it); ``history``: its past turns' keys;
+    ``blobs``: every text it refers to by key (files, buckets, past turns)."""
 
-    files: dict[str, str]
+    manifest: list[str]
     history: list[str]
     blobs: dict[str, str]
 
@@ -99,29 +105,54 @@ def blob_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _past_text(turn: PastTurn) -> str:
-    return json.dumps({"prompt": turn.prompt, "output": turn.output}, ensure_ascii=False, sort_keys=True)
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _bucket_count(files: int) -> int:
+    """About the square root of the number of files: a change rewrites one bucket of about that
+    many entries, and the row lists about that many buckets."""
+    return max(1, math.isqrt(files))
 
 
 def addressed(checkpoint: Checkpoint) -> Addressed:
-    """``checkpoint`` content-addressed (``Addressed``)."""
+    """``checkpoint`` content-addressed (``Addressed``). A path's bucket depends on the path and
+    the number of buckets only, so a checkpoint after one file changed shares every bucket but
+    one with the one before."""
     blobs: dict[str, str] = {}
-    files = {}
+    count = _bucket_count(len(checkpoint.files))
+    buckets: list[dict[str, str]] = [{} for _ in range(count)]
     for path, text in checkpoint.files.items():
-        files[path] = key = blob_key(text)
+        key = blob_key(text)
         blobs[key] = text
+        buckets[zlib.crc32(path.encode()) % count][path] = key
+    manifest = []
+    for bucket in buckets:
+        if bucket:
+            text = _json(bucket)
+            manifest.append(key := blob_key(text))
+            blobs[key] = text
     history = []
     for turn in checkpoint.history:
-        text = _past_text(turn)
+        text = _json({"prompt": turn.prompt, "output": turn.output})
         history.append(key := blob_key(text))
         blobs[key] = text
-    return Addressed(files=files, history=history, blobs=blobs)
+    return Addressed(manifest=manifest, history=history, blobs=blobs)
+
+
+def file_keys(buckets: Iterable[str]) -> dict[str, str]:
+    """Path -> file key, from the texts of a checkpoint's buckets."""
+    keys: dict[str, str] = {}
+    for text in buckets:
+        keys.update(json.loads(text))
+    return keys
 
 
 def rebuilt(files: Mapping[str, str], history: Iterable[str], blobs: Mapping[str, str]) -> tuple[
     dict[str, str], tuple[PastTurn, ...]
 ]:
-    """The texts and past turns of a stored checkpoint, from its keys and the blobs."""
+    """The texts and past turns of a stored checkpoint: ``files`` path -> key (``file_keys``),
+    ``history`` its past turns' keys, ``blobs`` the texts of those keys."""
     turns = []
     for key in history:
         data = json.loads(blobs[key])
@@ -129,19 +160,39 @@ def rebuilt(files: Mapping[str, str], history: Iterable[str], blobs: Mapping[str
     return {path: blobs[key] for path, key in files.items()}, tuple(turns)
 
 
-def referenced(files: Mapping[str, str], history: Iterable[str]) -> set[str]:
-    """The blob keys one stored checkpoint refers to."""
-    return {*files.values(), *history}
+@dataclass(frozen=True, slots=True)
+class SavePlan:
+    """What storing checkpoint number ``number`` of a workspace does (both stores follow it).
+
+    Each blob notes ``used``: the number of a checkpoint that uses it, kept at most ``slack``
+    behind the newest that does (a save marks the blobs it uses whose mark is further behind:
+    each unchanged blob is rewritten once every ``slack`` checkpoints, not at every one).
+    Pruning then needs no scan: the checkpoints numbered ``drop_through`` and below go, and
+    the blobs whose ``used`` is below ``drop_blobs_below``: no kept checkpoint uses those (one
+    that did would have marked it at or above its own number minus ``slack``). An unused blob
+    may stay up to ``slack`` checkpoints longer."""
+
+    number: int
+    new: dict[str, str]  # key -> text, to insert with ``used`` = ``number``
+    mark: list[str]  # keys held already whose ``used`` becomes ``number``
+    drop_through: int
+    drop_blobs_below: int
+
+    @property
+    def saved(self) -> Saved:
+        return Saved(blobs=len(self.new), bytes=sum(len(text.encode()) for text in self.new.values()))
 
 
-def unreferenced(candidates: set[str], kept: Iterable[set[str]]) -> set[str]:
-    """Of ``candidates`` (the keys of pruned checkpoints), those no kept checkpoint refers to."""
-    left = set(candidates)
-    for keys in kept:
-        left -= keys
-        if not left:
-            break
-    return left
+def plan_save(stored: Addressed, *, number: int, keep: int, used: Mapping[str, int]) -> SavePlan:
+    """The plan for saving ``stored`` as checkpoint ``number`` (one more than the workspace's
+    newest), keeping the newest ``keep``; ``used``: the marks of its blobs the store holds."""
+    slack = max(1, keep // 2)
+    drop_through = number - keep
+    return SavePlan(
+        number=number, new={key: text for key, text in stored.blobs.items() if key not in used},
+        mark=[key for key, mark in used.items() if mark < number - slack],
+        drop_through=drop_through, drop_blobs_below=drop_through + 1 - slack,
+    )
 
 
 class CheckpointStore(Protocol):

@@ -15,9 +15,9 @@ from spark_ide.live.checkpoints import (
     CheckpointKind,
     Saved,
     addressed,
+    file_keys,
+    plan_save,
     rebuilt,
-    referenced,
-    unreferenced,
 )
 
 from .models import Checkpoint as CheckpointRow
@@ -27,41 +27,32 @@ PANEL_SHOWN = 30  # checkpoints the history panel lists, the newest
 
 
 def checkpoint_save(workspace_id: uuid.UUID, checkpoint: Checkpoint, *, keep: int) -> Saved:
-    """Store ``checkpoint`` (in the caller's transaction): only its blobs the workspace does
-    not hold yet are written; then the oldest beyond ``keep`` go, and the blobs no kept
-    checkpoint refers to."""
+    """Store ``checkpoint`` in the caller's transaction (``live.checkpoints.plan_save``): only
+    the blobs the workspace does not hold yet are written; then the oldest beyond ``keep`` go,
+    with the blobs no kept checkpoint uses."""
     stored = addressed(checkpoint)
     blobs = CheckpointBlob.objects.filter(workspace_id=workspace_id)
-    have = set(blobs.filter(key__in=list(stored.blobs)).values_list("key", flat=True))
-    new = {key: text for key, text in stored.blobs.items() if key not in have}
+    mine = CheckpointRow.objects.filter(workspace_id=workspace_id)
+    newest = mine.order_by("-number").values_list("number", flat=True).first() or 0
+    used = dict(blobs.filter(key__in=list(stored.blobs)).values_list("key", "used"))
+    plan = plan_save(stored, number=newest + 1, keep=keep, used=used)
     CheckpointBlob.objects.bulk_create(
-        [CheckpointBlob(workspace_id=workspace_id, key=key, text=text) for key, text in new.items()],
+        [CheckpointBlob(workspace_id=workspace_id, key=key, text=text, used=plan.number)
+         for key, text in plan.new.items()],
         ignore_conflicts=True,
     )
+    if plan.mark:
+        blobs.filter(key__in=plan.mark).update(used=plan.number)
     CheckpointRow.objects.create(
-        checkpoint=checkpoint.id, workspace_id=workspace_id, kind=checkpoint.kind.value, turn=checkpoint.turn,
-        prompt=checkpoint.prompt, name=checkpoint.name, author_id=checkpoint.author_id,
-        author_name=checkpoint.author, files=stored.files, history=stored.history, ledger=checkpoint.ledger,
-        at=checkpoint.at,
+        checkpoint=checkpoint.id, workspace_id=workspace_id, number=plan.number, kind=checkpoint.kind.value,
+        turn=checkpoint.turn, prompt=checkpoint.prompt, name=checkpoint.name, author_id=checkpoint.author_id,
+        author_name=checkpoint.author, manifest=stored.manifest, files=len(checkpoint.files),
+        history=stored.history, ledger=checkpoint.ledger, at=checkpoint.at,
     )
-    _prune(workspace_id, keep)
-    return Saved(blobs=len(new), bytes=sum(len(text.encode()) for text in new.values()))
-
-
-def _prune(workspace_id: uuid.UUID, keep: int) -> None:
-    mine = CheckpointRow.objects.filter(workspace_id=workspace_id)
-    old = list(mine.order_by("-pk").values_list("pk", flat=True)[keep:])
-    if not old:
-        return
-    pruned = mine.filter(pk__in=old)
-    candidates: set[str] = set()
-    for files, history in pruned.values_list("files", "history"):
-        candidates |= referenced(files, history)
-    pruned.delete()
-    kept = (referenced(files, history) for files, history in mine.order_by("-pk").values_list("files", "history"))
-    gone = unreferenced(candidates, kept)
-    if gone:
-        CheckpointBlob.objects.filter(workspace_id=workspace_id, key__in=list(gone)).delete()
+    if plan.drop_through > 0:
+        mine.filter(number__lte=plan.drop_through).delete()
+        blobs.filter(used__lt=plan.drop_blobs_below).delete()
+    return plan.saved
 
 
 def checkpoint_load(workspace_id: uuid.UUID, checkpoint_id: str) -> Checkpoint | None:
@@ -69,11 +60,10 @@ def checkpoint_load(workspace_id: uuid.UUID, checkpoint_id: str) -> Checkpoint |
     row = CheckpointRow.objects.filter(workspace_id=workspace_id, checkpoint=checkpoint_id).first()
     if row is None:
         return None
-    keys = referenced(row.files, row.history)
-    blobs = dict(
-        CheckpointBlob.objects.filter(workspace_id=workspace_id, key__in=list(keys)).values_list("key", "text")
-    )
-    files, history = rebuilt(row.files, row.history, blobs)
+    blobs = CheckpointBlob.objects.filter(workspace_id=workspace_id)
+    keys = file_keys(blobs.filter(key__in=row.manifest).values_list("text", flat=True))
+    texts = dict(blobs.filter(key__in=[*keys.values(), *row.history]).values_list("key", "text"))
+    files, history = rebuilt(keys, row.history, texts)
     return Checkpoint(
         id=row.checkpoint, kind=CheckpointKind(row.kind), files=files, history=history, ledger=row.ledger,
         turn=row.turn, prompt=row.prompt, name=row.name, author=row.author_name, author_id=row.author_id, at=row.at,
@@ -95,11 +85,11 @@ class CheckpointEntry:
 
 def checkpoint_list(workspace_id: uuid.UUID, limit: int = PANEL_SHOWN) -> list[CheckpointEntry]:
     """The workspace's newest checkpoints, newest first."""
-    rows = CheckpointRow.objects.filter(workspace_id=workspace_id).order_by("-pk")[:limit]
+    rows = CheckpointRow.objects.filter(workspace_id=workspace_id).order_by("-number")[:limit]
     return [
         CheckpointEntry(
             id=row.checkpoint, kind=row.kind, at=datetime.fromtimestamp(row.at / 1000, tz=UTC),
-            author=row.author_name, prompt=row.prompt, name=row.name, files=len(row.files),
+            author=row.author_name, prompt=row.prompt, name=row.name, files=row.files,
         )
         for row in rows
     ]

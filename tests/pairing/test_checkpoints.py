@@ -45,16 +45,20 @@ async def test_a_checkpoint_of_200_files_where_one_changed_stores_that_file_alon
     store = await opened_store(owner)
     files = {f"pkg/m{index:03}.py": f"VALUE = {index}\n" + "# filler line\n" * 40 for index in range(200)}
     first = await store.checkpoint_save(checkpoint(files, author="ada", author_id=owner.pk), keep=200)
-    assert first.blobs == 200
+    assert first.blobs == 200 + 14  # the files and their 14 buckets of paths
     changed = {**files, "pkg/m007.py": files["pkg/m007.py"] + "VALUE += 1\n"}
     saved = await store.checkpoint_save(checkpoint(changed), keep=200)
-    assert (saved.blobs, saved.bytes) == (1, len(changed["pkg/m007.py"].encode()))  # one file's bytes
+    # The file, and the one bucket that lists it (about 14 paths with their keys).
+    before, after = addressed(checkpoint(files)), addressed(checkpoint(changed))
+    bucket = set(after.manifest) - set(before.manifest)
+    assert len(bucket) == 1 and len(after.blobs[next(iter(bucket))]) < 2500
+    assert (saved.blobs, saved.bytes) == (2, len(changed["pkg/m007.py"].encode()) + len(after.blobs[bucket.pop()]))
     # The same files and a past turn: the turn's text is the one new blob.
     history = (PastTurn("make it bigger", "Done."),)
     second = checkpoint(changed, history=history, turn="t2", prompt="make it bigger", author="ada", author_id=owner.pk)
     saved = await store.checkpoint_save(second, keep=200)
     assert saved.blobs == 1 and saved.bytes == len(addressed(second).blobs[addressed(second).history[0]].encode())
-    assert await database_sync_to_async(CheckpointBlob.objects.count)() == 202
+    assert await database_sync_to_async(CheckpointBlob.objects.count)() == 214 + 2 + 1
 
     loaded = await store.checkpoint_load(second.id)
     assert loaded is not None
@@ -63,7 +67,7 @@ async def test_a_checkpoint_of_200_files_where_one_changed_stores_that_file_alon
     )
     assert loaded.kind is CheckpointKind.TURN
     storage = await database_sync_to_async(checkpoint_storage)(store.workspace)
-    assert (storage.checkpoints, storage.blobs) == (3, 202)
+    assert (storage.checkpoints, storage.blobs) == (3, 217)
     await database_sync_to_async(connections.close_all)()
 
 
@@ -81,8 +85,11 @@ async def test_the_newest_are_kept_with_their_blobs_and_another_workspaces_id_fi
         saved.append(one.id)
     rows = await database_sync_to_async(lambda: list(CheckpointRow.objects.values_list("checkpoint", flat=True)))()
     assert rows == saved[2:]
-    texts = await database_sync_to_async(lambda: sorted(CheckpointBlob.objects.values_list("text", flat=True)))()
-    assert texts == ["A = 2\n", "A = 3\n", "same\n"]
+    texts = await database_sync_to_async(lambda: list(CheckpointBlob.objects.values_list("text", flat=True)))()
+    assert "A = 0\n" not in texts and {"A = 2\n", "A = 3\n", "same\n"} <= set(texts)
+    for kept, number in zip(saved[2:], (2, 3), strict=True):
+        whole = await store.checkpoint_load(kept)
+        assert whole is not None and whole.files == {"a.py": f"A = {number}\n", "same.py": "same\n"}
     listed = await database_sync_to_async(checkpoint_list)(store.workspace)
     assert [(entry.id, entry.name, entry.files) for entry in listed] == [(saved[3], "n3", 2), (saved[2], "n2", 2)]
     assert await store.checkpoint_load(saved[0]) is None  # pruned
@@ -178,7 +185,7 @@ async def test_a_checkpoint_id_of_another_workspace_is_refused(
     def elsewhere() -> str:
         workspace = workspace_create(owner=live.owner, name="other", files={"z.py": "z\n"})
         row = CheckpointRow.objects.create(
-            checkpoint="cp-theirs", workspace=workspace, kind="named", files={}, history=[], at=0,
+            checkpoint="cp-theirs", workspace=workspace, number=1, kind="named", at=0,
         )
         return row.checkpoint
 

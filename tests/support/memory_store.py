@@ -21,7 +21,7 @@ from pycrdt import Doc
 
 from spark_ide.editing.document import document_from_texts, document_texts
 from spark_ide.guard import GuardMode
-from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, rebuilt, referenced, unreferenced
+from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, file_keys, plan_save, rebuilt
 from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
@@ -50,8 +50,12 @@ class StoredRun:
 @dataclass
 class StoredCheckpoint:
     checkpoint: Checkpoint  # with its files and history emptied: those are the keys below
-    files: dict[str, str]  # path -> blob key
-    history: list[str]  # blob keys
+    number: int
+    manifest: list[str]  # its buckets' blob keys
+    history: list[str]  # its past turns' blob keys
+
+    def file_keys(self, blobs: Mapping[str, str]) -> dict[str, str]:
+        return file_keys(blobs[key] for key in self.manifest)
 
 
 @dataclass
@@ -76,6 +80,7 @@ class MemoryRoomStore:
     # Checkpoints as the database keeps them: content-addressed, oldest first, and the blobs.
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     blobs: dict[str, str] = field(default_factory=dict)
+    blob_used: dict[str, int] = field(default_factory=dict)  # each blob's mark (live.checkpoints.SavePlan)
     failing: set[str] = field(default_factory=set)  # names of the operations that raise now
     calls: list[str] = field(default_factory=list)  # every operation asked of it, in order
     closed: bool = False
@@ -201,21 +206,24 @@ class MemoryRoomStore:
     async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
         self._check("checkpoint_save")
         stored = addressed(checkpoint)
-        new = {key: text for key, text in stored.blobs.items() if key not in self.blobs}
-        self.blobs.update(new)
+        used = {key: self.blob_used[key] for key in stored.blobs if key in self.blobs}
+        number = self.checkpoints[-1].number + 1 if self.checkpoints else 1
+        plan = plan_save(stored, number=number, keep=keep, used=used)
+        self.blobs.update(plan.new)
+        for key in [*plan.new, *plan.mark]:
+            self.blob_used[key] = plan.number
         bare = dataclasses.replace(checkpoint, files={}, history=())
-        self.checkpoints.append(StoredCheckpoint(bare, stored.files, stored.history))
-        pruned, self.checkpoints = self.checkpoints[:-keep], self.checkpoints[-keep:]
-        candidates = set().union(*(referenced(entry.files, entry.history) for entry in pruned))
-        for key in unreferenced(candidates, (referenced(entry.files, entry.history) for entry in self.checkpoints)):
-            del self.blobs[key]
-        return Saved(blobs=len(new), bytes=sum(len(text.encode()) for text in new.values()))
+        self.checkpoints.append(StoredCheckpoint(bare, plan.number, stored.manifest, stored.history))
+        self.checkpoints = [entry for entry in self.checkpoints if entry.number > plan.drop_through]
+        for key in [key for key, mark in self.blob_used.items() if mark < plan.drop_blobs_below]:
+            del self.blobs[key], self.blob_used[key]
+        return plan.saved
 
     async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
         self._check("checkpoint_load")
         for entry in self.checkpoints:
             if entry.checkpoint.id == checkpoint:
-                files, history = rebuilt(entry.files, entry.history, self.blobs)
+                files, history = rebuilt(entry.file_keys(self.blobs), entry.history, self.blobs)
                 return dataclasses.replace(entry.checkpoint, files=files, history=history)
         return None
 
