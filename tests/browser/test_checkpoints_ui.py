@@ -53,10 +53,10 @@ def test_restore_code_from_the_history_panel_and_undo_it(ide_server: IdeServer, 
     assert "Rewriting a.py." in entry.locator(".checkpoint-what").inner_text()
     entry.get_by_role("button", name="Code").click()
 
+    page.locator("#toasts", has_text="restored the code").wait_for(timeout=WAIT_MS)  # before it fades
     editor.filter(has_text="seed = 1").wait_for(timeout=WAIT_MS)  # the editor changed
     assert 'print("model")' not in editor.inner_text()
     wait_document(page, "a.py", SEED)
-    page.locator("#toasts", has_text="restored the code").wait_for(timeout=WAIT_MS)
     undo = panel.locator(".checkpoint.kind-restore").first
     undo.wait_for(timeout=WAIT_MS)
     assert "before restoring" in undo.inner_text()
