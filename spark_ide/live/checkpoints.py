@@ -231,7 +231,8 @@ class Checkpoints:
     """The Pilot's checkpoints. ``store``: where they go; ``records``: the Pilot's ordered
     writes (a turn's checkpoint is written before its record); ``document`` and ``texts``: the
     room's document and files now; ``conversation``/``set_conversation``: the TurnMaker's
-    history; ``announce``: an event for everyone; ``keep``: SPARK_CHECKPOINTS_KEEP."""
+    history; ``announce``: an event for everyone; ``files_restored``: called after the files
+    were put back; ``keep``: SPARK_CHECKPOINTS_KEEP."""
 
     store: CheckpointStore
     records: Records
@@ -240,6 +241,7 @@ class Checkpoints:
     conversation: Callable[[], Conversation]
     set_conversation: Callable[[Conversation], None]
     announce: Callable[[Event], None]
+    files_restored: Callable[[], None] = lambda: None  # after a code restore (the turns' reverts)
     keep: int = KEEP
     last: list[Saved] = field(default_factory=list)  # the newest write's cost (the benchmark reads it)
 
@@ -291,6 +293,7 @@ class Checkpoints:
             return
         if command.code:
             restore_files(self.document(), checkpoint.files)
+            self.files_restored()
         if command.conversation:
             self.set_conversation(Conversation(history=checkpoint.history, ledger=checkpoint.ledger))
         self.announce(CheckpointRestored(

@@ -114,6 +114,17 @@ async def test_restoring_code_puts_every_file_back_and_the_restore_is_undone_by_
         assert rig.texts() == after
 
 
+async def test_after_a_code_restore_a_turn_reverts_as_text_and_is_refused_where_its_lines_changed() -> None:
+    async with pilot_rig(FILES) as rig:
+        turns = await three_turns(rig)
+        rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=checkpoint_before(rig, turns[1]), code=True)
+        await rig.announced.until(CheckpointRestored)
+        rig.revert(turns[2])  # its line is "X = 2" now, not the "X = 4" it wrote
+        await eventually(partial(answered, rig, 1), 5.0)
+        assert rig.replies[-1].code is ErrorCode.REVERT_UNAVAILABLE
+        assert rig.texts() == {**FILES, "util.py": "X = 2\n"}
+
+
 async def test_restoring_the_conversation_cuts_the_later_turns_from_the_next_request_and_keeps_the_files() -> None:
     async with pilot_rig(FILES) as rig:
         turns = await three_turns(rig)
