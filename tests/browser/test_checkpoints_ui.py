@@ -51,7 +51,7 @@ def test_restore_code_from_the_history_panel_and_undo_it(ide_server: IdeServer, 
     entry = panel.locator(".checkpoint.kind-turn").first
     entry.wait_for(timeout=WAIT_MS)
     assert "Rewriting a.py." in entry.locator(".checkpoint-what").inner_text()
-    entry.get_by_role("button", name="Code").click()
+    entry.get_by_role("button", name="Restore the code", exact=True).click()
 
     page.locator("#toasts", has_text="restored the code").wait_for(timeout=WAIT_MS)  # before it fades
     editor.filter(has_text="seed = 1").wait_for(timeout=WAIT_MS)  # the editor changed
@@ -63,7 +63,7 @@ def test_restore_code_from_the_history_panel_and_undo_it(ide_server: IdeServer, 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "checkpoints_restored.png"))
 
-    undo.get_by_role("button", name="Code").click()  # the restore undone
+    undo.get_by_role("button", name="Restore the code", exact=True).click()  # the restore undone
     editor.filter(has_text='print("model")').wait_for(timeout=WAIT_MS)
     wait_document(page, "a.py", 'print("model")\n')
 
