@@ -88,14 +88,10 @@ class LiveSession {
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
-    this.reverts = new RevertControls({
-      dialog: document.getElementById("revert-confirm"), send: (message) => this.connection.send(message),
-      toast: (message, kind) => this.toasts.show(message, kind),
-    });
-    this.checkpoints = new CheckpointControls({
-      send: (message) => this.connection.send(message), toast: (message, kind) => this.toasts.show(message, kind),
-      refresh: () => this.historyChanged(),
-    });
+    const send = (message) => this.connection.send(message);
+    const toast = (message, kind) => this.toasts.show(message, kind);
+    this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
+    this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
