@@ -26,7 +26,7 @@ from spark_ide.editing.parse_events import (
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.patch import PatchCall, PatchOperation
 from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, RollbackReason
-from spark_ide.editing.runner import BlockRunner
+from spark_ide.editing.runner import BlockRunner, SeenText
 from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 from spark_ide.editing.threeway import take_back
 
@@ -48,6 +48,10 @@ class TurnEditor(BlockRunner):
     text, its blocks and fences included, comes out as prose (shown, never applied), and
     `withheld` counts the blocks it held.
 
+    `seen(path)`: the text the model last saw of a file (``live.seen``; None: not known). A
+    patch hunk that finds nothing in a file someone else changed since then says so in the
+    call's output, with the file's lines as they are now (``stale``).
+
     The undo manager keeps the text the turn deletes (pycrdt frees deleted text only in the
     transaction that deletes it), for as long as the document lives. A room that compacts its
     document (a fresh copy without the deleted text) calls `detach`: from then on `revert`
@@ -65,8 +69,9 @@ class TurnEditor(BlockRunner):
         fence_path: str | None = None,
         limits: FileLimits = NO_LIMITS,
         explain_only: bool = False,
+        seen: SeenText | None = None,
     ) -> None:
-        super().__init__(doc, turn_id, files_key=files_key)
+        super().__init__(doc, turn_id, files_key=files_key, seen=seen)
         self.explain_only = explain_only
         self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits

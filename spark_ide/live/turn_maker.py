@@ -1,7 +1,8 @@
 """What a new turn is made of (``TurnMaker.make``): its request to the model (the files, the
-newest past turns, the ledger of the last one, the steering of the chain it continues:
-``prompting``) and the edit engine that applies its answer to the room's document; and what
-the next turns carry of one that ended (``TurnMaker.ended``)."""
+newest past turns, the ledger of the last one, what others changed since the model saw the
+files, the steering of the chain it continues: ``prompting``, ``seen``) and the edit engine
+that applies its answer to the room's document; and what the next turns carry of one that
+ended (``TurnMaker.ended``)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,17 @@ from pycrdt import Doc
 
 from spark_ide.editing import TurnEditor
 from spark_ide.editing.limits import FileLimits
-from spark_ide.upstream import TurnRequest
+from spark_ide.upstream import Message, TurnRequest
 
 from .checkpoints import Conversation
 from .events import TurnStatus
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request
+from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing
 from .rounds import ToolRounds, offered_tools
 from .run_report import RUN_OUTPUT_TO_MODEL
-from .test_rounds import TestRounds
+from .seen import SeenFiles
+from .test_rounds import Point, TestRounds
 from .turn_watch import TurnWatch
 from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
 
@@ -53,6 +55,8 @@ class TurnMaker:
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self.history: deque[PastTurn] = deque(maxlen=style.history_turns)
         self._last_ledger = ""
+        # What the model last saw of each file (None: it is not told what others changed).
+        self.seen = SeenFiles() if style.tell_changes else None
 
     def make(
         self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, watch: TurnWatch | None,
@@ -66,12 +70,18 @@ class TurnMaker:
         turn_id = command.turn or new_turn_id()
         runs = self._turn_runs(turn_id, chain, policy)
         turn_input = self._input(chain, policy, texts, runs=runs is not None)
+        seen = self.seen
+        if seen is not None:
+            turn_input.changes = seen.note(texts, {})
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
-        request = build_request(turn_input, self._style)
+        request, shown = request_showing(turn_input, self._style)
+        if seen is not None:
+            seen.showed(texts, shown)
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
+            seen=seen.text if seen is not None else None,
         )
-        tests = TestRounds(runs, self._run_budget) if runs is not None and auto_test else None
+        tests = TestRounds(runs, self._run_budget, Point(0, texts)) if runs is not None and auto_test else None
         tools = ToolRounds(
             editor, offered_tools(request.edit_style, runs=request.runs), self._style.max_rounds,
             runs=runs, tests=tests,
@@ -81,7 +91,16 @@ class TurnMaker:
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
             rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None, auto_test=auto_test,
+            changes=lambda: self._changes(editor),
         )
+
+    def _changes(self, editor: TurnEditor) -> tuple[Message, ...]:
+        """For a turn's next round: what others changed since the model saw the files (the
+        model's own changes, which its ``editor`` reports, are not told)."""
+        if self.seen is None:
+            return ()
+        note = self.seen.note(self._texts(), editor.take_touched())
+        return (Message("user", note),) if note else ()
 
     def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
         return TurnInput(
@@ -128,3 +147,6 @@ class TurnMaker:
             # its partial answer), so it is not history of its own.
             self.history.append(run.as_past())
         self._last_ledger = run.editor.ledger.as_prompt()
+        touched = run.editor.take_touched()  # (also lets go of the texts it holds)
+        if self.seen is not None and touched:
+            self.seen.absorb(self._texts(), touched)  # what the model wrote is what it saw

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
-from spark_ide.upstream import TurnRequest, TurnStream
+from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
@@ -29,6 +29,10 @@ MERGED_CHARS = 512
 
 def new_turn_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def no_changes() -> tuple[Message, ...]:
+    return ()
 
 
 class CommandKind(StrEnum):
@@ -94,6 +98,9 @@ class TurnRun:
     # are, asking ``text`` (None: the next round chains on the conversation, ``next_round``).
     rebuild: Callable[[str], TurnRequest] | None = None
     auto_test: bool = False  # test rounds were on when its chain began (a steer keeps them so)
+    # What others changed in the files the model saw, for its next round's request (``seen``):
+    # messages to send after the round's tool outputs (none: nothing changed, or not told).
+    changes: Callable[[], tuple[Message, ...]] = no_changes
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the

@@ -190,9 +190,14 @@ class LiveSession {
       case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
         return undefined;
-      case EVENT.RUN_STARTED: return this.runs.started(event);
+      case EVENT.RUN_STARTED:
+        this.transcript.runStarted(event); // a run of the model: a line in its turn at the end
+        return this.runs.started(event);
       case EVENT.RUN_OUTPUT: return this.runs.output(event);
-      case EVENT.RUN_FINISHED: return this.runs.finished(event);
+      case EVENT.RUN_FINISHED:
+        this.transcript.runFinished(event);
+        this.loop.request();
+        return this.runs.finished(event);
       case EVENT.TURN_QUEUED:
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
