@@ -134,10 +134,14 @@ class TurnMaker:
     def go_back(self, conversation: Conversation) -> None:
         """The next request starts from ``conversation`` (a checkpoint's): the turns after it
         are not carried. Each request is built afresh (no response id is chained across turns),
-        so nothing of the model's own memory of them is left either."""
+        so nothing of the model's own memory of them is left either. What the model last saw of
+        each file was seen in those turns: it is forgotten (the next request shows the files
+        whole, and tells no changes against texts the model no longer remembers)."""
         self.history.clear()
         self.history.extend(conversation.history)
         self._last_ledger = conversation.ledger
+        if self.seen is not None:
+            self.seen = SeenFiles()
 
     def ended(self, run: TurnRun, status: TurnStatus) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its

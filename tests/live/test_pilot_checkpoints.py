@@ -11,6 +11,7 @@ from spark_ide.editing.document import set_file_text
 from spark_ide.live.checkpoints import CheckpointKind
 from spark_ide.live.events import CheckpointCreated, CheckpointRestored, ErrorCode
 from spark_ide.live.prompting import PromptStyle
+from spark_ide.live.seen import HEADING
 from spark_ide.live.turns import CommandKind
 from spark_ide.upstream import Message, TurnRequest
 from tests.support.memory_store import MemoryRoomStore
@@ -137,6 +138,21 @@ async def test_restoring_the_conversation_cuts_the_later_turns_from_the_next_req
         assert "turn one: raise X" in request and "Answer one." in request
         assert "turn two" not in request and "turn three" not in request and "Answer two" not in request
         assert "Request: turn four" in request
+
+
+async def test_the_next_request_tells_a_code_restore_as_a_change_and_forgets_what_a_restored_chat_never_saw() -> None:
+    async with pilot_rig(FILES) as rig:
+        turns = await three_turns(rig)
+        target = checkpoint_before(rig, turns[1])
+        rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, code=True)
+        await rig.announced.until(CheckpointRestored)
+        told = await next_request(rig)
+        assert HEADING in told and "Since you last saw util.py" in told and "-X = 4\n+X = 2\n" in told
+        # The conversation goes back to before turn two: what the model saw since is forgotten.
+        set_file_text(rig.doc, "app.py", "changed by a person\n", "ada-page")
+        rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, conversation=True)
+        await rig.announced.until(CheckpointRestored, lambda event: event.conversation)
+        assert HEADING not in await next_request(rig, "turn five")
 
 
 async def test_restoring_both_after_a_restart_gives_back_the_files_and_the_conversation_of_then() -> None:

@@ -3,7 +3,7 @@
 // starts from, or both). Nothing is asked first: every restore takes a checkpoint of the moment
 // before, listed at the top, whose restore undoes it. Everyone is told who restored what
 // (`checkpoint.restored`); the panel is drawn again then, and after a refusal.
-import { ERROR_CODE, MESSAGE } from "../protocol.js";
+import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 
 const REFUSALS = new Set([ERROR_CODE.NO_SUCH_CHECKPOINT, ERROR_CODE.CHECKPOINT_BUSY]);
 
@@ -41,6 +41,11 @@ export class CheckpointControls {
     }
     if (part) for (const button of part.querySelectorAll("button")) button.disabled = true;
     return true;
+  }
+
+  // checkpoint.restored or checkpoint.created, for everyone.
+  told(event) {
+    return event.type === EVENT.CHECKPOINT_RESTORED ? this.restored(event) : this.created(event);
   }
 
   restored(event) {
