@@ -33,7 +33,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -243,7 +243,6 @@ class Checkpoints:
     announce: Callable[[Event], None]
     files_restored: Callable[[], None] = lambda: None  # after a code restore (the turns' reverts)
     keep: int = KEEP
-    last: list[Saved] = field(default_factory=list)  # the newest write's cost (the benchmark reads it)
 
     def _make(self, kind: CheckpointKind, files: Mapping[str, str], command: Command, **rest: Any) -> Checkpoint:
         now = self.conversation()
@@ -261,8 +260,7 @@ class Checkpoints:
         self.records.put("checkpoint", lambda: self._save(checkpoint))
 
     async def _save(self, checkpoint: Checkpoint) -> None:
-        saved = await self.store.checkpoint_save(checkpoint, keep=self.keep)
-        self.last[:] = [saved]
+        await self.store.checkpoint_save(checkpoint, keep=self.keep)
 
     async def create(self, command: Command) -> None:
         """A named checkpoint of now (``checkpoint.create``)."""
