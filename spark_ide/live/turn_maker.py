@@ -16,6 +16,7 @@ from spark_ide.editing import TurnEditor
 from spark_ide.editing.limits import FileLimits
 from spark_ide.upstream import Message, TurnRequest
 
+from .checkpoints import Conversation
 from .events import TurnStatus
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
@@ -124,6 +125,23 @@ class TurnMaker:
             asked = f"{text}\nThe request you are working on: {chain.origin.text}"
             return build_request(self._input(chain, policy, self._texts(), runs=False, text=asked), self._style)
         return rebuild
+
+    @property
+    def conversation(self) -> Conversation:
+        """What the next request carries of the past (a checkpoint keeps it)."""
+        return Conversation(history=tuple(self.history), ledger=self._last_ledger)
+
+    def go_back(self, conversation: Conversation) -> None:
+        """The next request starts from ``conversation`` (a checkpoint's): the turns after it
+        are not carried. Each request is built afresh (no response id is chained across turns),
+        so nothing of the model's own memory of them is left either. What the model last saw of
+        each file was seen in those turns: it is forgotten (the next request shows the files
+        whole, and tells no changes against texts the model no longer remembers)."""
+        self.history.clear()
+        self.history.extend(conversation.history)
+        self._last_ledger = conversation.ledger
+        if self.seen is not None:
+            self.seen = SeenFiles()
 
     def ended(self, run: TurnRun, status: TurnStatus) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its

@@ -41,6 +41,8 @@ class CommandKind(StrEnum):
     STOP = "stop"
     REVERT = "revert"
     RESTORE = "restore"  # undo a revert
+    CHECKPOINT_CREATE = "checkpoint.create"  # a named checkpoint (``text``: its name)
+    CHECKPOINT_RESTORE = "checkpoint.restore"  # back to a checkpoint's code and/or conversation
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
 
 
@@ -59,6 +61,9 @@ class Command:
     received_at: float = field(default_factory=time.monotonic)
     reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
+    checkpoint: str = ""  # checkpoint.restore: which one
+    code: bool = False  # checkpoint.restore: the files back
+    conversation: bool = False  # checkpoint.restore: the next request starts from there
 
 
 @dataclass

@@ -313,6 +313,19 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_restore(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.RESTORE, turn=values["turn"])
 
+    def _on_checkpoint_create(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.CHECKPOINT_CREATE, text=values["name"])
+
+    def _on_checkpoint_restore(self, values: dict[str, Any]) -> None:
+        if not (values["code"] or values["conversation"]):
+            raise Invalid(
+                ErrorCode.BAD_FIELD, "'checkpoint.restore' needs 'code' or 'conversation' (or both) true", "code",
+            )
+        self._command(
+            CommandKind.CHECKPOINT_RESTORE, checkpoint=values["checkpoint"], code=values["code"],
+            conversation=values["conversation"],
+        )
+
     def _on_run(self, values: dict[str, Any]) -> None:
         tests = values["tests"]
         path = "" if tests else values["path"]
@@ -344,6 +357,8 @@ HANDLERS: dict[str, Handler] = {
     "stop": SessionConsumer._on_stop,
     "revert": SessionConsumer._on_revert,
     "restore": SessionConsumer._on_restore,
+    "checkpoint.create": SessionConsumer._on_checkpoint_create,
+    "checkpoint.restore": SessionConsumer._on_checkpoint_restore,
     "run": SessionConsumer._on_run,
     "run.input": SessionConsumer._on_run_input,
     "run.stop": SessionConsumer._on_run_stop,

@@ -20,6 +20,8 @@ export const EVENT = Object.freeze({
   RUN_FINISHED: "run.finished",
   GUARD_DIAGNOSTICS: "guard.diagnostics",
   PRESENCE: "presence",
+  CHECKPOINT_CREATED: "checkpoint.created",
+  CHECKPOINT_RESTORED: "checkpoint.restored",
   TURN_STARTED: "turn.started",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
@@ -46,6 +48,8 @@ export const EPHEMERAL_EVENTS = new Set([
   "run.finished",
   "guard.diagnostics",
   "presence",
+  "checkpoint.created",
+  "checkpoint.restored",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).
@@ -55,6 +59,8 @@ export const MESSAGE = Object.freeze({
   STOP: "stop",
   REVERT: "revert",
   RESTORE: "restore",
+  CHECKPOINT_CREATE: "checkpoint.create",
+  CHECKPOINT_RESTORE: "checkpoint.restore",
   RUN: "run",
   RUN_INPUT: "run.input",
   RUN_STOP: "run.stop",
@@ -155,6 +161,8 @@ export const ERROR_CODE = Object.freeze({
   RUN_NEEDS_CONFIRMATION: "run_needs_confirmation",
   AI_DISABLED: "ai_disabled",
   AI_QUOTA: "ai_quota",
+  NO_SUCH_CHECKPOINT: "no_such_checkpoint",
+  CHECKPOINT_BUSY: "checkpoint_busy",
 });
 
 // A participant's role (events.Role).

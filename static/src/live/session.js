@@ -18,6 +18,7 @@ import { Landing, SavedTabs } from "./landing.js";
 import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
+import { CheckpointControls } from "./checkpoints.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -87,10 +88,10 @@ class LiveSession {
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
-    this.reverts = new RevertControls({
-      dialog: document.getElementById("revert-confirm"), send: (message) => this.connection.send(message),
-      toast: (message, kind) => this.toasts.show(message, kind),
-    });
+    const send = (message) => this.connection.send(message);
+    const toast = (message, kind) => this.toasts.show(message, kind);
+    this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
+    this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -172,8 +173,9 @@ class LiveSession {
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED: return this.checkpoints.told(event);
       case EVENT.ERROR:
-        if (this.runs.needsConfirmation(event)) return undefined;
+        if (this.runs.needsConfirmation(event) || this.checkpoints.refused(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
