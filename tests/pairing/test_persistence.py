@@ -101,7 +101,9 @@ async def test_a_rename_right_after_a_keystroke_moves_the_live_text_in_one_chang
     with pytest.raises(WorkspaceError) as refused:
         await database_sync_to_async(file_rename)(workspace=workspace, path="app.py", new_path="main.py")
     assert refused.value.code == "changed"
-    assert await database_sync_to_async(File.objects.filter(workspace_id=live.workspace_id, path="app.py").exists)()
+    # Nothing was renamed (app.py's row itself goes when the rows next follow the document,
+    # 0.2 s after the change: on a loaded machine that may be before this looks).
+    assert not await database_sync_to_async(File.objects.filter(workspace_id=live.workspace_id, path="main.py").exists)()
     assert "main.py" not in room.texts()
     await client.close()
 
