@@ -103,7 +103,8 @@ async def test_a_rename_right_after_a_keystroke_moves_the_live_text_in_one_chang
     assert refused.value.code == "changed"
     # Nothing was renamed (app.py's row itself goes when the rows next follow the document,
     # 0.2 s after the change: on a loaded machine that may be before this looks).
-    assert not await database_sync_to_async(File.objects.filter(workspace_id=live.workspace_id, path="main.py").exists)()
+    renamed_rows = File.objects.filter(workspace_id=live.workspace_id, path="main.py")
+    assert not await database_sync_to_async(renamed_rows.exists)()
     assert "main.py" not in room.texts()
     await client.close()
 
