@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import transaction
 from pycrdt import Doc
 
@@ -108,6 +109,7 @@ def main(argv: list[str]) -> dict[str, object]:
     setup = report.Setup()
     report.progress(SCENARIO, f"{args.files} files, {args.checkpoints} checkpoints, keep {args.keep}")
     figures: dict[str, Any] = {}
+    call_command("migrate", verbosity=0)  # the data directory's database may be new (a fresh clone)
     try:
         with transaction.atomic():
             figures = measure(args)

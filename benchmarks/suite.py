@@ -29,6 +29,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import django
+from django.core.exceptions import ImproperlyConfigured
+
 from benchmarks.report import Chart, Row, progress, row
 from spark_ide.ops.management.commands.spark_bench import BENCHMARKS
 
@@ -43,6 +46,10 @@ def quick_flags(name: str) -> list[str]:
         module = importlib.import_module(f"benchmarks.{name}")
     except ImportError:
         return []
+    except ImproperlyConfigured:  # it uses Django's models at import: settings first
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "spark_ide.settings")
+        django.setup()
+        module = importlib.import_module(f"benchmarks.{name}")
     return list(getattr(module, "QUICK", []))
 
 
