@@ -75,6 +75,10 @@ class TurnReverts:
         undo histories belong to the old one; they revert as text from now on."""
         self._revertible.detach(doc)
 
+    def kept(self, turn: str) -> TurnEditor | None:
+        """The edit engine of ``turn`` if it is one of the recent turns of this room."""
+        return self._revertible.get(turn)
+
     def editor(self, command: Command) -> TurnEditor | None:
         """The edit engine of the turn ``command`` reverts; None (told to the asking
         connection) when the turn is unknown or too old."""

@@ -51,7 +51,8 @@ class TurnMaker:
         self._run_budget = run_budget
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self.history: deque[PastTurn] = deque(maxlen=style.history_turns)
-        self._last_ledger = ""
+        self._last: TurnEditor | None = None  # the last turn's engine: its ledger goes into the next request
+        self._notes: list[str] = []  # blocks of earlier turns people undid since the last request
 
     def make(
         self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, watch: TurnWatch | None,
@@ -67,6 +68,7 @@ class TurnMaker:
         turn_input = self._input(chain, policy, texts, runs=runs is not None)
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
         request = build_request(turn_input, self._style)
+        self._notes = []  # told
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
         )
@@ -85,10 +87,19 @@ class TurnMaker:
     def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
         return TurnInput(
             text=text or chain.origin.text, files=texts, active_path=chain.active_path,
-            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._last_ledger,
+            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._ledger(),
             steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
             tests_only=policy.tests_only,
         )
+
+    def _ledger(self) -> str:
+        """The last turn's ledger as it stands now (blocks people undid since included), and
+        the blocks of older turns people undid since the last request."""
+        ledger = self._last.ledger.as_prompt() if self._last is not None else ""
+        if self._notes:
+            ledger = "\n".join([ledger, "Since then, people undid some of your earlier edits:",
+                                 *(f"- {note}" for note in self._notes)]).strip()
+        return ledger
 
     def _turn_runs(self, turn_id: str, chain: Chain, policy: AiPolicy) -> TurnRuns | None:
         """The turn's runs, when code runs here and the course lets the model's code run."""
@@ -113,4 +124,10 @@ class TurnMaker:
             # A steered turn lives on in its successor's request (the steering note carries
             # its partial answer), so it is not history of its own.
             self.history.append(run.as_past())
-        self._last_ledger = run.editor.ledger.as_prompt()
+        self._last = run.editor
+
+    def reviewed(self, editor: TurnEditor, notes: list[str]) -> None:
+        """People undid blocks of ``editor``'s turn (``notes`` say which, for the model): the
+        next request says so. The last turn's ledger says it already."""
+        if editor is not self._last:
+            self._notes.extend(notes)

@@ -37,6 +37,7 @@ class CommandKind(StrEnum):
     STOP = "stop"
     REVERT = "revert"
     RESTORE = "restore"  # undo a revert
+    REVIEW = "review"  # keep or undo applied blocks of a turn (hunk.keep, hunk.undo)
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
 
 
@@ -55,6 +56,8 @@ class Command:
     received_at: float = field(default_factory=time.monotonic)
     reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
+    block: int | None = None  # review: which block of ``turn`` (None: all those waiting for review)
+    decision: str = ""  # review: "keep" or "undo"
 
 
 @dataclass

@@ -30,6 +30,7 @@ export const EVENT = Object.freeze({
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
+  EDIT_REVIEWED: "edit.reviewed",
   GUARD_FINDING: "guard.finding",
 });
 
@@ -55,6 +56,8 @@ export const MESSAGE = Object.freeze({
   STOP: "stop",
   REVERT: "revert",
   RESTORE: "restore",
+  HUNK_KEEP: "hunk.keep",
+  HUNK_UNDO: "hunk.undo",
   RUN: "run",
   RUN_INPUT: "run.input",
   RUN_STOP: "run.stop",
@@ -153,6 +156,8 @@ export const ERROR_CODE = Object.freeze({
   RUN_BUSY: "run_busy",
   NO_SUCH_RUN: "no_such_run",
   RUN_NEEDS_CONFIRMATION: "run_needs_confirmation",
+  HUNK_UNAVAILABLE: "hunk_unavailable",
+  HUNK_CONFLICT: "hunk_conflict",
   AI_DISABLED: "ai_disabled",
   AI_QUOTA: "ai_quota",
 });

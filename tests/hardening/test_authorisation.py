@@ -232,6 +232,8 @@ SOCKET: dict[str, str] = {
     "stop": "refused refused yes no yes yes refused",
     "revert": "refused refused yes no yes yes refused",
     "restore": "refused refused yes no yes yes refused",
+    "hunk.keep": "refused refused yes no yes yes refused",
+    "hunk.undo": "refused refused yes no yes yes refused",
     "run": "refused refused yes no yes yes refused",
     "run.input": "refused refused yes no yes yes refused",
     "run.stop": "refused refused yes no yes yes refused",

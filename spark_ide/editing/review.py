@@ -1,0 +1,140 @@
+"""Keeping or undoing one applied block of a turn on its own (hunk review).
+
+Every block gets an undo manager of its own when it starts, tracking only its origin
+(``ai:<turn>:<block>``): its stack holds that block's transactions and nothing else. When the
+block applies, ``Landed`` keeps that manager and what the block left in its file: the text
+of the lines it wrote, with the line before and the line after them, and where they were.
+
+Undoing the block (``undo_landed``) first finds those lines, unchanged, in the file as it is
+now (nearest to where they were: people may have typed above them). When they are not there
+— a person, or a later block, changed the lines the block wrote or the lines beside them —
+the undo is refused: taking the block back through its undo history would mix its old text
+into theirs. When they are, the block's stack items are merged into one and undone through
+a throwaway undo manager, as one transaction: pycrdt's undo deletes exactly the characters
+the block inserted and brings back exactly those it deleted, so people's typing elsewhere
+stays. The result is checked: everything outside the block's lines must be as it was, or
+the undo is redone and refused.
+
+The turn's own undo manager (``BlockRunner._undo``) still holds the block's items: a later
+revert of the turn undoes them again, which changes nothing (their insertions are deleted
+already, their deletions were brought back once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pycrdt import Map, StackItem, Text, UndoManager
+
+from spark_ide.editing.reasons import ReviewRefused
+
+
+@dataclass(slots=True)
+class Landed:
+    """An applied block that can still be undone on its own (see the module docstring)."""
+
+    block: int
+    path: str
+    manager: UndoManager  # tracks the block's origin only: its transactions
+    before: str  # the line before the block's lines (with its line end), "" at the file's start
+    text: str  # the lines the block wrote, as it left them
+    after: str  # the line after them, "" at the file's end
+    at: int  # code-point offset of ``before`` in the file when the block applied
+    created: bool  # the block created its file (an empty file is removed when it is undone)
+    file_origin: str
+
+    @property
+    def key(self) -> str:
+        return self.before + self.text + self.after
+
+
+def lines_around(text: str, start: int, end: int) -> tuple[int, str, str]:
+    """For the code points ``start:end`` of ``text`` (a run of whole lines): the offset of the
+    line before them, that line, and the line after them."""
+    prev_start = text.rfind("\n", 0, max(start - 1, 0)) + 1 if start > 0 else 0
+    next_end = text.find("\n", end)
+    next_end = len(text) if next_end < 0 else next_end + 1
+    return prev_start, text[prev_start:start], text[end:next_end]
+
+
+def byte_to_char(text: str, position: int) -> int:
+    """The code-point offset of UTF-8 byte ``position`` of ``text`` (Y.Text positions are bytes)."""
+    if text.isascii():
+        return position
+    return len(text.encode()[:position].decode(errors="ignore"))
+
+
+def line_span(text: str, lines: tuple[int, int] | None) -> tuple[int, int]:
+    """Code points of 1-based inclusive ``lines`` in ``text`` (None: the whole text)."""
+    if lines is None:
+        return 0, len(text)
+    first, last = lines
+    start = 0
+    for _ in range(first - 1):
+        found = text.find("\n", start)
+        if found < 0:
+            return len(text), len(text)
+        start = found + 1
+    end = start
+    for _ in range(last - first + 1):
+        found = text.find("\n", end)
+        if found < 0:
+            return start, len(text)
+        end = found + 1
+    return start, end
+
+
+def _nearest(text: str, key: str, at: int) -> int | None:
+    """Where ``key`` occurs in ``text`` nearest to ``at`` (None: nowhere)."""
+    ahead = text.find(key, max(at, 0))
+    behind = text.rfind(key, 0, max(at, 0) + len(key))
+    found = [place for place in (ahead, behind) if place >= 0]
+    if not found:
+        return None
+    return min(found, key=lambda place: abs(place - at))
+
+
+def undo_landed(landed: Landed, files: Map[Any], name: str) -> None:
+    """Undo ``landed`` alone, or raise ``ReviewRefused`` having changed nothing. ``name``
+    names the block in messages ("hunk 2 of app.py")."""
+    ytext = files.get(landed.path)
+    if not isinstance(ytext, Text):
+        raise ReviewRefused(f"{name} cannot be undone: {landed.path} was deleted since", conflict=True)
+    now = str(ytext)
+    found = _nearest(now, landed.key, landed.at)
+    if found is None:
+        raise ReviewRefused(
+            f"{name} cannot be undone: the lines it wrote in {landed.path}, or the lines beside them, were "
+            "changed since it applied (by a person or a later block); undoing it would mix its old text into "
+            "theirs. Change those lines by hand, or revert the whole turn",
+            conflict=True,
+        )
+    start = found + len(landed.before)
+    end = start + len(landed.text)
+    items = landed.manager.undo_stack
+    if items:
+        merged = items[0]
+        for item in items[1:]:
+            merged = StackItem.merge(merged, item)
+        undo = UndoManager(scopes=[files], capture_timeout_millis=0, undo_stack=[merged])
+        undo.undo()
+        later = files.get(landed.path)
+        result = str(later) if isinstance(later, Text) else ""
+        tail = len(now) - end
+        rest = len(result) - tail
+        kept_around = rest >= start and result[:start] == now[:start] and result[rest:] == now[end:]
+        if result == now or not kept_around:
+            undo.redo()  # it reached beyond the block's lines: put everything back as it was
+            raise ReviewRefused(
+                f"{name} cannot be undone on its own: its changes in {landed.path} are tangled with later ones "
+                "(revert the whole turn instead)",
+                conflict=True,
+            )
+    landed.manager.clear()
+    if landed.created:
+        ytext = files.get(landed.path)
+        if isinstance(ytext, Text) and len(ytext) == 0:
+            doc = ytext.doc
+            with doc.transaction(origin=landed.file_origin):
+                del files[landed.path]
