@@ -18,6 +18,7 @@ import { Landing, SavedTabs } from "./landing.js";
 import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
+import { HunkReview } from "./hunk_review.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -74,7 +75,12 @@ class LiveSession {
 
   // The transcript, the status bar, the toasts, the run panel, the revert buttons, the prompt.
   panels(root) {
+    this.hunks = new HunkReview({
+      send: (message) => this.connection.send(message), canDrive: () => this.canDrive,
+      toast: (message, kind) => this.toasts.show(message, kind), cursor: () => this.cursorLine(),
+    });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
+      onBlockBox: (box, turn, block) => this.hunks.attach(box, turn, block),
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
       onOpenLine: (path, line) => this.openAt(path, line), peerClass: (name) => this.colours.classOf(name),
     });
@@ -120,8 +126,16 @@ class LiveSession {
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
+    document.addEventListener("keydown", (event) => this.hunks.key(event)); // Alt+Y / Alt+N: hunk_review.js
     if (followAsked()) this.follow.set("follow"); // a shared presenter link, or a reload while following
     this.connection.connect();
+  }
+
+  // The editor's cursor, for the hunk shortcuts: {path, line} (null: no file open).
+  cursorLine() {
+    const view = this.tabs.view;
+    if (!view || !this.tabs.active) return null;
+    return { path: this.tabs.active, line: view.state.doc.lineAt(view.state.selection.main.head).number };
   }
 
   // Presenter mode: large type (the editor measures its lines again). Whom the person
@@ -167,6 +181,9 @@ class LiveSession {
         this.transcript.prose(event);
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
+      case EVENT.EDIT_REVIEWED:
+        this.hunks.reviewed(event);
+        return this.loop.request();
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
@@ -276,6 +293,7 @@ class LiveSession {
       setTimeout(() => window.location.reload(), 2500);
       return;
     }
+    if (this.hunks.refused(event)) return; // a Keep / Undo refused: its button comes back
     this.toasts.show(`${event.message || event.code}`, "error");
     if (REVERT_ERRORS.has(event.code)) {
       this.historyChanged(); // its button comes back as it was
@@ -289,6 +307,7 @@ class LiveSession {
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
+    this.hunks.status(event);
     explainEdit(this.toasts, event);
     followEdit(event, {
       tabs: this.tabs, landing: this.landing, follow: this.follow, running: this.running, replayed: this.replayed(event),
@@ -312,6 +331,7 @@ class LiveSession {
     this.provider.requestSync();
     this.regions.clear();
     this.transcript.clear();
+    this.hunks.clear();
     this.toasts.show("Back in sync: the transcript was reloaded from the server", "ok");
     this.loop.request();
     this.historyChanged();
