@@ -1,16 +1,18 @@
 """Keeping or undoing one applied block of a turn on its own (hunk review).
 
-Every block gets an undo manager of its own when it starts, tracking only its origin
+Every block gets an undo manager of its own while it runs, tracking only its origin
 (``ai:<turn>:<block>``): its stack holds that block's transactions and nothing else. When the
-block applies, ``Landed`` keeps that manager and what the block left in its file: the text
-of the lines it wrote, with the line before and the line after them, and where they were.
+block applies, ``Landed`` keeps those stack items merged into one (``change``; the manager
+goes: a live undo manager is called on every transaction of the document, and a room keeps
+many turns) and what the block left in its file: the text of the lines it wrote, with the
+line before and the line after them, and where they were.
 
 Undoing the block (``undo_landed``) first finds those lines, unchanged, in the file as it is
 now (nearest to where they were: people may have typed above them). When they are not there
 — a person, or a later block, changed the lines the block wrote or the lines beside them —
 the undo is refused: taking the block back through its undo history would mix its old text
-into theirs. When they are, the block's stack items are merged into one and undone through
-a throwaway undo manager, as one transaction: pycrdt's undo deletes exactly the characters
+into theirs. When they are, the block's change is undone through a throwaway undo manager,
+as one transaction: pycrdt's undo deletes exactly the characters
 the block inserted and brings back exactly those it deleted, so people's typing elsewhere
 stays. The result is checked: everything outside the block's lines must be as it was, or
 the undo is redone and refused.
@@ -36,7 +38,7 @@ class Landed:
 
     block: int
     path: str
-    manager: UndoManager  # tracks the block's origin only: its transactions
+    change: StackItem[Any] | None  # the block's transactions, merged (None: it made none)
     before: str  # the line before the block's lines (with its line end), "" at the file's start
     text: str  # the lines the block wrote, as it left them
     after: str  # the line after them, "" at the file's end
@@ -47,6 +49,17 @@ class Landed:
     @property
     def key(self) -> str:
         return self.before + self.text + self.after
+
+
+def merged(manager: UndoManager) -> StackItem[Any] | None:
+    """Everything on ``manager``'s undo stack as one item (None: nothing)."""
+    items = manager.undo_stack
+    if not items:
+        return None
+    change = items[0]
+    for item in items[1:]:
+        change = StackItem.merge(change, item)
+    return change
 
 
 def lines_around(text: str, start: int, end: int) -> tuple[int, str, str]:
@@ -112,12 +125,8 @@ def undo_landed(landed: Landed, files: Map[Any], name: str) -> None:
         )
     start = found + len(landed.before)
     end = start + len(landed.text)
-    items = landed.manager.undo_stack
-    if items:
-        merged = items[0]
-        for item in items[1:]:
-            merged = StackItem.merge(merged, item)
-        undo = UndoManager(scopes=[files], capture_timeout_millis=0, undo_stack=[merged])
+    if landed.change is not None:
+        undo = UndoManager(scopes=[files], capture_timeout_millis=0, undo_stack=[landed.change])
         undo.undo()
         later = files.get(landed.path)
         result = str(later) if isinstance(later, Text) else ""
@@ -131,7 +140,6 @@ def undo_landed(landed: Landed, files: Map[Any], name: str) -> None:
                 "(revert the whole turn instead)",
                 conflict=True,
             )
-    landed.manager.clear()
     if landed.created:
         ytext = files.get(landed.path)
         if isinstance(ytext, Text) and len(ytext) == 0:

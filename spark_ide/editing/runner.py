@@ -19,7 +19,7 @@ from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Ledger
 from spark_ide.editing.reasons import EditorClosedError
-from spark_ide.editing.review import Landed, byte_to_char, line_span, lines_around
+from spark_ide.editing.review import Landed, byte_to_char, line_span, lines_around, merged
 from spark_ide.editing.status import BlockOperation, BlockStatus, CodeText, EditEvent, EditState
 
 DeltaFollower = Callable[[list[dict[str, Any]]], None]
@@ -47,8 +47,8 @@ class BlockRunner:
         self._followers: dict[str, list[DeltaFollower]] = {}  # path -> who else hears others' edits
         self._created: dict[str, str] = {}  # path -> origin of the files this turn created
         self._code: list[CodeText] = []  # new text sent to files since the last take_code()
-        # Hunk review (review.py): each block's own undo manager while it runs, then, once it
-        # applied, what it left in its file, until it is kept or undone.
+        # Hunk review (review.py): each block's own undo manager while it runs (one at a time),
+        # then, once it applied, its change and what it left in its file, until kept or undone.
         self._scopes: dict[int, UndoManager] = {}
         self._landed: dict[int, Landed] = {}
         self._reviewing = False  # a block is being undone on its own (its change reaches others)
@@ -192,7 +192,7 @@ class BlockRunner:
             start, end = line_span(text, status.lines)
         at, before, after = lines_around(text, start, end)
         self._landed[status.block] = Landed(
-            block=status.block, path=block.path, manager=scope, before=before, text=text[start:end], after=after,
+            block=status.block, path=block.path, change=merged(scope), before=before, text=text[start:end], after=after,
             at=at, created=block.created_file, file_origin=block.file_origin,
         )
 

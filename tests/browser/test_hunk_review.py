@@ -62,7 +62,9 @@ HUNK_3_STREAMING = """() => {
 
 
 @pytest.fixture(scope="module")
-def review_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[IdeServer, RequestLog]]:
+def review_server(
+    ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[IdeServer, RequestLog]]:
     """An IDE whose model edits through apply_patch; the model server runs here, its requests logged."""
     data = tmp_path_factory.mktemp("ide-review")
     scripts = data / "scripts.json"
@@ -111,7 +113,8 @@ def _stored(page: Any, path: str) -> str | None:
 def _reviews(person: Any) -> list[tuple[str, str, str]]:
     """Each block's review row on the page: (block, state, note)."""
     rows = person.locator(".hunk-review:not([hidden])").evaluate_all(
-        "(rows) => rows.map((row) => [row.dataset.block, row.dataset.review, row.querySelector('.hunk-note').textContent])"
+        """(rows) => rows.map((row) => [
+            row.dataset.block, row.dataset.review, row.querySelector('.hunk-note').textContent])"""
     )
     return [tuple(row) for row in rows]
 
