@@ -243,6 +243,14 @@ class EditBlock:
         return self._applier.region
 
     @property
+    def landed_old(self) -> str | None:
+        """The lines the block replaced, as it found them (with `landed_region`; None when
+        that is None)."""
+        if self._applier is None or self._merged_lines is not None:
+            return None
+        return self._applier.old_text
+
+    @property
     def ytext(self) -> Text | None:
         return self._ytext
 

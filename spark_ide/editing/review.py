@@ -10,8 +10,10 @@ line before and the line after them, and where they were.
 Undoing the block (``undo_landed``) first finds those lines, unchanged, in the file as it is
 now (nearest to where they were: people may have typed above them). When they are not there
 — a person, or a later block, changed the lines the block wrote or the lines beside them —
-the undo is refused: taking the block back through its undo history would mix its old text
-into theirs. When they are, the block's change is undone through a throwaway undo manager,
+taking the block back through its undo history would mix its old text into theirs: its
+change is taken back out as text instead, with the three-way take-back (``threeway``), when
+the lines it changed and those beside them were left alone (``_merge_back``); else the undo
+is refused. When they are there, the block's change is undone through a throwaway undo manager,
 as one transaction: pycrdt's undo deletes exactly the characters
 the block inserted and brings back exactly those it deleted, so people's typing elsewhere
 stays. The result is checked: everything outside the block's lines must be as it was, or
@@ -29,7 +31,9 @@ from typing import Any
 
 from pycrdt import Map, StackItem, Text, UndoManager
 
+from spark_ide.editing.lines import utf8_length
 from spark_ide.editing.reasons import ReviewRefused
+from spark_ide.editing.threeway import take_back
 
 
 @dataclass(slots=True)
@@ -39,6 +43,7 @@ class Landed:
     block: int
     path: str
     change: StackItem[Any] | None  # the block's transactions, merged (None: it made none)
+    old: str | None  # the lines it replaced, as it found them (None: not known, a fence merged by structure)
     before: str  # the line before the block's lines (with its line end), "" at the file's start
     text: str  # the lines the block wrote, as it left them
     after: str  # the line after them, "" at the file's end
@@ -108,21 +113,24 @@ def _nearest(text: str, key: str, at: int) -> int | None:
     return min(found, key=lambda place: abs(place - at))
 
 
-def undo_landed(landed: Landed, files: Map[Any], name: str) -> None:
+def undo_landed(landed: Landed, files: Map[Any], name: str, origin: str) -> bool:
     """Undo ``landed`` alone, or raise ``ReviewRefused`` having changed nothing. ``name``
-    names the block in messages ("hunk 2 of app.py")."""
+    names the block in messages ("hunk 2 of app.py"). Returns whether it was taken back as
+    text (``_merge_back``, under ``origin``) rather than through its undo history."""
     ytext = files.get(landed.path)
     if not isinstance(ytext, Text):
         raise ReviewRefused(f"{name} cannot be undone: {landed.path} was deleted since", conflict=True)
     now = str(ytext)
     found = _nearest(now, landed.key, landed.at)
     if found is None:
-        raise ReviewRefused(
-            f"{name} cannot be undone: the lines it wrote in {landed.path}, or the lines beside them, were "
-            "changed since it applied (by a person or a later block); undoing it would mix its old text into "
-            "theirs. Change those lines by hand, or revert the whole turn",
-            conflict=True,
-        )
+        if not _merge_back(landed, ytext, now, origin):
+            raise ReviewRefused(
+                f"{name} cannot be undone: the lines it wrote in {landed.path}, or the lines beside them, were "
+                "changed since it applied (by a person or a later block), and its change cannot be taken out "
+                "without touching theirs. Change those lines by hand, or revert the whole turn",
+                conflict=True,
+            )
+        return True
     start = found + len(landed.before)
     end = start + len(landed.text)
     if landed.change is not None:
@@ -146,3 +154,51 @@ def undo_landed(landed: Landed, files: Map[Any], name: str) -> None:
             doc = ytext.doc
             with doc.transaction(origin=landed.file_origin):
                 del files[landed.path]
+    return False
+
+
+# The most text between the lines beside a block that a merge reads (past it: refused).
+MERGE_WINDOW_CHARS = 200_000
+
+
+def _merge_back(landed: Landed, ytext: Text, now: str, origin: str) -> bool:
+    """The block's lines were changed since: take its change back out of them as text, with
+    the three-way take-back (``threeway.take_back``) between the line before and the line
+    after it, when the lines it changed and those beside them were left alone (a person's
+    edit of a line it kept, say). False, changing nothing, when they were not, or when its
+    old text or the lines around it are not known any more."""
+    if landed.old is None:
+        return False
+    start = 0
+    if landed.before:
+        found = _nearest(now, landed.before, landed.at)
+        if found is None:
+            return False
+        start = found
+    end = len(now)
+    if landed.after:
+        found = now.find(landed.after, start + len(landed.before))
+        if found < 0:
+            return False
+        end = found + len(landed.after)
+    if end - start > MERGE_WINDOW_CHARS:
+        return False
+    window = now[start:end]
+    taken = take_back(landed.before + landed.old + landed.after, landed.key, window)
+    if taken is None or taken == window:
+        return False
+    same = 0
+    limit = min(len(window), len(taken))
+    while same < limit and window[same] == taken[same]:
+        same += 1
+    tail = 0
+    while tail < limit - same and window[-1 - tail] == taken[-1 - tail]:
+        tail += 1
+    at = utf8_length(now[: start + same])
+    gone = utf8_length(window[same : len(window) - tail])
+    with ytext.doc.transaction(origin=origin):
+        if gone:
+            del ytext[at : at + gone]
+        if len(taken) - tail > same:
+            ytext.insert(at, taken[same : len(taken) - tail])
+    return True

@@ -192,8 +192,8 @@ class BlockRunner:
             start, end = line_span(text, status.lines)
         at, before, after = lines_around(text, start, end)
         self._landed[status.block] = Landed(
-            block=status.block, path=block.path, change=merged(scope), before=before, text=text[start:end], after=after,
-            at=at, created=block.created_file, file_origin=block.file_origin,
+            block=status.block, path=block.path, change=merged(scope), old=block.landed_old, before=before,
+            text=text[start:end], after=after, at=at, created=block.created_file, file_origin=block.file_origin,
         )
 
     def _report_progress(self) -> None:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pycrdt import Doc
 
-from spark_ide.editing.block import EditBlock
+from spark_ide.editing.block import EditBlock, block_origin
 from spark_ide.editing.document import set_file_text
 from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Outcome
@@ -82,6 +82,7 @@ class TurnEditor(BlockRunner):
         self._revert_texts: dict[str, tuple[str | None, str | None]] = {}
         self._calls: list[PatchCall] = []  # the turn's apply_patch calls not ended yet
         self._reviews: dict[int, tuple[Decision, str]] = {}  # block -> kept or undone, and by whom
+        self._text_only = False  # a block was undone as text: the turn reverts as text
         self._notes: list[str] = []  # blocks undone that the model has not been told of yet
 
     def open_patch(self, call_id: str, operation: PatchOperation | None = None) -> PatchCall:
@@ -179,7 +180,7 @@ class TurnEditor(BlockRunner):
         if self._reverted:
             return events
         before = {path: self._text(path) for path in self._before}
-        if self._undo is None:
+        if self._undo is None or self._text_only:
             self._take_back_as_text()  # raises RevertUnavailable before changing anything
         else:
             undo = self._undo  # the turn has ended: nothing watches its files any more
@@ -274,10 +275,14 @@ class TurnEditor(BlockRunner):
         if landed is not None:
             self._reviewing = True
             try:
-                undo_landed(landed, self._files, name)
+                as_text = undo_landed(landed, self._files, name, f"{block_origin(self.turn_id, block)}:undo")
             finally:
                 self._reviewing = False
             del self._landed[block]
+            if as_text:
+                # Its change went out as text, not through the undo history, which still holds
+                # it: a later revert of the turn works on text (as after `detach`).
+                self._text_only = True
         self._reviews[block] = ("undone", by)
         status = replace(final, state=EditState.ROLLED_BACK, reason=RollbackReason.UNDONE, message=f"undone by {by}")
         self._ledger.record(status)

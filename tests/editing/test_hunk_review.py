@@ -142,3 +142,44 @@ def test_a_hunk_with_non_ascii_text_is_found_and_undone() -> None:
     _type(doc, "app.py", "line 1\n", "ünïcode\n")
     editor.undo_block(0, "ada")
     assert read(doc, "app.py") == "é = 1\nünïcode\n" + APP.replace("line 8\n", "line 8 changed\nline 8b\n")
+
+
+PATCH = (
+    "*** Begin Patch\n*** Update File: app.py\n"
+    "@@\n line 4\n line 5\n line 6\n-line 7\n+line 7 changed\n line 8\n line 9\n line 10\n"
+    "@@\n line 15\n-line 16\n+line 16 changed\n line 17\n"
+    "*** End Patch\n"
+)
+
+
+def _patched() -> tuple[TurnEditor, Doc[Any]]:
+    doc = make_doc({"app.py": APP})
+    editor = TurnEditor(doc, "t1")
+    call = editor.open_patch("call_1")
+    call.feed(PATCH)
+    call.finish()
+    editor.finish()
+    return editor, doc
+
+
+def test_a_person_s_edit_of_a_line_the_hunk_kept_is_merged_not_refused() -> None:
+    editor, doc = _patched()
+    _type(doc, "app.py", "line 4\n", "# ada's note\n")  # inside the hunk's context, away from its change
+    editor.undo_block(0, "bob")
+    expected = APP.replace("line 4\n", "# ada's note\nline 4\n").replace("line 16\n", "line 16 changed\n")
+    assert read(doc, "app.py") == expected
+    assert editor.ledger.entry(0).outcome is Outcome.UNDONE
+    # The undo history no longer describes the file: the whole turn reverts as text.
+    editor.revert()
+    assert read(doc, "app.py") == APP.replace("line 4\n", "# ada's note\nline 4\n")
+
+
+def test_a_person_s_edit_beside_the_hunk_s_change_is_never_overwritten() -> None:
+    editor, doc = _patched()
+    _type(doc, "app.py", "line 7 changed\n", "# right above the change\n")
+    before = read_files(doc)
+    with pytest.raises(ReviewRefused, match="cannot be taken out without touching theirs") as refused:
+        editor.undo_block(0, "bob")
+    assert refused.value.conflict and read_files(doc) == before
+    editor.undo_block(1, "bob")  # the other hunk is untouched: it goes
+    assert read(doc, "app.py") == before["app.py"].replace("line 16 changed\n", "line 16\n")

@@ -62,6 +62,8 @@ export class HunkReview {
         const item = this.blocks.get(itemKey);
         if (item.pending) {
           item.pending = false;
+          // The control says why it stays: its lines were changed since (by hand, or revert the turn).
+          if (event.code === ERROR_CODE.HUNK_CONFLICT) item.conflict = true;
           this.paint(item);
         }
       }
@@ -112,7 +114,9 @@ export class HunkReview {
     const itemKey = key(turn, block);
     let item = this.blocks.get(itemKey);
     if (!item) {
-      item = { turn, block, path: "", state: null, lines: null, review: null, pending: false, controls: null };
+      item = {
+        turn, block, path: "", state: null, lines: null, review: null, pending: false, conflict: false, controls: null,
+      };
       this.blocks.set(itemKey, item);
       let entry = this.turns.get(turn);
       if (!entry) {
@@ -138,7 +142,9 @@ export class HunkReview {
       controls.keep.disabled = !can;
       controls.undo.disabled = !can;
       controls.keep.hidden = controls.undo.hidden = Boolean(item.review);
-      controls.note.textContent = item.review ? `${item.review.decision} by ${item.review.by}` : "";
+      controls.note.textContent = item.review ? `${item.review.decision} by ${item.review.by}`
+        : item.conflict ? "its lines were changed since: undo them by hand, or revert the turn" : "";
+      controls.row.classList.toggle("conflict", Boolean(item.conflict && !item.review));
       if (!this.canDrive()) controls.row.title = "Only the owner and collaborators can keep or undo changes";
     }
     this.paintBar(item.turn);
