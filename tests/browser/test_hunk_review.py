@@ -119,6 +119,18 @@ def _reviews(person: Any) -> list[tuple[str, str, str]]:
     return [tuple(row) for row in rows]
 
 
+def _gutter(person: Any) -> list[list[Any]]:
+    """Each gutter mark as [block, its line, its buttons disabled]."""
+    return list(person.evaluate("""() => [...document.querySelectorAll(".cm-hunk-mark")].map((mark) => {
+        const gutters = [...mark.closest(".cm-gutter").querySelectorAll(".cm-gutterElement")];
+        const lines = [...document.querySelectorAll(".cm-lineNumbers .cm-gutterElement")];
+        const row = mark.closest(".cm-gutterElement").getBoundingClientRect().top;
+        const number = lines.find((line) => Math.abs(line.getBoundingClientRect().top - row) < 2);
+        return [mark.dataset.block, number ? number.textContent : null,
+            [...mark.querySelectorAll("button")].every((button) => button.disabled)];
+    })"""))
+
+
 def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
     review_server: tuple[IdeServer, RequestLog], page: Any, chromium: Any,
 ) -> None:
@@ -167,8 +179,18 @@ def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
         assert "local undid hunk 2 of app.py in turn" in output["output"], output
         assert "Do not apply it again" in output["output"]
 
-        # Alt+Shift+Y keeps the rest of the turn's hunks; both pages say who decided what.
-        assert page.locator(".hunk-review-all:not([hidden]) .hunk-count").inner_text() == "2 changes to review"
+        # The editor's gutter marks the blocks still waiting on their first line (hunk 1 from
+        # its context line 2, hunk 3 from line 13), disabled for the viewer.
+        for person in (page, viewer):
+            person.wait_for_function(
+                "() => document.querySelectorAll('.cm-hunk-mark').length === 2", timeout=LIVE_WAIT_MS,
+            )
+            assert _gutter(person) == [["0", "2", person is viewer], ["2", "13", person is viewer]]
+        # The gutter's Keep keeps hunk 1; Alt+Shift+Y keeps the rest of the turn's; both pages
+        # say who decided what.
+        page.locator('.cm-hunk-mark[data-block="0"] .cm-hunk-keep').click()
+        page.locator('.hunk-review[data-block="0"][data-review="kept"]').wait_for(timeout=LIVE_WAIT_MS)
+        assert page.locator(".hunk-review-all:not([hidden]) .hunk-count").inner_text() == "1 change to review"
         assert viewer.locator(".hunk-review-all .hunk-keep-all").is_disabled()
         page.keyboard.press("Alt+Shift+KeyY")
         expected = [("0", "kept", "kept by local"), ("1", "undone", "undone by local"), ("2", "kept", "kept by local")]
@@ -179,4 +201,5 @@ def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
             )
             assert _reviews(person) == expected
             assert person.locator(".hunk-review-all").is_hidden()
+            person.wait_for_function("() => !document.querySelector('.cm-hunk-mark')", timeout=LIVE_WAIT_MS)
         assert server_text(page, "app.py") == EXPECTED

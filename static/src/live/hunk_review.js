@@ -5,11 +5,16 @@
 // controls disabled. A button pressed waits for the server: `edit.reviewed`, or an error
 // (`hunk_unavailable`, `hunk_conflict`: a toast says why, the button comes back).
 //
+// The editor's gutter has the same two buttons on each waiting block's first line
+// (hunk_marks.js).
+//
 // Keys (docs/protocol.md "Keep or undo each hunk"): Alt+Y keeps, Alt+N undoes the block
 // still waiting under the editor's cursor, else the first one waiting in the newest turn that
 // has any; Alt+Shift+Y / Alt+Shift+N keep / undo all of that turn's.
+import * as Y from "yjs";
 import { EDIT_STATE, ERROR_CODE, MESSAGE } from "../protocol.js";
 import { element } from "./dom.js";
+import { hunkGutter } from "./hunk_marks.js";
 
 export const HUNK_ERRORS = new Set([ERROR_CODE.HUNK_UNAVAILABLE, ERROR_CODE.HUNK_CONFLICT]);
 const UNDONE = "undone";
@@ -20,12 +25,17 @@ function key(turn, block) {
 
 export class HunkReview {
   // send(message) -> bool; canDrive() -> bool; toast(text, kind); cursor() -> {path, line} or
-  // null: where the person's cursor is in the editor.
-  constructor({ send, canDrive, toast, cursor = () => null }) {
+  // null: where the person's cursor is in the editor; files: the document's files (Y.Map),
+  // where each block is anchored; onChange(): the blocks waiting changed (the gutter redraws).
+  constructor({ send, canDrive, toast, cursor = () => null, files = null, onChange = () => {} }) {
     this.send = send;
     this.canDrive = canDrive;
     this.toast = toast;
     this.cursor = cursor;
+    this.files = files;
+    this.onChange = onChange;
+    this.version = 0; // counts changes of what the gutter shows
+    this.memo = null; // {path, state, version, marks}: the gutter's marks as last computed
     this.blocks = new Map(); // "turn:block" -> {turn, block, path, state, lines, review, pending, controls}
     this.turns = new Map(); // turn -> {blocks: [keys, in order], bar, pending}
   }
@@ -34,13 +44,18 @@ export class HunkReview {
 
   status({ turn, block, path, state, detail = {} }) {
     const item = this.item(turn, block);
+    const was = this.waiting(item);
     item.path = path;
     item.state = state;
-    if (Array.isArray(detail.lines) && state === EDIT_STATE.APPLIED) item.lines = detail.lines;
+    if (Array.isArray(detail.lines) && state === EDIT_STATE.APPLIED) {
+      item.lines = detail.lines;
+      item.anchor = this.anchor(path, detail.lines[0]);
+    }
     if (state === EDIT_STATE.ROLLED_BACK && detail.reason === UNDONE && !item.review) {
       item.review = { decision: UNDONE, by: String(detail.message || "").replace(/^undone by /, "") };
     }
     this.paint(item);
+    if (was !== this.waiting(item)) this.changed();
   }
 
   reviewed({ turn, block, decision, by }) {
@@ -50,6 +65,7 @@ export class HunkReview {
     const entry = this.turns.get(turn);
     if (entry) entry.pending = false;
     this.paint(item);
+    this.changed();
   }
 
   // An error the server answered a hunk.keep / hunk.undo with: true when it was one.
@@ -68,6 +84,7 @@ export class HunkReview {
         }
       }
       this.paintBar(event.ref);
+      this.changed();
     }
     this.toast(event.message || event.code, "error");
     return true;
@@ -82,6 +99,64 @@ export class HunkReview {
   clear() {
     this.blocks.clear();
     this.turns.clear();
+    this.changed();
+  }
+
+  // The server replaced the document: the anchors were of the old one (the blocks' lines as
+  // they applied are what is left).
+  rebind(files) {
+    this.files = files;
+    for (const item of this.blocks.values()) item.anchor = null;
+    this.changed();
+  }
+
+  // -- the editor's gutter (hunk_marks.js) --
+
+  changed() {
+    this.version += 1;
+    this.memo = null;
+    this.onChange();
+  }
+
+  // The gutter extension of the file at `path`.
+  gutter(path) {
+    return hunkGutter(path, this);
+  }
+
+  // A place in the file that stays with its text: the start of 1-based `line`.
+  anchor(path, line) {
+    const ytext = this.files && this.files.get(path);
+    if (!(ytext instanceof Y.Text)) return null;
+    const text = ytext.toString();
+    let at = 0;
+    for (let row = 1; row < line; row += 1) {
+      const stop = text.indexOf("\n", at);
+      if (stop < 0) return null;
+      at = stop + 1;
+    }
+    return Y.createRelativePositionFromTypeIndex(ytext, at);
+  }
+
+  // The blocks of `path` waiting for review, by the line (1-based) each starts on now in the
+  // editor's `state`: Map line -> [blocks].
+  marks(path, state) {
+    const memo = this.memo;
+    if (memo && memo.path === path && memo.state === state && memo.version === this.version) return memo.marks;
+    const marks = new Map();
+    const ytext = this.files && this.files.get(path);
+    for (const item of this.blocks.values()) {
+      if (item.path !== path || !this.waiting(item) || !item.lines) continue;
+      let line = item.lines[0];
+      if (item.anchor && ytext instanceof Y.Text) {
+        const at = Y.createAbsolutePositionFromRelativePosition(item.anchor, ytext.doc);
+        if (at && at.type === ytext) line = state.doc.lineAt(Math.min(at.index, state.doc.length)).number;
+      }
+      if (line < 1 || line > state.doc.lines) continue;
+      if (!marks.has(line)) marks.set(line, []);
+      marks.get(line).push(item);
+    }
+    this.memo = { path, state, version: this.version, marks };
+    return marks;
   }
 
   // -- the page --
@@ -115,7 +190,8 @@ export class HunkReview {
     let item = this.blocks.get(itemKey);
     if (!item) {
       item = {
-        turn, block, path: "", state: null, lines: null, review: null, pending: false, conflict: false, controls: null,
+        turn, block, path: "", state: null, lines: null, anchor: null, review: null, pending: false, conflict: false,
+        controls: null,
       };
       this.blocks.set(itemKey, item);
       let entry = this.turns.get(turn);
@@ -197,6 +273,7 @@ export class HunkReview {
     }
     item.pending = true;
     this.paint(item);
+    this.changed();
   }
 
   decideAll(turn, decision) {

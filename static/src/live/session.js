@@ -19,6 +19,7 @@ import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
+import { hunkMarksChanged } from "./hunk_marks.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -52,6 +53,7 @@ class LiveSession {
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
       diagnostics: this.diagnostics, onByHand: () => this.byHand(),
+      hunkMarks: (path) => (this.hunks ? this.hunks.gutter(path) : []),
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(
@@ -78,6 +80,8 @@ class LiveSession {
     this.hunks = new HunkReview({
       send: (message) => this.connection.send(message), canDrive: () => this.canDrive,
       toast: (message, kind) => this.toasts.show(message, kind), cursor: () => this.cursorLine(),
+      files: this.doc.getMap("files"),
+      onChange: () => { if (this.tabs.view) this.tabs.view.dispatch({ effects: hunkMarksChanged.of(null) }); },
     });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       onBlockBox: (box, turn, block) => this.hunks.attach(box, turn, block),
@@ -366,6 +370,7 @@ class LiveSession {
     this.tabs.rebind(files);
     this.follow.rebind(files);
     this.transcript.rebind(files);
+    this.hunks.rebind(files);
     this.doc = doc;
   }
 
