@@ -269,8 +269,9 @@ class TurnEditor(BlockRunner):
         landed = self._landed.get(block)
         if landed is None and not unchanged:
             raise ReviewRefused(
-                f"{name} cannot be undone on its own (a file's delete or move, or the room's document was "
-                "compacted since): revert the whole turn instead"
+                f"{name} cannot be undone on its own (a file's delete or move; or the turn's undo history is "
+                "gone: the room's document was compacted, or the turn was reverted and restored): revert the "
+                "whole turn instead"
             )
         if landed is not None:
             self._reviewing = True

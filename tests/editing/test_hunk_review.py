@@ -183,3 +183,16 @@ def test_a_person_s_edit_beside_the_hunk_s_change_is_never_overwritten() -> None
     assert refused.value.conflict and read_files(doc) == before
     editor.undo_block(1, "bob")  # the other hunk is untouched: it goes
     assert read(doc, "app.py") == before["app.py"].replace("line 16 changed\n", "line 16\n")
+
+
+def test_after_a_revert_and_restore_a_block_no_longer_undoes_alone() -> None:
+    editor, doc = _applied(THREE)
+    editor.undo_block(0, "ada")
+    editor.revert()
+    editor.restore()  # the turn's change back as text; block 0 stays undone
+    assert read(doc, "app.py") == APP.replace("line 8\n", "line 8 changed\nline 8b\n").replace(
+        "line 15\n", "line 15 changed\n")
+    assert [e.outcome for e in editor.ledger.entries] == [Outcome.UNDONE, Outcome.APPLIED, Outcome.APPLIED]
+    with pytest.raises(ReviewRefused, match="reverted and restored"):
+        editor.undo_block(1, "ada")
+    editor.keep_block(1, "ada")  # keeping needs no history
