@@ -228,6 +228,11 @@ if SPARK_MAX_ROUNDS < 1:
 # tests of a workspace that has some and has the model fix a failure (a workspace's own switch,
 # ``Workspace.auto_test``, wins); the model is told at most this many bytes of a run's output.
 SPARK_AUTO_TEST = envchoice("SPARK_AUTO_TEST", "on", ("on", "off")) == "on"
+# Checkpoints kept per workspace, the newest (live.checkpoints): one before every turn, named
+# ones, one before every restore.
+SPARK_CHECKPOINTS_KEEP = envint("SPARK_CHECKPOINTS_KEEP", 200)
+if SPARK_CHECKPOINTS_KEEP < 1:
+    raise ConfigError(f"SPARK_CHECKPOINTS_KEEP must be at least 1, got {SPARK_CHECKPOINTS_KEEP}")
 SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)
 if SPARK_RUN_OUTPUT_TO_MODEL < MIN_BUDGET:
     raise ConfigError(f"SPARK_RUN_OUTPUT_TO_MODEL must be at least {MIN_BUDGET} bytes, got {SPARK_RUN_OUTPUT_TO_MODEL}")

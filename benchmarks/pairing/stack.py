@@ -15,7 +15,9 @@ processes through Redis, ``spark_ide.live.owner``).
 ``Stack(..., worker={...})`` starts a Celery worker too (the code runs, over ``redis_url``),
 with those settings added to the IDE's (the sandbox's limits, say).
 ``Stack(..., settings={...})``: the IDE's settings over the stack's own (its edit dialect,
-``SPARK_EDIT_STYLE=edits`` unless given, say).
+``SPARK_EDIT_STYLE=edits`` unless given, say). ``Stack(..., application=...)``: Daphne serves
+that ASGI application instead of ``spark_ide.asgi:application`` (one that wraps it, as the
+run-loop benchmark's ``benchmarks.runloop_asgi``).
 """
 
 from __future__ import annotations
@@ -204,6 +206,7 @@ class Stack:
         self, scripts: dict[str, str], *, daphnes: int = 1, database_url: str = "", redis_url: str = "",
         relay: bool = True, daphne_args: tuple[str, ...] = (), upstream: dict[str, str] | None = None,
         worker: dict[str, str] | None = None, settings: dict[str, str] | None = None,
+        application: str = "spark_ide.asgi:application",
     ) -> None:
         self.scripts = scripts
         self.daphnes = daphnes
@@ -214,6 +217,7 @@ class Stack:
         self.upstream = upstream
         self.worker = worker
         self.settings = settings or {}
+        self.application = application
         self.ide_urls: list[str] = []
         self.daphne_processes: list[subprocess.Popen[bytes]] = []
         self.dir = Path(tempfile.mkdtemp(prefix="spark-bench-pairing-"))
@@ -277,7 +281,7 @@ class Stack:
             name = "daphne" if index == 0 else f"daphne-{index + 1}"
             self.daphne_processes.append(self._spawn(name, [
                 "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *STORM_PATIENCE, *self.daphne_args,
-                "spark_ide.asgi:application",
+                self.application,
             ], env))
         if self.with_relay and self.tap is not None:
             tap_port = self.tap.port

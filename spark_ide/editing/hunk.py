@@ -133,6 +133,11 @@ class HunkBlock(EditBlock):
     def located(self) -> bool:
         return self._applier is not None
 
+    @property
+    def sought(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What it looks for in the file: its ``@@`` lines, and its old lines after them."""
+        return tuple(self._anchors), tuple(self._old)
+
     def take_anchor(self, text: str) -> None:
         self._anchors.append(text)
 

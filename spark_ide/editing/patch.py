@@ -30,6 +30,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.patch_result import INTERRUPTED, BlockOutcome, OperationOutcome, PatchResult
 from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
+from spark_ide.editing.stale import changed_under
 from spark_ide.editing.status import BlockOperation, EditEvent, EditState
 
 if TYPE_CHECKING:
@@ -70,8 +71,10 @@ class _Operation:
     cursor: FileCursor = field(default_factory=FileCursor)
     unfollow: Callable[[], None] | None = None
 
-    def outcome(self) -> OperationOutcome:
-        blocks = tuple(BlockOutcome.of(block.final or block.status()) for block in self.blocks)
+    def outcome(self, stale: dict[int, str]) -> OperationOutcome:
+        blocks = tuple(
+            BlockOutcome.of(block.final or block.status(), stale.get(block.index)) for block in self.blocks
+        )
         return OperationOutcome(self.kind, self.source, self.target, blocks, self.problem)
 
 
@@ -98,6 +101,7 @@ class PatchCall:
         self._problems: list[str] = [refusal] if refusal else []
         self._interrupted = False
         self._result: PatchResult | None = None
+        self._stale: dict[int, str] = {}  # block index -> what changed under a hunk that found nothing
         headless = None
         if operation is not None and not self._problems:
             kind = BUILTIN_KINDS.get(operation.type)
@@ -165,7 +169,7 @@ class PatchCall:
     def _end(self) -> None:
         self._close_operation()
         self._result = PatchResult(
-            self.call_id, tuple(op.outcome() for op in self._ops), tuple(self._problems), self._interrupted
+            self.call_id, tuple(op.outcome(self._stale) for op in self._ops), tuple(self._problems), self._interrupted
         )
         self._on_end(self)
 
@@ -312,6 +316,16 @@ class PatchCall:
             op = self._op
             if op is not None and failure.reason in REFUSALS:
                 self._refuse(op, block, failure.reason, failure.message)
+            if failure.reason is FailureReason.NO_MATCH and isinstance(block, HunkBlock):
+                self._note_stale(block)
+
+    def _note_stale(self, block: HunkBlock) -> None:
+        """A hunk found nothing: when someone else changed its file since the model saw it,
+        the call's output says so, with the file's lines now (``stale``)."""
+        seen = self._runner.seen_if_changed(block.path)
+        now = self._runner._text(block.path)
+        if seen is not None and now is not None and seen != now:
+            self._stale[block.index] = changed_under(block.path, seen, now, *block.sought)
 
     def _refuse(self, op: _Operation, failed: EditBlock, reason: str, message: str | None) -> None:
         """Take back the blocks ``op`` applied before ``failed`` (the newest items of the undo

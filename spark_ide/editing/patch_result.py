@@ -32,10 +32,13 @@ class BlockOutcome:
     lines: tuple[int, int] | None = None
     reason: str | None = None
     message: str | None = None
+    # A hunk that found nothing in a file someone else changed since the model saw it: that,
+    # and the file's lines now (``stale.changed_under``), told after the operation's line.
+    stale: str | None = None
 
     @classmethod
-    def of(cls, status: BlockStatus) -> BlockOutcome:
-        return cls(status.block, status.state, status.hunk, status.lines, status.reason, status.message)
+    def of(cls, status: BlockStatus, stale: str | None = None) -> BlockOutcome:
+        return cls(status.block, status.state, status.hunk, status.lines, status.reason, status.message, stale)
 
     @property
     def applied(self) -> bool:
@@ -73,7 +76,8 @@ class OperationOutcome:
             parts.append(self.problem)
         if not parts:
             return f"{head}: applied"
-        return f"{head}: " + "; ".join(parts)
+        notes = "".join(f"\n{block.stale}" for block in self.blocks if block.stale)  # unindented: code
+        return f"{head}: " + "; ".join(parts) + notes
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ one numbering of blocks per turn.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pycrdt import Doc, Subscription, Text, UndoManager
@@ -23,12 +24,25 @@ from spark_ide.editing.review import Landed, byte_to_char, line_span, lines_arou
 from spark_ide.editing.status import BlockOperation, BlockStatus, CodeText, EditEvent, EditState
 
 DeltaFollower = Callable[[list[dict[str, Any]]], None]
+SeenText = Callable[[str], str | None]  # the text the model last saw of a path (None: not known)
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A file the turn's blocks touched since the last `BlockRunner.take_touched`: its text
+    when they first touched it since then (None: it did not exist), and whether someone else
+    changed it after that, while the turn was on it (`others`)."""
+
+    first: str | None
+    others: bool
 
 
 class BlockRunner:
     """The shared state and plumbing of one turn's blocks (see the module docstring)."""
 
-    def __init__(self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY) -> None:
+    def __init__(
+        self, doc: Doc[Any], turn_id: str, *, files_key: str = FILES_KEY, seen: SeenText | None = None,
+    ) -> None:
         self.turn_id = turn_id
         self._doc = doc
         self._files_key = files_key
@@ -52,6 +66,9 @@ class BlockRunner:
         self._scopes: dict[int, UndoManager] = {}
         self._landed: dict[int, Landed] = {}
         self._reviewing = False  # a block is being undone on its own (its change reaches others)
+        self._seen = seen
+        self._touched: dict[str, str | None] = {}  # files touched since the last take_touched(): text then
+        self._touched_by_others: set[str] = set()  # of those, the ones someone else changed since
 
     @property
     def ledger(self) -> Ledger:
@@ -62,6 +79,27 @@ class BlockRunner:
         A block that fails or is rolled back afterwards says so in its final `BlockStatus`."""
         code, self._code = self._code, []
         return code
+
+    def take_touched(self) -> dict[str, Touch]:
+        """The files the turn's blocks touched since the last call (or the turn's start), as
+        `Touch`es; the next call reports from now on. What the model did to a file is then
+        told apart from what someone else did (``live.seen``)."""
+        touched = {
+            path: Touch(first, path in self._touched_by_others) for path, first in self._touched.items()
+        }
+        self._touched, self._touched_by_others = {}, set()
+        return touched
+
+    def seen_if_changed(self, path: str) -> str | None:
+        """The text the model last saw of ``path`` when someone else has changed the file
+        since (before the turn's blocks touched it since then, or while they were on it);
+        None when nobody did, or what the model saw is not known."""
+        seen = self._seen(path) if self._seen is not None else None
+        if seen is None or path not in self._touched:
+            return None
+        if path in self._touched_by_others or self._touched[path] != seen:
+            return seen
+        return None
 
     def _next_index(self) -> int:
         index = self._blocks
@@ -81,8 +119,11 @@ class BlockRunner:
         self._block = block
         self._own.update((hash_origin(block.origin), hash_origin(block.file_origin)))
         for path in (block.path, *paths):
-            if path and path not in self._before:
-                self._before[path] = self._text(path)
+            if not path or (path in self._before and path in self._touched):
+                continue
+            text = self._text(path)  # one string for both (a turn's files are not copied twice)
+            self._before.setdefault(path, text)
+            self._touched.setdefault(path, text)
         self._undo_manager().include_origin(block.origin)
         scope = UndoManager(scopes=[self._files], capture_timeout_millis=0)
         scope.include_origin(block.origin)
@@ -111,8 +152,10 @@ class BlockRunner:
         def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
             origin = event.transaction.origin()
             if not self._undoing and origin not in self._own:
-                if not self._reviewing:
+                if not self._reviewing:  # (a block of the turn undone alone is the turn's own change)
                     self._mixed.add(path)  # another origin changed the file while the turn was on it
+                if path in self._touched:
+                    self._touched_by_others.add(path)  # (an undone block too: the model is told of it)
                 for follower in self._followers.get(path, ()):
                     follower(event.delta)
             current = self._block

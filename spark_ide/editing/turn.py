@@ -27,7 +27,7 @@ from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.patch import PatchCall, PatchOperation
 from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, ReviewRefused, RollbackReason
 from spark_ide.editing.review import undo_landed
-from spark_ide.editing.runner import BlockRunner
+from spark_ide.editing.runner import BlockRunner, SeenText
 from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 from spark_ide.editing.threeway import take_back
 
@@ -51,6 +51,10 @@ class TurnEditor(BlockRunner):
     text, its blocks and fences included, comes out as prose (shown, never applied), and
     `withheld` counts the blocks it held.
 
+    `seen(path)`: the text the model last saw of a file (``live.seen``; None: not known). A
+    patch hunk that finds nothing in a file someone else changed since then says so in the
+    call's output, with the file's lines as they are now (``stale``).
+
     The undo manager keeps the text the turn deletes (pycrdt frees deleted text only in the
     transaction that deletes it), for as long as the document lives. A room that compacts its
     document (a fresh copy without the deleted text) calls `detach`: from then on `revert`
@@ -68,8 +72,9 @@ class TurnEditor(BlockRunner):
         fence_path: str | None = None,
         limits: FileLimits = NO_LIMITS,
         explain_only: bool = False,
+        seen: SeenText | None = None,
     ) -> None:
-        super().__init__(doc, turn_id, files_key=files_key)
+        super().__init__(doc, turn_id, files_key=files_key, seen=seen)
         self.explain_only = explain_only
         self.withheld = 0  # explain-only: edit blocks (and fences taken as files) shown as text
         self._limits = limits
@@ -270,7 +275,8 @@ class TurnEditor(BlockRunner):
         if landed is None and not unchanged:
             raise ReviewRefused(
                 f"{name} cannot be undone on its own (a file's delete or move; or the turn's undo history is "
-                "gone: the room's document was compacted, or the turn was reverted and restored): revert the "
+                "gone: the room's document was compacted, a checkpoint's files were put back, or the turn was "
+                "reverted and restored): revert the "
                 "whole turn instead"
             )
         if landed is not None:

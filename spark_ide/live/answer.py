@@ -129,6 +129,7 @@ class AnswerReader:
         assert run.stream is not None
         request = run.request.next_round(
             response_id=done.response_id, answer=run.stream.text, calls=done.tool_calls, outputs=outputs,
+            then=run.changes(),
         )
         return await self._go_on(run, request, calls=len(outputs), failed=sum(o.status == "failed" for o in outputs))
 
@@ -163,7 +164,8 @@ class AnswerReader:
         text = "\n".join([tests.request_text(outcome), *run.editor.take_notes()])
         assert run.stream is not None
         request = run.rebuild(text) if run.rebuild is not None else run.request.next_round(
-            response_id=done.response_id, answer=run.stream.text, calls=(), outputs=(), then=(Message("user", text),),
+            response_id=done.response_id, answer=run.stream.text, calls=(), outputs=(),
+            then=(*run.changes(), Message("user", text)),
         )
         return await self._go_on(run, request, verdict=verdict_line(verdict))
 

@@ -182,7 +182,8 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
         )
         return Join(conn, None if wire["after"] is None else int(wire["after"]))
     if kind == "command":
-        fields = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
+        fields: dict[str, Any] = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
+        fields.update({name: bool(wire[name]) for name in CommandItem.FLAGS if name in wire})
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])
     if kind == "leave":

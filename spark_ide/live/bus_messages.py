@@ -66,11 +66,15 @@ class CommandItem:
     effort: str | None = None
     path: str | None = None
     turn: str | None = None
+    checkpoint: str | None = None
+    code: bool | None = None
+    conversation: bool | None = None
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn")
+    FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
+    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
 
-    def fields(self) -> dict[str, str]:
-        return {name: value for name in self.FIELDS if (value := getattr(self, name)) is not None}
+    def fields(self) -> dict[str, str | bool]:
+        return {name: value for name in (*self.FIELDS, *self.FLAGS) if (value := getattr(self, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ __all__ = [
     "DRIVER_ROLES",
     "EFFORTS",
     "EVENTS",
+    "CheckpointCreated",
+    "CheckpointRestored",
     "CloseCode",
     "DocumentReplaced",
     "EditReviewed",
@@ -160,6 +162,9 @@ class ErrorCode(StrEnum):
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
+    # ``checkpoint.restore``: no checkpoint of this workspace has that id; a turn is running.
+    NO_SUCH_CHECKPOINT = "no_such_checkpoint"
+    CHECKPOINT_BUSY = "checkpoint_busy"
 
 
 class CloseCode(IntEnum):
@@ -318,6 +323,32 @@ class DocumentReplaced(Event):
     parts_documents: ClassVar[bool] = True
     generation: int
     state: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCreated(Event):
+    """A named checkpoint was taken (``checkpoint.create``): the history panel lists it."""
+
+    type: ClassVar[str] = "checkpoint.created"
+    ephemeral: ClassVar[bool] = True
+    checkpoint: str
+    name: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRestored(Event):
+    """``by`` restored ``checkpoint``: its files (``code``: everyone's document changed in one
+    step), its conversation (the next request starts from there), or both. ``undo``: the
+    checkpoint taken just before, whose restore undoes this one."""
+
+    type: ClassVar[str] = "checkpoint.restored"
+    ephemeral: ClassVar[bool] = True
+    checkpoint: str
+    code: bool
+    conversation: bool
+    by: str
+    undo: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,7 +627,7 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence,
+    GuardDiagnostics, Presence, CheckpointCreated, CheckpointRestored,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
     TurnRestored, EditReviewed, GuardFinding,
 )

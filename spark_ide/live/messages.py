@@ -45,6 +45,7 @@ class Limits:
     path_chars: int = 512
     run_input_chars: int = 10_000  # one line typed into a running program
     id_chars: int = MAX_ID_CHARS
+    name_chars: int = 200  # a checkpoint's name
 
 
 class Invalid(Exception):
@@ -133,6 +134,13 @@ _DECLARED = (
         _flag("all"),  # (before ``block``, which it makes optional)
         Field("block", (int,), required_unless="all", minimum=0, maximum=MAX_SAFE_INT),
     ), "undo one applied block of a turn alone (others' typing stays), or all of the turn's waiting for review"),
+    MessageSpec("checkpoint.create", DRIVER_ROLES, (_text("name", limit="name_chars"),),
+                "a named checkpoint of the files and the conversation as they are now"),
+    MessageSpec("checkpoint.restore", DRIVER_ROLES, (
+        _text("checkpoint", limit="id_chars"),
+        _flag("code"),  # every file back to the checkpoint's text
+        _flag("conversation"),  # the next request starts from the checkpoint's conversation
+    ), "go back to a checkpoint: its code, its conversation or both (not while a turn runs)"),
     MessageSpec("run", DRIVER_ROLES, (
         _flag("tests"),
         _text("path", limit="path_chars", required=False, required_unless="tests"),

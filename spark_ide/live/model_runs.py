@@ -10,7 +10,7 @@ is ``run_report``'s: how it ended and its output cut to ``run_output_to_model``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -65,17 +65,21 @@ class RunFor:
 
 
 class ModelRuns:
-    """The room's runs as the model uses them. ``high_findings``: the watchdog's high-severity
-    findings in the files as they are now; ``budget``: bytes of output the model is told."""
+    """The room's runs as the model uses them. ``texts``: the files as they are now;
+    ``high_findings``: the watchdog's high-severity findings in them; ``budget``: bytes of
+    output the model is told."""
 
     def __init__(
-        self, runs: RoomRunsPort, *, files: Callable[[], Collection[str]], high_findings: Callable[[], list[Finding]],
-        budget: int,
+        self, runs: RoomRunsPort, *, texts: Callable[[], Mapping[str, str]],
+        high_findings: Callable[[], list[Finding]], budget: int,
     ) -> None:
         self._runs = runs
-        self.files = files
+        self.texts = texts
         self._high_findings = high_findings
         self._budget = budget
+
+    def files(self) -> Collection[str]:
+        return self.texts().keys()
 
     async def run(self, command: RunCommand, owner: RunFor) -> RunAnswer:
         high = self._high_findings()

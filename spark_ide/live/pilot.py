@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pycrdt import Doc
 
@@ -33,6 +33,7 @@ from spark_ide.guard import Finding
 from spark_ide.upstream import UpstreamError
 
 from .answer import AnswerReader
+from .checkpoints import Checkpoints, CheckpointStore
 from .events import Event, FinishReason, Policy, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
 from .model_link import ModelLink, stop_answer
 from .model_runs import ModelRuns
@@ -50,6 +51,10 @@ from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
 log = logging.getLogger(__name__)
+
+class PilotStore(TurnStore, CheckpointStore, Protocol):
+    """What the Pilot keeps in storage: turn records, checkpoints (``RoomStore``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Halt:
@@ -73,7 +78,7 @@ class Pilot:
         texts: Callable[[], dict[str, str]],
         publish: Callable[[TurnEvent], None],
         announce: Callable[[Event], None],
-        store: TurnStore,
+        store: PilotStore,
         guard: RoomRules,
         settings: LiveSettings,
         runs: ModelRuns | None = None,
@@ -103,6 +108,11 @@ class Pilot:
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
         self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog, link=self._link)
+        self.checkpoints = Checkpoints(
+            store=store, records=self._records, document=document, texts=texts,
+            conversation=lambda: self._maker.conversation, set_conversation=self._maker.go_back, announce=announce,
+            files_restored=lambda: self._reverts.files_restored(document()), keep=settings.checkpoints_keep,
+        )
 
     @property
     def busy(self) -> bool:
@@ -198,6 +208,10 @@ class Pilot:
             self._reverts.restore(command)
         elif kind is CommandKind.REVIEW:
             self._review(command)
+        elif kind is CommandKind.CHECKPOINT_RESTORE:
+            await self.checkpoints.restore(command, busy=run is not None)
+        elif kind is CommandKind.CHECKPOINT_CREATE:
+            await self.checkpoints.create(command)
         elif kind is CommandKind.NEXT and run is None:
             await self._next()
 
@@ -232,6 +246,9 @@ class Pilot:
         run = self._maker.make(
             command, steered_from=None, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=auto_test,
         )
+        # Before every turn (not a steer: its chain began with one): the files it starts from
+        # and the conversation before it, recorded ahead of the turn's own record.
+        self.checkpoints.before_turn(run.id, command, run.before)
         self._announce(run, policy)
         try:
             client = await self._link.client()

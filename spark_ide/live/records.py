@@ -36,6 +36,13 @@ class Records:
     def put(self, name: str, write: Callable[[], Awaitable[None]], *, then: Callable[[], None] | None = None) -> None:
         self._queue.put_nowait(_Write(name, write, then))
 
+    async def drain(self) -> None:
+        """Wait until every write put so far is done (or given up), ``DRAIN_TIMEOUT_S`` at most."""
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("turn records still not written after %.0f s", DRAIN_TIMEOUT_S)
+
     async def close(self) -> None:
         try:
             await asyncio.wait_for(self._queue.join(), timeout=DRAIN_TIMEOUT_S)

@@ -79,6 +79,13 @@ class TurnReverts:
         """The edit engine of ``turn`` if it is one of the recent turns of this room."""
         return self._revertible.get(turn)
 
+    def files_restored(self, doc: Doc[Any]) -> None:
+        """A checkpoint's files were put back (between turns): the kept turns' undo histories
+        no longer describe the files, so they revert as text from now on (refused where their
+        lines changed since), and no revert before it can be undone."""
+        self._revertible.detach(doc)
+        self._restorable.clear()
+
     def editor(self, command: Command) -> TurnEditor | None:
         """The edit engine of the turn ``command`` reverts; None (told to the asking
         connection) when the turn is unknown or too old."""

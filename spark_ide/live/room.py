@@ -78,7 +78,7 @@ class Room:
         )
         self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
         model_runs = ModelRuns(
-            self.runs, files=lambda: self.texts().keys(), high_findings=self.guard.high_findings,
+            self.runs, texts=self.texts, high_findings=self.guard.high_findings,
             budget=settings.run_output_to_model,
         )
         self.pilot = Pilot(

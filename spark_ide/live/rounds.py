@@ -29,7 +29,7 @@ from spark_ide.upstream.dialects import APPLY_PATCH, RUN, EditStyle
 
 from .model_runs import RunAnswer, TurnRuns
 from .run_command import CommandRefused, RunCommand
-from .test_rounds import TestRounds, changes
+from .test_rounds import TestRounds
 
 STOPPED = "Failed: stopped by the user (the turn ended while it ran)."
 
@@ -135,12 +135,12 @@ class ToolRounds:
         self._running[call.call_id] = (command.text, task)
 
     async def _run(self, command: RunCommand, runs: TurnRuns) -> RunAnswer:
-        at = changes(self.editor)
+        at = self.tests.point(self.editor) if self.tests is not None else None
         answer = await runs.run(command)
         self.ran.append(f"- ran `{command.text}`: {answer.status}" + (
             f" (exit code {answer.result.finished.exit_code})" if answer.result is not None else ""
         ))
-        if self.tests is not None:
+        if self.tests is not None and at is not None:
             self.tests.model_ran(command, answer, at)
         return answer
 

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 KEPT_OUTPUT_CHARS = 64_000  # of a run's output in its record (the sandbox caps it about there too)
 ROOM_CLOSED = "stopped: the room closed while it ran"
+# The end of a model's run is written this long after it is known: the model's next request
+# goes out first (a write holds the GIL in the database thread while the loop builds it).
+MODEL_RECORD_AFTER_S = 0.05
 
 
 def confirmation_needed(high: list[Finding], *, path: str, tests: bool) -> ErrorEvent:
@@ -67,6 +70,8 @@ class RoomRuns:
         self._records = Records(settings.persist_retries)
         self._running: _Running | None = None
         self._background = Background()
+        self._later: dict[str, tuple[asyncio.TimerHandle, Callable[[], Awaitable[None]]]] = {}  # run -> its end's write
+        self._closing = False
 
     def start(self) -> None:
         self._records.start()
@@ -75,6 +80,7 @@ class RoomRuns:
         """A run going on when the room closes (idle, shut down, moved to another process) is
         stopped and recorded as ended here: its own ``run.finished`` would come after the
         records are closed, to a room that no longer listens, and leave it ``running``."""
+        self._closing = True
         running = self._running
         if running is not None:
             self._settings.runner.stop(running.id)
@@ -82,6 +88,9 @@ class RoomRuns:
                 run=running.id, exit_code=None, duration_ms=round((time.monotonic() - running.began) * 1000),
                 status="killed", truncated=False, message=ROOM_CLOSED, sandboxed=False,
             ))
+        for run, (handle, write) in list(self._later.items()):
+            handle.cancel()
+            self._record_end(run, write)
         await self._records.close()
 
     @property
@@ -205,4 +214,15 @@ class RoomRuns:
             run=running.id, status=finished.status, exit_code=finished.exit_code,
             duration_ms=finished.duration_ms, output="".join(running.output), message=finished.message,
         )
-        self._records.put(f"run {running.id} end", lambda: self._store.run_finished(outcome))
+        def write() -> Awaitable[None]:
+            return self._store.run_finished(outcome)
+
+        if running.started.model and not self._closing:
+            handle = asyncio.get_running_loop().call_later(MODEL_RECORD_AFTER_S, self._record_end, running.id, write)
+            self._later[running.id] = (handle, write)
+        else:
+            self._record_end(running.id, write)
+
+    def _record_end(self, run: str, write: Callable[[], Awaitable[None]]) -> None:
+        self._later.pop(run, None)
+        self._records.put(f"run {run} end", write)

@@ -15,6 +15,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode
 from spark_ide.upstream import ModelClient
 
+from .checkpoints import KEEP, Checkpoint, Saved
 from .events import RunError, RunFinished, RunOutput, TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
@@ -185,6 +186,14 @@ class RoomStore(Protocol):
 
     async def run_started(self, record: RunRecord) -> None: ...
 
+    async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
+        """Store ``checkpoint`` content-addressed (``live.checkpoints``), then keep only the
+        newest ``keep`` checkpoints and the blobs they refer to."""
+
+    async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
+        """This workspace's checkpoint of that id, whole; None when it has none (another
+        workspace's id included)."""
+
     async def run_finished(self, outcome: RunOutcome) -> None: ...
 
     async def ai_policy(self) -> AiPolicy:
@@ -240,3 +249,4 @@ class LiveSettings:
     auto_test: bool = True
     run_output_to_model: int = RUN_OUTPUT_TO_MODEL
     model_run_wait_s: float = 30.0
+    checkpoints_keep: int = KEEP  # SPARK_CHECKPOINTS_KEEP: checkpoints kept per workspace (live.checkpoints)

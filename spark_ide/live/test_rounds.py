@@ -1,7 +1,8 @@
 """Test rounds (``SPARK_AUTO_TEST``): the IDE runs the tests after the model's changes.
 
-When a response ends without tool calls and the turn changed files since the whole suite last
-ran (the IDE's run, or the model's own ``pytest`` of every test), the IDE runs the tests the
+When a response ends without tool calls, the model changed files since the whole suite last
+ran (the IDE's run, or the model's own ``pytest`` of every test) and the files are not what
+they were then (a rewrite of the same text changes nothing), the IDE runs the tests the
 way a person's Run does (``pytest``), in the room, marked as the model's. Green ends the turn
 ``tests_passed``; red starts the next round with the failure (``test_verdict``) as the
 request, until the round limit (``tests_failed``). A workspace without tests, or a run that
@@ -10,7 +11,8 @@ could not start, ends the turn as it would have ended.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from spark_ide.editing import Outcome, TurnEditor
 
@@ -44,31 +46,48 @@ class TestOutcome:
         return self.verdict is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Where a turn stood: how many changes its model had made, and the files' texts."""
+
+    changes: int
+    texts: Mapping[str, str]
+
+
 @dataclass
 class TestRounds:
-    """A turn's test rounds. ``budget``: bytes of the failure the next request carries."""
+    """A turn's test rounds. ``budget``: bytes of the failure the next request carries;
+    ``tested``: where the turn stood when the whole suite last ran (at first: its start)."""
 
     runs: TurnRuns
     budget: int
-    tested_at: int = 0  # ``changes`` when the whole suite last ran
+    tested: Point = field(default_factory=lambda: Point(0, {}))
     failing: str = ""  # the verdict of that run when it was red ("1 failed"), else ""
 
-    def due(self, editor: TurnEditor) -> bool:
-        """Whether the tests are to run now: files changed since they last ran, and there are tests."""
-        return changes(editor) > self.tested_at and has_tests(self.runs.runs.files())
+    def point(self, editor: TurnEditor) -> Point:
+        return Point(changes(editor), dict(self.runs.runs.texts()))
 
-    def model_ran(self, command: RunCommand, answer: RunAnswer, at: int) -> None:
-        """The model ran ``command`` itself when the turn had made ``at`` changes: a run of the
-        whole suite counts as the tests having run then."""
+    def due(self, editor: TurnEditor) -> bool:
+        """Whether the tests are to run now: the model changed files since they last ran, the
+        files differ from then, and there are tests."""
+        if changes(editor) <= self.tested.changes:
+            return False
+        texts = self.runs.runs.texts()
+        return texts != self.tested.texts and has_tests(texts)
+
+    def model_ran(self, command: RunCommand, answer: RunAnswer, at: Point) -> None:
+        """The model ran ``command`` itself, having started it ``at``: a run of the whole suite
+        counts as the tests having run then."""
         result = answer.result
-        if whole_suite(command) and result is not None and not result.finished.error and at >= self.tested_at:
-            self.tested_at = at
-            verdict = read_verdict(result.output, result.finished.exit_code)
-            self.failing = "" if verdict.green or verdict.no_tests else verdict_line(verdict)
+        if result is None or result.finished.error or not whole_suite(command) or at.changes < self.tested.changes:
+            return
+        self.tested = at
+        verdict = read_verdict(result.output, result.finished.exit_code)
+        self.failing = "" if verdict.green or verdict.no_tests else verdict_line(verdict)
 
     async def run(self, editor: TurnEditor) -> TestOutcome:
         """Run the tests on the files as they are now."""
-        self.tested_at = changes(editor)
+        self.tested = self.point(editor)
         answer = await self.runs.run(THE_TESTS)
         result = answer.result
         if result is None or result.finished.error:

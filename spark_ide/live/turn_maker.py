@@ -1,7 +1,8 @@
 """What a new turn is made of (``TurnMaker.make``): its request to the model (the files, the
-newest past turns, the ledger of the last one, the steering of the chain it continues:
-``prompting``) and the edit engine that applies its answer to the room's document; and what
-the next turns carry of one that ended (``TurnMaker.ended``)."""
+newest past turns, the ledger of the last one, what others changed since the model saw the
+files, the steering of the chain it continues: ``prompting``, ``seen``) and the edit engine
+that applies its answer to the room's document; and what the next turns carry of one that
+ended (``TurnMaker.ended``)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from pycrdt import Doc
 
 from spark_ide.editing import TurnEditor
 from spark_ide.editing.limits import FileLimits
-from spark_ide.upstream import TurnRequest
+from spark_ide.upstream import Message, TurnRequest
 
+from .checkpoints import Conversation
 from .events import TurnStatus
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request
+from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing
 from .rounds import ToolRounds, offered_tools
 from .run_report import RUN_OUTPUT_TO_MODEL
-from .test_rounds import TestRounds
+from .seen import SeenFiles
+from .test_rounds import Point, TestRounds
 from .turn_watch import TurnWatch
 from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
 
@@ -52,7 +55,10 @@ class TurnMaker:
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self.history: deque[PastTurn] = deque(maxlen=style.history_turns)
         self._last: TurnEditor | None = None  # the last turn's engine: its ledger goes into the next request
+        self._last_ledger = ""  # the last ledger when there is no such engine (a checkpoint's conversation)
         self._notes: list[str] = []  # blocks of earlier turns people undid since the last request
+        # What the model last saw of each file (None: it is not told what others changed).
+        self.seen = SeenFiles() if style.tell_changes else None
 
     def make(
         self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, watch: TurnWatch | None,
@@ -66,13 +72,19 @@ class TurnMaker:
         turn_id = command.turn or new_turn_id()
         runs = self._turn_runs(turn_id, chain, policy)
         turn_input = self._input(chain, policy, texts, runs=runs is not None)
+        seen = self.seen
+        if seen is not None:
+            turn_input.changes = seen.note(texts, {})
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
-        request = build_request(turn_input, self._style)
+        request, shown = request_showing(turn_input, self._style)
         self._notes = []  # told
+        if seen is not None:
+            seen.showed(texts, shown)
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
+            seen=seen.text if seen is not None else None,
         )
-        tests = TestRounds(runs, self._run_budget) if runs is not None and auto_test else None
+        tests = TestRounds(runs, self._run_budget, Point(0, texts)) if runs is not None and auto_test else None
         tools = ToolRounds(
             editor, offered_tools(request.edit_style, runs=request.runs), self._style.max_rounds,
             runs=runs, tests=tests,
@@ -82,7 +94,16 @@ class TurnMaker:
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
             rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None, auto_test=auto_test,
+            changes=lambda: self._changes(editor),
         )
+
+    def _changes(self, editor: TurnEditor) -> tuple[Message, ...]:
+        """For a turn's next round: what others changed since the model saw the files (the
+        model's own changes, which its ``editor`` reports, are not told)."""
+        if self.seen is None:
+            return ()
+        note = self.seen.note(self._texts(), editor.take_touched())
+        return (Message("user", note),) if note else ()
 
     def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
         return TurnInput(
@@ -92,10 +113,14 @@ class TurnMaker:
             tests_only=policy.tests_only,
         )
 
+    def _last_turn_ledger(self) -> str:
+        """The last turn's ledger as it stands now (blocks people undid since included)."""
+        return self._last.ledger.as_prompt() if self._last is not None else self._last_ledger
+
     def _ledger(self) -> str:
-        """The last turn's ledger as it stands now (blocks people undid since included), and
-        the blocks of older turns people undid since the last request."""
-        ledger = self._last.ledger.as_prompt() if self._last is not None else ""
+        """The last turn's ledger, and the blocks of older turns people undid since the last
+        request."""
+        ledger = self._last_turn_ledger()
         if self._notes:
             ledger = "\n".join([ledger, "Since then, people undid some of your earlier edits:",
                                  *(f"- {note}" for note in self._notes)]).strip()
@@ -117,6 +142,25 @@ class TurnMaker:
             return build_request(self._input(chain, policy, self._texts(), runs=False, text=asked), self._style)
         return rebuild
 
+    @property
+    def conversation(self) -> Conversation:
+        """What the next request carries of the past (a checkpoint keeps it)."""
+        return Conversation(history=tuple(self.history), ledger=self._last_turn_ledger())
+
+    def go_back(self, conversation: Conversation) -> None:
+        """The next request starts from ``conversation`` (a checkpoint's): the turns after it
+        are not carried. Each request is built afresh (no response id is chained across turns),
+        so nothing of the model's own memory of them is left either. What the model last saw of
+        each file was seen in those turns: it is forgotten (the next request shows the files
+        whole, and tells no changes against texts the model no longer remembers)."""
+        self.history.clear()
+        self.history.extend(conversation.history)
+        self._last_ledger = conversation.ledger
+        self._last = None
+        self._notes = []  # of turns the conversation no longer has, or before the checkpoint
+        if self.seen is not None:
+            self.seen = SeenFiles()
+
     def ended(self, run: TurnRun, status: TurnStatus) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its
         ledger as the last one."""
@@ -125,6 +169,9 @@ class TurnMaker:
             # its partial answer), so it is not history of its own.
             self.history.append(run.as_past())
         self._last = run.editor
+        touched = run.editor.take_touched()  # (also lets go of the texts it holds)
+        if self.seen is not None and touched:
+            self.seen.absorb(self._texts(), touched)  # what the model wrote is what it saw
 
     def reviewed(self, editor: TurnEditor, notes: list[str]) -> None:
         """People undid blocks of ``editor``'s turn (``notes`` say which, for the model): the

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
-from spark_ide.upstream import TurnRequest, TurnStream
+from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
-from .prompting import PastTurn, steering_note
+from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .rounds import ToolRounds
 from .turn_watch import TurnWatch
@@ -31,6 +31,10 @@ def new_turn_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+def no_changes() -> tuple[Message, ...]:
+    return ()
+
+
 class CommandKind(StrEnum):
     PROMPT = "prompt"
     STEER = "steer"
@@ -38,6 +42,8 @@ class CommandKind(StrEnum):
     REVERT = "revert"
     RESTORE = "restore"  # undo a revert
     REVIEW = "review"  # keep or undo applied blocks of a turn (hunk.keep, hunk.undo)
+    CHECKPOINT_CREATE = "checkpoint.create"  # a named checkpoint (``text``: its name)
+    CHECKPOINT_RESTORE = "checkpoint.restore"  # back to a checkpoint's code and/or conversation
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
 
 
@@ -58,6 +64,9 @@ class Command:
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
     block: int | None = None  # review: which block of ``turn`` (None: all those waiting for review)
     decision: str = ""  # review: "keep" or "undo"
+    checkpoint: str = ""  # checkpoint.restore: which one
+    code: bool = False  # checkpoint.restore: the files back
+    conversation: bool = False  # checkpoint.restore: the next request starts from there
 
 
 @dataclass
@@ -92,6 +101,9 @@ class TurnRun:
     # are, asking ``text`` (None: the next round chains on the conversation, ``next_round``).
     rebuild: Callable[[str], TurnRequest] | None = None
     auto_test: bool = False  # test rounds were on when its chain began (a steer keeps them so)
+    # What others changed in the files the model saw, for its next round's request (``seen``):
+    # messages to send after the round's tool outputs (none: nothing changed, or not told).
+    changes: Callable[[], tuple[Message, ...]] = no_changes
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -107,10 +119,13 @@ class TurnRun:
         more = 0
         stream = self.stream
         if stream is not None and stream.waiting and (most is None or most > 0):
+            # A quota's tokens left bound the deltas taken and their text (a delta may carry
+            # several tokens: a provider that fell behind hands them over in one piece).
+            limit = MERGED_CHARS if most is None else min(MERGED_CHARS, most * CHARS_PER_TOKEN)
             if call_id is None:
-                waiting, more = stream.take_waiting_text(MERGED_CHARS, most)
+                waiting, more = stream.take_waiting_text(limit, most)
             else:
-                waiting, more = stream.take_waiting_input(call_id, MERGED_CHARS, most)
+                waiting, more = stream.take_waiting_input(call_id, limit, most)
             text += waiting
         self.deltas += 1 + more
         self.chars += len(text)

@@ -21,6 +21,7 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.bus import send
 from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
+from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
@@ -43,7 +44,7 @@ from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
-from . import ports, services
+from . import checkpoints, ports, services
 from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
@@ -235,6 +236,14 @@ class DatabaseRoomStore:
     async def turn_restored(self, turn: str) -> None:
         await self._write(lambda: services.turn_mark_restored(turn))
 
+    async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
+        saved: Saved = await self._write(lambda: checkpoints.checkpoint_save(self.workspace, checkpoint, keep=keep))
+        return saved
+
+    async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
+        found: Checkpoint | None = await database_sync_to_async(checkpoints.checkpoint_load)(self.workspace, checkpoint)
+        return found
+
     async def run_started(self, record: RunRecord) -> None:
         await self._write(lambda: services.run_create(record))
 
@@ -306,6 +315,7 @@ def live_settings() -> LiveSettings:
         ),
         auto_test=settings.SPARK_AUTO_TEST,
         run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
+        checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
     )
 
 

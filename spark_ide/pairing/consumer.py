@@ -322,6 +322,18 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _review(self, decision: str, values: dict[str, Any]) -> None:
         block = None if values["all"] else values["block"]
         self._command(CommandKind.REVIEW, turn=values["turn"], block=block, decision=decision)
+    def _on_checkpoint_create(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.CHECKPOINT_CREATE, text=values["name"])
+
+    def _on_checkpoint_restore(self, values: dict[str, Any]) -> None:
+        if not (values["code"] or values["conversation"]):
+            raise Invalid(
+                ErrorCode.BAD_FIELD, "'checkpoint.restore' needs 'code' or 'conversation' (or both) true", "code",
+            )
+        self._command(
+            CommandKind.CHECKPOINT_RESTORE, checkpoint=values["checkpoint"], code=values["code"],
+            conversation=values["conversation"],
+        )
 
     def _on_run(self, values: dict[str, Any]) -> None:
         tests = values["tests"]
@@ -356,6 +368,8 @@ HANDLERS: dict[str, Handler] = {
     "restore": SessionConsumer._on_restore,
     "hunk.keep": SessionConsumer._on_hunk_keep,
     "hunk.undo": SessionConsumer._on_hunk_undo,
+    "checkpoint.create": SessionConsumer._on_checkpoint_create,
+    "checkpoint.restore": SessionConsumer._on_checkpoint_restore,
     "run": SessionConsumer._on_run,
     "run.input": SessionConsumer._on_run_input,
     "run.stop": SessionConsumer._on_run_stop,

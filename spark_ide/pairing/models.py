@@ -10,7 +10,10 @@ from django.db import models
 from spark_ide.live.events import Role, TurnStatus
 from spark_ide.workspaces.models import Workspace
 
-__all__ = ["Participant", "Removal", "Role", "Room", "RoomEvent", "Run", "Session", "Turn", "TurnStatus"]
+__all__ = [
+    "Checkpoint", "CheckpointBlob", "Participant", "Removal", "Role", "Room", "RoomEvent", "Run", "Session", "Turn",
+    "TurnStatus",
+]
 
 ROLE_CHOICES = [(role.value, role.value) for role in Role]
 STATUS_CHOICES = [(status.value, status.value) for status in TurnStatus]
@@ -139,3 +142,45 @@ class RoomEvent(models.Model):
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["workspace", "seq"], name="one_event_per_seq")]
         indexes = [models.Index(fields=["workspace", "turn"])]
+
+
+class CheckpointBlob(models.Model):
+    """One text checkpoints refer to (a file's, a bucket of paths, a past turn's), kept once per
+    workspace under the sha256 of its UTF-8 (``live.checkpoints``). ``used``: the number of a
+    checkpoint that uses it, at most half the retention behind the newest that does
+    (``live.checkpoints.plan_save``: what pruning reads)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64)
+    text = models.TextField()
+    used = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "key"], name="one_blob_per_key")]
+        indexes = [models.Index(fields=["workspace", "used"])]
+
+
+class Checkpoint(models.Model):
+    """The workspace's files and the model's conversation at a moment (``live.checkpoints``):
+    ``manifest`` the keys of its buckets of paths, ``history`` the past turns' blob keys,
+    oldest first. ``number`` counts the workspace's checkpoints (1, 2, ...); the newest
+    ``SPARK_CHECKPOINTS_KEEP`` of a workspace are kept."""
+
+    checkpoint = models.CharField(max_length=32, unique=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="checkpoints")
+    number = models.BigIntegerField()
+    kind = models.CharField(max_length=16)  # live.checkpoints.CheckpointKind
+    turn = models.CharField(max_length=32, blank=True)  # the turn it was taken before
+    prompt = models.TextField(blank=True)  # the start of that turn's prompt
+    name = models.CharField(max_length=200, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    author_name = models.CharField(max_length=150, blank=True)  # as the author was called then
+    manifest = models.JSONField(default=list)
+    files = models.PositiveIntegerField(default=0)  # how many (the panel says so)
+    history = models.JSONField(default=list)
+    ledger = models.TextField(blank=True)
+    at = models.BigIntegerField()  # ms since the Unix epoch
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "number"], name="one_checkpoint_per_number")]

@@ -32,6 +32,7 @@ from spark_ide.workspaces.views import tree_nodes, tree_partial
 from . import ports, services
 from .adapter import expel_everywhere
 from .api import session_links
+from .checkpoints import checkpoint_list, checkpoint_storage
 from .models import Role, Session
 from .ports import CourseCopy
 
@@ -223,6 +224,8 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     ]
     context = {
         "turns": turns, "runs": runs, "can_drive": role in DRIVER_ROLES, "session": session,
+        "checkpoints": checkpoint_list(session.workspace_id),
+        "checkpoint_storage": checkpoint_storage(session.workspace_id),
         "hidden": len(latest) - len(shown), "shown_limit": HISTORY_SHOWN,
         "everything": everything and len(latest) > HISTORY_SHOWN,
         "history_url": reverse("session-history", args=[session.id]),

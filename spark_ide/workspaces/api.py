@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -49,7 +48,7 @@ def workspaces(request: HttpRequest) -> HttpResponse:
 def workspace(request: HttpRequest, workspace_id: str) -> HttpResponse:
     user = signed_in_user(request)
     if request.method == "PATCH":
-        return _workspace_patch(user, workspace_id, json_body(request))
+        return _workspace_patch(user, workspace_id, request)
     if is_guest(user):
         raise ApiError(ApiCode.GUEST_FORBIDDEN, GUEST_API_REFUSAL)
     try:
@@ -66,10 +65,11 @@ def workspace(request: HttpRequest, workspace_id: str) -> HttpResponse:
 PATCH_FIELDS = ("auto_test",)
 
 
-def _workspace_patch(user: User, workspace_id: str, body: dict[str, Any]) -> HttpResponse:
+def _workspace_patch(user: User, workspace_id: str, request: HttpRequest) -> HttpResponse:
     """Change the workspace's settings (``auto_test``: true, false, or null for the server's
     default) for its owner or a collaborator; a viewer is refused (``forbidden``), anyone else
-    told it does not exist. Nothing is changed unless every field is good."""
+    told it does not exist, before the body is read. Nothing is changed unless every field is
+    good."""
     try:
         found = Workspace.objects.get(pk=uuid.UUID(str(workspace_id)))
     except (ValueError, Workspace.DoesNotExist):
@@ -80,6 +80,7 @@ def _workspace_patch(user: User, workspace_id: str, body: dict[str, Any]) -> Htt
             raise ApiError(ApiCode.NOT_FOUND, f"no workspace {workspace_id}")
         if role not in DRIVER_ROLES:
             raise ApiError(ApiCode.FORBIDDEN, "only the owner and collaborators change the workspace's settings")
+    body = json_body(request)
     unknown = sorted(set(body) - set(PATCH_FIELDS))
     if unknown:
         changes = ", ".join(PATCH_FIELDS)

@@ -20,6 +20,8 @@ export const EVENT = Object.freeze({
   RUN_FINISHED: "run.finished",
   GUARD_DIAGNOSTICS: "guard.diagnostics",
   PRESENCE: "presence",
+  CHECKPOINT_CREATED: "checkpoint.created",
+  CHECKPOINT_RESTORED: "checkpoint.restored",
   TURN_STARTED: "turn.started",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
@@ -47,6 +49,8 @@ export const EPHEMERAL_EVENTS = new Set([
   "run.finished",
   "guard.diagnostics",
   "presence",
+  "checkpoint.created",
+  "checkpoint.restored",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).
@@ -58,6 +62,8 @@ export const MESSAGE = Object.freeze({
   RESTORE: "restore",
   HUNK_KEEP: "hunk.keep",
   HUNK_UNDO: "hunk.undo",
+  CHECKPOINT_CREATE: "checkpoint.create",
+  CHECKPOINT_RESTORE: "checkpoint.restore",
   RUN: "run",
   RUN_INPUT: "run.input",
   RUN_STOP: "run.stop",
@@ -160,6 +166,8 @@ export const ERROR_CODE = Object.freeze({
   HUNK_CONFLICT: "hunk_conflict",
   AI_DISABLED: "ai_disabled",
   AI_QUOTA: "ai_quota",
+  NO_SUCH_CHECKPOINT: "no_such_checkpoint",
+  CHECKPOINT_BUSY: "checkpoint_busy",
 });
 
 // A participant's role (events.Role).

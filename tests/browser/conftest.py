@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
 import shutil
@@ -128,6 +129,22 @@ def with_model_server(
         finally:
             model.terminate()
             model.wait(timeout=10)
+
+
+@contextmanager
+def scripted_ide(
+    ide_server: IdeServer, data: Path, scripts: dict[str, Any], **env: str,
+) -> Iterator[IdeServer]:
+    """An IDE of its own in ``data`` (``ide_server``'s settings and ``env``) whose model server
+    knows ``scripts`` (name -> script: ``[script:NAME]`` in a prompt plays one)."""
+    script_file = data / "scripts.json"
+    script_file.write_text(json.dumps(scripts), encoding="utf-8")
+    model_port = _free_port()
+    own = {
+        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1", **env,
+    }
+    with with_model_server(own, data, model_port, script_file) as server:
+        yield server
 
 
 # Module scope, not session: Playwright's sync API keeps an event loop running in the main

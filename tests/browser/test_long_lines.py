@@ -21,11 +21,10 @@ from tests.browser.conftest import (
     LIVE_WAIT_MS,
     ROOT,
     IdeServer,
-    _free_port,
     create_file,
     open_new_workspace,
+    scripted_ide,
     server_text,
-    with_model_server,
 )
 
 pytestmark = pytest.mark.browser
@@ -82,12 +81,7 @@ _PROSE = """(turn) => [...turn.querySelectorAll(".prose > .prose-part")].flatMap
 @pytest.fixture(scope="module")
 def scripted_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
     """An IDE whose model server knows SCRIPTS (``[script:NAME]`` plays one)."""
-    data = tmp_path_factory.mktemp("ide-long-lines")
-    scripts = data / "scripts.json"
-    scripts.write_text(json.dumps(SCRIPTS), encoding="utf-8")
-    model_port = _free_port()
-    env = {**ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1"}
-    with with_model_server(env, data, model_port, scripts) as server:
+    with scripted_ide(ide_server, tmp_path_factory.mktemp("ide-long-lines"), SCRIPTS) as server:
         yield server
 
 

@@ -12,7 +12,6 @@ nothing here is timed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,13 +22,12 @@ from tests.browser.conftest import (
     LIVE_WAIT_MS,
     ROOT,
     IdeServer,
-    _free_port,
     create_file,
     open_new_workspace,
+    scripted_ide,
     server_text,
     tab_names,
     wait_for_server_text,
-    with_model_server,
 )
 from tests.support.node import run_node
 
@@ -88,14 +86,7 @@ WHILE_STREAMING = """() => {
 def patch_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
     """An IDE whose model edits through the apply_patch tool; its model server knows SCRIPTS."""
     data = tmp_path_factory.mktemp("ide-patch")
-    scripts = data / "scripts.json"
-    scripts.write_text(json.dumps(SCRIPTS), encoding="utf-8")
-    model_port = _free_port()
-    env = {
-        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1",
-        "SPARK_EDIT_STYLE": "apply-patch",
-    }
-    with with_model_server(env, data, model_port, scripts) as server:
+    with scripted_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="apply-patch") as server:
         yield server
 
 

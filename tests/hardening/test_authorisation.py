@@ -46,8 +46,11 @@ HTTP: dict[str, dict[str, str]] = {
     },
     "api-workspace": {
         "GET": "401 404 403 404 404 200 404",
-        "POST": "405 405 403 405 405 405 405",
-        "PUT": "405 405 403 405 405 405 405",
+        "POST": "405 405 405 405 405 405 405",
+        "PUT": "405 405 405 405 405 405 405",
+        # PATCH (the auto_test switch; an empty body here: 400 where it may be sent): the
+        # workspace's owner and its sessions' collaborators, a guest collaborator included.
+        "PATCH": "401 404 400 403 400 400 404",
         "DELETE": "401 404 403 404 404 204 404",
     },
     "api-file": {
@@ -234,6 +237,8 @@ SOCKET: dict[str, str] = {
     "restore": "refused refused yes no yes yes refused",
     "hunk.keep": "refused refused yes no yes yes refused",
     "hunk.undo": "refused refused yes no yes yes refused",
+    "checkpoint.create": "refused refused yes no yes yes refused",
+    "checkpoint.restore": "refused refused yes no yes yes refused",
     "run": "refused refused yes no yes yes refused",
     "run.input": "refused refused yes no yes yes refused",
     "run.stop": "refused refused yes no yes yes refused",

@@ -365,3 +365,34 @@ async def test_stop_during_a_run_stops_it_and_ends_the_turn(runner: SandboxRunne
         assert (await rig.finished(turn)).reason == "stopped"
         assert (await run_ended(rig, started.run)).status == "killed"
         assert len(rig.model.requests) == 1  # nothing more was asked
+
+
+async def test_a_rewrite_of_the_same_text_is_no_change_to_test_again(runner: SandboxRunner) -> None:
+    style = PromptStyle.small_model(context_tokens=4000, max_output_tokens=None)
+    wrong = "```python\n" + APP.replace("a - b", "a * b") + "```\n"
+    async with pilot_rig(FILES, style=style, runner=runner, auto_test=True) as rig:
+        turn = rig.prompt("make the tests pass", path="app.py")
+        first = await rig.model.next_stream()
+        first.delta(wrong)
+        first.complete(None)
+        second = await rig.model.next_stream(timeout=30)
+        second.delta(wrong)  # the same file again: nothing changed
+        second.complete(None)
+        finished = await rig.finished(turn)
+        assert (finished.reason, len(rig.model.requests)) == ("tests_failed", 2)
+        assert "changed nothing" in finished.error
+        assert len([run for run in runs_of(rig) if run.tests]) == 1
+
+
+async def test_a_model_runs_end_is_recorded_even_when_the_room_closes_at_once(runner: SandboxRunner) -> None:
+    async with pilot_rig(FILES, style=TOOLS, runner=runner) as rig:
+        turn = rig.prompt("try it")
+        stream = await rig.model.next_stream()
+        play_tool_call(stream, run_call("call_1", "python app.py 1 2"))
+        stream.complete(None)
+        started = await rig.announced.until(RunStarted)
+        await run_ended(rig, started.run)  # its record is written a little later: the room closes first
+        rig.stop()
+        await rig.finished(turn)
+    outcome = rig.store.runs[started.run].outcome
+    assert outcome is not None and outcome.status == "ok" and outcome.output.strip() == "-1"

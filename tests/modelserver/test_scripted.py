@@ -157,3 +157,13 @@ def test_the_last_text_directive_wins(text: str, played: str) -> None:
 def test_the_last_rate_and_ttft_win() -> None:
     plan = ScriptedEngine().plan(job("[rate:10][ttft:5] steer: [rate:2000][ttft:0]"))
     assert (plan.tokens_per_s, plan.ttft_s) == (2000.0, 0.0)
+
+
+def test_a_plain_follow_up_goes_on_with_a_script_the_model_has_begun() -> None:
+    engine = ScriptedEngine(scripts={"two": ["first", "second"]}, default_text="fallback")
+    begun = Job(messages=(
+        Message("user", "[script:two]"), Message("assistant", "first"), Message("user", "the tests fail"),
+    ))
+    assert engine.plan(begun).steps == (Say("second"),)
+    done = Job(messages=(*begun.messages, Message("assistant", "second"), Message("user", "plain")))
+    assert engine.plan(done).steps == (Say("fallback"),)  # its rounds are over: the default again

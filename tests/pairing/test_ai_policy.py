@@ -74,8 +74,14 @@ def course(monkeypatch: pytest.MonkeyPatch) -> Course:
         course.requests.append(request)
         return request
 
+    def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, tuple[str, ...]]:
+        request, shown = prompting.request_showing(turn, style)
+        course.requests.append(request)
+        return request, shown
+
     monkeypatch.setattr(DatabaseRoomStore, "ai_policy", ai_policy)
-    monkeypatch.setattr(turn_maker, "build_request", build_request)
+    monkeypatch.setattr(turn_maker, "build_request", build_request)  # a small model's next round
+    monkeypatch.setattr(turn_maker, "request_showing", request_showing)  # a turn's request
     monkeypatch.setattr(policy_gate, "POLICY_FRESH_S", 0.0)  # every command reads it again
     return course
 

@@ -21,6 +21,7 @@ from pycrdt import Doc
 
 from spark_ide.editing.document import document_from_texts, document_texts
 from spark_ide.guard import GuardMode
+from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, file_keys, plan_save, rebuilt
 from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
@@ -47,6 +48,17 @@ class StoredRun:
 
 
 @dataclass
+class StoredCheckpoint:
+    checkpoint: Checkpoint  # with its files and history emptied: those are the keys below
+    number: int
+    manifest: list[str]  # its buckets' blob keys
+    history: list[str]  # its past turns' blob keys
+
+    def file_keys(self, blobs: Mapping[str, str]) -> dict[str, str]:
+        return file_keys(blobs[key] for key in self.manifest)
+
+
+@dataclass
 class MemoryRoomStore:
     """One workspace's room storage. ``files``: the workspace's files before its first room
     (its document is made from them, as a workspace's first document is); ``policy``: its
@@ -65,6 +77,10 @@ class MemoryRoomStore:
     events: list[StoredEvent] = field(default_factory=list)
     turns: dict[str, StoredTurn] = field(default_factory=dict)
     runs: dict[str, StoredRun] = field(default_factory=dict)
+    # Checkpoints as the database keeps them: content-addressed, oldest first, and the blobs.
+    checkpoints: list[StoredCheckpoint] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)
+    blob_used: dict[str, int] = field(default_factory=dict)  # each blob's mark (live.checkpoints.SavePlan)
     failing: set[str] = field(default_factory=set)  # names of the operations that raise now
     calls: list[str] = field(default_factory=list)  # every operation asked of it, in order
     closed: bool = False
@@ -184,6 +200,32 @@ class MemoryRoomStore:
     async def run_finished(self, outcome: RunOutcome) -> None:
         self._check("run_finished")
         self.runs[outcome.run].outcome = outcome
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
+        self._check("checkpoint_save")
+        stored = addressed(checkpoint)
+        used = {key: self.blob_used[key] for key in stored.blobs if key in self.blobs}
+        number = self.checkpoints[-1].number + 1 if self.checkpoints else 1
+        plan = plan_save(stored, number=number, keep=keep, used=used)
+        self.blobs.update(plan.new)
+        for key in [*plan.new, *plan.mark]:
+            self.blob_used[key] = plan.number
+        bare = dataclasses.replace(checkpoint, files={}, history=())
+        self.checkpoints.append(StoredCheckpoint(bare, plan.number, stored.manifest, stored.history))
+        self.checkpoints = [entry for entry in self.checkpoints if entry.number > plan.drop_through]
+        for key in [key for key, mark in self.blob_used.items() if mark < plan.drop_blobs_below]:
+            del self.blobs[key], self.blob_used[key]
+        return plan.saved
+
+    async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
+        self._check("checkpoint_load")
+        for entry in self.checkpoints:
+            if entry.checkpoint.id == checkpoint:
+                files, history = rebuilt(entry.file_keys(self.blobs), entry.history, self.blobs)
+                return dataclasses.replace(entry.checkpoint, files=files, history=history)
+        return None
 
     # -- the rules -------------------------------------------------------------------------------
 

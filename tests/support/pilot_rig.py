@@ -185,7 +185,7 @@ async def pilot_rig(
     if runner is not None:
         runs = RoomRuns(store=store, settings=settings, texts=texts, announce=announced.add)
         model_runs = ModelRuns(
-            runs, files=lambda: texts().keys(), high_findings=guard.high_findings, budget=settings.run_output_to_model,
+            runs, texts=texts, high_findings=guard.high_findings, budget=settings.run_output_to_model,
         )
         runs.start()
     pilot = Pilot(

@@ -16,9 +16,9 @@ request and adds the steering text, whose directives must win.
 A script of several rounds plays round *k + 1* when the conversation holds *k* answers of
 the model since the last user message (a follow-up that only carries tool outputs is the
 next round); past its last round a follow-up fails with ``script_exhausted``. A user
-message without any directive that follows one with a script (the IDE's own follow-up in a
-turn, such as a test round's failure) goes on with that script: its rounds count from the
-message that named it.
+message without any directive that follows one whose script the model has begun and not
+finished (the IDE's own follow-up in a turn, such as a test round's failure) goes on with that
+script: its rounds count from the message that named it.
 
 Tokens are at most 4 characters, cut at whitespace where possible; a tool call's input,
 arguments or diff is cut the same way. Token *i* of the answer (counting every item) is due
@@ -156,17 +156,23 @@ class ScriptedEngine:
             )
         return Plan(script[answered], rate, ttft_ms / 1000.0)
 
-    @staticmethod
-    def _directing(job: Job) -> tuple[str, int]:
-        """The user message whose directives this request plays (the last one, or the last
-        before it with a script or a [say] block when it has none), and its index."""
+    def _directing(self, job: Job) -> tuple[str, int]:
+        """The user message whose directives this request plays, and its index: the last one;
+        or, when it has none, the last one before it with a script or a [say] block whose
+        play the model has begun (answered at least once) and not finished."""
         users = [(index, message.content) for index, message in enumerate(job.messages) if message.role == "user"]
         if not users:
             return "", -1
-        for index, text in reversed(users):
+        last_index, last = users[-1]
+        if _SAY.search(last) or _SCRIPT.search(last):
+            return last, last_index
+        for index, text in reversed(users[:-1]):
             if _SAY.search(text) or _SCRIPT.search(text):
-                return text, index
-        return users[-1][1], users[-1][0]
+                answered = job.answers_after(index)
+                if 0 < answered < len(self._script(text)[1]):
+                    return text, index
+                break
+        return last, last_index
 
     def _script(self, request: str) -> tuple[str, Script]:
         """The last ``[say]`` block or ``[script:NAME]``, whichever comes last (and its name)."""

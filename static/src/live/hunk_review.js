@@ -14,7 +14,7 @@
 import * as Y from "yjs";
 import { EDIT_STATE, ERROR_CODE, MESSAGE } from "../protocol.js";
 import { element } from "./dom.js";
-import { hunkGutter } from "./hunk_marks.js";
+import { hunkGutter, hunkMarksChanged } from "./hunk_marks.js";
 
 export const HUNK_ERRORS = new Set([ERROR_CODE.HUNK_UNAVAILABLE, ERROR_CODE.HUNK_CONFLICT]);
 const UNDONE = "undone";
@@ -24,16 +24,15 @@ function key(turn, block) {
 }
 
 export class HunkReview {
-  // send(message) -> bool; canDrive() -> bool; toast(text, kind); cursor() -> {path, line} or
-  // null: where the person's cursor is in the editor; files: the document's files (Y.Map),
-  // where each block is anchored; onChange(): the blocks waiting changed (the gutter redraws).
-  constructor({ send, canDrive, toast, cursor = () => null, files = null, onChange = () => {} }) {
+  // send(message) -> bool; canDrive() -> bool; toast(text, kind); tabs: the editor's tabs (the
+  // shortcuts read its cursor, its gutter shows the marks; null: no editor); files: the
+  // document's files (Y.Map), where each block is anchored.
+  constructor({ send, canDrive, toast, tabs = null, files = null }) {
     this.send = send;
     this.canDrive = canDrive;
     this.toast = toast;
-    this.cursor = cursor;
+    this.tabs = tabs;
     this.files = files;
-    this.onChange = onChange;
     this.version = 0; // counts changes of what the gutter shows
     this.memo = null; // {path, state, version, marks}: the gutter's marks as last computed
     this.blocks = new Map(); // "turn:block" -> {turn, block, path, state, lines, review, pending, controls}
@@ -115,7 +114,15 @@ export class HunkReview {
   changed() {
     this.version += 1;
     this.memo = null;
-    this.onChange();
+    const view = this.tabs && this.tabs.view;
+    if (view) view.dispatch({ effects: hunkMarksChanged.of(null) }); // the gutter draws its marks again
+  }
+
+  // The editor's cursor: {path, line} (null: no file open).
+  cursor() {
+    const view = this.tabs && this.tabs.view;
+    if (!view || !this.tabs.active) return null;
+    return { path: this.tabs.active, line: view.state.doc.lineAt(view.state.selection.main.head).number };
   }
 
   // The gutter extension of the file at `path`.

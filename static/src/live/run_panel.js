@@ -9,6 +9,7 @@
 // again with `confirm: true`.
 import { FRAME_CHARS, OutputQueue, OutputView } from "./run_output.js";
 import { element } from "./dom.js";
+import { runCommand, runFigures } from "./run_words.js";
 import { findingMessage } from "./diagnostics.js";
 import { DRIVER_ROLES, ERROR_CODE, MESSAGE } from "../protocol.js";
 
@@ -26,29 +27,6 @@ const CONFIRM_LISTED = 20; // findings listed in the dialog; the rest are counte
 
 const isMac = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 export const RUN_KEY = isMac ? "⌘+Enter" : "Ctrl+Enter";
-
-// The command a run stands for, as a terminal would show it.
-export function runCommand({ path, tests }) {
-  if (tests) return "pytest";
-  return path ? `python ${path}` : "(a run that started before this page joined)";
-}
-
-// "41 ms", "2.3 s", "1 min 5 s".
-export function duration(ms) {
-  if (typeof ms !== "number" || !Number.isFinite(ms)) return "";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
-  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
-}
-
-// A finished run's figures: "exit 1 · 41 ms", "no exit code · 15 s".
-export function runFigures({ exit_code: exitCode, duration_ms: ms }) {
-  const parts = [typeof exitCode === "number" ? `exit ${exitCode}` : "no exit code"];
-  const took = duration(ms);
-  if (took) parts.push(took);
-  return parts.join(" · ");
-}
-
 
 export class RunPanel {
   // toolbar: the buttons over the editor; panel: the run panel (both [data-run] inside);
@@ -75,7 +53,7 @@ export class RunPanel {
     this.recordTimer = 0;
     if (history) history.addEventListener("htmx:afterSwap", () => this.checkRecord(history));
     this.canRun = false; // an owner or collaborator (hello)
-    this.run = null; // the run shown: {id, path, tests, by, done, lost, end}
+    this.run = null; // the run shown: {id, command, path, tests, by, model, turn, done, lost, end}
     this.pending = false; // a `run` was sent, its run.started has not come yet
     this.pendingTimer = 0;
     this.stopping = false;
@@ -170,10 +148,15 @@ export class RunPanel {
   }
 
   // run.started: the panel shows the new run (the last one's output goes; History keeps it).
-  started({ run, path, tests, by }) {
-    const mine = this.pending;
+  // A run of the model (`model`: its run tool, or the tests the IDE runs after its round) is
+  // no run this page asked for: a `run` it sent meanwhile is answered run_busy.
+  started({ run, path, tests, by, command, model, turn }) {
+    const mine = this.pending && model !== true;
     this.settle();
-    this.begin({ id: run, path: path || "", tests: tests === true, by: by || "" });
+    this.begin({
+      id: run, command: String(command || ""), path: path || "", tests: tests === true, by: by || "",
+      model: model === true, turn: String(turn || ""),
+    });
     if (mine && this.canRun) this.input.focus({ preventScroll: true });
   }
 
@@ -183,21 +166,36 @@ export class RunPanel {
     this.queue.clear();
     this.view.clear();
     this.fields.command.textContent = runCommand(run);
-    this.fields.by.replaceChildren();
-    if (run.by) {
-      const who = element("span", `person-ref ${this.peerClass(run.by)}`.trim(), run.by);
-      who.title = `Started by ${run.by}`;
-      this.fields.by.append("by ", who);
-    }
+    this.fields.command.title = runCommand(run);
+    this.fields.by.replaceChildren(...this.runner(run));
+    this.panel.classList.toggle("model-run", run.model === true);
     this.fields.end.hidden = true;
     this.fields.end.replaceChildren();
     this.panel.hidden = false;
     this.render();
   }
 
+  // Who ran it: "by Ada"; for a run of the model, an "AI" badge and "run by the model for
+  // Ada's turn" (`by` is the turn's author).
+  runner({ by, model }) {
+    const who = () => {
+      const ref = element("span", `person-ref ${this.peerClass(by)}`.trim(), by);
+      ref.title = model ? `The turn of ${by}` : `Started by ${by}`;
+      return ref;
+    };
+    if (!model) return by ? ["by ", who()] : [];
+    const badge = element("span", "badge run-model", "AI");
+    badge.title = "The model ran this (its run tool, or the tests after its round)";
+    const words = element("span", "run-model-words", "run by the model");
+    if (by) words.append(" for ", who(), "'s turn");
+    return [badge, " ", words];
+  }
+
   // A run this page has not seen start (it joined mid-run) is picked up from its output.
   current(id) {
-    if (!this.run || this.run.id !== id) this.begin({ id, path: "", tests: false, by: "" });
+    if (!this.run || this.run.id !== id) {
+      this.begin({ id, command: "", path: "", tests: false, by: "", model: false, turn: "" });
+    }
     return this.run;
   }
 

@@ -19,7 +19,7 @@ import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
-import { hunkMarksChanged } from "./hunk_marks.js";
+import { CheckpointControls } from "./checkpoints.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -77,12 +77,10 @@ class LiveSession {
 
   // The transcript, the status bar, the toasts, the run panel, the revert buttons, the prompt.
   panels(root) {
-    this.hunks = new HunkReview({
-      send: (message) => this.connection.send(message), canDrive: () => this.canDrive,
-      toast: (message, kind) => this.toasts.show(message, kind), cursor: () => this.cursorLine(),
-      files: this.doc.getMap("files"),
-      onChange: () => { if (this.tabs.view) this.tabs.view.dispatch({ effects: hunkMarksChanged.of(null) }); },
-    });
+    const send = (message) => this.connection.send(message);
+    const toast = (message, kind) => this.toasts.show(message, kind);
+    const files = this.doc.getMap("files");
+    this.hunks = new HunkReview({ send, toast, canDrive: () => this.canDrive, tabs: this.tabs, files });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
       onBlockBox: (box, turn, block) => this.hunks.attach(box, turn, block),
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
@@ -97,10 +95,8 @@ class LiveSession {
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
-    this.reverts = new RevertControls({
-      dialog: document.getElementById("revert-confirm"), send: (message) => this.connection.send(message),
-      toast: (message, kind) => this.toasts.show(message, kind),
-    });
+    this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
+    this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -133,13 +129,6 @@ class LiveSession {
     document.addEventListener("keydown", (event) => this.hunks.key(event)); // Alt+Y / Alt+N: hunk_review.js
     if (followAsked()) this.follow.set("follow"); // a shared presenter link, or a reload while following
     this.connection.connect();
-  }
-
-  // The editor's cursor, for the hunk shortcuts: {path, line} (null: no file open).
-  cursorLine() {
-    const view = this.tabs.view;
-    if (!view || !this.tabs.active) return null;
-    return { path: this.tabs.active, line: view.state.doc.lineAt(view.state.selection.main.head).number };
   }
 
   // Presenter mode: large type (the editor measures its lines again). Whom the person
@@ -185,16 +174,15 @@ class LiveSession {
         this.transcript.prose(event);
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
-      case EVENT.EDIT_REVIEWED:
-        this.hunks.reviewed(event);
-        return this.loop.request();
+      case EVENT.EDIT_REVIEWED: return this.hunks.reviewed(event);
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED: return this.checkpoints.told(event);
       case EVENT.ERROR:
-        if (this.runs.needsConfirmation(event)) return undefined;
+        if (this.runs.needsConfirmation(event) || this.checkpoints.refused(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
@@ -208,9 +196,14 @@ class LiveSession {
       case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
         return undefined;
-      case EVENT.RUN_STARTED: return this.runs.started(event);
+      case EVENT.RUN_STARTED:
+        this.transcript.runStarted(event); // a run of the model: a line in its turn at the end
+        return this.runs.started(event);
       case EVENT.RUN_OUTPUT: return this.runs.output(event);
-      case EVENT.RUN_FINISHED: return this.runs.finished(event);
+      case EVENT.RUN_FINISHED:
+        this.transcript.runFinished(event);
+        this.loop.request();
+        return this.runs.finished(event);
       case EVENT.TURN_QUEUED:
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");

@@ -2,10 +2,11 @@
 // or restore button, the tree's open, rename and delete, the course's AI policy line.
 import { keepPanelsInView, wireCopyButtons } from "./notices.js";
 
-// parts: the session's tabs, follow, landing, reverts, tree, runs, toasts and provider;
-// canDrive: this person may revert and restore turns.
-export function wirePage(root, { tabs, follow, landing, reverts, tree, runs, toasts, provider }, canDrive) {
+// parts: the session's tabs, follow, landing, reverts, checkpoints, tree, runs, toasts and
+// provider; canDrive: this person may revert and restore turns and checkpoints.
+export function wirePage(root, { tabs, follow, landing, reverts, checkpoints, tree, runs, toasts, provider }, canDrive) {
   root.addEventListener("click", (event) => {
+    if (canDrive && checkpoints.clicked(event.target)) return;
     const link = event.target.closest("[data-open]");
     if (link) {
       event.preventDefault();
@@ -19,6 +20,9 @@ export function wirePage(root, { tabs, follow, landing, reverts, tree, runs, toa
     if (revert && canDrive) reverts.ask(revert.dataset.revert, revert);
     const restore = event.target.closest("[data-restore]");
     if (restore && canDrive) reverts.restore(restore.dataset.restore, restore);
+  });
+  root.addEventListener("submit", (event) => {
+    if (canDrive && checkpoints.submitted(event.target)) event.preventDefault();
   });
   // Any click in the tab bar or the editor: where the person landed is theirs now.
   for (const part of [root.querySelector("#tabs"), root.querySelector("#editor")]) {

@@ -1,8 +1,9 @@
 // The transcript: per turn, a header (prompt, steered from, effort: transcript_turns.js), the
 // model's prose (in parts, its oldest text off the page: transcript_prose.js), each edit block
-// as a chip and a small model's code fence as highlighted code (transcript_blocks.js), the
-// watchdog's findings, then a footer with the outcome and why (transcript_labels.js); old
-// finished turns fold to one button (transcript_fold.js). It renders what the server parsed:
+// as a chip and a small model's code fence as highlighted code (transcript_blocks.js), lines
+// for its rounds and runs (transcript_runs.js), the watchdog's findings, then a footer with
+// the outcome and why (transcript_labels.js); old finished turns fold to one button
+// (transcript_fold.js). It renders what the server parsed:
 // `turn.prose` (text outside blocks) and `edit.status` (a block's first status opens it, a
 // final state closes it), in the order they came. Nothing here reads the model's raw text.
 // A fence's code is the turn's own record: its final status carries the code the model wrote
@@ -15,6 +16,7 @@ import { element } from "./dom.js";
 import { newBlockView, paintChip, recordedCode, region, showCode, writtenLines } from "./transcript_blocks.js";
 import { foldTurn } from "./transcript_fold.js";
 import { findingRow, personRef, turnFooter } from "./transcript_labels.js";
+import { ModelRuns, paragraph, roundLine } from "./transcript_runs.js";
 import { FollowEnd } from "./transcript_scroll.js";
 import { newEntry, paintHeader } from "./transcript_turns.js";
 import {
@@ -59,6 +61,7 @@ export class Transcript {
     this.withHidden = []; // finished turns that keep earlier text off the page, oldest first
     this.foldPending = false; // foldSoon() asked for a fold when the page is idle
     this.follow = new FollowEnd(container); // follows the end unless the person scrolled up
+    this.runs = new ModelRuns(); // the model's runs going on: a line in their turn at the end
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
@@ -223,13 +226,20 @@ export class Transcript {
     entry.article.classList.add("flash");
   }
 
-  // turn.round: the model's tool calls were answered and it goes on in the same turn. A line
-  // of the turn's prose, so that it stays in order with the text and chips around it (and
-  // folds and unfolds with them).
-  round({ turn, round, calls, failed }) {
-    const results = `${calls} tool result${calls === 1 ? "" : "s"}`;
-    const failures = failed ? `, ${failed} failed` : "";
-    this.prose({ turn, text: `\n\n↻ Round ${round}: the model got its ${results}${failures} and goes on.\n\n` });
+  // turn.round (the model goes on: its calls answered, or the tests failed after its round)
+  // and the end of a model's run: a line of its turn's prose (transcript_runs.js).
+  round({ turn, ...event }) {
+    this.prose({ turn, text: paragraph(this.entry(turn), roundLine(event)) });
+  }
+
+  runStarted(event) {
+    this.runs.started(event);
+  }
+
+  runFinished(event) {
+    const ran = this.runs.finished(event);
+    const entry = ran && this.turns.get(ran.turn);
+    if (entry) this.prose({ turn: ran.turn, text: paragraph(entry, ran.line) });
   }
 
   prose({ turn, text }) {

@@ -64,6 +64,15 @@ export function writeProse(entry, text) {
   }
 }
 
+// How many line breaks (0 to 2) the turn's prose ends with, drawn or still buffered; after a
+// chip, or before any prose, two (a paragraph starts there).
+export function endingBreaks(entry) {
+  const last = entry.parts[entry.parts.length - 1];
+  const drawn = !last || last.box.childElementCount ? "\n\n" : last.box.textContent.slice(-2);
+  const tail = (drawn + entry.buffer).slice(-2);
+  return tail === "\n\n" ? 2 : tail.endsWith("\n") ? 1 : 0;
+}
+
 // A block's box in a part of its own: a status redraws the chip, not the paragraph it
 // follows; prose after the block starts a new part.
 export function placeBlock(entry, box) {

@@ -12,8 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 # the repository root; it is not part of the installed product). ``make bench`` runs them in
 # this order: in-process ones first, whole stacks after, the soak last.
 BENCHMARKS = (
-    "editing", "guard", "modelserver", "upstream", "wan", "followup", "pairing", "toolloop", "longlines", "fanout",
-    "rooms", "browser", "soak",
+    "editing", "guard", "modelserver", "upstream", "wan", "followup", "pairing", "toolloop", "runloop", "longlines",
+    "checkpoints", "fanout", "rooms", "browser", "soak",
 )
 NOT_SHIPPED = (
     "the benchmarks are not installed with Spark IDE: they are the top-level benchmarks/ directory of a "
