@@ -176,3 +176,25 @@ async def test_bad_requests_get_clear_errors_and_change_nothing() -> None:
         assert "was already kept by ada" in messages[3]
         assert rig.texts() == before
         assert [e.decision for e in rig.published.of(EditReviewed)] == ["kept", "kept"]
+
+
+async def test_after_a_checkpoint_s_code_is_put_back_a_hunk_is_no_longer_undone_alone() -> None:
+    from spark_ide.live.events import CheckpointRestored
+
+    async with pilot_rig(FILES) as rig:
+        first = rig.prompt("change two lines")
+        stream = await rig.model.next_stream()
+        stream.delta(BLOCKS)
+        stream.complete(None)
+        await rig.finished(first)
+        await eventually(lambda: len(rig.store.checkpoints) == 1)
+        before_first = rig.store.checkpoints[0].checkpoint.id
+        rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=before_first, code=True)
+        await rig.announced.until(CheckpointRestored)
+        assert rig.texts() == FILES
+        _review(rig, first, "undo", block=0)
+        await eventually(lambda: bool(rig.replies))
+        [error] = rig.replies
+        assert error.code == ErrorCode.HUNK_UNAVAILABLE
+        assert "a checkpoint's files were put back" in error.message
+        assert rig.texts() == FILES and not rig.published.of(EditReviewed)
