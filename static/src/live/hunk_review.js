@@ -89,11 +89,6 @@ export class HunkReview {
     return true;
   }
 
-  // The role may have changed (hello): every control says so.
-  roleChanged() {
-    for (const item of this.blocks.values()) this.paint(item);
-  }
-
   // A resync: the transcript starts over, and so does this.
   clear() {
     this.blocks.clear();
