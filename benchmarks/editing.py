@@ -217,6 +217,70 @@ def v4a_figures(text: str, hunks: int, token_chars: int, repeat: int) -> dict[st
     }
 
 
+TARGET_HUNK_UNDO_P99_MS = 5.0  # issue 31: undo of one hunk in a 5,000-line file, server side
+
+
+def _undo_run(text: str, patch: str, hunks: int) -> tuple[list[float], list[float], bool]:
+    """One run of ``hunk_undo_figures``: wall and CPU seconds per undo, and whether the file
+    ended as the reference applier says with only the hunks kept."""
+    doc: Doc[Any] = Doc()
+    files = workspace_files(doc)
+    with doc.transaction():
+        files[PATH] = Text(text)
+    editor = TurnEditor(doc, "bench")
+    call = editor.open_patch("call_bench")
+    call.feed(patch)
+    call.finish()
+    ytext = files[PATH]
+    with doc.transaction(origin="person"):
+        ytext.insert(0, "# typed by a person\n")
+    undone = list(range(0, hunks, 2))
+    walls: list[float] = []
+    cpus: list[float] = []
+    for block in undone:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        editor.undo_block(block, "bench")
+        cpus.append(time.thread_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    editor.finish()
+    kept = v4a.build_patch(text, hunks, PATH, only=[b for b in range(hunks) if b not in undone])
+    expected = "# typed by a person\n" + v4a.apply_reference({PATH: text}, kept)[PATH]
+    return walls, cpus, str(ytext) == expected
+
+
+def hunk_undo_figures(text: str, hunks: int, repeat: int) -> dict[str, Any]:
+    """Undo of one hunk alone (``TurnEditor.undo_block``, issue 31): a V4A patch of ``hunks``
+    hunks applied to the file while the turn still runs, a person's line typed in it, then
+    every other hunk undone one at a time, each timed; the file checked against the reference
+    applier given only the hunks kept. One run first, untimed (the first call's imports)."""
+    patch = v4a.build_patch(text, hunks, PATH)
+    _undo_run(text, patch, hunks)
+    walls: list[float] = []
+    cpus: list[float] = []
+    right = True
+    for _ in range(repeat):
+        wall, cpu, same = _undo_run(text, patch, hunks)
+        walls += wall
+        cpus += cpu
+        right = right and same
+    wall_ms = [t * 1000 for t in walls]
+    cpu_ms = [t * 1000 for t in cpus]
+    p99 = _percentile(wall_ms, 0.99)
+    cpu_p99 = _percentile(cpu_ms, 0.99)
+    return {
+        "hunks": hunks, "undos": len(walls), "same_result_as_reference": right,
+        "wall_ms_p50": round(_percentile(wall_ms, 0.5), 4), "wall_ms_p99": round(p99, 4),
+        "cpu_ms_p50": round(_percentile(cpu_ms, 0.5), 4), "cpu_ms_p99": round(cpu_p99, 4),
+        "row": report.row(
+            f"undo of one hunk alone, {text.count(chr(10)):,}-line file, p99", round(p99, 4), unit="ms",
+            target=f"<= {TARGET_HUNK_UNDO_P99_MS:g} ms", met=p99 <= TARGET_HUNK_UNDO_P99_MS and right,
+            note=f"TurnEditor.undo_block while the turn runs, {len(walls)} undos in {hunks}-hunk patches, a "
+                 f"person's typing kept; p50 {_percentile(wall_ms, 0.5):.3f} ms, CPU p99 {cpu_p99:.3f} ms"
+                 + ("" if right else "; NOT the reference's result"),
+        ),
+    }
+
+
 def _meets_targets(summary: dict[str, float]) -> bool:
     return (
         summary["tokens_per_s_median"] >= TARGET_TOKENS_PER_S
@@ -252,6 +316,7 @@ def main(argv: list[str]) -> dict[str, object]:
 
     yjs = yjs_check_figures(args.yjs_keystrokes, args.repeat)
     patch = v4a_figures(text, args.blocks, args.token_chars, args.repeat)
+    undo = hunk_undo_figures(text, args.blocks, args.repeat)
     count = len(tokens)
     engine = {clock: _summary(engine_runs, clock, count) for clock in ("wall", "cpu")}
     baseline = {clock: _summary(baseline_runs, clock, count) for clock in ("wall", "cpu")}
@@ -276,6 +341,7 @@ def main(argv: list[str]) -> dict[str, object]:
         "meets_targets": {clock: _meets_targets(engine[clock]) for clock in ("wall", "cpu")},
         "yjs_check": yjs,
         "v4a": {key: value for key, value in patch.items() if key != "rows"},
+        "hunk_undo": {key: value for key, value in undo.items() if key != "row"},
         "rows": [
             report.row(
                 f"apply throughput, {args.lines:,}-line file, {args.blocks} blocks",
@@ -295,6 +361,7 @@ def main(argv: list[str]) -> dict[str, object]:
                      f"{yjs['document_us'] / 1000:.2f} ms (a join's sync step 2)",
             ),
             *patch["rows"],
+            undo["row"],
         ],
         "setup": setup.finish(lines=args.lines, blocks=args.blocks, repeat=args.repeat,
                               yjs_keystrokes=args.yjs_keystrokes),

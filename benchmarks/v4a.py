@@ -9,6 +9,7 @@ document ends as the reference says; tests hold the streaming engine to it too.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from spark_ide.editing.v4a_match import seek
@@ -129,13 +130,15 @@ def apply_reference(files: dict[str, str], patch: str) -> dict[str, str]:
 # -- the benchmark --
 
 
-def build_patch(text: str, hunks: int, path: str) -> str:
+def build_patch(text: str, hunks: int, path: str, *, only: Collection[int] | None = None) -> str:
     """A V4A patch of ``hunks`` hunks spread over ``text`` (lines all distinct): 3 context
-    lines, 2 removed, 3 added, 3 context lines each."""
+    lines, 2 removed, 3 added, 3 context lines each (``only``: just those hunks, by index)."""
     lines = text.split("\n")
     stride = max(len(lines) // (hunks + 1), 12)
     parts = ["*** Begin Patch\n", f"*** Update File: {path}\n"]
     for hunk in range(hunks):
+        if only is not None and hunk not in only:
+            continue
         at = stride * (hunk + 1) + 1
         parts.append(f"@@ {lines[at - 1]}\n" if hunk % 2 else "@@\n")
         parts += [f" {line}\n" for line in lines[at : at + 3]]

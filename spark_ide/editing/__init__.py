@@ -12,7 +12,7 @@ from spark_ide.editing.parse_events import BlockKind, ParseEvent
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.patch import PatchCall, PatchOperation
 from spark_ide.editing.patch_result import BlockOutcome, CallStatus, OperationOutcome, PatchResult
-from spark_ide.editing.reasons import EditorClosedError, FailureReason, RollbackReason
+from spark_ide.editing.reasons import EditorClosedError, FailureReason, ReviewRefused, RollbackReason
 from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState, ProseEvent
 from spark_ide.editing.turn import TurnEditor
 
@@ -43,6 +43,7 @@ __all__ = [
     "PatchResult",
     "ProseEvent",
     "Region",
+    "ReviewRefused",
     "RollbackReason",
     "TurnEditor",
     "locate",

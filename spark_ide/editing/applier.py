@@ -128,6 +128,11 @@ class LineApplier:
         return self._foreign_changes
 
     @property
+    def old_text(self) -> str:
+        """The region's old lines as they were located (and extended)."""
+        return "".join(self._old)
+
+    @property
     def old_lines(self) -> int:
         return len(self._old)
 

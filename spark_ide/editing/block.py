@@ -235,6 +235,22 @@ class EditBlock:
         return final
 
     @property
+    def landed_region(self) -> tuple[int, int] | None:
+        """Byte positions of the lines the block wrote, as its applier tracked them (None when
+        only its `lines` tell: a fence merged by structure, a block without an applier)."""
+        if self._applier is None or self._merged_lines is not None:
+            return None
+        return self._applier.region
+
+    @property
+    def landed_old(self) -> str | None:
+        """The lines the block replaced, as it found them (with `landed_region`; None when
+        that is None)."""
+        if self._applier is None or self._merged_lines is not None:
+            return None
+        return self._applier.old_text
+
+    @property
     def ytext(self) -> Text | None:
         return self._ytext
 

@@ -19,6 +19,7 @@ class Outcome(StrEnum):
     FAILED = "failed"
     ROLLED_BACK = "rolled_back"
     REVERTED = "reverted"
+    UNDONE = "undone"  # applied, then a person undid it alone (hunk review)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class LedgerEntry:
     candidates: tuple[int, ...] = ()
     conflicts: tuple[int, ...] = ()
     merge: MergeReport | None = None
+    note: str | None = None  # an undone block's: who undid it ("undone by ada")
 
     @classmethod
     def from_status(cls, status: BlockStatus) -> LedgerEntry:
@@ -45,6 +47,7 @@ class LedgerEntry:
             candidates=status.candidates,
             conflicts=status.conflicts,
             merge=status.merge,
+            note=status.message if status.reason == RollbackReason.UNDONE else None,
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -73,6 +76,8 @@ class LedgerEntry:
             text += f" ({self.reason}: {_explain(self.reason)})"
             if self.candidates:
                 text += "; candidates at lines " + ", ".join(map(str, self.candidates))
+        elif self.outcome is Outcome.UNDONE:
+            text += f" ({self.note or 'by a person'}: it is not in the file; do not apply it again unless asked)"
         elif self.outcome is Outcome.CONFLICTED:
             rows = ", ".join(map(str, self.conflicts))
             text += f" (lines {rows} were changed by a person meanwhile and kept as they are)"
@@ -89,6 +94,8 @@ def _outcome(status: BlockStatus) -> Outcome:
     if state is EditState.FAILED:
         return Outcome.FAILED
     if state is EditState.ROLLED_BACK:
+        if status.reason == RollbackReason.UNDONE:
+            return Outcome.UNDONE
         return Outcome.REVERTED if status.reason == RollbackReason.REVERTED else Outcome.ROLLED_BACK
     return Outcome.IN_FLIGHT
 

@@ -50,12 +50,22 @@ class RollbackReason(StrEnum):
 
     CANCELLED = "cancelled"
     REVERTED = "reverted"
+    UNDONE = "undone"  # a person undid this one block after it applied (hunk review)
 
 
 class EditorClosedError(RuntimeError):
     """`feed()`/`finish()`/`cancel()` called on a turn that already ended."""
 
     code = "editor_closed"
+
+
+class ReviewRefused(RuntimeError):
+    """A block cannot be kept or undone (the message says why, for the person who asked).
+    ``conflict``: its lines, or those beside them, were changed since it applied."""
+
+    def __init__(self, message: str, *, conflict: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
 
 
 class RevertUnavailable(RuntimeError):

@@ -20,7 +20,8 @@ from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Ledger
 from spark_ide.editing.reasons import EditorClosedError
-from spark_ide.editing.status import BlockStatus, CodeText, EditEvent, EditState
+from spark_ide.editing.review import Landed, byte_to_char, line_span, lines_around, merged
+from spark_ide.editing.status import BlockOperation, BlockStatus, CodeText, EditEvent, EditState
 
 DeltaFollower = Callable[[list[dict[str, Any]]], None]
 SeenText = Callable[[str], str | None]  # the text the model last saw of a path (None: not known)
@@ -60,6 +61,11 @@ class BlockRunner:
         self._followers: dict[str, list[DeltaFollower]] = {}  # path -> who else hears others' edits
         self._created: dict[str, str] = {}  # path -> origin of the files this turn created
         self._code: list[CodeText] = []  # new text sent to files since the last take_code()
+        # Hunk review (review.py): each block's own undo manager while it runs (one at a time),
+        # then, once it applied, its change and what it left in its file, until kept or undone.
+        self._scopes: dict[int, UndoManager] = {}
+        self._landed: dict[int, Landed] = {}
+        self._reviewing = False  # a block is being undone on its own (its change reaches others)
         self._seen = seen
         self._touched: dict[str, str | None] = {}  # files touched since the last take_touched(): text then
         self._touched_by_others: set[str] = set()  # of those, the ones someone else changed since
@@ -119,6 +125,9 @@ class BlockRunner:
             self._before.setdefault(path, text)
             self._touched.setdefault(path, text)
         self._undo_manager().include_origin(block.origin)
+        scope = UndoManager(scopes=[self._files], capture_timeout_millis=0)
+        scope.include_origin(block.origin)
+        self._scopes[block.index] = scope
         self._attempt(block, lambda: block.open(self._doc, self._files))
         if block.created_file:
             self._created[block.path] = block.file_origin
@@ -143,9 +152,10 @@ class BlockRunner:
         def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
             origin = event.transaction.origin()
             if not self._undoing and origin not in self._own:
-                self._mixed.add(path)  # another origin changed the file while the turn was on it
+                if not self._reviewing:  # (a block of the turn undone alone is the turn's own change)
+                    self._mixed.add(path)  # another origin changed the file while the turn was on it
                 if path in self._touched:
-                    self._touched_by_others.add(path)
+                    self._touched_by_others.add(path)  # (an undone block too: the model is told of it)
                 for follower in self._followers.get(path, ()):
                     follower(event.delta)
             current = self._block
@@ -199,7 +209,35 @@ class BlockRunner:
         self._ledger.record(status)
         if status.state.is_final:
             self._finals[status.block] = status
+            if status.state is EditState.APPLIED:
+                self._land(status)
+            self._scopes.pop(status.block, None)
         self._out.append(status)
+
+    def _land(self, status: BlockStatus) -> None:
+        """``status``'s block applied: keep what it left in its file, so that it can be undone
+        on its own (review.py). Not a file's delete or move (the whole turn's revert takes
+        those back)."""
+        block = self._block
+        scope = self._scopes.get(status.block)
+        if block is None or block.index != status.block or scope is None:
+            return
+        if block.operation in (BlockOperation.DELETE, BlockOperation.MOVE):
+            return
+        ytext = self._files.get(block.path)
+        if not isinstance(ytext, Text):
+            return
+        text = str(ytext)
+        region = block.landed_region
+        if region is not None:
+            start, end = byte_to_char(text, region[0]), byte_to_char(text, region[1])
+        else:
+            start, end = line_span(text, status.lines)
+        at, before, after = lines_around(text, start, end)
+        self._landed[status.block] = Landed(
+            block=status.block, path=block.path, change=merged(scope), old=block.landed_old, before=before,
+            text=text[start:end], after=after, at=at, created=block.created_file, file_origin=block.file_origin,
+        )
 
     def _report_progress(self) -> None:
         block = self._block
@@ -222,6 +260,10 @@ class BlockRunner:
         items are the last ones pushed; counting them avoids listing the whole stack.
         """
         block.close()
+        self._landed.pop(block.index, None)  # (an applied block of a refused patch operation)
+        scope = self._scopes.get(block.index)
+        if scope is not None:
+            scope.clear()  # a hunk may start again elsewhere: its scope holds what it does from now
         self._undo_items(block.transactions)
         if block.created_file:
             self._remove_if_empty(block.path, block.file_origin)

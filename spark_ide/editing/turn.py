@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from pycrdt import Doc
 
-from spark_ide.editing.block import EditBlock
+from spark_ide.editing.block import EditBlock, block_origin
 from spark_ide.editing.document import set_file_text
 from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Outcome
@@ -25,10 +25,13 @@ from spark_ide.editing.parse_events import (
 )
 from spark_ide.editing.parser import EditStreamParser
 from spark_ide.editing.patch import PatchCall, PatchOperation
-from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, RollbackReason
+from spark_ide.editing.reasons import EditorClosedError, RevertUnavailable, ReviewRefused, RollbackReason
+from spark_ide.editing.review import undo_landed
 from spark_ide.editing.runner import BlockRunner, SeenText
 from spark_ide.editing.status import BlockStatus, EditEvent, EditState, ProseEvent
 from spark_ide.editing.threeway import take_back
+
+Decision = Literal["kept", "undone"]
 
 
 class TurnEditor(BlockRunner):
@@ -83,6 +86,9 @@ class TurnEditor(BlockRunner):
         # What the last revert did: each file the turn touched, before and after it (restore).
         self._revert_texts: dict[str, tuple[str | None, str | None]] = {}
         self._calls: list[PatchCall] = []  # the turn's apply_patch calls not ended yet
+        self._reviews: dict[int, tuple[Decision, str]] = {}  # block -> kept or undone, and by whom
+        self._text_only = False  # a block was undone as text: the turn reverts as text
+        self._notes: list[str] = []  # blocks undone that the model has not been told of yet
 
     def open_patch(self, call_id: str, operation: PatchOperation | None = None) -> PatchCall:
         """Start applying one `apply_patch` tool call while it streams (patch.py): a V4A patch
@@ -164,6 +170,7 @@ class TurnEditor(BlockRunner):
         if not self._closed:
             raise EditorClosedError(f"turn {self.turn_id} is still running: its document cannot change")
         self._undo = None
+        self._landed.clear()  # their undo managers are of the old document
         self._block = None  # the last block holds the old document's text (and so the document)
         self._doc = doc
         self._files = workspace_files(doc, self._files_key)
@@ -178,7 +185,7 @@ class TurnEditor(BlockRunner):
         if self._reverted:
             return events
         before = {path: self._text(path) for path in self._before}
-        if self._undo is None:
+        if self._undo is None or self._text_only:
             self._take_back_as_text()  # raises RevertUnavailable before changing anything
         else:
             undo = self._undo  # the turn has ended: nothing watches its files any more
@@ -187,6 +194,7 @@ class TurnEditor(BlockRunner):
             for path, origin in self._created.items():
                 self._remove_if_empty(path, origin)
         self._reverted = True
+        self._landed.clear()  # its blocks are out of the files now
         self._revert_texts = {path: (text, self._text(path)) for path, text in before.items()}
         for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
             status = BlockStatus(
@@ -236,6 +244,87 @@ class TurnEditor(BlockRunner):
             self._ledger.record(status)
             events.append(status)
         return events
+
+    # -- hunk review: keep or undo one applied block (review.py) --
+
+    def reviewable(self) -> tuple[int, ...]:
+        """The blocks that applied and nobody has kept or undone yet, in order."""
+        landed = (Outcome.APPLIED, Outcome.CONFLICTED, Outcome.UNCHANGED)
+        return tuple(entry.block for entry in self._ledger.with_outcome(*landed) if entry.block not in self._reviews)
+
+    def review(self, block: int) -> tuple[Decision, str] | None:
+        """How ``block`` was reviewed (kept or undone, and by whom); None: not yet."""
+        return self._reviews.get(block)
+
+    def keep_block(self, block: int, by: str) -> None:
+        """``by`` keeps ``block``: nothing changes in the files; it can no longer be undone on
+        its own (the whole turn's revert still takes it). Raises ``ReviewRefused``."""
+        self._reviewable(block)
+        self._reviews[block] = ("kept", by)
+        self._landed.pop(block, None)  # its undo history is no longer needed
+
+    def undo_block(self, block: int, by: str) -> list[EditEvent]:
+        """``by`` undoes ``block`` alone, while the turn runs or after: only its own changes
+        go, others' typing stays (review.py). Raises ``ReviewRefused``, changing nothing, when
+        it is not an applied block waiting for review, or its lines were changed since.
+        Returns its new status (``rolled_back``, reason ``undone``)."""
+        name = self._reviewable(block)
+        final = self._finals[block]
+        unchanged = self._ledger.entry(block).outcome is Outcome.UNCHANGED
+        landed = self._landed.get(block)
+        if landed is None and not unchanged:
+            raise ReviewRefused(
+                f"{name} cannot be undone on its own (a file's delete or move; or the turn's undo history is "
+                "gone: the room's document was compacted, a checkpoint's files were put back, or the turn was "
+                "reverted and restored): revert the "
+                "whole turn instead"
+            )
+        if landed is not None:
+            self._reviewing = True
+            try:
+                as_text = undo_landed(landed, self._files, name, f"{block_origin(self.turn_id, block)}:undo")
+            finally:
+                self._reviewing = False
+            del self._landed[block]
+            if as_text:
+                # Its change went out as text, not through the undo history, which still holds
+                # it: a later revert of the turn works on text (as after `detach`).
+                self._text_only = True
+        self._reviews[block] = ("undone", by)
+        status = replace(final, state=EditState.ROLLED_BACK, reason=RollbackReason.UNDONE, message=f"undone by {by}")
+        self._ledger.record(status)
+        self._notes.append(
+            f"{by} undid {name} in turn {self.turn_id}: its change is no longer in "
+            f"{final.path}. Do not apply it again unless asked to."
+        )
+        return [status]
+
+    def take_notes(self) -> list[str]:
+        """The blocks undone since the last call, in words for the model (its next request)."""
+        notes, self._notes = self._notes, []
+        return notes
+
+    def _reviewable(self, block: int) -> str:
+        """``block``'s name for messages, if it can be kept or undone; else ``ReviewRefused``."""
+        final = self._finals.get(block)
+        try:
+            entry = self._ledger.entry(block)
+        except KeyError:
+            raise ReviewRefused(f"turn {self.turn_id} has no block {block}") from None
+        name = f"hunk {final.hunk} of {final.path}" if final is not None and final.hunk is not None else (
+            f"block {block} ({entry.path or 'no path'})"
+        )
+        if self._reverted:
+            raise ReviewRefused(f"{name} cannot be reviewed: turn {self.turn_id} was reverted")
+        review = self._reviews.get(block)
+        if review is not None:
+            raise ReviewRefused(f"{name} was already {review[0]} by {review[1]}")
+        if entry.outcome is Outcome.IN_FLIGHT:
+            raise ReviewRefused(f"{name} is still being written: keep or undo it once it has applied")
+        if final is None or entry.outcome not in (Outcome.APPLIED, Outcome.CONFLICTED, Outcome.UNCHANGED):
+            raise ReviewRefused(f"{name} did not apply ({entry.outcome.value.replace('_', ' ')}): there is nothing "
+                                "to keep or undo")
+        return name
 
     def _take_back_as_text(self) -> None:
         """A detached turn's revert: each file it changed, with its change taken back out."""

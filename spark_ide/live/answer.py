@@ -22,6 +22,7 @@ from spark_ide.upstream import (
     ToolCallDone,
     ToolCallStarted,
     ToolInputDelta,
+    ToolOutput,
     TurnRequest,
     UpstreamError,
 )
@@ -124,7 +125,7 @@ class AnswerReader:
                 f"the model still called tools after {tools.round} rounds, the most a turn has (SPARK_MAX_ROUNDS)",
             )
         await tools.settle()  # its runs end (a steer meanwhile cancels this, and they are stopped)
-        outputs = tools.outputs(done.tool_calls)
+        outputs = told_undone(tools.outputs(done.tool_calls), run.editor.take_notes())
         assert run.stream is not None
         request = run.request.next_round(
             response_id=done.response_id, answer=run.stream.text, calls=done.tool_calls, outputs=outputs,
@@ -160,7 +161,7 @@ class AnswerReader:
                 f"the tests still fail ({verdict_line(verdict)}) after {run.tools.round} rounds, the most a turn has "
                 "(SPARK_MAX_ROUNDS)",
             )
-        text = tests.request_text(outcome)
+        text = "\n".join([tests.request_text(outcome), *run.editor.take_notes()])
         assert run.stream is not None
         request = run.rebuild(text) if run.rebuild is not None else run.request.next_round(
             response_id=done.response_id, answer=run.stream.text, calls=(), outputs=(),
@@ -262,6 +263,16 @@ class AnswerReader:
         return Ending(
             TurnStatus.FAILED, reason, error, drop_link=isinstance(event, ErrorEvent) and not event.retryable,
         )
+
+
+def told_undone(outputs: list[ToolOutput], notes: list[str]) -> list[ToolOutput]:
+    """The round's tool outputs, the last one saying which blocks people undid meanwhile
+    (``notes``), so the model does not write them again."""
+    if not notes or not outputs:
+        return outputs
+    last = outputs[-1]
+    said = "\n".join(["", "Meanwhile, in the editor:", *(f"- {note}" for note in notes)])
+    return [*outputs[:-1], ToolOutput(last.call, last.output + "\n" + said, last.status)]
 
 
 _STOPPING: set[asyncio.Task[None]] = set()  # stops of unwanted rounds, kept until they end

@@ -33,6 +33,7 @@ __all__ = [
     "CheckpointRestored",
     "CloseCode",
     "DocumentReplaced",
+    "EditReviewed",
     "EditStatus",
     "Effort",
     "ErrorCode",
@@ -153,6 +154,11 @@ class ErrorCode(StrEnum):
     NO_SUCH_RUN = "no_such_run"
     # The watchdog found high-severity flaws in the files: the run waits for ``confirm``.
     RUN_NEEDS_CONFIRMATION = "run_needs_confirmation"
+    # Hunk review (``hunk.keep``/``hunk.undo``): no such applied block of a turn of this room
+    # waiting for review (unknown, too old, not applied, already reviewed, the turn reverted);
+    # or the lines it wrote, or those beside them, were changed since (nobody is overwritten).
+    HUNK_UNAVAILABLE = "hunk_unavailable"
+    HUNK_CONFLICT = "hunk_conflict"
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
@@ -590,6 +596,19 @@ class TurnRestored(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class EditReviewed(TurnEvent):
+    """A person kept or undid one applied block of ``turn`` (``hunk.keep``/``hunk.undo``):
+    ``decision`` ``kept`` or ``undone``, ``by`` their username. An undone block's
+    ``edit.status`` (``rolled_back``, reason ``undone``) comes just before."""
+
+    type: ClassVar[str] = "edit.reviewed"
+    block: int
+    path: str
+    decision: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
 class GuardFinding(TurnEvent):
     """The watchdog found a flaw in what ``turn`` wrote: ``action`` ``halted`` (the stream was
     stopped and the model re-prompted: ``correction`` is that turn) or ``flagged``."""
@@ -610,7 +629,7 @@ EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence, CheckpointCreated, CheckpointRestored,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
-    TurnRestored, GuardFinding,
+    TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 

@@ -124,6 +124,16 @@ _DECLARED = (
     MessageSpec("revert", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "undo a turn's edits"),
     MessageSpec("restore", DRIVER_ROLES, (_text("turn", limit="id_chars"),),
                 "undo the revert of a turn (until the next turn starts): its edits back"),
+    MessageSpec("hunk.keep", DRIVER_ROLES, (
+        _text("turn", limit="id_chars"),
+        _flag("all"),  # (before ``block``, which it makes optional)
+        Field("block", (int,), required_unless="all", minimum=0, maximum=MAX_SAFE_INT),
+    ), "keep an applied block of a turn (its edit.status block), or all of the turn's waiting for review"),
+    MessageSpec("hunk.undo", DRIVER_ROLES, (
+        _text("turn", limit="id_chars"),
+        _flag("all"),  # (before ``block``, which it makes optional)
+        Field("block", (int,), required_unless="all", minimum=0, maximum=MAX_SAFE_INT),
+    ), "undo one applied block of a turn alone (others' typing stays), or all of the turn's waiting for review"),
     MessageSpec("checkpoint.create", DRIVER_ROLES, (_text("name", limit="name_chars"),),
                 "a named checkpoint of the files and the conversation as they are now"),
     MessageSpec("checkpoint.restore", DRIVER_ROLES, (

@@ -42,6 +42,7 @@ from .policy_gate import PolicyGate
 from .prompting import instructions_for
 from .records import Records
 from .reverts import TurnReverts
+from .reviews import HunkReviews
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
@@ -97,6 +98,7 @@ class Pilot:
         self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
         self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
+        self._reviews = HunkReviews(editor=self._reverts.kept, publish=publish)
         self._task: asyncio.Task[None] | None = None
         self._policy = PolicyGate(source=store, announce=announce)
         self._turns = TurnBook(
@@ -204,6 +206,8 @@ class Pilot:
             await self._revert(command)
         elif kind is CommandKind.RESTORE:
             self._reverts.restore(command)
+        elif kind is CommandKind.REVIEW:
+            self._review(command)
         elif kind is CommandKind.CHECKPOINT_RESTORE:
             await self.checkpoints.restore(command, busy=run is not None)
         elif kind is CommandKind.CHECKPOINT_CREATE:
@@ -360,6 +364,7 @@ class Pilot:
         if self._run is run:
             self._run = None
         self._maker.ended(run, status)
+        self._maker.reviewed(run.editor, run.editor.take_notes())  # undone blocks no round told the model of
         run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
@@ -377,6 +382,15 @@ class Pilot:
         if self._run is not None:
             raise RuntimeError("the document cannot be replaced while a turn writes into it")
         self._reverts.document_replaced(doc)
+
+    def _review(self, command: Command) -> None:
+        """Keep or undo applied blocks of a turn (``reviews``). The model hears of a block
+        undone in the running turn in its next round's request (``answer``), else in the
+        next turn's."""
+        editor = self._reviews.review(command)
+        run = self._run
+        if editor is not None and (run is None or run.editor is not editor):
+            self._maker.reviewed(editor, editor.take_notes())
 
     async def _revert(self, command: Command) -> None:
         """Take a turn back; the running one is ended first (``reverted``)."""

@@ -75,6 +75,10 @@ class TurnReverts:
         undo histories belong to the old one; they revert as text from now on."""
         self._revertible.detach(doc)
 
+    def kept(self, turn: str) -> TurnEditor | None:
+        """The edit engine of ``turn`` if it is one of the recent turns of this room."""
+        return self._revertible.get(turn)
+
     def files_restored(self, doc: Doc[Any]) -> None:
         """A checkpoint's files were put back (between turns): the kept turns' undo histories
         no longer describe the files, so they revert as text from now on (refused where their

@@ -54,7 +54,9 @@ class TurnMaker:
         self._run_budget = run_budget
         # Only the newest turns go into a request: older ones are not kept (a long session grew by them).
         self.history: deque[PastTurn] = deque(maxlen=style.history_turns)
-        self._last_ledger = ""
+        self._last: TurnEditor | None = None  # the last turn's engine: its ledger goes into the next request
+        self._last_ledger = ""  # the last ledger when there is no such engine (a checkpoint's conversation)
+        self._notes: list[str] = []  # blocks of earlier turns people undid since the last request
         # What the model last saw of each file (None: it is not told what others changed).
         self.seen = SeenFiles() if style.tell_changes else None
 
@@ -75,6 +77,7 @@ class TurnMaker:
             turn_input.changes = seen.note(texts, {})
         fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
         request, shown = request_showing(turn_input, self._style)
+        self._notes = []  # told
         if seen is not None:
             seen.showed(texts, shown)
         editor = TurnEditor(
@@ -105,10 +108,23 @@ class TurnMaker:
     def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
         return TurnInput(
             text=text or chain.origin.text, files=texts, active_path=chain.active_path,
-            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._last_ledger,
+            effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._ledger(),
             steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
             tests_only=policy.tests_only,
         )
+
+    def _last_turn_ledger(self) -> str:
+        """The last turn's ledger as it stands now (blocks people undid since included)."""
+        return self._last.ledger.as_prompt() if self._last is not None else self._last_ledger
+
+    def _ledger(self) -> str:
+        """The last turn's ledger, and the blocks of older turns people undid since the last
+        request."""
+        ledger = self._last_turn_ledger()
+        if self._notes:
+            ledger = "\n".join([ledger, "Since then, people undid some of your earlier edits:",
+                                 *(f"- {note}" for note in self._notes)]).strip()
+        return ledger
 
     def _turn_runs(self, turn_id: str, chain: Chain, policy: AiPolicy) -> TurnRuns | None:
         """The turn's runs, when code runs here and the course lets the model's code run."""
@@ -129,7 +145,7 @@ class TurnMaker:
     @property
     def conversation(self) -> Conversation:
         """What the next request carries of the past (a checkpoint keeps it)."""
-        return Conversation(history=tuple(self.history), ledger=self._last_ledger)
+        return Conversation(history=tuple(self.history), ledger=self._last_turn_ledger())
 
     def go_back(self, conversation: Conversation) -> None:
         """The next request starts from ``conversation`` (a checkpoint's): the turns after it
@@ -140,6 +156,8 @@ class TurnMaker:
         self.history.clear()
         self.history.extend(conversation.history)
         self._last_ledger = conversation.ledger
+        self._last = None
+        self._notes = []  # of turns the conversation no longer has, or before the checkpoint
         if self.seen is not None:
             self.seen = SeenFiles()
 
@@ -150,7 +168,13 @@ class TurnMaker:
             # A steered turn lives on in its successor's request (the steering note carries
             # its partial answer), so it is not history of its own.
             self.history.append(run.as_past())
-        self._last_ledger = run.editor.ledger.as_prompt()
+        self._last = run.editor
         touched = run.editor.take_touched()  # (also lets go of the texts it holds)
         if self.seen is not None and touched:
             self.seen.absorb(self._texts(), touched)  # what the model wrote is what it saw
+
+    def reviewed(self, editor: TurnEditor, notes: list[str]) -> None:
+        """People undid blocks of ``editor``'s turn (``notes`` say which, for the model): the
+        next request says so. The last turn's ledger says it already."""
+        if editor is not self._last:
+            self._notes.extend(notes)

@@ -41,6 +41,7 @@ class CommandKind(StrEnum):
     STOP = "stop"
     REVERT = "revert"
     RESTORE = "restore"  # undo a revert
+    REVIEW = "review"  # keep or undo applied blocks of a turn (hunk.keep, hunk.undo)
     CHECKPOINT_CREATE = "checkpoint.create"  # a named checkpoint (``text``: its name)
     CHECKPOINT_RESTORE = "checkpoint.restore"  # back to a checkpoint's code and/or conversation
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
@@ -61,6 +62,8 @@ class Command:
     received_at: float = field(default_factory=time.monotonic)
     reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
+    block: int | None = None  # review: which block of ``turn`` (None: all those waiting for review)
+    decision: str = ""  # review: "keep" or "undo"
     checkpoint: str = ""  # checkpoint.restore: which one
     code: bool = False  # checkpoint.restore: the files back
     conversation: bool = False  # checkpoint.restore: the next request starts from there

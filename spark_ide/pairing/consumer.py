@@ -313,6 +313,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_restore(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.RESTORE, turn=values["turn"])
 
+    def _on_hunk_keep(self, values: dict[str, Any]) -> None:
+        self._review("keep", values)
+
+    def _on_hunk_undo(self, values: dict[str, Any]) -> None:
+        self._review("undo", values)
+
+    def _review(self, decision: str, values: dict[str, Any]) -> None:
+        block = None if values["all"] else values["block"]
+        self._command(CommandKind.REVIEW, turn=values["turn"], block=block, decision=decision)
     def _on_checkpoint_create(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.CHECKPOINT_CREATE, text=values["name"])
 
@@ -357,6 +366,8 @@ HANDLERS: dict[str, Handler] = {
     "stop": SessionConsumer._on_stop,
     "revert": SessionConsumer._on_revert,
     "restore": SessionConsumer._on_restore,
+    "hunk.keep": SessionConsumer._on_hunk_keep,
+    "hunk.undo": SessionConsumer._on_hunk_undo,
     "checkpoint.create": SessionConsumer._on_checkpoint_create,
     "checkpoint.restore": SessionConsumer._on_checkpoint_restore,
     "run": SessionConsumer._on_run,

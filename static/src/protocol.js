@@ -32,6 +32,7 @@ export const EVENT = Object.freeze({
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
+  EDIT_REVIEWED: "edit.reviewed",
   GUARD_FINDING: "guard.finding",
 });
 
@@ -59,6 +60,8 @@ export const MESSAGE = Object.freeze({
   STOP: "stop",
   REVERT: "revert",
   RESTORE: "restore",
+  HUNK_KEEP: "hunk.keep",
+  HUNK_UNDO: "hunk.undo",
   CHECKPOINT_CREATE: "checkpoint.create",
   CHECKPOINT_RESTORE: "checkpoint.restore",
   RUN: "run",
@@ -159,6 +162,8 @@ export const ERROR_CODE = Object.freeze({
   RUN_BUSY: "run_busy",
   NO_SUCH_RUN: "no_such_run",
   RUN_NEEDS_CONFIRMATION: "run_needs_confirmation",
+  HUNK_UNAVAILABLE: "hunk_unavailable",
+  HUNK_CONFLICT: "hunk_conflict",
   AI_DISABLED: "ai_disabled",
   AI_QUOTA: "ai_quota",
   NO_SUCH_CHECKPOINT: "no_such_checkpoint",

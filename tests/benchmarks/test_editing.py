@@ -72,7 +72,7 @@ def test_it_reports_engine_and_baseline_figures_from_one_run() -> None:
     assert isinstance(patch, dict) and patch["same_result_as_reference"] is True
     assert 0 <= patch["engine"]["wall"]["latency_ms_p50_median"] <= patch["engine"]["wall"]["latency_ms_p99_median"]
     rows = report["rows"]
-    assert isinstance(rows, list) and [row["unit"] for row in rows] == ["tokens/s", "ms", "µs", "tokens/s", "ms"]
+    assert isinstance(rows, list) and [row["unit"] for row in rows] == ["tokens/s", "ms", "µs", "tokens/s", "ms", "ms"]
     assert all(isinstance(row["met"], bool) for row in rows)
 
 
@@ -80,3 +80,11 @@ def test_it_reports_engine_and_baseline_figures_from_one_run() -> None:
 def test_it_rejects_bad_arguments(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         editing.main(argv)
+
+
+def test_its_hunk_undo_figures_undo_hunks_alone_as_the_reference_says() -> None:
+    figures = editing.hunk_undo_figures(editing.build_file(400), 6, 2)
+
+    assert figures["same_result_as_reference"] is True and figures["undos"] == 6
+    assert 0 < figures["wall_ms_p50"] <= figures["wall_ms_p99"]
+    assert figures["row"]["figure"] == "undo of one hunk alone, 400-line file, p99"

@@ -65,7 +65,8 @@ def test_an_edit_block_is_a_chip_with_its_line_count_between_its_prose(ide_serve
     assert chip.locator(".chip-path").inner_text() == "a.py"
     assert chip.locator(".chip-count").inner_text() == "+2"
     assert _prose(turn) == "Fixing the seed.\nDone.\n"
-    assert turn.locator(".prose-part > *").evaluate_all("(nodes) => nodes.map((node) => node.className)") == ["chip"]
+    parts = turn.locator(".prose-part > *").evaluate_all("(nodes) => nodes.map((node) => node.className)")
+    assert parts == ["chip", "hunk-review"]  # the chip, and its Keep / Undo (hunk_review.js)
     wait_for_server_text(page, "a.py", "seed = 2\nmore = 3\n")
     create_file(page, "b.py")  # another tab in front; the chip brings a.py back
     chip.click()

@@ -235,6 +235,8 @@ SOCKET: dict[str, str] = {
     "stop": "refused refused yes no yes yes refused",
     "revert": "refused refused yes no yes yes refused",
     "restore": "refused refused yes no yes yes refused",
+    "hunk.keep": "refused refused yes no yes yes refused",
+    "hunk.undo": "refused refused yes no yes yes refused",
     "checkpoint.create": "refused refused yes no yes yes refused",
     "checkpoint.restore": "refused refused yes no yes yes refused",
     "run": "refused refused yes no yes yes refused",

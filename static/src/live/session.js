@@ -18,6 +18,7 @@ import { Landing, SavedTabs } from "./landing.js";
 import { FileTree } from "./tree.js";
 import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
+import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
@@ -52,6 +53,7 @@ class LiveSession {
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
       diagnostics: this.diagnostics, onByHand: () => this.byHand(),
+      hunkMarks: (path) => (this.hunks ? this.hunks.gutter(path) : []),
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(
@@ -75,7 +77,12 @@ class LiveSession {
 
   // The transcript, the status bar, the toasts, the run panel, the revert buttons, the prompt.
   panels(root) {
+    const send = (message) => this.connection.send(message);
+    const toast = (message, kind) => this.toasts.show(message, kind);
+    const files = this.doc.getMap("files");
+    this.hunks = new HunkReview({ send, toast, canDrive: () => this.canDrive, tabs: this.tabs, files });
     this.transcript = new Transcript(root.querySelector("#transcript"), {
+      onBlockBox: (box, turn, block) => this.hunks.attach(box, turn, block),
       files: this.doc.getMap("files"), requestFrame: () => this.loop.request(), onOpenPath: (path) => this.tabs.open(path),
       onOpenLine: (path, line) => this.openAt(path, line), peerClass: (name) => this.colours.classOf(name),
     });
@@ -88,8 +95,6 @@ class LiveSession {
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
-    const send = (message) => this.connection.send(message);
-    const toast = (message, kind) => this.toasts.show(message, kind);
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     const form = root.querySelector("#prompt");
@@ -121,6 +126,7 @@ class LiveSession {
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
+    document.addEventListener("keydown", (event) => this.hunks.key(event)); // Alt+Y / Alt+N: hunk_review.js
     if (followAsked()) this.follow.set("follow"); // a shared presenter link, or a reload while following
     this.connection.connect();
   }
@@ -168,6 +174,7 @@ class LiveSession {
         this.transcript.prose(event);
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
+      case EVENT.EDIT_REVIEWED: return this.hunks.reviewed(event);
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
@@ -283,6 +290,7 @@ class LiveSession {
       setTimeout(() => window.location.reload(), 2500);
       return;
     }
+    if (this.hunks.refused(event)) return; // a Keep / Undo refused: its button comes back
     this.toasts.show(`${event.message || event.code}`, "error");
     if (REVERT_ERRORS.has(event.code)) {
       this.historyChanged(); // its button comes back as it was
@@ -296,6 +304,7 @@ class LiveSession {
   editStatus(event) {
     this.regions.update(event);
     this.transcript.blockStatus(event);
+    this.hunks.status(event);
     explainEdit(this.toasts, event);
     followEdit(event, {
       tabs: this.tabs, landing: this.landing, follow: this.follow, running: this.running, replayed: this.replayed(event),
@@ -319,6 +328,7 @@ class LiveSession {
     this.provider.requestSync();
     this.regions.clear();
     this.transcript.clear();
+    this.hunks.clear();
     this.toasts.show("Back in sync: the transcript was reloaded from the server", "ok");
     this.loop.request();
     this.historyChanged();
@@ -353,6 +363,7 @@ class LiveSession {
     this.tabs.rebind(files);
     this.follow.rebind(files);
     this.transcript.rebind(files);
+    this.hunks.rebind(files);
     this.doc = doc;
   }
 

@@ -21,7 +21,10 @@ export const LARGE_TYPE = EditorView.theme({ "&.cm-editor .cm-scroller": { fontS
 
 // The extensions of a tab's state. typeSize: the compartment of the type size (largeType: the
 // presenter's is on); extendRemote(transaction): the spec added to a transaction from Yjs.
-export function tabExtensions(path, tab, { awareness, canEdit, typeSize, largeType, extendRemote }) {
+// hunkMarks(path): the gutter of Keep / Undo marks of the blocks waiting for review (hunk_marks.js).
+export function tabExtensions(path, tab, {
+  awareness, canEdit, typeSize, largeType, extendRemote, hunkMarks = null,
+}) {
   return [
     keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
     basicSetup,
@@ -39,6 +42,7 @@ export function tabExtensions(path, tab, { awareness, canEdit, typeSize, largeTy
     liveDecorations(),
     diagnosticsExtensions(),
     EditorState.transactionExtender.of(extendRemote),
+    hunkMarks ? hunkMarks(path) : [],
   ];
 }
 

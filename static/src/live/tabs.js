@@ -19,7 +19,9 @@ export class EditorTabs {
   // diagnostics: the watchdog's findings per path (GuardDiagnostics), shown in each file's tab
   constructor({
     tabBar, host, fileLabel, files, awareness, canEdit, regions, diagnostics = null, onByHand = () => {},
+    hunkMarks = null,
   }) {
+    this.hunkMarks = hunkMarks; // path -> the gutter of Keep / Undo marks (hunk_review.js), or null
     this.tabBar = tabBar;
     this.host = host;
     this.fileLabel = fileLabel;
@@ -93,7 +95,7 @@ export class EditorTabs {
   extensions(path, tab) {
     return tabExtensions(path, tab, {
       awareness: this.awareness, canEdit: this.canEdit, typeSize: this.typeSize, largeType: this.largeType,
-      extendRemote: (transaction) => this.extendRemote(transaction),
+      extendRemote: (transaction) => this.extendRemote(transaction), hunkMarks: this.hunkMarks,
     });
   }
 

@@ -41,9 +41,13 @@ export class Transcript {
   // files: the document's path -> Y.Text map (a fence being written shows its region of it);
   // requestFrame(): ask for a flush() next frame; onOpenPath(path): a chip was clicked;
   // peerClass(username): the class that gives a person's colour ("" for none).
-  // onOpenLine(path, line): a finding's location was clicked.
-  constructor(container, { files, requestFrame, onOpenPath, onOpenLine = onOpenPath, peerClass = () => "" }) {
+  // onOpenLine(path, line): a finding's location was clicked. onBlockBox(box, turn, block): a
+  // block's box was put on the page (hunk_review.js puts its Keep / Undo after it).
+  constructor(container, {
+    files, requestFrame, onOpenPath, onOpenLine = onOpenPath, peerClass = () => "", onBlockBox = () => {},
+  }) {
     this.container = container;
+    this.onBlockBox = onBlockBox;
     this.files = files;
     this.requestFrame = requestFrame;
     this.peerClass = peerClass;
@@ -147,7 +151,11 @@ export class Transcript {
       view.lines = piece.lines;
       // The turn is over: the code it showed is its record.
       if (view.code && piece.shown !== null) view.recorded = { code: piece.shown, more: piece.more || 0 };
-      for (const [block, record] of entry.blocks) if (record === piece) entry.blocks.set(block, view);
+      for (const [block, record] of entry.blocks) {
+        if (record !== piece) continue;
+        entry.blocks.set(block, view);
+        this.onBlockBox(view.box, entry.article.dataset.turn, block);
+      }
       this.paint(view);
     }
     if (entry.droppedChars) showMore(entry);
@@ -262,6 +270,7 @@ export class Transcript {
       this.drain(entry); // the prose before the block goes before it
       view = this.openBlock(entry, detail);
       entry.blocks.set(block, view);
+      this.onBlockBox(view.box, turn, block);
     }
     view.status = { path, state, detail };
     view.lines = writtenLines(state, detail) || view.lines;
