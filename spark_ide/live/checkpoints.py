@@ -42,7 +42,7 @@ from pycrdt import Doc
 from spark_ide.editing.document import set_file_text
 from spark_ide.editing.files import workspace_files
 
-from .events import CheckpointCreated, CheckpointRestored, ErrorCode, ErrorEvent, Event
+from .events import CheckpointCreated, CheckpointRestored, ErrorCode, ErrorEvent, Event, TurnEvent
 from .prompting import PastTurn
 from .records import Records
 from .turns import Command
@@ -231,8 +231,9 @@ class Checkpoints:
     """The Pilot's checkpoints. ``store``: where they go; ``records``: the Pilot's ordered
     writes (a turn's checkpoint is written before its record); ``document`` and ``texts``: the
     room's document and files now; ``conversation``/``set_conversation``: the TurnMaker's
-    history; ``announce``: an event for everyone; ``files_restored``: called after the files
-    were put back; ``keep``: SPARK_CHECKPOINTS_KEEP."""
+    history; ``announce``: an event for everyone now; ``publish``: one kept in the event log
+    (a restore: the replay shows it); ``files_restored``: called after the files were put
+    back; ``keep``: SPARK_CHECKPOINTS_KEEP."""
 
     store: CheckpointStore
     records: Records
@@ -241,6 +242,7 @@ class Checkpoints:
     conversation: Callable[[], Conversation]
     set_conversation: Callable[[Conversation], None]
     announce: Callable[[Event], None]
+    publish: Callable[[TurnEvent], None]
     files_restored: Callable[[], None] = lambda: None  # after a code restore (the turns' reverts)
     keep: int = KEEP
 
@@ -294,9 +296,9 @@ class Checkpoints:
             self.files_restored()
         if command.conversation:
             self.set_conversation(Conversation(history=checkpoint.history, ledger=checkpoint.ledger))
-        self.announce(CheckpointRestored(
-            checkpoint=checkpoint.id, code=command.code, conversation=command.conversation, by=command.author,
-            undo=undo.id,
+        self.publish(CheckpointRestored(
+            turn=checkpoint.turn, checkpoint=checkpoint.id, code=command.code, conversation=command.conversation,
+            by=command.author, undo=undo.id,
         ))
         return None
 

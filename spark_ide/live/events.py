@@ -337,21 +337,6 @@ class CheckpointCreated(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointRestored(Event):
-    """``by`` restored ``checkpoint``: its files (``code``: everyone's document changed in one
-    step), its conversation (the next request starts from there), or both. ``undo``: the
-    checkpoint taken just before, whose restore undoes this one."""
-
-    type: ClassVar[str] = "checkpoint.restored"
-    ephemeral: ClassVar[bool] = True
-    checkpoint: str
-    code: bool
-    conversation: bool
-    by: str
-    undo: str
-
-
-@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
     ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
@@ -606,6 +591,22 @@ class EditReviewed(TurnEvent):
     path: str
     decision: str
     by: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRestored(TurnEvent):
+    """``by`` restored ``checkpoint``: its files (``code``: everyone's document changed in one
+    step), its conversation (the next request starts from there), or both. ``undo``: the
+    checkpoint taken just before, whose restore undoes this one. ``turn``: the turn the
+    checkpoint was taken before ("" for a named one). Kept in the event log (the replay's
+    timeline marks it; a page that reconnects is told it) but not in a new page's transcript."""
+
+    type: ClassVar[str] = "checkpoint.restored"
+    checkpoint: str
+    code: bool
+    conversation: bool
+    by: str
+    undo: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,7 @@ class Pilot:
         self.checkpoints = Checkpoints(
             store=store, records=self._records, document=document, texts=texts,
             conversation=lambda: self._maker.conversation, set_conversation=self._maker.go_back, announce=announce,
+            publish=publish,
             files_restored=lambda: self._reverts.files_restored(document()), keep=settings.checkpoints_keep,
         )
 

@@ -22,6 +22,7 @@ from .models import Checkpoint, HistoryUpdate
 # Raw deltas are left out: the transcript is drawn from the prose and block statuses (as on a
 # reloaded page), and the document updates carry the code as it was written.
 LEFT_OUT = (TurnDelta.type,)
+REVIEW_VERBS = {"undone": "undid", "kept": "kept"}  # edit.reviewed's decision, as the mark says it
 STEERED_OR_STOPPED = {FinishReason.STEERED.value: "steer", FinishReason.STOPPED.value: "stop"}
 
 
@@ -116,8 +117,9 @@ class Clock:
 
 
 def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The points a replay's scrubber marks: each turn's start, and where a person steered
-    (the steered turn's end, labelled with the steering text) or stopped the model."""
+    """The points a replay's scrubber marks: each turn's start, where a person steered (the
+    steered turn's end, labelled with the steering text) or stopped the model, kept or undid
+    one of its hunks (``review``), or restored a checkpoint (``restore``)."""
     out: list[dict[str, Any]] = []
     steers: dict[str, dict[str, Any]] = {}  # steered turn -> its mark
 
@@ -139,4 +141,12 @@ def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 mark(event["t"], "steer", event["steered_from"], prompt)
         elif kind == "turn.started":
             mark(event["t"], "turn", turn, prompt)
+        elif kind == "edit.reviewed":
+            hunk = f"{event.get('path', '')} · block {int(event.get('block', 0)) + 1}"
+            verb = REVIEW_VERBS.get(str(event.get("decision")), str(event.get("decision")))
+            mark(event["t"], "review", turn, f"{event.get('by', '')} {verb} {hunk}")
+        elif kind == "checkpoint.restored":
+            parts = [name for name, wanted in (("code", event.get("code")), ("conversation", event.get("conversation")))
+                     if wanted]
+            mark(event["t"], "restore", turn, f"{event.get('by', '')} restored the {' and the '.join(parts)}")
     return out

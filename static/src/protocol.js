@@ -50,7 +50,6 @@ export const EPHEMERAL_EVENTS = new Set([
   "guard.diagnostics",
   "presence",
   "checkpoint.created",
-  "checkpoint.restored",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).

@@ -102,8 +102,9 @@ async def test_restoring_code_puts_every_file_back_and_the_restore_is_undone_by_
         after = rig.texts()
         target = checkpoint_before(rig, turns[1])
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, code=True)
-        restored = await rig.announced.until(CheckpointRestored)
+        restored = await rig.published.until(CheckpointRestored)
         assert (restored.checkpoint, restored.code, restored.conversation, restored.by) == (target, True, False, "ada")
+        assert restored.turn == turns[1]  # kept in the log under the turn its checkpoint came before
         assert rig.texts() == {**FILES, "util.py": "X = 2\n"}
         undo = rig.store.checkpoints[-1].checkpoint
         assert (undo.id, undo.kind, undo.author) == (restored.undo, CheckpointKind.RESTORE, "ada")
@@ -111,7 +112,7 @@ async def test_restoring_code_puts_every_file_back_and_the_restore_is_undone_by_
         assert "turn three" in await next_request(rig)
 
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=undo.id, code=True)
-        await rig.announced.until(CheckpointRestored, lambda event: event.checkpoint == undo.id)
+        await rig.published.until(CheckpointRestored, lambda event: event.checkpoint == undo.id)
         assert rig.texts() == after
 
 
@@ -119,7 +120,7 @@ async def test_after_a_code_restore_a_turn_reverts_as_text_and_is_refused_where_
     async with pilot_rig(FILES) as rig:
         turns = await three_turns(rig)
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=checkpoint_before(rig, turns[1]), code=True)
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         rig.revert(turns[2])  # its line is "X = 2" now, not the "X = 4" it wrote
         await eventually(partial(answered, rig, 1), 5.0)
         assert rig.replies[-1].code is ErrorCode.REVERT_UNAVAILABLE
@@ -132,7 +133,7 @@ async def test_restoring_the_conversation_cuts_the_later_turns_from_the_next_req
         assert "turn two: raise X" in said(rig.model.requests[-1])
         files = rig.texts()
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=checkpoint_before(rig, turns[1]), conversation=True)
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         assert rig.texts() == files
         request = await next_request(rig)
         assert "turn one: raise X" in request and "Answer one." in request
@@ -145,13 +146,13 @@ async def test_the_next_request_tells_a_code_restore_as_a_change_and_forgets_wha
         turns = await three_turns(rig)
         target = checkpoint_before(rig, turns[1])
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, code=True)
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         told = await next_request(rig)
         assert HEADING in told and "Since you last saw util.py" in told and "-X = 4\n+X = 2\n" in told
         # The conversation goes back to before turn two: what the model saw since is forgotten.
         set_file_text(rig.doc, "app.py", "changed by a person\n", "ada-page")
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, conversation=True)
-        await rig.announced.until(CheckpointRestored, lambda event: event.conversation)
+        await rig.published.until(CheckpointRestored, lambda event: event.conversation)
         assert HEADING not in await next_request(rig, "turn five")
 
 
@@ -163,7 +164,7 @@ async def test_restoring_both_after_a_restart_gives_back_the_files_and_the_conve
     async with pilot_rig(FILES, store=store) as rig:  # the server restarted: the Pilot holds no history
         assert "turn one" not in await next_request(rig, "after the restart")
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=target, code=True, conversation=True)
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         assert rig.texts() == {**FILES, "util.py": "X = 3\n"}
         request = await next_request(rig)
         assert "turn one: raise X" in request and "turn two: raise X" in request
@@ -200,7 +201,7 @@ async def test_refusals_change_nothing() -> None:
         assert rig.replies[-1].code is ErrorCode.CHECKPOINT_BUSY
         stream.complete(None)
         await rig.finished(running)
-        assert rig.texts() == files and not rig.announced.of(CheckpointRestored)
+        assert rig.texts() == files and not rig.published.of(CheckpointRestored)
         assert len(rig.store.checkpoints) == saved + 1  # turn four's own, no checkpoint of a restore
         assert "turn three" in said(rig.model.requests[-1])
 
@@ -213,7 +214,7 @@ async def test_a_checkpoint_that_cannot_be_stored_refuses_the_restore() -> None:
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=checkpoint_before(rig, turns[0]), code=True)
         await eventually(lambda: bool(rig.replies), 5.0)
         assert rig.replies[-1].code is ErrorCode.STORAGE_FAILED and "nothing changed" in rig.replies[-1].message
-        assert rig.texts() == files and not rig.announced.of(CheckpointRestored)
+        assert rig.texts() == files and not rig.published.of(CheckpointRestored)
 
 
 async def test_only_the_newest_checkpoints_are_kept_with_the_blobs_they_use() -> None:
@@ -249,5 +250,5 @@ async def test_a_small_model_without_history_restores_the_code_alone() -> None:
             CommandKind.CHECKPOINT_RESTORE, checkpoint=rig.store.checkpoints[0].checkpoint.id, code=True,
             conversation=True,
         )
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         assert rig.texts() == FILES

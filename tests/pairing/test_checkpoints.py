@@ -19,6 +19,7 @@ from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore
 from spark_ide.pairing.checkpoints import checkpoint_list, checkpoint_storage
 from spark_ide.pairing.models import Checkpoint as CheckpointRow
 from spark_ide.pairing.models import CheckpointBlob
+from spark_ide.replay.services import replay_data
 from spark_ide.workspaces.services import workspace_create
 from tests.pairing.conftest import FILES, Live, LiveClient, connect, connect_viewer, say
 from tests.support.recording_engine import RecordingEngine
@@ -177,6 +178,16 @@ async def test_restore_code_and_conversation_across_a_restart_and_undo_it(
     assert kinds == ["turn", "turn", "turn", "restore", "turn", "restore"]
     await owner.close()
     await viewer.close()
+
+    # The replay's timeline marks both restores (a teacher replaying the session sees them).
+    room = ROOMS.owned(live.workspace_id)
+    if room is not None:
+        await room.close()  # its last events are written
+    data = await database_sync_to_async(replay_data)(live.workspace_id)
+    restores = [(mark["turn"], mark["text"]) for mark in data["marks"] if mark["kind"] == "restore"]
+    assert restores == [
+        (turns[1], "ada restored the code and the conversation"), ("", "ada restored the code"),
+    ], restores
 
 
 async def test_a_checkpoint_id_of_another_workspace_is_refused(

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
+from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.services import session_create
+from spark_ide.replay.services import replay_data
 from spark_ide.workspaces.services import workspace_create
 from tests.pairing.conftest import FILES, Live, LiveClient, connect, connect_viewer, say
 
@@ -89,3 +91,11 @@ async def test_a_hunk_is_undone_for_everyone_and_bad_asks_change_nothing(
     await late.until_true(lambda: len(late.of("edit.reviewed", turn)) == 2)
     for client in (owner, viewer, other, late):
         await client.close()
+
+    # The replay's timeline marks both decisions (a teacher replaying the session sees them).
+    room = ROOMS.owned(live.workspace_id)
+    if room is not None:
+        await room.close()  # its last events are written
+    data = await database_sync_to_async(replay_data)(live.workspace_id)
+    reviews = [(mark["turn"], mark["text"]) for mark in data["marks"] if mark["kind"] == "review"]
+    assert reviews == [(turn, "ada undid util.py · block 1"), (turn, "ada kept new.py · block 2")]

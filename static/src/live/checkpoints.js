@@ -44,14 +44,18 @@ export class CheckpointControls {
   }
 
   // checkpoint.restored or checkpoint.created, for everyone.
-  told(event) {
-    return event.type === EVENT.CHECKPOINT_RESTORED ? this.restored(event) : this.created(event);
+  // `replayed`: a restore from before this page joined (a reconnect's catch-up): the panel
+  // is drawn again, no notice.
+  told(event, replayed = false) {
+    return event.type === EVENT.CHECKPOINT_RESTORED ? this.restored(event, replayed) : this.created(event);
   }
 
-  restored(event) {
+  restored(event, replayed) {
     const what = event.code && event.conversation ? "the code and the conversation"
       : event.code ? "the code" : "the conversation";
-    this.toast(`${event.by || "Someone"} restored ${what} of a checkpoint (undo: restore the one just before)`, "ok");
+    if (!replayed) {
+      this.toast(`${event.by || "Someone"} restored ${what} of a checkpoint (undo: restore the one just before)`, "ok");
+    }
     this.refresh();
   }
 

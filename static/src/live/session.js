@@ -180,7 +180,8 @@ class LiveSession {
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
-      case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED: return this.checkpoints.told(event);
+      case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED:
+        return this.checkpoints.told(event, this.replayed(event));
       case EVENT.ERROR:
         if (this.runs.needsConfirmation(event) || this.checkpoints.refused(event)) return undefined;
         if (this.runs.refused(event)) return this.toasts.show(`${event.message || event.code}`, "error");

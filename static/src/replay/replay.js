@@ -15,7 +15,7 @@ import { DocumentView } from "./viewer.js";
 // Forward, a seek that would apply more updates than this builds from a checkpoint instead
 // (when one is nearer).
 const REBUILD_UPDATES = 200;
-const MARK_LABELS = { steer: "Steered", stop: "Stopped", turn: "Turn" };
+const MARK_LABELS = { steer: "Steered", stop: "Stopped", turn: "Turn", review: "Hunk", restore: "Restored" };
 
 function fromBase64(text) {
   const binary = atob(text);
