@@ -103,6 +103,8 @@ def runs_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory)
 
 def _file(page: Any, path: str, text: str) -> None:
     create_file(page, path)
+    # The new file's editor, empty, before typing (not the last file's, still on screen a moment).
+    page.wait_for_function("() => document.querySelector('.cm-content')?.innerText.trim() === ''")
     page.locator(".cm-content").click()
     page.keyboard.insert_text(text)
     wait_for_server_text(page, path, text)

@@ -190,7 +190,7 @@ async def test_after_a_checkpoint_s_code_is_put_back_a_hunk_is_no_longer_undone_
         await eventually(lambda: len(rig.store.checkpoints) == 1)
         before_first = rig.store.checkpoints[0].checkpoint.id
         rig.command(CommandKind.CHECKPOINT_RESTORE, checkpoint=before_first, code=True)
-        await rig.announced.until(CheckpointRestored)
+        await rig.published.until(CheckpointRestored)
         assert rig.texts() == FILES
         _review(rig, first, "undo", block=0)
         await eventually(lambda: bool(rig.replies))

@@ -198,3 +198,12 @@ async def connect_viewer(live: Live, django_user_model: Any, username: str = "vi
 def say(text: str, rate: int = 2000) -> str:
     """A prompt that makes the scripted engine write exactly ``text``."""
     return f"[rate:{rate}][say]{text}[/say]"
+
+
+async def refused(client: LiveClient, message: dict[str, Any]) -> dict[str, Any]:
+    """Send ``message`` and wait for the ``error`` it is answered with."""
+    before = len(client.of("error"))
+    await client.send(message)
+    await client.until(lambda e: e["type"] == "error" and len(client.of("error")) > before)
+    error: dict[str, Any] = client.of("error")[-1]
+    return error

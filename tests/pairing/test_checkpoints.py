@@ -21,7 +21,7 @@ from spark_ide.pairing.models import Checkpoint as CheckpointRow
 from spark_ide.pairing.models import CheckpointBlob
 from spark_ide.replay.services import replay_data
 from spark_ide.workspaces.services import workspace_create
-from tests.pairing.conftest import FILES, Live, LiveClient, connect, connect_viewer, say
+from tests.pairing.conftest import FILES, Live, connect, connect_viewer, refused, say
 from tests.support.recording_engine import RecordingEngine
 
 
@@ -106,13 +106,6 @@ async def test_the_newest_are_kept_with_their_blobs_and_another_workspaces_id_fi
 
 def edit(old: str, new: str) -> str:
     return f'<edit path="util.py">\n<old_text>\n{old}\n</old_text>\n<new_text>\n{new}\n</new_text>\n</edit>\n'
-
-
-async def refused(client: LiveClient, message: dict[str, Any]) -> dict[str, Any]:
-    before = len(client.of("error"))
-    await client.send(message)
-    await client.until(lambda e: e["type"] == "error" and len(client.of("error")) > before)
-    return client.of("error")[-1]
 
 
 async def rows(workspace: str) -> list[tuple[str, str, str]]:

@@ -13,29 +13,10 @@ from spark_ide.pairing.adapter import ROOMS
 from spark_ide.pairing.services import session_create
 from spark_ide.replay.services import replay_data
 from spark_ide.workspaces.services import workspace_create
-from tests.pairing.conftest import FILES, Live, LiveClient, connect, connect_viewer, say
+from tests.pairing.conftest import FILES, Live, connect, connect_viewer, refused, say
+from tests.pairing.test_undo_revert import EDIT
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-EDIT = """<edit path="util.py">
-<old_text>
-X = 1
-</old_text>
-<new_text>
-X = 2
-</new_text>
-</edit>
-<write path="new.py">
-NEW = True
-</write>
-"""
-
-
-async def refused(client: LiveClient, message: dict[str, Any]) -> dict[str, Any]:
-    before = len(client.of("error"))
-    await client.send(message)
-    await client.until(lambda e: e["type"] == "error" and len(client.of("error")) > before)
-    return client.of("error")[-1]
 
 
 async def test_a_hunk_is_undone_for_everyone_and_bad_asks_change_nothing(

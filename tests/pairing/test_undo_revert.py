@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from spark_ide.pairing.models import Turn
-from tests.pairing.conftest import FILES, Live, LiveClient, connect, connect_viewer, say
+from tests.pairing.conftest import FILES, Live, connect, connect_viewer, refused, say
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -25,13 +25,6 @@ X = 2
 NEW = True
 </write>
 """
-
-
-async def refused(client: LiveClient, message: dict[str, Any]) -> dict[str, Any]:
-    before = len(client.of("error"))
-    await client.send(message)
-    await client.until(lambda e: e["type"] == "error" and len(client.of("error")) > before)
-    return client.of("error")[-1]
 
 
 async def _record(turn: str) -> Turn:
