@@ -13,13 +13,14 @@ made-up id) is refused with ``not_queued`` and changes nothing; a prompt beyond
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .events import ErrorCode, ErrorEvent, QueueItem, QueueState
 from .turns import Command, CommandKind
 
 MAX_QUEUED = 50
+MAX_MERGED_CHARS = 20_000  # a merged prompt: as long as one prompt may be by default
 MERGE_SEPARATOR = "\n\n"
 
 QUEUE_KINDS = frozenset({
@@ -33,7 +34,7 @@ class PromptQueue:
     ``announce``: the queue's state for everyone, after each change."""
 
     def __init__(
-        self, *, announce: Callable[[QueueState], None], limit: int = MAX_QUEUED, max_chars: int = 20_000,
+        self, *, announce: Callable[[QueueState], None], limit: int = MAX_QUEUED, max_chars: int = MAX_MERGED_CHARS,
     ) -> None:
         self._items: list[Command] = []
         self._announce = announce
@@ -42,9 +43,6 @@ class PromptQueue:
 
     def __len__(self) -> int:
         return len(self._items)
-
-    def __iter__(self) -> Iterator[Command]:
-        return iter(list(self._items))
 
     def state(self) -> QueueState:
         return QueueState(items=tuple(

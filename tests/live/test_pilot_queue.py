@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_ide.live.events import ErrorCode, QueueState, TurnFinished, TurnQueued, TurnStarted
-from spark_ide.live.prompt_queue import MAX_QUEUED
+from spark_ide.live.prompt_queue import MAX_MERGED_CHARS, MAX_QUEUED
 from spark_ide.live.turns import CommandKind
 from tests.support.pilot_rig import PilotRig, pilot_rig, prompt_of
 from tests.support.waits import eventually
@@ -119,3 +119,13 @@ async def test_at_most_fifty_prompts_wait_and_the_next_is_refused_queue_full() -
         await rig.started(lambda event: event.turn == turns[0])
         assert len(queue_of(rig)) == MAX_QUEUED - 1  # room again for one
         assert not rig.published.of(TurnFinished, extra)
+
+
+async def test_a_merge_longer_than_one_prompt_may_be_is_refused_too_long() -> None:
+    async with pilot_rig(FILES) as rig:
+        half = "x" * (MAX_MERGED_CHARS // 2)
+        _, (a, b) = await queued_behind_a_turn(rig, half, half)
+        rig.command(CommandKind.QUEUE_MERGE, turns=(a, b))
+        await eventually(lambda: len(rig.replies) == 1, 5.0)
+        assert rig.replies[0].code == ErrorCode.TOO_LONG and f"{MAX_MERGED_CHARS}" in rig.replies[0].message
+        assert [turn for turn, _, _ in queue_of(rig)] == [a, b]
