@@ -47,6 +47,8 @@ __all__ = [
     "Policy",
     "Pong",
     "Presence",
+    "QueueItem",
+    "QueueState",
     "Resync",
     "Role",
     "TurnDelta",
@@ -165,6 +167,10 @@ class ErrorCode(StrEnum):
     # ``checkpoint.restore``: no checkpoint of this workspace has that id; a turn is running.
     NO_SUCH_CHECKPOINT = "no_such_checkpoint"
     CHECKPOINT_BUSY = "checkpoint_busy"
+    # The room's prompt queue (``live.prompt_queue``): no such prompt waits in it (started,
+    # deleted, made up); a prompt beyond its limit (50).
+    NOT_QUEUED = "not_queued"
+    QUEUE_FULL = "queue_full"
 
 
 class CloseCode(IntEnum):
@@ -443,6 +449,27 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class QueueItem:
+    """One prompt waiting in the room's queue: the turn id it will start with, its text, who
+    queued it, its place (1 runs next)."""
+
+    turn: str
+    prompt: str
+    author: str
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState(Event):
+    """The room's prompt queue as it stands, in the order the prompts will run: after every
+    change, and to a page joining while prompts wait (``live.prompt_queue``)."""
+
+    type: ClassVar[str] = "queue"
+    ephemeral: ClassVar[bool] = True
+    items: tuple[QueueItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -628,7 +655,7 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, CheckpointCreated, CheckpointRestored,
+    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
     TurnRestored, EditReviewed, GuardFinding,
 )

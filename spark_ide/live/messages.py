@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import DRIVER_ROLES, EFFORTS, ErrorCode, Role
+from .prompt_queue import MAX_QUEUED
 
 __all__ = [
     "ALL_ROLES",
@@ -79,7 +80,7 @@ class Field:
 
     def describe(self) -> str:
         """What the field must be, in words, for error messages and the docs."""
-        names = {str: "a string", bool: "true or false", int: "an integer"}
+        names = {str: "a string", bool: "true or false", int: "an integer", list: "a list of turn ids"}
         kind = " or ".join(names.get(kind, kind.__name__) for kind in self.kinds)
         if self.choices is not None:
             return f"one of {list(self.choices)}"
@@ -121,6 +122,17 @@ _DECLARED = (
     MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"),),
                 "stop the running turn and prompt again"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
+    MessageSpec("queue.edit", DRIVER_ROLES, (_text("turn", limit="id_chars"), _text("text", limit="prompt_chars")),
+                "change the text of a queued prompt"),
+    MessageSpec("queue.delete", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "take a prompt out of the queue"),
+    MessageSpec("queue.move", DRIVER_ROLES, (
+        _text("turn", limit="id_chars"),
+        Field("position", (int,), required=True, minimum=1, maximum=MAX_QUEUED),
+    ), "move a queued prompt to another place (1 runs next)"),
+    MessageSpec("queue.steer", DRIVER_ROLES, (_text("turn", limit="id_chars"),),
+                "take a prompt out of the queue and steer the running turn with it now (or start it)"),
+    MessageSpec("queue.merge", DRIVER_ROLES, (Field("turns", (list,), required=True),),
+                "replace queued prompts by one, their texts joined in queue order, at the first one's place"),
     MessageSpec("revert", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "undo a turn's edits"),
     MessageSpec("restore", DRIVER_ROLES, (_text("turn", limit="id_chars"),),
                 "undo the revert of a turn (until the next turn starts): its edits back"),

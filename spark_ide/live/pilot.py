@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,11 +33,22 @@ from spark_ide.upstream import UpstreamError
 
 from .answer import AnswerReader
 from .checkpoints import Checkpoints, CheckpointStore
-from .events import Event, FinishReason, Policy, TurnEvent, TurnFinished, TurnQueued, TurnStatus, TurnSteered
+from .events import (
+    Event,
+    FinishReason,
+    Policy,
+    QueueState,
+    TurnEvent,
+    TurnFinished,
+    TurnQueued,
+    TurnStatus,
+    TurnSteered,
+)
 from .model_link import ModelLink, stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
+from .prompt_queue import QUEUE_KINDS, PromptQueue
 from .prompting import instructions_for
 from .records import Records
 from .reverts import TurnReverts
@@ -87,7 +97,7 @@ class Pilot:
         self.settings = settings
         self.style = settings.prompt_style
         self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
-        self._queue: deque[Command] = deque()
+        self._queue = PromptQueue(announce=announce)  # prompts waiting, in the order they run
         self._run: TurnRun | None = None
         self._store = store
         self._maker = TurnMaker(
@@ -143,6 +153,10 @@ class Pilot:
             error="the server running this turn stopped",
         ))
 
+    def queue_state(self) -> QueueState | None:
+        """For a joining page: the prompts waiting (None when none do)."""
+        return self._queue.state() if len(self._queue) else None
+
     async def current_policy(self) -> Policy | None:
         """For a joining page: the course's AI policy as it stands (None outside a course)."""
         return await self._policy.current()
@@ -191,8 +205,8 @@ class Pilot:
             if run is not None:
                 if self._policy.refused(command, await self._policy.read()):
                     return
-                self._queue.append(command)
-                self._publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
+                if self._queue.add(command):
+                    self._publish(TurnQueued(turn=command.turn, prompt=command.text, position=len(self._queue)))
             else:
                 await self._start(command)
         elif kind is CommandKind.STEER:
@@ -200,6 +214,10 @@ class Pilot:
                 await self._start(command)
             else:
                 await self._steer(run, command)
+        elif kind in QUEUE_KINDS:
+            steer = self._queue.change(command)  # a queued prompt taken out to steer with now
+            if steer is not None:
+                await (self._start(steer) if run is None else self._steer(run, steer))
         elif kind is CommandKind.STOP:
             if run is not None:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
@@ -217,8 +235,8 @@ class Pilot:
             await self._next()
 
     async def _next(self) -> None:
-        if self._run is None and self._queue:
-            await self._start(self._queue.popleft())
+        if self._run is None and (command := self._queue.pop()) is not None:
+            await self._start(command)
 
     # -- starting turns ----------------------------------------------------------------------
 

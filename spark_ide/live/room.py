@@ -279,7 +279,8 @@ class Room:
         return list(self.guard.diagnostics())
 
     def going_on(self) -> list[Event]:
-        return [] if (run := self.runs.started) is None else [run]
+        queue = self.pilot.queue_state()  # the prompts waiting (``live.prompt_queue``)
+        return ([] if (run := self.runs.started) is None else [run]) + ([] if queue is None else [queue])
 
     def opening(self) -> None:
         if self._closed:

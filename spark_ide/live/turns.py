@@ -44,6 +44,12 @@ class CommandKind(StrEnum):
     REVIEW = "review"  # keep or undo applied blocks of a turn (hunk.keep, hunk.undo)
     CHECKPOINT_CREATE = "checkpoint.create"  # a named checkpoint (``text``: its name)
     CHECKPOINT_RESTORE = "checkpoint.restore"  # back to a checkpoint's code and/or conversation
+    # The room's prompt queue (``live.prompt_queue``): edit, delete, move, steer with one now, merge.
+    QUEUE_EDIT = "queue.edit"
+    QUEUE_DELETE = "queue.delete"
+    QUEUE_MOVE = "queue.move"
+    QUEUE_STEER = "queue.steer"
+    QUEUE_MERGE = "queue.merge"
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
 
 
@@ -67,6 +73,8 @@ class Command:
     checkpoint: str = ""  # checkpoint.restore: which one
     code: bool = False  # checkpoint.restore: the files back
     conversation: bool = False  # checkpoint.restore: the next request starts from there
+    position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
+    turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
 
 
 @dataclass

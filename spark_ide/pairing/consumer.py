@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 from spark_ide.live.events import CloseCode, ErrorCode, ErrorEvent, Pong, Role, encode
 from spark_ide.live.messages import MAX_SEQ, MESSAGES, Invalid, Limits, validate
 from spark_ide.live.outbox import Outbox
+from spark_ide.live.prompt_queue import MAX_QUEUED
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.transport import Connection, Place, RoomClosed
 from spark_ide.live.turns import CommandKind
@@ -304,6 +305,26 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_steer(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.STEER, text=values["text"])
 
+    def _on_queue_edit(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"])
+
+    def _on_queue_delete(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.QUEUE_DELETE, turn=values["turn"])
+
+    def _on_queue_move(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.QUEUE_MOVE, turn=values["turn"], position=values["position"])
+
+    def _on_queue_steer(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.QUEUE_STEER, turn=values["turn"])
+
+    def _on_queue_merge(self, values: dict[str, Any]) -> None:
+        turns = values["turns"]
+        if not 2 <= len(turns) <= MAX_QUEUED or not all(
+            isinstance(turn, str) and 0 < len(turn) <= self.limits.id_chars for turn in turns
+        ):
+            raise Invalid(ErrorCode.BAD_FIELD, f"'turns' must be 2 to {MAX_QUEUED} queued turn ids (strings)", "turns")
+        self._command(CommandKind.QUEUE_MERGE, turns=tuple(turns))
+
     def _on_stop(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.STOP)
 
@@ -364,6 +385,11 @@ HANDLERS: dict[str, Handler] = {
     "prompt": SessionConsumer._on_prompt,
     "steer": SessionConsumer._on_steer,
     "stop": SessionConsumer._on_stop,
+    "queue.edit": SessionConsumer._on_queue_edit,
+    "queue.delete": SessionConsumer._on_queue_delete,
+    "queue.move": SessionConsumer._on_queue_move,
+    "queue.steer": SessionConsumer._on_queue_steer,
+    "queue.merge": SessionConsumer._on_queue_merge,
     "revert": SessionConsumer._on_revert,
     "restore": SessionConsumer._on_restore,
     "hunk.keep": SessionConsumer._on_hunk_keep,

@@ -20,6 +20,7 @@ export const EVENT = Object.freeze({
   RUN_FINISHED: "run.finished",
   GUARD_DIAGNOSTICS: "guard.diagnostics",
   PRESENCE: "presence",
+  QUEUE: "queue",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
   TURN_STARTED: "turn.started",
@@ -49,6 +50,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "run.finished",
   "guard.diagnostics",
   "presence",
+  "queue",
   "checkpoint.created",
 ]);
 
@@ -57,6 +59,11 @@ export const MESSAGE = Object.freeze({
   PROMPT: "prompt",
   STEER: "steer",
   STOP: "stop",
+  QUEUE_EDIT: "queue.edit",
+  QUEUE_DELETE: "queue.delete",
+  QUEUE_MOVE: "queue.move",
+  QUEUE_STEER: "queue.steer",
+  QUEUE_MERGE: "queue.merge",
   REVERT: "revert",
   RESTORE: "restore",
   HUNK_KEEP: "hunk.keep",
@@ -167,6 +174,8 @@ export const ERROR_CODE = Object.freeze({
   AI_QUOTA: "ai_quota",
   NO_SUCH_CHECKPOINT: "no_such_checkpoint",
   CHECKPOINT_BUSY: "checkpoint_busy",
+  NOT_QUEUED: "not_queued",
+  QUEUE_FULL: "queue_full",
 });
 
 // A participant's role (events.Role).

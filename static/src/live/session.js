@@ -20,6 +20,7 @@ import { RunPanel } from "./run_panel.js";
 import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
+import { QueueList } from "./queue_list.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -97,6 +98,7 @@ class LiveSession {
     });
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
+    this.queue = new QueueList(root.querySelector("#queue"), { send, toast, canDrive: this.canDrive });
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -189,6 +191,7 @@ class LiveSession {
       case EVENT.RESYNC: return this.resync();
       case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
       case EVENT.POLICY: return showPolicy(event);
+      case EVENT.QUEUE: return this.queue.show(event);
       case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
       case EVENT.TURN_REVERTED:
