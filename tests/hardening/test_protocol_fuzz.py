@@ -131,8 +131,9 @@ def bad_field(draw: st.DrawFn, limits: Limits) -> Shot:
         message[target.name] = draw(st.integers(max_value=low - 1) | st.integers(min_value=high + 1)
                                     | st.sampled_from([10**400, -(10**400), high + 1]))
         code = "bad_field"
-    else:  # a string field without choices or a bool has no range: spoil its type instead
-        message[target.name] = draw(st.lists(st.integers(), max_size=3))
+    else:  # a string, list or bool field without choices has no range: spoil its type instead
+        wrong = st.integers() if list in target.kinds else st.lists(st.integers(), max_size=3)
+        message[target.name] = draw(wrong)
         code = "missing_field" if required else "bad_field"
     if who == "vic" and Role.VIEWER not in spec.roles:
         return Shot(who, json.dumps(message), "forbidden")
