@@ -21,7 +21,7 @@ from typing import Any
 from pycrdt import Doc, Map, Text, create_update_message
 
 from benchmarks import report, v4a
-from spark_ide.editing import TurnEditor, workspace_files
+from spark_ide.editing import PatchCall, TurnEditor, workspace_files
 from spark_ide.live.yjs_check import check_sync
 
 TARGET_TOKENS_PER_S = 50_000.0
@@ -106,15 +106,20 @@ def run_engine(text: str, tokens: Sequence[str]) -> tuple[Measured, str]:
     return measured, str(files[PATH])
 
 
-def run_patch(text: str, tokens: Sequence[str]) -> tuple[Measured, str, str]:
-    """Time one apply_patch call fed ``tokens`` (a V4A patch of `PATH`); also return the final
-    text and the call's status."""
+def _patch_call(text: str) -> tuple[Doc[Any], Map[Text], TurnEditor, PatchCall]:
+    """A document holding ``text`` as `PATH`, a turn's editor on it and its apply_patch call."""
     doc: Doc[Any] = Doc()
     files = workspace_files(doc)
     with doc.transaction():
         files[PATH] = Text(text)
     editor = TurnEditor(doc, "bench")
-    call = editor.open_patch("call_bench")
+    return doc, files, editor, editor.open_patch("call_bench")
+
+
+def run_patch(text: str, tokens: Sequence[str]) -> tuple[Measured, str, str]:
+    """Time one apply_patch call fed ``tokens`` (a V4A patch of `PATH`); also return the final
+    text and the call's status."""
+    _, files, editor, call = _patch_call(text)
     wall, cpu = time.perf_counter, time.thread_time
     wall_per_token, cpu_per_token = [], []
     wall_start, cpu_start = wall(), cpu()
@@ -223,12 +228,7 @@ TARGET_HUNK_UNDO_P99_MS = 5.0  # issue 31: undo of one hunk in a 5,000-line file
 def _undo_run(text: str, patch: str, hunks: int) -> tuple[list[float], list[float], bool]:
     """One run of ``hunk_undo_figures``: wall and CPU seconds per undo, and whether the file
     ended as the reference applier says with only the hunks kept."""
-    doc: Doc[Any] = Doc()
-    files = workspace_files(doc)
-    with doc.transaction():
-        files[PATH] = Text(text)
-    editor = TurnEditor(doc, "bench")
-    call = editor.open_patch("call_bench")
+    doc, files, editor, call = _patch_call(text)
     call.feed(patch)
     call.finish()
     ytext = files[PATH]

@@ -11,11 +11,9 @@ the requests as the model received them); the IDE offers ``apply_patch``. Nothin
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +33,7 @@ from tests.browser.conftest import (
     server_text,
     wait_for_server_text,
 )
+from tests.browser.test_live_pairing import _editor_text, _exported
 
 pytestmark = pytest.mark.browser
 
@@ -86,28 +85,6 @@ def review_server(
         asyncio.run_coroutine_threadsafe(model.stop(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
-
-
-def _editor_text(person: Any) -> str:
-    """The open file as the page's editor shows it (the file fits the view)."""
-    return str(person.evaluate("""() => [...document.querySelectorAll(".cm-content .cm-line")].map((line) => {
-        const copy = line.cloneNode(true);
-        copy.querySelectorAll("[contenteditable=false], .cm-ySelectionCaret").forEach((node) => node.remove());
-        return copy.textContent;
-    }).join("\\n")"""))
-
-
-def _stored(page: Any, path: str) -> str | None:
-    """``path`` as the workspace's export (its stored file rows) has it, or None."""
-    data = page.evaluate("""async () => {
-        const workspace = document.getElementById("live").dataset.workspace;
-        const response = await fetch(`/w/${workspace}/export.zip`);
-        return response.ok ? Array.from(new Uint8Array(await response.arrayBuffer())) : null;
-    }""")
-    if data is None:
-        return None
-    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
-        return archive.read(path).decode() if path in archive.namelist() else None
 
 
 def _reviews(person: Any) -> list[tuple[str, str, str]]:
@@ -169,7 +146,7 @@ def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
             )
             assert _editor_text(person) == EXPECTED, person
         deadline = time.monotonic() + LIVE_WAIT_MS / 1000
-        while (stored := _stored(page, "app.py")) != EXPECTED:
+        while (stored := _exported(page, "app.py")) != EXPECTED:
             assert time.monotonic() < deadline, f"the stored file is {stored!r}"
             page.wait_for_timeout(200)
 
