@@ -125,6 +125,10 @@ class Ledger:
     def with_outcome(self, *outcomes: Outcome) -> tuple[LedgerEntry, ...]:
         return tuple(entry for entry in self.entries if entry.outcome in outcomes)
 
+    def changed(self) -> tuple[LedgerEntry, ...]:
+        """The blocks that changed the files (applied, or applied over a person's edit)."""
+        return self.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
+
     def counts(self) -> dict[str, int]:
         counts = {outcome.value: 0 for outcome in Outcome}
         for entry in self._entries.values():

@@ -196,7 +196,7 @@ class TurnEditor(BlockRunner):
         self._reverted = True
         self._landed.clear()  # its blocks are out of the files now
         self._revert_texts = {path: (text, self._text(path)) for path, text in before.items()}
-        for entry in self._ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED):
+        for entry in self._ledger.changed():
             status = BlockStatus(
                 turn=self.turn_id,
                 block=entry.block,

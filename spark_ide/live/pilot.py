@@ -27,7 +27,6 @@ from typing import Any, Protocol
 
 from pycrdt import Doc
 
-from spark_ide.editing import Outcome
 from spark_ide.guard import Finding
 from spark_ide.upstream import UpstreamError
 
@@ -372,7 +371,7 @@ class Pilot:
             finished = run.editor.finish()
             publish_edits(self._publish, finished)
             self._watchdog.answer_complete(run, finished)
-            changed = run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED)
+            changed = run.editor.ledger.changed()
             if reason is FinishReason.ANSWERED and not changed:
                 reason = FinishReason.NO_CHANGES
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
@@ -384,7 +383,7 @@ class Pilot:
             self._run = None
         self._maker.ended(run, status)
         self._maker.reviewed(run.editor, run.editor.take_notes())  # undone blocks no round told the model of
-        run.touched.update(entry.path for entry in run.editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
+        run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
         self._turns.record(run, status, reason, metrics, error)

@@ -115,15 +115,16 @@ class RoomRuns:
                 return ErrorEvent(ErrorCode.RUN_BUSY, f"the model is running `{running.started.command}` in this "
                                   "workspace: wait for it to end, or stop it (Stop, or stop the model's turn)")
             return ErrorEvent(ErrorCode.RUN_BUSY, "a run is going on in this workspace: stop it first")
+        files = self._texts()
         if not tests:
             try:
                 path = clean_path(path, max_length=self._settings.limits.max_path_length)
             except BadPath as exc:
                 return ErrorEvent(ErrorCode.BAD_PATH, f"cannot run {path[:80]!r}: {exc}", ref="run")
-            if path not in self._texts():
+            if path not in files:
                 return ErrorEvent(ErrorCode.BAD_PATH, f"there is no file {path[:80]!r} to run", ref="run")
         command = RunCommand.of_request(path=path, tests=tests)
-        self._begin(command, by=conn.username, session=conn.session, author_id=conn.user_id)
+        self._begin(command, files, by=conn.username, session=conn.session, author_id=conn.user_id)
         return None
 
     async def run_for_model(
@@ -141,7 +142,7 @@ class RoomRuns:
                 await asyncio.wait_for(asyncio.shield(self._running.ended), left)
             except TimeoutError:
                 return None
-        running = self._begin(command, by=by, session=session, author_id=author_id, turn=turn)
+        running = self._begin(command, self._texts(), by=by, session=session, author_id=author_id, turn=turn)
         try:
             return await asyncio.shield(running.ended)
         except asyncio.CancelledError:
@@ -150,9 +151,10 @@ class RoomRuns:
             raise
 
     def _begin(
-        self, command: RunCommand, *, by: str, session: str, author_id: int | None, turn: str = "",
+        self, command: RunCommand, files: dict[str, str], *, by: str, session: str, author_id: int | None,
+        turn: str = "",
     ) -> _Running:
-        """Start ``command`` on the files as they are now: tell everyone, record it."""
+        """Start ``command`` on ``files`` (the room's, as they are now): tell everyone, record it."""
         run_id = uuid.uuid4().hex
         started = RunStarted(
             run=run_id, path=command.path, tests=command.tests, by=by, command=command.text, model=bool(turn),
@@ -166,7 +168,7 @@ class RoomRuns:
         )
         self._records.put(f"run {run.id}", lambda: self._store.run_started(record))
         task = self._background.spawn(self._settings.runner.start(
-            run.id, self._texts(), path=command.path, tests=command.tests, args=command.args,
+            run.id, files, path=command.path, tests=command.tests, args=command.args,
             on_message=self._on_message,
         ))
         task.add_done_callback(self._started)

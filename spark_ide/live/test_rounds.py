@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from spark_ide.editing import Outcome, TurnEditor
+from spark_ide.editing import TurnEditor
 
 from .model_runs import RunAnswer, TurnRuns
 from .run_command import PYTEST_FLAGS, RunCommand
@@ -25,7 +25,7 @@ THE_TESTS = RunCommand(tests=True)  # as a person's Run of the tests
 
 def changes(editor: TurnEditor) -> int:
     """How many of the turn's edits changed the files so far (it only grows)."""
-    return len(editor.ledger.with_outcome(Outcome.APPLIED, Outcome.CONFLICTED))
+    return len(editor.ledger.changed())
 
 
 def whole_suite(command: RunCommand) -> bool:
@@ -40,10 +40,6 @@ class TestOutcome:
 
     answer: RunAnswer
     verdict: TestVerdict | None
-
-    @property
-    def ran(self) -> bool:
-        return self.verdict is not None
 
 
 @dataclass(frozen=True, slots=True)
