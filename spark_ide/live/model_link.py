@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from spark_ide.upstream import ErrorEvent, Failed, ModelClient, TurnStream, UpstreamError
+from spark_ide.upstream.catalogue import ModelEntry
 from spark_ide.upstream import errors as upstream_errors
 
 from .events import FinishReason
@@ -19,8 +20,11 @@ log = logging.getLogger(__name__)
 
 
 class ModelLink:
-    def __init__(self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER) -> None:
+    def __init__(
+        self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER, entry: ModelEntry | None = None,
+    ) -> None:
         self._connect = connect
+        self.entry = entry  # the catalogue's entry this link reaches (None: not from the catalogue)
         self._meter, self._opened = meter, False  # the meter counts every client after the first
         self._client: ModelClient | None = None
         self._connecting: asyncio.Task[ModelClient] | None = None
