@@ -42,6 +42,8 @@ class ApiCode(StrEnum):
     IMPORT_TOO_LARGE = "import_too_large"
     TOO_MANY_WORKSPACES = "too_many_workspaces"
     NOT_UTF8 = "not_utf8"
+    UNKNOWN_MODEL = "unknown_model"  # not a model of the server's catalogue (docs/models.md)
+    MODEL_NOT_ALLOWED = "model_not_allowed"  # a model the student's course does not allow
     INTERNAL_ERROR = "internal_error"
 
     @property
@@ -56,6 +58,7 @@ _STATUS: dict[ApiCode, int] = {
     ApiCode.CSRF_FAILED: 403,
     ApiCode.GUEST_FORBIDDEN: 403,
     ApiCode.FORBIDDEN: 403,
+    ApiCode.MODEL_NOT_ALLOWED: 403,
     ApiCode.NOT_FOUND: 404,
     ApiCode.METHOD_NOT_ALLOWED: 405,
     ApiCode.EXISTS: 409,

@@ -86,6 +86,10 @@ class Courses:
         mode = found.first()
         return None if mode is None else str(mode)
 
+    def models(self, workspace_id: uuid.UUID) -> tuple[str, ...]:
+        found = Enrollment.objects.filter(workspace_id=workspace_id).values_list("course__ai_models", flat=True).first()
+        return tuple(str(name) for name in found or ())
+
     def ai_policy(self, workspace_id: uuid.UUID) -> dict[str, Any] | None:
         return ai_policy_for(workspace_id)
 

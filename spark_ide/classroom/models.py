@@ -29,6 +29,8 @@ class Course(models.Model):
     ai_runs = models.CharField(max_length=8, choices=AI_RUNS_CHOICES, default=AiRuns.ALLOWED.value)
     # The security watchdog's mode for every student's copy (it wins over the copy's own).
     guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
+    # The catalogue's models the students' copies may run on (names; docs/models.md); empty: any.
+    ai_models = models.JSONField(default=list, blank=True)
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

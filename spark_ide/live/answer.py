@@ -30,7 +30,7 @@ from spark_ide.upstream.events import TerminalEvent
 from spark_ide.upstream.stream import TurnStream
 
 from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
-from .model_link import ModelLink, stop_answer, upstream_failure
+from .model_link import stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
 from .test_rounds import TestRounds
@@ -57,16 +57,13 @@ NO_ANSWER = Ending(TurnStatus.FAILED, FinishReason.NO_ANSWER, "the model connect
 
 class AnswerReader:
     """``publish``: the room's turn events; ``policy``: the course's AI policy and its quota;
-    ``watchdog``: applies each delta to the files through the security watchdog; ``link``: the
-    model's connection, on which a turn's next round is asked for (``rounds``)."""
+    ``watchdog``: applies each delta to the files through the security watchdog. A turn's next
+    round is asked for on the turn's own link (``TurnRun.link``, ``rounds``)."""
 
-    def __init__(
-        self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate, link: ModelLink,
-    ) -> None:
+    def __init__(self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate) -> None:
         self._publish = publish
         self._policy = policy
         self._watchdog = watchdog
-        self._link = link
 
     async def read(self, run: TurnRun) -> Ending | None:
         """Read ``run``'s answer until something ends it, round after round while the model
@@ -204,7 +201,9 @@ class AnswerReader:
         """Send the next round's request. The sending goes on if the turn ends meanwhile (a
         steer or stop cancels this task): a request that went out is then stopped upstream as
         soon as its stream exists, never left running behind the next turn."""
-        client = await self._link.client()
+        if run.link is None:
+            raise RuntimeError(f"turn {run.id} has no model link")
+        client = await run.link.client()
         starting = asyncio.ensure_future(client.start(run.request))
         try:
             return await asyncio.shield(starting)

@@ -5,7 +5,7 @@
 ``pairing`` builds or reads a bus message.
 
 To a room's owner (its channel): ``RoomUp`` (what a replica's connections send, in order:
-``UpItem``), ``RoomExpel``, ``RoomRejoin``, and the requests of HTTP threads (``Request``),
+``UpItem``), ``RoomExpel``, ``RoomRejoin``, ``RoomModel``, and the requests of HTTP threads (``Request``),
 each answered by a ``RoomReply`` on the channel it names. From the owner to the room's
 group: ``RoomStream``, its ordered stream (``StreamItem``).
 """
@@ -36,6 +36,7 @@ from .bus_messages import (
     Request,
     Resume,
     RoomExpel,
+    RoomModel,
     RoomMoveFile,
     RoomReadFiles,
     RoomRejoin,
@@ -223,6 +224,8 @@ def encode(message: Message) -> dict[str, Any]:
         return {"type": "room.expel", "user": message.user}
     if isinstance(message, RoomRejoin):
         return {"type": "room.rejoin"}
+    if isinstance(message, RoomModel):
+        return {"type": "room.model"}
     if isinstance(message, RoomSetFile):
         wire: dict[str, Any] = {"type": "room.set_file", "path": message.path, "text": message.text,
                                 "reply": message.reply}
@@ -263,6 +266,7 @@ _DECODERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
     "room.up": lambda w: RoomUp(str(w["replica"]), tuple(_up_item(item) for item in w["items"])),
     "room.expel": lambda w: RoomExpel(int(w["user"])),
     "room.rejoin": lambda w: RoomRejoin(),
+    "room.model": lambda w: RoomModel(),
     "room.set_file": lambda w: RoomSetFile(
         str(w["path"]), _optional_text(w["text"]), conditional="expected" in w,
         expected=_optional_text(w.get("expected")), reply=str(w["reply"]),

@@ -126,6 +126,11 @@ class RoomRejoin:
 
 
 @dataclass(frozen=True, slots=True)
+class RoomModel:
+    """The workspace's model was switched: the room reads it again (docs/models.md)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RoomSetFile:
     """A file written (or deleted: ``text`` None); when ``conditional``, only if it still
     holds ``expected`` (None: it does not exist)."""
@@ -250,7 +255,7 @@ class RoomStream:
     items: tuple[StreamItem, ...]
 
 
-Message = RoomUp | RoomExpel | RoomRejoin | Request | RoomReply | RoomStream
+Message = RoomUp | RoomExpel | RoomRejoin | RoomModel | Request | RoomReply | RoomStream
 
 
 class BadMessage(ValueError):

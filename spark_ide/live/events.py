@@ -307,6 +307,19 @@ class Policy(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelChosen(Event):
+    """The model the room's next turns run on (the catalogue's entry, docs/models.md): on join,
+    and to everyone when its owner switches it. ``name`` the entry's name, ``provider`` and
+    ``model`` (the model id) what it reaches."""
+
+    type: ClassVar[str] = "model"
+    ephemeral: ClassVar[bool] = True
+    name: str
+    provider: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
 class Resync(Event):
     """What the client holds cannot be brought up to date event by event: it drops its
     transcript, re-syncs the document, and the recent turns follow as a replay."""
@@ -654,7 +667,7 @@ class GuardFinding(TurnEvent):
 
 
 EVENTS: tuple[type[Event], ...] = (
-    Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
+    Hello, Pong, ErrorEvent, Policy, ModelChosen, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
     TurnRestored, EditReviewed, GuardFinding,

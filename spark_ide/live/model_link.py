@@ -10,8 +10,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from spark_ide.upstream import ErrorEvent, Failed, ModelClient, TurnStream, UpstreamError
-from spark_ide.upstream.catalogue import ModelEntry
 from spark_ide.upstream import errors as upstream_errors
+from spark_ide.upstream.catalogue import ModelEntry
 
 from .events import FinishReason
 from .meter import NO_METER, Meter
@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 
 class ModelLink:
     def __init__(
-        self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER, entry: ModelEntry | None = None,
+        self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER,
+        entry: ModelEntry | None = None,
     ) -> None:
         self._connect = connect
         self.entry = entry  # the catalogue's entry this link reaches (None: not from the catalogue)

@@ -43,6 +43,7 @@ from .bus_messages import (
     Request,
     Resume,
     RoomExpel,
+    RoomModel,
     RoomMoveFile,
     RoomReadFiles,
     RoomRejoin,
@@ -203,6 +204,8 @@ class OwnedRoom(Place, Protocol):
 
     def rejoin_now(self) -> None: ...
 
+    def model_changed_now(self) -> None: ...
+
     files: RoomFiles  # what other processes' HTTP requests ask of the room's files
 
     def texts(self) -> dict[str, str]: ...
@@ -280,6 +283,8 @@ class OwnerDesk:
             self.room.expel_now(message.user)
         elif isinstance(message, RoomRejoin):
             self.room.rejoin_now()
+        elif isinstance(message, RoomModel):
+            self.room.model_changed_now()
         elif isinstance(message, RoomSetFile | RoomMoveFile | RoomStoreEvents | RoomReadFiles):
             self._answer(message)
 

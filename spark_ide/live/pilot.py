@@ -43,15 +43,15 @@ from .events import (
     TurnStatus,
     TurnSteered,
 )
-from .model_link import ModelLink, stop_answer
+from .model_link import stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
 from .prompt_queue import QUEUE_KINDS, PromptQueue
-from .prompting import instructions_for
 from .records import Records
 from .reverts import TurnReverts
 from .reviews import HunkReviews
+from .room_models import RoomModels
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
@@ -71,6 +71,13 @@ class Halt:
 
     reason: FinishReason
     error: str
+
+
+class Rechoose:
+    """Read the room's model again (its owner switched it): warm the new one at once."""
+
+
+RECHOOSE = Rechoose()
 
 
 class Pilot:
@@ -94,8 +101,10 @@ class Pilot:
     ) -> None:
         self._publish = publish
         self.settings = settings
-        self.style = settings.prompt_style
-        self._commands: asyncio.Queue[Command | Halt | GuardHalt] = asyncio.Queue()
+        self._announce_now = announce
+        self.models = RoomModels(settings)  # the model's connection, per catalogue entry
+        self.style = self.models.style
+        self._commands: asyncio.Queue[Command | Halt | GuardHalt | Rechoose] = asyncio.Queue()
         self._queue = PromptQueue(announce=announce)  # prompts waiting, in the order they run
         self._run: TurnRun | None = None
         self._store = store
@@ -103,8 +112,6 @@ class Pilot:
             document=document, texts=texts, style=self.style, limits=settings.limits, runs=runs,
             run_budget=settings.run_output_to_model,
         )
-        instructions = instructions_for(self.style)
-        self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
         self._records = Records(settings.persist_retries)
         self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
         self._reviews = HunkReviews(editor=self._reverts.kept, publish=publish)
@@ -116,7 +123,7 @@ class Pilot:
         self._watchdog = WatchGate(
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
-        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog, link=self._link)
+        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog)
         self.checkpoints = Checkpoints(
             store=store, records=self._records, document=document, texts=texts,
             conversation=lambda: self._maker.conversation, set_conversation=self._maker.go_back, announce=announce,
@@ -141,6 +148,10 @@ class Pilot:
         """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""
         self._commands.put_nowait(Halt(reason, error))
 
+    def model_changed(self) -> None:
+        """The workspace's model was switched: the next turn runs on it, its socket opens now."""
+        self._commands.put_nowait(RECHOOSE)
+
     def resume(self) -> None:
         """Start what is queued, if nothing runs (after a halt)."""
         self._commands.put_nowait(Command(kind=CommandKind.NEXT))
@@ -164,7 +175,6 @@ class Pilot:
 
     def start(self) -> None:
         self._records.start()
-        self._link.warm()
         self._task = asyncio.create_task(self._loop())
 
     async def shutdown(self) -> None:
@@ -178,10 +188,11 @@ class Pilot:
             await self._stop_upstream(run)
         self._policy.close()
         self._watchdog.close()
-        await self._link.close()
+        await self.models.close()
         await self._records.close()
 
     async def _loop(self) -> None:
+        await self._choose_model()  # the workspace's model, its socket warmed before the first prompt
         while True:
             command = await self._commands.get()
             try:
@@ -189,8 +200,11 @@ class Pilot:
             except Exception:
                 log.exception("the Pilot failed on %s", command)
 
-    async def _handle(self, command: Command | Halt | GuardHalt) -> None:
+    async def _handle(self, command: Command | Halt | GuardHalt | Rechoose) -> None:
         run = self._run
+        if isinstance(command, Rechoose):
+            await self._choose_model()
+            return
         if isinstance(command, Halt):
             if run is not None:
                 await self._end(run, TurnStatus.FAILED, command.reason, error=command.error, then_next=False)
@@ -234,8 +248,31 @@ class Pilot:
             await self._next()
 
     async def _next(self) -> None:
+        if self._run is None:
+            self.models.prune(in_use=None)  # a model switched away from closes once its turn ended
         if self._run is None and (command := self._queue.pop()) is not None:
             await self._start(command)
+
+    # -- the room's model ---------------------------------------------------------------------
+
+    async def _choose_model(self) -> None:
+        """Run the next turns on the workspace's model as the store has it now: a new one's
+        socket opens now and every page is told (``room_models``); the running turn keeps its
+        own. A store that cannot say keeps the model there is."""
+        try:
+            entry = await self._store.model_entry()
+        except Exception:
+            log.warning("could not read the workspace's model; the room keeps its own", exc_info=True)
+            entry = None
+        if self.models.switch(entry):
+            self.style = self.models.style
+            self._maker.restyle(self.style)
+            chosen = self.models.chosen()
+            if chosen is not None:
+                self._announce_now(chosen)
+        self.models.current.warm()
+        running = self._run
+        self.models.prune(in_use=running.link if running is not None else None)
 
     # -- starting turns ----------------------------------------------------------------------
 
@@ -255,8 +292,8 @@ class Pilot:
         return self.settings.auto_test if choice is None else choice
 
     async def _start(self, command: Command) -> None:
-        policy, _, auto_test = await asyncio.gather(
-            self._policy.read(), self._watchdog.read_rules(), self._auto_test(),
+        policy, _, auto_test, _ = await asyncio.gather(
+            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._choose_model(),
         )
         if self._policy.refused(command, policy):
             await self._next()
@@ -264,12 +301,13 @@ class Pilot:
         run = self._maker.make(
             command, steered_from=None, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=auto_test,
         )
+        run.link = link = self.models.current
         # Before every turn (not a steer: its chain began with one): the files it starts from
         # and the conversation before it, recorded ahead of the turn's own record.
         self.checkpoints.before_turn(run.id, command, run.before)
         self._announce(run, policy)
         try:
-            client = await self._link.client()
+            client = await link.client()
             run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
             self._unavailable(run, exc)
@@ -288,9 +326,10 @@ class Pilot:
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
+        run.link = link = old.link or self.models.current  # a steer continues its turn: on its model
         self._announce(run, policy)
         try:
-            client = await self._link.client()
+            client = await link.client()
             # (c)+(d): the client re-prompts on a warm connection, then stops the old answer.
             if old.stream is not None:
                 run.stream = await client.steer(old.stream, run.request)
@@ -306,7 +345,8 @@ class Pilot:
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
         self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, error=f"the model is unavailable: {exc}")
-        self._link.drop()
+        if run.link is not None:
+            run.link.drop()
 
     # -- the answer --------------------------------------------------------------------------
 
@@ -321,8 +361,8 @@ class Pilot:
                 await self._end(run, ending.status, ending.reason, error=ending.error, then_next=False)
             else:
                 self._finish(run, ending.status, ending.reason, error=ending.error)
-            if ending.drop_link:
-                self._link.drop()
+            if ending.drop_link and run.link is not None:
+                run.link.drop()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -378,7 +418,8 @@ class Pilot:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
             publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
-        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
+        model = None if run.link is None else run.link.model
+        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=model)
         if self._run is run:
             self._run = None
         self._maker.ended(run, status)

@@ -36,6 +36,7 @@ from .bus_messages import (
     RemoteConn,
     Resume,
     RoomExpel,
+    RoomModel,
     RoomRejoin,
     RoomStream,
     RoomUp,
@@ -162,6 +163,10 @@ class Replica:
     def rejoin(self) -> None:
         """Callable from any thread, as ``Room.rejoin``."""
         self._loop.call_soon_threadsafe(self._spawn_send, RoomRejoin())
+
+    def model_changed(self) -> None:
+        """Callable from any thread, as ``Room.model_changed``."""
+        self._loop.call_soon_threadsafe(self._spawn_send, RoomModel())
 
     def members(self) -> list[Connection]:
         return [seat.conn for seat in self._seats.values()]

@@ -276,7 +276,8 @@ class Room:
         return await self.pilot.current_policy()  # a course's AI rules (None outside one)
 
     def standing(self) -> list[Event]:
-        return list(self.guard.diagnostics())
+        chosen = self.pilot.models.chosen()  # the model the next turn runs on (docs/models.md)
+        return ([] if chosen is None else [chosen]) + list(self.guard.diagnostics())
 
     def going_on(self) -> list[Event]:
         queue = self.pilot.queue_state()  # the prompts waiting (``live.prompt_queue``)
@@ -305,6 +306,15 @@ class Room:
                 self.tell(conn, ErrorEvent(ErrorCode.FORBIDDEN, "you were removed from this workspace"))
                 self.leave(conn)
                 conn.hang_up()
+
+    def model_changed(self) -> None:
+        """The workspace's model was switched (docs/models.md): the next turn runs on it, its
+        socket opens now, every page is told. Callable from any thread."""
+        self._loop.call_soon_threadsafe(self.model_changed_now)
+
+    def model_changed_now(self) -> None:
+        if not self._closed:
+            self.pilot.model_changed()
 
     def rejoin(self) -> None:
         """Everyone reconnects (their roles changed: a course was archived): callable from any

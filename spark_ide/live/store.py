@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode
 from spark_ide.upstream import ModelClient
+from spark_ide.upstream.catalogue import ModelEntry
 
 from .checkpoints import KEEP, Checkpoint, Saved
 from .events import RunError, RunFinished, RunOutput, TurnEvent
@@ -61,6 +62,7 @@ class TurnRecord:
     effort: str
     active_path: str
     steered_from: str | None
+    model: str = ""  # the catalogue entry's name it runs on ("": not from a catalogue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +209,10 @@ class RoomStore(Protocol):
         """The workspace's own choice of test rounds (the page's switch): None when it made
         none, and the server's ``SPARK_AUTO_TEST`` decides (``LiveSettings.auto_test``)."""
 
+    async def model_entry(self) -> ModelEntry | None:
+        """The catalogue's entry the workspace's turns run on now (the owner's pick, within its
+        course's models; docs/models.md); None: no catalogue here, ``LiveSettings.connect_model``."""
+
     async def close(self) -> None:
         """The room is closing: stop sending other threads' requests to it (its last writes
         still come through this store)."""
@@ -214,6 +220,8 @@ class RoomStore(Protocol):
 
 ModelConnector = Callable[[str], Awaitable[ModelClient]]
 """Opens a warm model client; its argument is the instructions to warm the connection with."""
+EntryConnector = Callable[[ModelEntry, str], Awaitable[ModelClient]]
+"""Opens a warm client for a catalogue entry (``RoomStore.model_entry``), warmed with the instructions."""
 
 
 @dataclass(frozen=True)
@@ -250,3 +258,8 @@ class LiveSettings:
     run_output_to_model: int = RUN_OUTPUT_TO_MODEL
     model_run_wait_s: float = 30.0
     checkpoints_keep: int = KEEP  # SPARK_CHECKPOINTS_KEEP: checkpoints kept per workspace (live.checkpoints)
+    # The model catalogue (docs/models.md, ``live.room_models``): how a room reaches the entry
+    # its store names, and how turns on that entry are put to the model (its context budget,
+    # output ceiling, dialect). None: rooms run on ``connect_model`` and ``prompt_style``.
+    connect_entry: EntryConnector | None = None
+    style_for: Callable[[ModelEntry], PromptStyle] | None = None

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from spark_ide.upstream.catalogue import ModelEntry
+
 from .events import DEFAULT_EFFORT, FinishReason, TurnEvent, TurnFinished, TurnProse, TurnStarted, TurnStatus
 from .meter import Meter
 from .policy import AiPolicy
@@ -33,6 +35,9 @@ class TurnStore(PolicySource, RevertBook, Protocol):
 
     async def auto_test(self) -> bool | None:
         """The workspace's test rounds switch (``RoomStore.auto_test``)."""
+
+    async def model_entry(self) -> ModelEntry | None:
+        """The catalogue's entry the next turn runs on (``RoomStore.model_entry``)."""
 
 
 class TurnBook:
@@ -70,6 +75,7 @@ class TurnBook:
         record = TurnRecord(
             turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
             effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
+            model=run.link.entry.name if run.link is not None and run.link.entry is not None else "",
         )
         self._records.put("turn started", lambda: self._store.turn_started(record))
 

@@ -161,6 +161,20 @@ class TurnMaker:
         if self.seen is not None:
             self.seen = SeenFiles()
 
+    def restyle(self, style: PromptStyle) -> None:
+        """The next turns are put to the model in ``style`` (the room switched models,
+        ``room_models``): the conversation goes on, as many of its newest turns as the style
+        carries; what the model saw of the files is kept when it is told changes, else dropped
+        (a model that is not told them sees the files whole in each request)."""
+        if style == self._style:
+            return
+        self._style = style
+        self.history = deque(self.history, maxlen=style.history_turns)
+        if not style.tell_changes:
+            self.seen = None
+        elif self.seen is None:
+            self.seen = SeenFiles()
+
     def ended(self, run: TurnRun, status: TurnStatus) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its
         ledger as the last one."""

@@ -15,6 +15,7 @@ from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
 from .meter import Meter
+from .model_link import ModelLink
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .rounds import ToolRounds
@@ -109,6 +110,9 @@ class TurnRun:
     # are, asking ``text`` (None: the next round chains on the conversation, ``next_round``).
     rebuild: Callable[[str], TurnRequest] | None = None
     auto_test: bool = False  # test rounds were on when its chain began (a steer keeps them so)
+    # The model's connection it runs on (``room_models``): its steering chain keeps it when
+    # the room switches models meanwhile (None: not started yet).
+    link: ModelLink | None = None
     # What others changed in the files the model saw, for its next round's request (``seen``):
     # messages to send after the round's tool outputs (none: nothing changed, or not told).
     changes: Callable[[], tuple[Message, ...]] = no_changes

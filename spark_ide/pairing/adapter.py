@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import uuid
@@ -20,7 +21,7 @@ from django.db.models import Q
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.bus import send
-from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
+from spark_ide.live.bus_messages import Message, RoomExpel, RoomModel, RoomRejoin
 from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
@@ -40,8 +41,10 @@ from spark_ide.live.transport import Place, Transport
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.ops.metrics import METER
 from spark_ide.upstream import ModelClient, ProviderConfig, open_client
-from spark_ide.upstream.dialects import EditStyle, parse_edit_style
+from spark_ide.upstream.catalogue import ModelEntry, provider_config
+from spark_ide.upstream.dialects import EditStyle, default_edit_style, parse_edit_style
 from spark_ide.workspaces import documents
+from spark_ide.workspaces.catalogue import entry_for, environment_entry
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
 from . import checkpoints, ports, services
@@ -266,6 +269,11 @@ class DatabaseRoomStore:
         choice: bool | None = await database_sync_to_async(auto_test_for)(self.workspace)
         return choice
 
+    async def model_entry(self) -> ModelEntry:
+        """The catalogue's entry the workspace's turns run on (``workspaces.catalogue.entry_for``)."""
+        entry: ModelEntry = await database_sync_to_async(entry_for)(self.workspace)
+        return entry
+
     async def close(self) -> None:
         documents.LIVE.unregister(self.workspace, self.room.files if self.room is not None else None)
 
@@ -275,16 +283,32 @@ def _stored(row: RoomEvent) -> StoredEvent:
     return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data), at=row.at, until=until)
 
 
+def entry_config(entry: ModelEntry, *, api_key: str | None = None) -> ProviderConfig:
+    """How to reach the catalogue's ``entry``: with ``api_key`` when given (a person's own key),
+    else the server's, from the environment variable the entry names (``key_env``)."""
+    return provider_config(entry, os.environ, api_key=api_key)
+
+
+async def connect_entry(entry: ModelEntry, instructions: str, *, workspace: uuid.UUID | None = None) -> ModelClient:
+    """A warm client for ``entry``, for the room of ``workspace`` (None: no room's)."""
+    return await open_client(entry_config(entry), warmup_instructions=instructions)
+
+
 async def connect_model(instructions: str) -> ModelClient:
-    """A warm client for the configured provider (read now: tests and operators change it)."""
-    return await open_client(ProviderConfig.from_env(os.environ), warmup_instructions=instructions)
+    """A warm client for the environment's model (read now: tests and operators change it)."""
+    return await connect_entry(environment_entry(), instructions)
 
 
-def prompt_style() -> PromptStyle:
-    """Small local models get plain requests (``SPARK_EDIT_STYLE=whole-file``); others §2's,
-    in the dialect of ``SPARK_EDIT_STYLE`` (a bad value: ``ConfigError`` saying which)."""
-    tokens, ceiling = settings.SPARK_CONTEXT_TOKENS, settings.SPARK_MAX_OUTPUT_TOKENS
-    style = parse_edit_style(settings.SPARK_EDIT_STYLE, provider=os.environ.get("SPARK_PROVIDER") or "local")
+def prompt_style(entry: ModelEntry | None = None) -> PromptStyle:
+    """How turns on ``entry`` are put to the model: its context budget, output ceiling and
+    dialect, each the server's (SPARK_CONTEXT_TOKENS, SPARK_MAX_OUTPUT_TOKENS,
+    SPARK_EDIT_STYLE) where the entry sets none; None: the environment's model. Small local
+    models get plain requests (``whole-file``); others §2's (a bad dialect: ``ConfigError``)."""
+    entry = entry or environment_entry()
+    tokens = entry.context_tokens or settings.SPARK_CONTEXT_TOKENS
+    ceiling = entry.max_output_tokens or settings.SPARK_MAX_OUTPUT_TOKENS
+    raw = entry.edit_style.value if entry.edit_style is not None else default_edit_style(entry.provider, entry.model)
+    style = parse_edit_style(raw, provider=entry.provider)
     if style is EditStyle.WHOLE_FILE:
         return PromptStyle.small_model(context_tokens=tokens, max_output_tokens=ceiling)
     return PromptStyle(
@@ -316,12 +340,18 @@ def live_settings() -> LiveSettings:
         auto_test=settings.SPARK_AUTO_TEST,
         run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
+        connect_entry=connect_entry,
+        style_for=prompt_style,
     )
 
 
 def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
-    store = DatabaseRoomStore(uuid.UUID(workspace))
-    room = Room(workspace, store=store, settings=live_settings(), transport=transport, on_closed=on_closed)
+    workspace_id = uuid.UUID(workspace)
+    store = DatabaseRoomStore(workspace_id)
+    room_settings = dataclasses.replace(
+        live_settings(), connect_entry=functools.partial(connect_entry, workspace=workspace_id),
+    )
+    room = Room(workspace, store=store, settings=room_settings, transport=transport, on_closed=on_closed)
     store.room = room
     return room
 
@@ -338,6 +368,12 @@ def expel_everywhere(workspace_id: uuid.UUID, user_ids: list[int]) -> None:
 
 def _expel(place: Place, *, user_id: int) -> None:
     place.expel(user_id)
+
+
+def model_changed_everywhere(workspace_id: uuid.UUID) -> None:
+    """The workspace's model was switched: its room, on whichever process holds it, runs the
+    next turn on it and warms its socket now. From a request thread."""
+    _tell_owner(workspace_id, lambda place: place.model_changed(), RoomModel())
 
 
 def rejoin_everywhere(workspace_id: uuid.UUID) -> None:

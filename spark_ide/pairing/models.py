@@ -63,6 +63,7 @@ class Turn(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     prompt = models.TextField()
     effort = models.CharField(max_length=8, default="medium")
+    model = models.CharField(max_length=64, blank=True)  # the catalogue entry's name it ran on (docs/models.md)
     active_path = models.CharField(max_length=1024, blank=True)
     status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=TurnStatus.RUNNING)
     reason = models.CharField(max_length=32, blank=True)  # live.events.FinishReason

@@ -257,7 +257,7 @@ def turn_create(record: TurnRecord) -> None:
     Turn.objects.create(
         id=record.turn, session_id=uuid.UUID(record.session), author_id=record.author_id, prompt=record.prompt,
         effort=record.effort, active_path=record.active_path, steered_from_id=record.steered_from,
-        status=TurnStatus.RUNNING,
+        model=record.model, status=TurnStatus.RUNNING,
     )
 
 

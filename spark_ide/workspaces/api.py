@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from spark_ide.accounts.guests import GUEST_API_REFUSAL, guests_allowed
@@ -61,15 +62,18 @@ def workspace(request: HttpRequest, workspace_id: str) -> HttpResponse:
     return JsonResponse(services.workspace_summary(found))
 
 
-# What a PATCH may change, and who: the owner and the collaborators of the workspace's session.
-PATCH_FIELDS = ("auto_test",)
+# What a PATCH may change, and who: the owner and the collaborators of the workspace's session;
+# the model only its owner (docs/models.md: it may run on the owner's key, at the owner's cost).
+PATCH_FIELDS = ("auto_test", "model")
+OWNER_FIELDS = ("model",)
 
 
 def _workspace_patch(user: User, workspace_id: str, request: HttpRequest) -> HttpResponse:
     """Change the workspace's settings (``auto_test``: true, false, or null for the server's
-    default) for its owner or a collaborator; a viewer is refused (``forbidden``), anyone else
-    told it does not exist, before the body is read. Nothing is changed unless every field is
-    good."""
+    default) for its owner or a collaborator, and its model (``model``: a catalogue entry's
+    name) for its owner; a viewer is refused (``forbidden``), anyone else told it does not
+    exist, before the body is read; a collaborator's model change is ``forbidden``. Nothing is
+    changed unless every field is good."""
     try:
         found = Workspace.objects.get(pk=uuid.UUID(str(workspace_id)))
     except (ValueError, Workspace.DoesNotExist):
@@ -85,10 +89,15 @@ def _workspace_patch(user: User, workspace_id: str, request: HttpRequest) -> Htt
     if unknown:
         changes = ", ".join(PATCH_FIELDS)
         raise ApiError(ApiCode.BAD_FIELD, f"cannot change {unknown[0][:40]!r}: a PATCH changes {changes}")
+    if found.owner_id != user.pk and set(body) & set(OWNER_FIELDS):
+        raise ApiError(ApiCode.FORBIDDEN, "only the workspace's owner picks its model")
     try:
         services.check_writable(found)
-        if "auto_test" in body:
-            services.auto_test_set(workspace=found, value=body["auto_test"])
+        with transaction.atomic():  # every field, or none
+            if "model" in body:
+                services.model_set(workspace=found, value=body["model"])
+            if "auto_test" in body:
+                services.auto_test_set(workspace=found, value=body["auto_test"])
     except WorkspaceError as exc:
         raise as_api_error(exc) from None
     return JsonResponse(services.workspace_summary(found))

@@ -46,6 +46,9 @@ class Workspace(models.Model):
     # failure. True or False: this workspace's own choice (the live page's switch, the API's
     # PATCH); None: the server's SPARK_AUTO_TEST decides.
     auto_test = models.BooleanField(null=True, default=None)
+    # The catalogue's model the room's turns run on (issue 34; docs/models.md): an entry's name,
+    # picked by the owner (the live page's picker, the API's PATCH); "": the catalogue's default.
+    model = models.CharField(max_length=64, blank=True, default="")
 
     objects = WorkspaceManager()
 

@@ -24,6 +24,15 @@ class Courses(Protocol):
     def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
         """The watchdog mode of the course whose student's copy the workspace is; None: not a copy."""
 
+    def models(self, workspace_id: uuid.UUID) -> tuple[str, ...]:
+        """The catalogue's models a student's copy may run on (its course's); empty: any."""
+
+
+class Live(Protocol):
+    def model_changed(self, workspace_id: uuid.UUID) -> None:
+        """The workspace's model was switched: its room (if open, on any process) runs the next
+        turn on it and warms its socket now."""
+
 
 class Members(Protocol):
     def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
@@ -48,6 +57,14 @@ class NoCourses:
     def guard_mode(self, workspace_id: uuid.UUID) -> str | None:
         return None
 
+    def models(self, workspace_id: uuid.UUID) -> tuple[str, ...]:
+        return ()
+
+
+class NoLive:
+    def model_changed(self, workspace_id: uuid.UUID) -> None:
+        return None
+
 
 class NoMembers:
     def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
@@ -66,6 +83,7 @@ class _Ports:
     courses: Courses = NoCourses()
     history: History = NoHistory()
     members: Members = NoMembers()
+    live: Live = NoLive()
 
 
 def use_courses(courses: Courses) -> None:
@@ -74,6 +92,10 @@ def use_courses(courses: Courses) -> None:
 
 def use_members(members: Members) -> None:
     _Ports.members = members
+
+
+def use_live(live: Live) -> None:
+    _Ports.live = live
 
 
 def use_history(history: History) -> None:
@@ -90,3 +112,7 @@ def history() -> History:
 
 def members() -> Members:
     return _Ports.members
+
+
+def live() -> Live:
+    return _Ports.live

@@ -17,7 +17,9 @@ from spark_ide.api_errors import ApiCode
 from spark_ide.editing.limits import too_many_files
 from spark_ide.editing.paths import BadPath, clean_path, path_conflict
 from spark_ide.guard import GuardMode
+from spark_ide.upstream.catalogue import ModelEntry
 
+from . import catalogue as model_catalogue
 from . import ports
 from .documents import NotLive, document_file_changed, document_file_rename, document_file_replace_if, live_texts
 from .languages import language_for
@@ -156,6 +158,22 @@ def auto_test_set(*, workspace: Workspace, value: object) -> bool | None:
     Workspace.objects.filter(pk=workspace.pk).update(auto_test=value)
     workspace.auto_test = value
     return value
+
+
+def model_set(*, workspace: Workspace, value: object) -> ModelEntry:
+    """Run the workspace's next turns on the catalogue's model ``value`` (its course's models
+    only, for a student's copy); its room, if open, warms that model's socket now."""
+    if not isinstance(value, str) or not value.strip():
+        names = ", ".join(model_catalogue.catalogue().names)
+        raise WorkspaceError(ApiCode.BAD_FIELD, f"'model' must be the name of one of the server's models ({names})")
+    try:
+        entry = model_catalogue.check_choice(workspace.pk, value.strip())
+    except model_catalogue.UnknownModel as exc:
+        raise WorkspaceError(ApiCode(exc.code), exc.message) from None
+    Workspace.objects.filter(pk=workspace.pk).update(model=entry.name)
+    workspace.model = entry.name
+    transaction.on_commit(lambda: ports.live().model_changed(workspace.pk))
+    return entry
 
 
 def check_writable(workspace: Workspace) -> None:
@@ -366,4 +384,7 @@ def workspace_summary(workspace: Workspace) -> dict[str, object]:
         "name": workspace.name,
         "files": file_listing(workspace),
         "auto_test": workspace.auto_test,  # test rounds: true, false, or null for the server's default
+        # The catalogue's model its turns run on, and those it may pick (docs/models.md).
+        "model": model_catalogue.entry_for(workspace.pk).name,
+        "models": [entry.name for entry in model_catalogue.choices_for(workspace.pk)],
     }

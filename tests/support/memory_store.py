@@ -25,6 +25,7 @@ from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, file_keys, 
 from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.upstream.catalogue import ModelEntry
 
 
 class StorageDown(OSError):
@@ -69,6 +70,7 @@ class MemoryRoomStore:
     policy: AiPolicy = AiPolicy.OPEN
     guard_mode_now: GuardMode = GuardMode.OFF
     auto_test_choice: bool | None = None  # the workspace's switch (None: the server's setting)
+    entry: ModelEntry | None = None  # the catalogue entry the workspace runs on (None: no catalogue)
     epoch: int = 0
     generation: int = 0
     state: bytes | None = None  # the compacted document (None: not made from the files yet)
@@ -245,6 +247,10 @@ class MemoryRoomStore:
     async def auto_test(self) -> bool | None:
         self._check("auto_test")
         return self.auto_test_choice
+
+    async def model_entry(self) -> ModelEntry | None:
+        self._check("model_entry")
+        return self.entry
 
     async def close(self) -> None:
         self._check("close")

@@ -32,6 +32,7 @@ def test_it_reads_a_workspace(api: Any) -> None:
         "name": "w",
         "files": [{"path": "a.js", "size": 1, "language": "JavaScript"}],
         "auto_test": None,  # test rounds: the server's default
+        "model": "smollm2", "models": ["smollm2"],  # the environment's single model (docs/models.md)
     }
 
 

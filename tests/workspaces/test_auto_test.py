@@ -97,7 +97,7 @@ def test_a_bad_value_is_refused_and_nothing_changes(api: Client, session: Sessio
 def test_an_unknown_field_or_a_body_that_is_not_json_is_refused(api: Client, session: Session) -> None:
     refused = patch(api, session, {"auto_test": False, "name": "renamed"})
     assert refused.status_code == 400
-    said = "cannot change 'name': a PATCH changes auto_test"
+    said = "cannot change 'name': a PATCH changes auto_test, model"
     assert refused.json()["error"] == {"code": "bad_field", "message": said}
     assert stored(session) is None and Workspace.objects.get(pk=session.workspace_id).name == "shared"
     broken = api.patch(f"/api/workspaces/{session.workspace_id}", "{no", content_type="application/json")
