@@ -209,6 +209,9 @@ CSRF_FAILURE_VIEW = "spark_ide.api.csrf_failure"
 # read by the upstream client itself, as are its limits on waiting for the model (the turn fails
 # with a reason saying which): SPARK_UPSTREAM_CONNECT_S (10), SPARK_UPSTREAM_CONNECT_TRIES (5),
 # SPARK_UPSTREAM_FIRST_BYTE_S (60), SPARK_UPSTREAM_STALL_S (120). What the IDE asks of the model:
+# The model catalogue (docs/models.md): several models at once, from this TOML file, else from
+# <SPARK_DATA_DIR>/models.toml when there is one; without one, these variables define the one model.
+SPARK_MODELS_FILE = envstr("SPARK_MODELS_FILE", "")
 _PROVIDER = envstr("SPARK_PROVIDER", "local") or "local"
 _MODEL = envstr("SPARK_MODEL", "") or ("smollm2" if _PROVIDER == "local" else "")
 _SMALL_LOCAL_MODEL = _PROVIDER == "local" and _MODEL == "smollm2"
