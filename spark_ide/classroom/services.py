@@ -5,8 +5,10 @@ student sees where they type) is answered in ``copies``."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,8 @@ from spark_ide.live.events import EFFORTS
 from spark_ide.live.policy import AiMode, AiRuns
 from spark_ide.pairing.models import Participant, Role, Session, Turn
 from spark_ide.pairing.services import session_for_workspace
+from spark_ide.workspaces import ports as workspace_ports
+from spark_ide.workspaces.catalogue import catalogue
 from spark_ide.workspaces.documents import live_texts
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import (
@@ -150,10 +154,11 @@ def course_by_code(raw: str) -> Course:
 
 def policy_set(
     *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
-    ai_runs: str | None = None,
+    ai_runs: str | None = None, ai_models: Sequence[str] | None = None,
 ) -> None:
-    """The course's AI rules (what the model may run, and the security watchdog's mode, when
-    given: None keeps them); a bad value is refused whole."""
+    """The course's AI rules (what the model may run, the security watchdog's mode and the
+    catalogue's models the students may use, when given: None keeps them); a bad value is
+    refused whole."""
     if not AiMode.known(ai_mode):
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
@@ -173,12 +178,28 @@ def policy_set(
     if ai_runs is not None and not AiRuns.known(ai_runs):
         choices = ", ".join(f"{runs.value} ({runs.word})" for runs in AiRuns)
         raise ClassroomError("bad_ai_runs", f"What the AI may run is one of {choices}.")
+    models = None if ai_models is None else _models_checked(ai_models)
     course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
     if guard_mode is not None:
         course.guard_mode = guard_mode
     if ai_runs is not None:
         course.ai_runs = ai_runs
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs"])
+    models_changed = models is not None and models != course.ai_models
+    if models is not None:
+        course.ai_models = models
+    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "ai_models"])
+    if models_changed:  # the copies' rooms run their next turn on an allowed model, warmed now
+        for workspace_id in course.enrollments.values_list("workspace_id", flat=True):
+            transaction.on_commit(functools.partial(workspace_ports.live().model_changed, workspace_id))
+
+
+def _models_checked(names: Sequence[str]) -> list[str]:
+    """The catalogue's models, in the catalogue's order; a name it does not have is refused."""
+    known = catalogue().names
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ClassroomError("unknown_model", f"No model {unknown[0][:80]!r} here: the models are {', '.join(known)}.")
+    return [name for name in known if name in names]
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:

@@ -25,6 +25,7 @@ from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, signed_in_user
 from spark_ide.live.events import EFFORTS
 from spark_ide.pairing.adapter import rejoin_everywhere
+from spark_ide.workspaces.catalogue import catalogue
 from spark_ide.workspaces.models import GUARD_MODE_CHOICES, Workspace
 from spark_ide.workspaces.services import WorkspaceError, bounded_read, decoded_text
 
@@ -138,6 +139,7 @@ def _course_page(request: HttpRequest, course: Course, status: int = 200, **extr
         "join_url": request.build_absolute_uri(reverse("course-join", args=[course.code])),
         "modes": AI_MODE_CHOICES,
         "runs_choices": AI_RUNS_CHOICES,
+        "model_names": catalogue().names,  # the catalogue's models a course may allow (docs/models.md)
         "guard_modes": GUARD_MODE_CHOICES,
         "efforts": EFFORTS,
         "students": course.enrollments.count(),
@@ -162,6 +164,8 @@ def course_policy(request: HttpRequest, course_id: str) -> HttpResponse:
             course=course, ai_mode=request.POST.get("ai_mode", ""), max_effort=request.POST.get("max_effort", ""),
             token_quota=request.POST.get("token_quota", ""), guard_mode=request.POST.get("guard_mode"),
             ai_runs=request.POST.get("ai_runs"),
+            # The form's model boxes: none ticked is any model (a form without them keeps the course's).
+            ai_models=request.POST.getlist("ai_models") if "ai_models_shown" in request.POST else None,
         )
     except ClassroomError as exc:
         course.refresh_from_db()

@@ -26,6 +26,7 @@ from spark_ide.accounts.models import GUEST_NAME_MAX
 from spark_ide.accounts.services import AccountError, is_guest, signed_in_user
 from spark_ide.live.events import DEFAULT_EFFORT, DRIVER_ROLES, EFFORTS
 from spark_ide.live.policy import AiPolicy
+from spark_ide.workspaces.catalogue import choices_for, entry_for
 from spark_ide.workspaces.services import WorkspaceError, auto_test_effective, last_changed_path, workspace_for
 from spark_ide.workspaces.views import tree_nodes, tree_partial
 
@@ -124,6 +125,10 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "course_notice": copy.notice if copy is not None else None,  # classroom: rules and who reads prompts
         "last_file": last_changed_path(workspace),  # where a newcomer lands when nobody is at work
         **_test_rounds(workspace.id, workspace.auto_test, copy),
+        # The room's model (docs/models.md): the owner picks it, a course's copy among its models.
+        "model_current": entry_for(workspace.id).name,
+        "model_entries": choices_for(workspace.id),
+        "can_pick_model": owner and not (copy is not None and copy.archived),
     }
     return render(request, "pairing/session.html", context)
 

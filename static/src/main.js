@@ -1,10 +1,11 @@
 // Browser entry point: htmx for server-rendered partials, the live editor, its latency panel
-// and the test-rounds switch on workspace and session pages, a session's replay, the
+// the test-rounds switch and the model picker on workspace and session pages, a session's replay, the
 // resizable panels of both, the folder import on the workspace list.
 import htmx from "htmx.org";
 import { cspNonce } from "./csp.js";
 import { wireFolderImport } from "./folder_import.js";
 import { wireAutoTest } from "./live/auto_test.js";
+import { wireModelPicker } from "./live/model_picker.js";
 import { startLatencyPanel } from "./live/latency.js";
 import { startLiveSession } from "./live/session.js";
 import { startReplay } from "./replay/replay.js";
@@ -26,6 +27,8 @@ function boot() {
   if (live) startLiveSession(live);
   const autoTest = document.getElementById("auto-test");
   if (autoTest) wireAutoTest(autoTest); // the workspace's test-rounds switch
+  const modelPicker = document.getElementById("model-picker");
+  if (modelPicker) wireModelPicker(modelPicker); // the room's model (issue 34)
   const replay = document.getElementById("replay");
   if (replay) startReplay(replay);
   startSplitters(); // the live and replay pages' resizable panels

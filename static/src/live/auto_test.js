@@ -9,7 +9,7 @@
 const SAVED = "saved: it applies from the next turn";
 
 // The CSRF token every page carries for htmx (base.html: the body's hx-headers).
-function csrfToken() {
+export function csrfToken() {
   try {
     return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
   } catch {

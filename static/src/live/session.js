@@ -25,6 +25,7 @@ import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
 import { addressedPath, showPolicy, wirePage } from "./session_wire.js";
+import { showModel } from "./model_picker.js";
 
 const RUN_REFRESH_MS = 800;
 const REVERT_ERRORS = new Set([ERROR_CODE.REVERT_UNAVAILABLE, ERROR_CODE.RESTORE_UNAVAILABLE]);
@@ -191,6 +192,7 @@ class LiveSession {
       case EVENT.RESYNC: return this.resync();
       case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
       case EVENT.POLICY: return showPolicy(event);
+      case EVENT.MODEL: return showModel(event);
       case EVENT.QUEUE: return this.queue.show(event);
       case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
