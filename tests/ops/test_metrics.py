@@ -146,7 +146,7 @@ async def until_scraped(scrape: Any, done: Any, timeout: float = 5.0) -> Samples
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModel]:
     model = FakeModel()
-    monkeypatch.setattr(adapter, "connect_model", model.connect)
+    monkeypatch.setattr(adapter, "connect_entry", model.connect_entry)
     yield model
 
 

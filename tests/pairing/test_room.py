@@ -92,6 +92,10 @@ def _turns_api(live: Live, session: str) -> list[dict[str, Any]]:
     return body
 
 
+# Events sent with the room's current seq, not kept in its log (``Event.ephemeral``).
+UNLOGGED = {"hello", "presence", "model", "pong", "error", "resync"}
+
+
 async def test_a_reconnect_with_after_gets_what_it_missed_before_the_live_stream(
     live: Live, model_server: object, rooms: None
 ) -> None:
@@ -103,7 +107,7 @@ async def test_a_reconnect_with_after_gets_what_it_missed_before_the_live_stream
     await client.close()  # dropped mid-turn
     back = await connect(live, path=f"/ws/sessions/{live.session_id}/?after={held}")
     await back.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn, timeout=15)
-    seqs = [e["seq"] for e in back.events if e["type"] not in {"hello", "presence", "pong", "error", "resync"}]
+    seqs = [e["seq"] for e in back.events if e["type"] not in UNLOGGED]
     assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))  # in order, nothing twice
     assert min(seqs) > held
     # What it had plus what it got is exactly what the model wrote: no gap, no repeat.
@@ -130,7 +134,7 @@ async def test_pages_reconnecting_together_each_get_what_they_missed_and_presenc
     for back in backs:
         await back.until(lambda e: e["type"] == "turn.finished" and e["turn"] == turn, timeout=20)
         assert turn_text(client, turn) + turn_text(back, turn) == FIRST_BLOCK + STEERED
-        seqs = [e["seq"] for e in back.events if e["type"] not in {"hello", "presence", "pong", "error", "resync"}]
+        seqs = [e["seq"] for e in back.events if e["type"] not in UNLOGGED]
         assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)) and min(seqs) > held
     first = backs[0]
     final = await first.until(lambda e: e["type"] == "presence" and e["participants"][0]["connections"] == 16)

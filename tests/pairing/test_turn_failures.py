@@ -21,7 +21,7 @@ HALF_BLOCK = '<edit path="util.py">\n<old_text>\nX = 1\n</old_text>\n<new_text>\
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModel]:
     model = FakeModel()
-    monkeypatch.setattr(adapter, "connect_model", model.connect)
+    monkeypatch.setattr(adapter, "connect_entry", model.connect_entry)
     yield model
 
 

@@ -21,6 +21,7 @@ from spark_ide.upstream import (
     UpstreamError,
     profile_for,
 )
+from spark_ide.upstream.catalogue import ModelEntry
 from spark_ide.upstream.profiles import Transport
 from spark_ide.upstream.tool_calls import ToolCallAssembler
 
@@ -57,6 +58,10 @@ class FakeModel:
     async def connect(self, instructions: str) -> ModelClient:
         self.connects += 1
         return FakeClient(self)
+
+    async def connect_entry(self, entry: ModelEntry, instructions: str, **_: object) -> ModelClient:
+        """``connect`` for a catalogue entry, as a room asks (``pairing.adapter.connect_entry``)."""
+        return await self.connect(instructions)
 
     async def next_stream(self, timeout: float = 5.0) -> TurnStream:
         return await asyncio.wait_for(self.streams.get(), timeout)
