@@ -96,7 +96,7 @@ def test_every_message_comes_back_as_it_went(message: Message) -> None:
 def test_every_room_kind_is_spelt_as_on_the_wire() -> None:
     kinds = {encode(message)["type"] for message in MESSAGES}
     assert kinds == {
-        "room.up", "room.expel", "room.rejoin", "room.set_file", "room.move_file", "room.store_events",
+        "room.up", "room.expel", "room.rejoin", "room.model", "room.set_file", "room.move_file", "room.store_events",
         "room.read_files", "room.reply", "room.stream",
     }
 
