@@ -34,7 +34,7 @@ def test_a_pure_core_imports_no_django(core: str) -> None:
 PILOT_TESTS = [
     "tests.support.memory_store", "tests.support.pilot_rig", "tests.support.room_rig",
     "tests.live.test_pilot_turns", "tests.live.test_pilot_steer", "tests.live.test_pilot_failures",
-    "tests.live.test_pilot_halts",
+    "tests.live.test_pilot_halts", "tests.live.test_pilot_models",
 ]
 CHECK_MODULES = """
 import importlib, sys

@@ -12,6 +12,7 @@ import pytest
 
 from spark_ide.pairing.adapter import prompt_style
 from spark_ide.upstream import ConfigError, EditStyle
+from spark_ide.upstream.catalogue import ModelEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,3 +56,16 @@ def test_a_bad_value_set_later_is_refused_with_its_name(settings: Any) -> None:
     settings.SPARK_EDIT_STYLE = "diff"
     with pytest.raises(ConfigError, match="SPARK_EDIT_STYLE must be one of"):
         prompt_style()
+
+
+def test_a_catalogue_entry_brings_its_own_budget_ceiling_and_dialect(settings: Any) -> None:
+    settings.SPARK_CONTEXT_TOKENS, settings.SPARK_MAX_OUTPUT_TOKENS = 9000, 700
+    hosted = ModelEntry(name="big", provider="openai", base_url="https://api.openai.com/v1", model="gpt-5",
+                        context_tokens=200_000, max_output_tokens=32_000)
+    built = prompt_style(hosted)
+    assert (built.context_tokens, built.max_output_tokens, built.edit_style) == (200_000, 32_000, EditStyle.APPLY_PATCH)
+    small = prompt_style(ModelEntry(name="s", provider="local", base_url="http://127.0.0.1:8765/v1", model="smollm2"))
+    assert small.whole_file_only and (small.context_tokens, small.max_output_tokens) == (9000, 700)  # the server's
+    chosen = prompt_style(ModelEntry(name="e", provider="openai-compatible", base_url="https://h/v1", model="m",
+                                     edit_style=EditStyle.EDITS))
+    assert chosen.edit_style is EditStyle.EDITS and not chosen.whole_file_only

@@ -29,10 +29,11 @@ from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room_guard import RoomGuard
 from spark_ide.live.runs import RoomRuns
-from spark_ide.live.store import LiveSettings, NoRunner, Runner
+from spark_ide.live.store import EntryConnector, LiveSettings, NoRunner, Runner
 from spark_ide.live.turns import Command, CommandKind
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.upstream import Message, TurnRequest
+from spark_ide.upstream.catalogue import ModelEntry
 from tests.support.fake_model import FakeModel
 from tests.support.memory_store import MemoryRoomStore
 from tests.support.waits import eventually
@@ -160,9 +161,12 @@ async def pilot_rig(
     runner: Runner | None = None,
     auto_test: bool = False,
     run_wait_s: float = 30.0,
+    connect_entry: EntryConnector | None = None,
+    style_for: Callable[[ModelEntry], PromptStyle] | None = None,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
-    given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds)."""
+    given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds);
+    ``connect_entry`` and ``style_for``: the catalogue's models (``store.entry``: the room's)."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -171,7 +175,7 @@ async def pilot_rig(
     settings = LiveSettings(
         connect_model=model.connect, prompt_style=style or PromptStyle(), persist_retries=(0.0,),
         guard=GuardSettings(full_scan=full_scan_in_thread), runner=runner or NoRunner(), auto_test=auto_test,
-        model_run_wait_s=run_wait_s,
+        model_run_wait_s=run_wait_s, connect_entry=connect_entry, style_for=style_for,
     )
     def texts() -> dict[str, str]:
         return document_texts(doc)
