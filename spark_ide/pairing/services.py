@@ -350,7 +350,7 @@ def turns_for(session: Session) -> list[dict[str, Any]]:
     return [
         {
             "id": t.id, "prompt": t.prompt, "status": t.status, "steered_from": t.steered_from_id,
-            "effort": t.effort, "metrics": t.metrics, "reverted": t.reverted,
+            "effort": t.effort, "model": t.model, "metrics": t.metrics, "reverted": t.reverted,
             "reverted_at": t.reverted_at.isoformat() if t.reverted_at is not None else None,
             "created_at": t.created_at.isoformat(),
         }

@@ -15,7 +15,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.pairing.models import Turn
+from spark_ide.pairing.models import Session, Turn
+from spark_ide.pairing.services import turns_for
 from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import model_set
 from tests.pairing.conftest import Live, connect, say
@@ -77,8 +78,14 @@ def asked(prompt: str) -> str:
 
 
 async def stored_models(live: Live) -> dict[str, str]:
-    rows = Turn.objects.filter(session_id=live.session_id).values_list("id", "model")
-    return dict(await database_sync_to_async(lambda: list(rows))())
+    """Each turn's model, as the stored rows and the turns API have it."""
+    def read() -> dict[str, str]:
+        rows = dict(Turn.objects.filter(session_id=live.session_id).values_list("id", "model"))
+        listed = {turn["id"]: turn["model"] for turn in turns_for(Session.objects.get(pk=live.session_id))}
+        assert listed == rows
+        return rows
+    found: dict[str, str] = await database_sync_to_async(read)()
+    return found
 
 
 async def test_switching_warms_the_new_models_socket_at_once_and_the_next_turn_runs_there(
