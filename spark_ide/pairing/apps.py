@@ -21,7 +21,7 @@ class PairingConfig(AppConfig):
     def ready(self) -> None:
         from django.core.exceptions import ImproperlyConfigured
 
-        from spark_ide.upstream.catalogue_file import CatalogueError
+        from spark_ide.upstream.errors import ConfigError
         from spark_ide.workspaces.catalogue import check_at_start
         from spark_ide.workspaces.ports import use_live, use_members
 
@@ -30,9 +30,9 @@ class PairingConfig(AppConfig):
         # Who else holds a role in a workspace (the workspace API's PATCH asks it).
         use_members(SessionMembers())
         use_live(RoomsLive())  # a model switched: the workspace's room warms it (docs/models.md)
-        # The model catalogue (docs/models.md): a file that does not parse stops the server;
-        # each bad entry is logged and left out.
+        # The model catalogue (docs/models.md): a file that does not parse stops the server, as
+        # do model variables it cannot use (no file); each bad entry is logged and left out.
         try:
             check_at_start()
-        except CatalogueError as exc:
+        except ConfigError as exc:
             raise ImproperlyConfigured(exc.message) from None
