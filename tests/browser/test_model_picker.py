@@ -1,7 +1,8 @@
 """The model picker beside the prompt (issue 34), as people use it: the owner's page shows the
-room's model and picks another from the catalogue; a viewer's picker cannot be changed but
-follows the switch (the room's ``model`` event); a reload shows the pick. Which model server
-the next turn reaches is proved in tests/pairing/test_model_picker.py."""
+room's model and picks another from the catalogue; another page on the room follows the switch
+(the room's ``model`` event), and the pick is stored. Which model server the next turn reaches
+is proved in tests/pairing/test_model_picker.py; that only the owner may pick, in
+tests/workspaces/test_model_pick.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import IdeServer, daphne, open_new_workspace, second_person
+from tests.browser.conftest import IdeServer, daphne, open_new_workspace
 from tests.support.catalogue import entry
 
 WAIT_MS = 20_000
@@ -28,20 +29,28 @@ def two_model_server(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.mark.browser
-def test_the_owner_switches_the_model_and_every_page_follows(
-    two_model_server: IdeServer, page: Any, chromium: Any,
-) -> None:
-    open_new_workspace(two_model_server, page, "two models")
+def test_the_owner_switches_the_model_and_every_page_follows(two_model_server: IdeServer, page: Any) -> None:
+    url = open_new_workspace(two_model_server, page, "two models")
     picker = page.locator("#model-picker select")
     assert picker.input_value() == "fast" and picker.is_enabled()
-    with second_person(two_model_server, page, chromium, role="viewer", username="vic") as viewer:
-        theirs = viewer.locator("#model-picker select")
-        assert theirs.input_value() == "fast" and theirs.is_disabled()
+    other = page.context.new_page()  # a second page on the room (the owner's other tab)
+    try:
+        other.goto(url)
+        other.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+        assert other.locator("#model-picker select").input_value() == "fast"
         picker.select_option("strong")
         page.locator("#model-picker [data-model=status]", has_text="the next turn runs on it").wait_for(timeout=WAIT_MS)
-        viewer.wait_for_function(
+        # The other page was told by the room (the model event), not by its own request.
+        other.wait_for_function(
             "() => document.querySelector('#model-picker select').value === 'strong'", timeout=WAIT_MS,
         )
-    page.reload()
-    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
-    assert page.locator("#model-picker select").input_value() == "strong"
+        assert other.locator("#model-picker [data-model=status]").inner_text() == ""
+    finally:
+        other.close()
+    stored = page.evaluate(
+        """async () => {
+            const workspace = document.getElementById("live").dataset.workspace;
+            return (await (await fetch(`/api/workspaces/${workspace}`)).json()).model;
+        }"""
+    )
+    assert stored == "strong"
