@@ -9,8 +9,9 @@ items. Warm-ups (``generate: false``) are answered with an id and no output. As 
 ``previous_response_id`` other than the last response of the same socket (``store`` false)
 is refused with ``previous_response_not_found``; ``forget()`` makes the socket lose it, as a
 reconnect does. Given ``keys``, the upgrade of a socket whose ``Authorization: Bearer`` is none
-of them is refused with HTTP 401 and OpenAI's ``invalid_api_key`` body; ``bearers`` records the
-key every upgrade carried, in order.
+of them is refused with HTTP 401 and OpenAI's ``invalid_api_key`` body, and a request on a socket
+whose key was taken out of ``keys`` since (revoked) is answered with an ``error`` event of status
+401; ``bearers`` records the key every upgrade carried, in order.
 
 Scripts are lists of :class:`Item`: a call (``custom_call``, ``function_call``,
 ``apply_patch_call``) or a ``message``, each streamed in the pieces given.
@@ -100,6 +101,7 @@ class ResponsesSocket:
     keys: frozenset[str] = frozenset()  # the keys accepted (empty: any, and none)
     bearers: list[str] = field(default_factory=list)  # the bearer key of each upgrade ("" without one)
     _server: Server | None = None
+    _bearer_of: dict[ServerConnection, str] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _last: dict[ServerConnection, str] = field(default_factory=dict)  # each socket's cached response
 
@@ -125,13 +127,10 @@ class ResponsesSocket:
         scheme, _, key = request.headers.get("Authorization", "").partition(" ")
         bearer = key.strip() if scheme.lower() == "bearer" else ""
         self.bearers.append(bearer)
-        if not self.keys or bearer in self.keys:
+        self._bearer_of[socket] = bearer
+        if self._accepted(socket):
             return None
-        shown = f"{bearer[:3]}*****{bearer[-4:]}" if bearer else "none"
-        refusal = socket.respond(401, json.dumps({"error": {
-            "message": f"Incorrect API key provided: {shown}.", "type": "invalid_request_error",
-            "param": None, "code": "invalid_api_key",
-        }}) + "\n")
+        refusal = socket.respond(401, json.dumps({"error": _key_error(bearer)}) + "\n")
         del refusal.headers["Content-Type"]
         refusal.headers["Content-Type"] = "application/json"
         return refusal
@@ -140,6 +139,9 @@ class ResponsesSocket:
         assert self._server is not None
         self._server.close()
         await self._server.wait_closed()
+
+    def _accepted(self, socket: ServerConnection) -> bool:
+        return not self.keys or self._bearer_of.get(socket, "") in self.keys
 
     async def _serve(self, socket: ServerConnection) -> None:
         try:
@@ -152,6 +154,11 @@ class ResponsesSocket:
 
     async def _answer(self, socket: ServerConnection, body: JSON) -> None:
         if body.get("type") != protocol.CREATE:
+            return
+        if not self._accepted(socket):
+            await socket.send(json.dumps({
+                "type": protocol.ERROR, "status": 401, "error": _key_error(self._bearer_of.get(socket, "")),
+            }))
             return
         previous = body.get("previous_response_id")
         if previous is not None and self._last.get(socket) != previous:
@@ -203,3 +210,10 @@ def _item_events(index: int, item: Item) -> list[JSON]:
         events.append({"type": item.done_type, **where, item.done_field: "".join(item.pieces)})
     events.append({"type": protocol.OUTPUT_ITEM_DONE, "output_index": index, "item": item.whole})
     return events
+
+
+def _key_error(bearer: str) -> JSON:
+    """OpenAI's error for a key it does not accept (it shows the key's ends, as here)."""
+    shown = f"{bearer[:3]}*****{bearer[-4:]}" if bearer else "none"
+    return {"message": f"Incorrect API key provided: {shown}.", "type": "invalid_request_error",
+            "param": None, "code": "invalid_api_key"}
