@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import uuid
@@ -304,11 +305,9 @@ def prompt_style() -> PromptStyle:
 RUNNER = CeleryRunner()  # this process's code runs
 
 
-def live_settings(workspace: str | None = None) -> LiveSettings:
-    """The rooms' settings; a room's own (``workspace``) connects with its owner's keys."""
+def live_settings() -> LiveSettings:
     return LiveSettings(
-        connect_model=connect_model if workspace is None else functools.partial(_connect_room_model, workspace),
-        model_stamp=None if workspace is None else functools.partial(owner_keys_stamp, workspace),
+        connect_model=connect_model,
         prompt_style=prompt_style(),
         limits=FileLimits(
             max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
@@ -332,7 +331,12 @@ def live_settings(workspace: str | None = None) -> LiveSettings:
 
 def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
     store = DatabaseRoomStore(uuid.UUID(workspace))
-    room = Room(workspace, store=store, settings=live_settings(workspace), transport=transport, on_closed=on_closed)
+    # The room's model connection uses its owner's keys, and is opened again when they change.
+    room_settings = dataclasses.replace(
+        live_settings(), connect_model=functools.partial(_connect_room_model, workspace),
+        model_stamp=functools.partial(owner_keys_stamp, workspace),
+    )
+    room = Room(workspace, store=store, settings=room_settings, transport=transport, on_closed=on_closed)
     store.room = room
     return room
 

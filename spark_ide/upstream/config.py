@@ -26,7 +26,14 @@ LOCAL_BASE_URL = "http://127.0.0.1:8765/v1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 LOCAL_MODEL = "smollm2"
 BETA_HEADER = ("OpenAI-Beta", "responses_websockets=2026-02-06")
-SERVER_KEY_LABEL = "the server's key (OPENAI_API_KEY)"
+
+
+def server_key_label(key_env: str = "OPENAI_API_KEY") -> str:
+    """How a refusal names the server's key (``ProviderConfig.key_label``): by its variable."""
+    return f"the server's key ({key_env})"
+
+
+SERVER_KEY_LABEL = server_key_label()
 
 # How long the IDE waits on the model before it gives up (SPARK_UPSTREAM_CONNECT_S,
 # SPARK_UPSTREAM_FIRST_BYTE_S, SPARK_UPSTREAM_STALL_S). The first byte is any frame, and
