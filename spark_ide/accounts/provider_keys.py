@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import QuerySet
 
 from spark_ide.logsafe import remember_secret
 
@@ -122,9 +123,10 @@ def user_key(user_id: int, provider: str) -> OwnerKey | None:
     return OwnerKey(provider=provider, secret=secret, last4=row.last4)
 
 
-def keys_stamp(user_id: int) -> str:
-    """Changes whenever ``user_id`` adds, replaces or deletes a key or changes their choice:
-    a room compares it before each turn and opens a new connection when it changed."""
-    ids = ",".join(str(pk) for pk in ProviderKey.objects.filter(user_id=user_id).order_by("pk").values_list(
-        "pk", flat=True))
-    return f"{ids}|{int(own_keys_only(user_id))}"
+def keys_stamp(owner: QuerySet[User]) -> str:
+    """Changes whenever the person ``owner`` selects adds, replaces or deletes a key or
+    changes their choice: a room compares it before each turn and opens a new connection when
+    it changed. One query (it is read before every turn)."""
+    rows = list(owner.values_list("provider_keys__pk", "key_preference__own_keys_only"))
+    keys = sorted({pk for pk, _ in rows if pk is not None})
+    return f"{','.join(map(str, keys))}|{int(any(only for _, only in rows))}"

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import replace
 
 from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
 
 from spark_ide.accounts.keyring import KeyUnreadable
 from spark_ide.accounts.provider_keys import OwnerKey, OwnKeyRequired, keys_stamp, user_key
@@ -47,5 +48,6 @@ async def with_owner_key(config: ProviderConfig, workspace: uuid.UUID | str) -> 
 
 async def owner_keys_stamp(workspace: uuid.UUID | str) -> str:
     """Changes when the workspace owner's keys or their choice change (``LiveSettings.model_stamp``)."""
-    stamp: str = await database_sync_to_async(lambda: keys_stamp(_owner_of(workspace)))()
+    owner = User.objects.filter(workspaces=uuid.UUID(str(workspace)))
+    stamp: str = await database_sync_to_async(keys_stamp)(owner)
     return stamp

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
@@ -141,15 +142,19 @@ def test_another_user_cannot_delete_or_see_your_key(client: Client, user: Any, o
     assert client.post(PAGE, {"delete": "not-a-number"}).status_code == 200
 
 
+def stamp(user: Any) -> str:
+    return keys_stamp(User.objects.filter(pk=user.pk))
+
+
 def test_storing_again_replaces_the_key_and_changes_the_stamp(user: Any) -> None:
     provider_key_store(user=user, provider="openai", key=KEY)
-    first = keys_stamp(user.pk)
+    first = stamp(user)
     provider_key_store(user=user, provider="openai", key=OTHER)
     assert ProviderKey.objects.get().last4 == "9876"
-    assert keys_stamp(user.pk) != first
-    again = keys_stamp(user.pk)
+    assert stamp(user) != first
+    again = stamp(user)
     own_keys_only_set(user=user, value=True)
-    assert keys_stamp(user.pk) != again
+    assert stamp(user) != again
 
 
 def test_use_my_keys_only_refuses_a_provider_without_a_key(client: Client, user: Any) -> None:
