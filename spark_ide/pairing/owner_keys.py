@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
+from django.db import DatabaseError
 
 from spark_ide.accounts.keyring import KeyUnreadable
 from spark_ide.accounts.provider_keys import OwnerKey, OwnKeyRequired, keys_stamp, user_key
@@ -18,17 +19,16 @@ from spark_ide.upstream.errors import KEY_MISSING, PROVIDER_UNAVAILABLE
 from spark_ide.workspaces.models import Workspace
 
 
-def _owner_of(workspace: uuid.UUID | str) -> int:
-    owner: int = Workspace.objects.values_list("owner_id", flat=True).get(pk=workspace)
-    return owner
-
-
 def owner_api_key(workspace: uuid.UUID | str, provider: str) -> OwnerKey | None:
-    """The workspace owner's key for ``provider`` (None: the server's key is used). Raises
-    ``UpstreamError`` ``key_missing`` when the owner uses only their own keys and has none for
-    it, ``provider_unavailable`` when theirs cannot be decrypted (the keys secret changed)."""
+    """The workspace owner's key for ``provider`` (None: the server's key is used; also for a
+    workspace deleted meanwhile). Raises ``UpstreamError``: ``key_missing`` when the owner uses
+    only their own keys and has none for it, ``provider_unavailable`` when theirs cannot be
+    read (the keys secret changed, the database failed)."""
     try:
-        return user_key(_owner_of(workspace), provider)
+        owner = Workspace.objects.filter(pk=workspace).values_list("owner_id", flat=True).first()
+        return None if owner is None else user_key(owner, provider)
+    except DatabaseError as exc:
+        raise UpstreamError(PROVIDER_UNAVAILABLE, f"could not read the room owner's keys: {exc}") from None
     except OwnKeyRequired as exc:
         raise UpstreamError(KEY_MISSING, str(exc)) from None
     except KeyUnreadable:

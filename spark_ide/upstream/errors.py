@@ -62,7 +62,7 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
 def key_refused(message: str, key_label: str) -> str:
     """An authentication failure's message, naming the key the provider refused (its label,
     never the key)."""
-    return f"{message}; the provider refused {key_label}" if key_label else message
+    return f"{message}; the key was {key_label}" if key_label else message
 
 
 def status_code_error(status: int, detail: str, *, key_label: str = "") -> UpstreamError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 
 from spark_ide.accounts.provider_keys import own_keys_only_set, provider_key_delete, provider_key_store
+from spark_ide.pairing.owner_keys import owner_api_key
 from tests.support.responses_socket import ResponsesSocket, message
 
 from .conftest import Live, LiveClient, connect
@@ -140,3 +142,11 @@ async def test_a_refused_server_key_is_named_as_the_servers(
     assert (end["status"], end["reason"]) == ("failed", "provider_key_rejected")
     assert "the server's key (OPENAI_API_KEY)" in end["error"]
     assert SERVER_KEY not in end["error"]
+
+
+def test_a_workspace_gone_meanwhile_uses_the_servers_key(live: Live) -> None:
+    assert owner_api_key(uuid.UUID(int=7), "openai") is None
+    provider_key_store(user=live.owner, provider="openai", key=OWNER_KEY)
+    found = owner_api_key(live.workspace_id, "openai")
+    assert found is not None and found.secret == OWNER_KEY and found.last4 == "abcd"
+    assert owner_api_key(live.workspace_id, "local") is None
