@@ -93,7 +93,7 @@ class PromptQueue:
             return Command(
                 kind=CommandKind.STEER, session=command.session, user_id=command.user_id, author=command.author,
                 turn=queued.turn, text=queued.text, effort=queued.effort, path=queued.path, reply=command.reply,
-                received_at=command.received_at,
+                received_at=command.received_at, range=queued.range,
             )
         elif kind is CommandKind.QUEUE_MERGE and not self._merge(command, sorted(indexes)):
             return None
