@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.cookiejar
 import json
 import os
@@ -22,6 +23,10 @@ from typing import Any
 
 import pytest
 
+from spark_ide.modelserver.config import ServerConfig
+from spark_ide.modelserver.engines.scripted import ScriptedEngine, load_scripts
+from spark_ide.modelserver.request_log import RequestLog
+from spark_ide.modelserver.server import ModelServer
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,6 +150,33 @@ def scripted_ide(
     }
     with with_model_server(own, data, model_port, script_file) as server:
         yield server
+
+
+@contextmanager
+def logged_model_ide(
+    ide_server: IdeServer, data: Path, scripts: dict[str, Any], **env: str,
+) -> Iterator[tuple[IdeServer, RequestLog]]:
+    """An IDE of its own in ``data`` (``ide_server``'s settings and ``env``) whose model is our
+    scripted engine knowing ``scripts``, run in this process with a request log: a test reads
+    the requests as the model received them."""
+    script_file = data / "scripts.json"
+    script_file.write_text(json.dumps(scripts), encoding="utf-8")
+    log = RequestLog()
+    model = ModelServer(ScriptedEngine(load_scripts(script_file), 1000.0, 0.02), ServerConfig(), request_log=log)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(model.start(), loop).result(timeout=10)
+    own = {
+        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model.port}/v1", **env,
+    }
+    try:
+        with daphne(own, data) as server:
+            yield server, log
+    finally:
+        asyncio.run_coroutine_threadsafe(model.stop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
 
 
 # Module scope, not session: Playwright's sync API keeps an event loop running in the main
