@@ -5,12 +5,11 @@ file is untouched; the transcript's prompt shows ``big.py:50-52`` (an en dash). 
 editor takes typing again.
 
 The model is our scripted engine, run in this process with a request log (so the test reads
-the request as the model received it), answering in ``<edit>`` blocks. Nothing is timed.
+the request as the model received it), editing through ``apply_patch``. Nothing is timed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,8 +18,8 @@ from spark_ide.modelserver.request_log import RequestLog
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
     IdeServer,
+    LoggedModel,
     create_file,
-    logged_model_ide,
     open_new_workspace,
     wait_for_server_text,
 )
@@ -29,33 +28,38 @@ from tests.browser.test_live_pairing import _document, _wait_document
 pytestmark = pytest.mark.browser
 
 BIG = "".join(f"x_{n} = {n}\n" for n in range(1, 201))
-EDIT = (
-    '<edit path="big.py">\n<old_text line="51">\nx_51 = 51\n</old_text>\n'
-    '<new_text>\nx_51 = "fifty-one"\n</new_text>\n</edit>\n'
+PATCH = (
+    "*** Begin Patch\n*** Update File: big.py\n@@\n x_50 = 50\n-x_51 = 51\n+x_51 = \"fifty-one\"\n x_52 = 52\n"
+    "*** End Patch\n"
 )
-SCRIPTS = {"inline": f"Making it a string.\n{EDIT}Done.\n"}
+SCRIPTS = {"inline": [["Making it a string.\n", {"type": "custom_tool_call", "name": "apply_patch", "input": PATCH}],
+                      "Done.\n"]}
 EXPECTED = BIG.replace("x_51 = 51\n", 'x_51 = "fifty-one"\n')
 
 
-@pytest.fixture(scope="module")
-def inline_server(
-    ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[IdeServer, RequestLog]]:
-    data = tmp_path_factory.mktemp("ide-inline")
-    with logged_model_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="edits") as logged:
-        yield logged
+@pytest.fixture
+def inline_server(patch_model_ide: LoggedModel) -> tuple[IdeServer, RequestLog]:
+    patch_model_ide.scripts.update(SCRIPTS)
+    return patch_model_ide.server, patch_model_ide.log
 
 
-def _request_text(log: RequestLog) -> str:
-    """The user message of the last request the model received."""
-    content = log.entries[-1].items[-1]["content"]
-    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+def _asked(log: RequestLog, since: int) -> str:
+    """The user message of the first request since entry ``since`` that asks something (a
+    warm-up carries none), as the model received it."""
+    for entry in log.entries[since:]:
+        for item in entry.items:
+            content = item.get("content") if item.get("role") == "user" else None
+            text = content if isinstance(content, str) else "".join(part.get("text", "") for part in content or ())
+            if "Request:" in text:
+                return text
+    raise AssertionError("no request asked anything")
 
 
 def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     inline_server: tuple[IdeServer, RequestLog], page: Any,
 ) -> None:
     server, log = inline_server
+    before = len(log.entries)  # (the model server is shared: requests of other tests come first)
     open_new_workspace(server, page, "inline prompt")
     create_file(page, "big.py")
     page.locator(".cm-content").click()
@@ -100,7 +104,7 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     box.wait_for(state="detached", timeout=LIVE_WAIT_MS)
     page.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=LIVE_WAIT_MS)
 
-    asked = _request_text(log)
+    asked = _asked(log, before)  # the turn's first request
     assert (
         "The request is about lines 50-52 of big.py:\n"
         '<file path="big.py" lines="50-52">\nx_50 = 50\nx_51 = 51\nx_52 = 52\n</file>\n'
