@@ -72,6 +72,10 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     box = page.get_by_label("Ask about these lines")
     box.wait_for(timeout=LIVE_WAIT_MS)
     assert page.locator(".inline-prompt-where").inner_text() == "Line 1 (its block)"
+    box.press_sequentially("ab")  # keys typed in the box stay in it (the file is checked below)
+    for key in ("Backspace", "ArrowLeft", "Home"):
+        box.press(key)
+    assert box.input_value() == "a"
     box.press("Escape")
     box.wait_for(state="detached", timeout=LIVE_WAIT_MS)
     page.keyboard.type("# top\n")
