@@ -450,14 +450,30 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LineSpan:
+    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
+
+    path: str
+    from_line: int
+    to_line: int
+
+    def label(self) -> str:
+        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
+        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
+        return f"{self.path}:{lines}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One prompt waiting in the room's queue: the turn id it will start with, its text, who
-    queued it, its place (1 runs next)."""
+    queued it, its place (1 runs next); ``range``: the lines it is about as it was sent (a
+    cursor's line is widened when it starts), or None."""
 
     turn: str
     prompt: str
     author: str
     position: int
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,20 +503,6 @@ class TurnEvent(Event):
     """An event of one turn (or of the room's turn queue)."""
 
     turn: str
-
-
-@dataclass(frozen=True, slots=True)
-class LineSpan:
-    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
-
-    path: str
-    from_line: int
-    to_line: int
-
-    def label(self) -> str:
-        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
-        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
-        return f"{self.path}:{lines}"
 
 
 @dataclass(frozen=True, slots=True)

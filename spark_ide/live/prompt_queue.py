@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .events import ErrorCode, ErrorEvent, QueueItem, QueueState
+from .events import ErrorCode, ErrorEvent, LineSpan, QueueItem, QueueState
 from .turns import Command, CommandKind
 
 MAX_QUEUED = 50
@@ -46,7 +46,8 @@ class PromptQueue:
 
     def state(self) -> QueueState:
         return QueueState(items=tuple(
-            QueueItem(turn=command.turn, prompt=command.text, author=command.author, position=index + 1)
+            QueueItem(turn=command.turn, prompt=command.text, author=command.author, position=index + 1,
+                      range=_span(command))
             for index, command in enumerate(self._items)
         ))
 
@@ -127,6 +128,11 @@ class PromptQueue:
 
     def _changed(self) -> None:
         self._announce(self.state())
+
+
+def _span(command: Command) -> LineSpan | None:
+    asked = command.range
+    return None if asked is None else LineSpan(asked.path, asked.from_line, asked.to_line)
 
 
 def _refuse(command: Command, code: ErrorCode, message: str) -> None:

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from spark_ide.live.events import ErrorCode, LineSpan, TurnProse
+from spark_ide.live.events import ErrorCode, LineSpan, QueueState, TurnProse
 from spark_ide.live.focus import AskedRange, Focus, settle
 from spark_ide.live.messages import MESSAGES, Invalid, Limits, validate
 from spark_ide.live.prompting import PromptStyle, TurnInput, build_request
+from spark_ide.live.turns import CommandKind
 from tests.support.pilot_rig import pilot_rig, prompt_of
 
 APP = "".join(f"line {n}\n" for n in range(1, 11))  # 10 lines and the empty 11th
@@ -105,3 +106,15 @@ async def test_a_prompt_on_a_range_past_the_end_is_clamped_and_a_steer_keeps_or_
         assert moved.range == LineSpan("code.py", 4, 6)
         stream = await rig.model.next_stream()
         assert "The request is about lines 4-6 of code.py:" in prompt_of(stream.request)
+
+
+async def test_a_queued_prompt_shows_its_lines_and_keeps_them_when_taken_out_to_steer() -> None:
+    async with pilot_rig({"app.txt": APP}) as rig:
+        rig.prompt("running")
+        await rig.model.next_stream()
+        queued = rig.prompt("later", path="app.txt", range=AskedRange("app.txt", 2, 3))
+        state = await rig.announced.until(QueueState, lambda event: len(event.items) == 1)
+        assert state.items[0].range == LineSpan("app.txt", 2, 3)
+        rig.command(CommandKind.QUEUE_STEER, turn=queued)
+        started = await rig.started(lambda event: event.turn == queued)
+        assert started.range == LineSpan("app.txt", 2, 3)

@@ -7,6 +7,7 @@
 // merge them into one. The list is drawn from the server's state only: a change
 // shows once the server has made it, for everyone at once.
 import { MESSAGE } from "../protocol.js";
+import { rangeLabel } from "./transcript_turns.js";
 
 export class QueueList {
   // host: the <ol>; send(message) -> bool; toast(text, kind); canDrive: may change it.
@@ -58,6 +59,7 @@ export class QueueList {
     li.dataset.turn = item.turn;
     li.tabIndex = 0;
     const author = span("queue-author", String(item.author || ""));
+    if (item.range && item.range.path) author.append(" ", span("badge queue-range", rangeLabel(item.range)));
     const editing = this.editing && this.editing.turn === item.turn;
     if (!this.canDrive) {
       li.append(author, span("queue-text", String(item.prompt || "")));

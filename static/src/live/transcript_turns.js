@@ -40,10 +40,15 @@ function steerBadge(from, earlier) {
   return badge;
 }
 
+// Lines of a file as people read them: "a.py:12–14" ("a.py:12" for one).
+export function rangeLabel({ path, from_line: from, to_line: to }) {
+  return `${path}:${from === to ? `${from}` : `${from}–${to}`}`;
+}
+
 // The lines a prompt was about (Ctrl+K): "a.py:12–14", a button that opens them.
-function rangeBadge({ path, from_line: from, to_line: to }) {
-  const lines = from === to ? `${from}` : `${from}–${to}`;
-  const badge = element("button", "badge turn-range", `${path}:${lines}`);
+function rangeBadge(range) {
+  const { path, from_line: from } = range;
+  const badge = element("button", "badge turn-range", rangeLabel(range));
   badge.type = "button";
   badge.dataset.rangePath = String(path);
   badge.dataset.line = String(from);
