@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import http.cookiejar
 import json
 import os
@@ -23,10 +22,6 @@ from typing import Any
 
 import pytest
 
-from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engines.scripted import ScriptedEngine
-from spark_ide.modelserver.request_log import RequestLog
-from spark_ide.modelserver.server import ModelServer
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,36 +147,34 @@ def scripted_ide(
         yield server
 
 
-@dataclass
-class LoggedModel:
-    """An IDE whose model is our scripted engine run in this process with a request log (a
-    test reads the requests as the model received them); ``scripts``: the engine's own, to
-    which a test adds those it plays (``[script:NAME]``)."""
+@contextmanager
+def logged_model_ide(
+    ide_server: IdeServer, data: Path, scripts: dict[str, Any], **env: str,
+) -> Iterator[tuple[IdeServer, Any]]:
+    """An IDE of its own in ``data`` (``ide_server``'s settings and ``env``) whose scripted
+    model server (knowing ``scripts``) runs in this process and logs every request it receives:
+    yields the IDE and that ``RequestLog``, for tests that read what the model was sent."""
+    import asyncio
 
-    server: IdeServer
-    log: RequestLog
-    scripts: dict[str, Any]
+    from spark_ide.modelserver.config import ServerConfig
+    from spark_ide.modelserver.engines.scripted import ScriptedEngine, load_scripts
+    from spark_ide.modelserver.request_log import RequestLog
+    from spark_ide.modelserver.server import ModelServer
 
-
-@pytest.fixture(scope="session")
-def patch_model_ide(ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedModel]:
-    """An IDE of its own (``ide_server``'s settings) whose model edits through apply_patch,
-    shared by the tests that read the model's requests. Its loop runs in a thread of its own."""
-    data = tmp_path_factory.mktemp("ide-patch")
+    script_file = data / "scripts.json"
+    script_file.write_text(json.dumps(scripts), encoding="utf-8")
     log = RequestLog()
-    engine = ScriptedEngine({}, 1000.0, 0.02)
-    model = ModelServer(engine, ServerConfig(), request_log=log)
+    model = ModelServer(ScriptedEngine(load_scripts(script_file), 1000.0, 0.02), ServerConfig(), request_log=log)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(model.start(), loop).result(timeout=10)
-    env = {
-        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model.port}/v1",
-        "SPARK_EDIT_STYLE": "apply-patch",
+    own = {
+        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model.port}/v1", **env,
     }
     try:
-        with daphne(env, data) as server:
-            yield LoggedModel(server, log, engine.scripts)
+        with daphne(own, data) as server:
+            yield server, log
     finally:
         asyncio.run_coroutine_threadsafe(model.stop(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)

@@ -11,6 +11,7 @@ the requests as the model received them); the IDE offers ``apply_patch``. Nothin
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,8 +20,8 @@ from spark_ide.modelserver.request_log import RequestLog
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
     IdeServer,
-    LoggedModel,
     create_file,
+    logged_model_ide,
     open_new_workspace,
     second_person,
     server_text,
@@ -53,11 +54,14 @@ HUNK_3_STREAMING = """() => {
 }"""
 
 
-@pytest.fixture
-def review_server(patch_model_ide: LoggedModel) -> tuple[IdeServer, RequestLog]:
+@pytest.fixture(scope="module")
+def review_server(
+    ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[IdeServer, RequestLog]]:
     """An IDE whose model edits through apply_patch; the model server runs here, its requests logged."""
-    patch_model_ide.scripts.update(SCRIPTS)
-    return patch_model_ide.server, patch_model_ide.log
+    data = tmp_path_factory.mktemp("ide-review")
+    with logged_model_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="apply-patch") as ide:
+        yield ide
 
 
 def _reviews(person: Any) -> list[tuple[str, str, str]]:
@@ -85,7 +89,6 @@ def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
     review_server: tuple[IdeServer, RequestLog], page: Any, chromium: Any,
 ) -> None:
     server, log = review_server
-    before = len(log.entries)  # (the model server is shared: requests of other tests come first)
     open_new_workspace(server, page, "hunk review")
     create_file(page, "app.py")
     page.locator(".cm-content").click()
@@ -125,7 +128,7 @@ def test_the_driver_undoes_hunk_2_while_hunk_3_streams_and_the_viewer_sees_it(
             page.wait_for_timeout(200)
 
         # The model's next request, round 2 of the turn, says hunk 2 was undone.
-        [second] = [entry for entry in log.entries[before:] if entry.response_id is not None and entry.tool_outputs()]
+        [second] = [entry for entry in log.answered() if entry.tool_outputs()]
         [output] = second.tool_outputs()
         assert "local undid hunk 2 of app.py in turn" in output["output"], output
         assert "Do not apply it again" in output["output"]

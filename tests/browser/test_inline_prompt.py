@@ -10,6 +10,7 @@ the request as the model received it), editing through ``apply_patch``. Nothing 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,8 +19,8 @@ from spark_ide.modelserver.request_log import RequestLog
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
     IdeServer,
-    LoggedModel,
     create_file,
+    logged_model_ide,
     open_new_workspace,
     wait_for_server_text,
 )
@@ -37,10 +38,13 @@ SCRIPTS = {"inline": [["Making it a string.\n", {"type": "custom_tool_call", "na
 EXPECTED = BIG.replace("x_51 = 51\n", 'x_51 = "fifty-one"\n')
 
 
-@pytest.fixture
-def inline_server(patch_model_ide: LoggedModel) -> tuple[IdeServer, RequestLog]:
-    patch_model_ide.scripts.update(SCRIPTS)
-    return patch_model_ide.server, patch_model_ide.log
+@pytest.fixture(scope="module")
+def inline_server(
+    ide_server: IdeServer, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[IdeServer, RequestLog]]:
+    data = tmp_path_factory.mktemp("ide-inline")
+    with logged_model_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="apply-patch") as ide:
+        yield ide
 
 
 def _asked(log: RequestLog, since: int) -> str:
@@ -59,7 +63,7 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     inline_server: tuple[IdeServer, RequestLog], page: Any,
 ) -> None:
     server, log = inline_server
-    before = len(log.entries)  # (the model server is shared: requests of other tests come first)
+    before = len(log.entries)
     open_new_workspace(server, page, "inline prompt")
     create_file(page, "big.py")
     page.locator(".cm-content").click()
