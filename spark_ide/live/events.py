@@ -43,6 +43,7 @@ __all__ = [
     "GuardDiagnostics",
     "GuardFinding",
     "Hello",
+    "LineSpan",
     "Participant",
     "Policy",
     "Pong",
@@ -454,14 +455,30 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LineSpan:
+    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
+
+    path: str
+    from_line: int
+    to_line: int
+
+    def label(self) -> str:
+        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
+        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
+        return f"{self.path}:{lines}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One prompt waiting in the room's queue: the turn id it will start with, its text, who
-    queued it, its place (1 runs next)."""
+    queued it, its place (1 runs next); ``range``: the lines it is about as it was sent (a
+    cursor's line is widened when it starts), or None."""
 
     turn: str
     prompt: str
     author: str
     position: int
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,11 +512,16 @@ class TurnEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted(TurnEvent):
+    """``range``: the lines the prompt is about (a prompt on a selection, Ctrl+K), as the
+    server settled them (clamped to the file, or the block around the cursor); None: the
+    whole workspace."""
+
     type: ClassVar[str] = "turn.started"
     prompt: str
     steered_from: str | None
     effort: Effort
     author: str
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -676,4 +698,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
     if cls is TurnFinished:
         fields["status"] = TurnStatus(fields["status"])
         fields["reason"] = FinishReason(fields["reason"])
+    if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
+        fields["range"] = LineSpan(**fields["range"])
     return cls(**fields)
