@@ -56,6 +56,7 @@ from .bus_messages import (
     Yjs,
 )
 from .events import Role
+from .focus import AskedRange
 from .turns import CommandKind
 
 LEASE_TTL_S = 2.5  # an owner that stops renewing loses its rooms this long after
@@ -165,7 +166,10 @@ def _wire_up(item: UpItem) -> dict[str, Any]:
                      "role": conn.role.value, "generation": conn.generation}
         return {"kind": "join", "conn": described, "after": item.after}
     if isinstance(item, CommandItem):
-        return {"kind": "command", "conn": item.conn, "command": item.command.value, **item.fields()}
+        fields: dict[str, object] = dict(item.fields())
+        if item.range is not None:
+            fields["range"] = [item.range.path, item.range.from_line, item.range.to_line, item.range.cursor]
+        return {"kind": "command", "conn": item.conn, "command": item.command.value, **fields}
     kind = _UP_KINDS[type(item)]
     return {"kind": kind, **{field.name: getattr(item, field.name) for field in dataclasses.fields(item)}}
 
@@ -185,6 +189,9 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
     if kind == "command":
         fields: dict[str, Any] = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
         fields.update({name: bool(wire[name]) for name in CommandItem.FLAGS if name in wire})
+        if "range" in wire:
+            path, first, last, cursor = wire["range"]
+            fields["range"] = AskedRange(str(path), int(first), int(last), bool(cursor))
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])
     if kind == "leave":

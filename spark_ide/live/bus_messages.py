@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .events import Event, Role, TurnDelta, TurnProse
+from .focus import AskedRange
 from .outbox import DocUpdate, Frame, RawBinary, TextRun
 from .turns import CommandKind
 
@@ -69,12 +70,14 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
+    range: AskedRange | None = None  # prompt, steer: the lines it is about (``live.focus``)
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
     FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
+    GIVEN: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, "range")  # what a replica forwards
 
-    def fields(self) -> dict[str, str | bool]:
-        return {name: value for name in (*self.FIELDS, *self.FLAGS) if (value := getattr(self, name)) is not None}
+    def fields(self) -> dict[str, str | bool | AskedRange]:
+        return {name: value for name in self.GIVEN if (value := getattr(self, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ __all__ = [
     "GuardDiagnostics",
     "GuardFinding",
     "Hello",
+    "LineSpan",
     "Participant",
     "Policy",
     "Pong",
@@ -127,6 +128,11 @@ class FinishReason(StrEnum):
     ROUND_LIMIT = "round_limit"
     TESTS_PASSED = "tests_passed"
     TESTS_FAILED = "tests_failed"
+    # Keys (docs/models.md, "Keys"): the provider refused the key the room used (401/403; the
+    # error names it: the owner's stored key by its last 4, or the server's); the room's owner
+    # uses only their own keys and has none for the provider, so no request was sent.
+    PROVIDER_KEY_REJECTED = "provider_key_rejected"
+    PROVIDER_KEY_MISSING = "provider_key_missing"
 
 
 class ErrorCode(StrEnum):
@@ -462,14 +468,30 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LineSpan:
+    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
+
+    path: str
+    from_line: int
+    to_line: int
+
+    def label(self) -> str:
+        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
+        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
+        return f"{self.path}:{lines}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One prompt waiting in the room's queue: the turn id it will start with, its text, who
-    queued it, its place (1 runs next)."""
+    queued it, its place (1 runs next); ``range``: the lines it is about as it was sent (a
+    cursor's line is widened when it starts), or None."""
 
     turn: str
     prompt: str
     author: str
     position: int
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,11 +525,16 @@ class TurnEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted(TurnEvent):
+    """``range``: the lines the prompt is about (a prompt on a selection, Ctrl+K), as the
+    server settled them (clamped to the file, or the block around the cursor); None: the
+    whole workspace."""
+
     type: ClassVar[str] = "turn.started"
     prompt: str
     steered_from: str | None
     effort: Effort
     author: str
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,4 +711,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
     if cls is TurnFinished:
         fields["status"] = TurnStatus(fields["status"])
         fields["reason"] = FinishReason(fields["reason"])
+    if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
+        fields["range"] = LineSpan(**fields["range"])
     return cls(**fields)

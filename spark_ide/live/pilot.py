@@ -43,7 +43,7 @@ from .events import (
     TurnStatus,
     TurnSteered,
 )
-from .model_link import stop_answer
+from .model_link import connect_failure, stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
@@ -274,6 +274,12 @@ class Pilot:
         running = self._run
         self.models.prune(in_use=running.link if running is not None else None)
 
+    async def _model_for_turn(self) -> None:
+        """Before a turn: the workspace's model, its connection opened again when what it is
+        opened with changed (the owner's keys: ``ModelLink.refresh``)."""
+        await self._choose_model()
+        await self.models.current.refresh()
+
     # -- starting turns ----------------------------------------------------------------------
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
@@ -293,7 +299,7 @@ class Pilot:
 
     async def _start(self, command: Command) -> None:
         policy, _, auto_test, _ = await asyncio.gather(
-            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._choose_model(),
+            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._model_for_turn(),
         )
         if self._policy.refused(command, policy):
             await self._next()
@@ -344,7 +350,8 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
-        self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, error=f"the model is unavailable: {exc}")
+        reason, error = connect_failure(exc)
+        self._finish(run, TurnStatus.FAILED, reason, error=error)
         if run.link is not None:
             run.link.drop()
 

@@ -30,7 +30,9 @@ class RoomModels:
         self._settings = settings
         self.style = settings.prompt_style  # how turns on the current link are put to the model
         instructions = instructions_for(self.style)
-        self.current = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
+        self.current = ModelLink(
+            lambda: settings.connect_model(instructions), meter=settings.meter, stamp=settings.model_stamp,
+        )
         self._retired: list[ModelLink] = []  # switched away from while a turn ran on them
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -46,7 +48,9 @@ class RoomModels:
         if connect is None:
             log.warning("a catalogue entry (%s) for a room with no way to connect to one: kept the link", entry.name)
             return False
-        link = ModelLink(lambda: connect(entry, instructions), meter=settings.meter, entry=entry)
+        link = ModelLink(
+            lambda: connect(entry, instructions), meter=settings.meter, entry=entry, stamp=settings.model_stamp,
+        )
         self._retired.append(self.current)
         self.current, self.style = link, style
         link.warm()

@@ -263,3 +263,6 @@ class LiveSettings:
     # output ceiling, dialect). None: rooms run on ``connect_model`` and ``prompt_style``.
     connect_entry: EntryConnector | None = None
     style_for: Callable[[ModelEntry], PromptStyle] | None = None
+    # A stamp of what the room's model connection is opened with (the owner's stored keys),
+    # read before each turn: when it changed, the turn opens a new connection (``ModelLink``).
+    model_stamp: Callable[[], Awaitable[str]] | None = None

@@ -14,6 +14,7 @@ from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
+from .focus import AskedRange, Focus
 from .meter import Meter
 from .model_link import ModelLink
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
@@ -76,6 +77,7 @@ class Command:
     conversation: bool = False  # checkpoint.restore: the next request starts from there
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
+    range: AskedRange | None = None  # prompt, steer: the lines it is about (Ctrl+K; ``focus``)
 
 
 @dataclass
@@ -116,6 +118,8 @@ class TurnRun:
     # What others changed in the files the model saw, for its next round's request (``seen``):
     # messages to send after the round's tool outputs (none: nothing changed, or not told).
     changes: Callable[[], tuple[Message, ...]] = no_changes
+    focus: Focus | None = None  # the lines its request is about (``focus.settle``)
+    focus_note: str = ""  # what the people are told about them (a range cut at the file's end)
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the

@@ -52,6 +52,7 @@ from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
+from .owner_keys import owner_api_key, owner_keys_stamp
 from .runs import CeleryRunner
 
 T = TypeVar("T")
@@ -283,20 +284,34 @@ def _stored(row: RoomEvent) -> StoredEvent:
     return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data), at=row.at, until=until)
 
 
-def entry_config(entry: ModelEntry, *, api_key: str | None = None) -> ProviderConfig:
-    """How to reach the catalogue's ``entry``: with ``api_key`` when given (a person's own key),
-    else the server's, from the environment variable the entry names (``key_env``)."""
-    return provider_config(entry, os.environ, api_key=api_key)
+def entry_config(entry: ModelEntry, *, api_key: str | None = None, key_label: str = "") -> ProviderConfig:
+    """How to reach the catalogue's ``entry``: with ``api_key`` when given (a person's own key,
+    named ``key_label`` for a refusal), else the server's, from the environment variable the
+    entry names (``key_env``)."""
+    config = provider_config(entry, os.environ, api_key=api_key)
+    return config if api_key is None else dataclasses.replace(config, key_label=key_label)
 
 
-async def connect_entry(entry: ModelEntry, instructions: str, *, workspace: uuid.UUID | None = None) -> ModelClient:
-    """A warm client for ``entry``, for the room of ``workspace`` (None: no room's)."""
-    return await open_client(entry_config(entry), warmup_instructions=instructions)
+async def connect_entry(entry: ModelEntry, instructions: str, *, workspace: str | None = None) -> ModelClient:
+    """A warm client for ``entry``, with the key of ``workspace``'s owner for its provider
+    when they stored one (``owner_keys``), else the server's."""
+    own = None if workspace is None else await database_sync_to_async(owner_api_key)(workspace, entry.provider)
+    config = entry_config(entry) if own is None else entry_config(entry, api_key=own.secret, key_label=own.label)
+    return await open_client(config, warmup_instructions=instructions)
 
 
-async def connect_model(instructions: str) -> ModelClient:
-    """A warm client for the environment's model (read now: tests and operators change it)."""
-    return await connect_entry(environment_entry(), instructions)
+async def connect_model(instructions: str, workspace: str | None = None) -> ModelClient:
+    """A warm client for the environment's model (read now: tests and operators change it),
+    with the key of ``workspace``'s owner when they stored one for it."""
+    return await connect_entry(environment_entry(), instructions, workspace=workspace)
+
+
+async def _connect_room_model(workspace: str, instructions: str) -> ModelClient:
+    return await connect_model(instructions, workspace)  # the module's, looked up now (tests replace it)
+
+
+async def _connect_room_entry(workspace: str, entry: ModelEntry, instructions: str) -> ModelClient:
+    return await connect_entry(entry, instructions, workspace=workspace)  # the module's, looked up now
 
 
 def prompt_style(entry: ModelEntry | None = None) -> PromptStyle:
@@ -346,10 +361,13 @@ def live_settings() -> LiveSettings:
 
 
 def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
-    workspace_id = uuid.UUID(workspace)
-    store = DatabaseRoomStore(workspace_id)
+    store = DatabaseRoomStore(uuid.UUID(workspace))
+    # The room's model connection uses its owner's keys, and is opened again when they change;
+    # it reaches the catalogue's entry the workspace runs on (``connect_entry``, docs/models.md).
     room_settings = dataclasses.replace(
-        live_settings(), connect_entry=functools.partial(connect_entry, workspace=workspace_id),
+        live_settings(), connect_model=functools.partial(_connect_room_model, workspace),
+        connect_entry=functools.partial(_connect_room_entry, workspace),
+        model_stamp=functools.partial(owner_keys_stamp, workspace),
     )
     room = Room(workspace, store=store, settings=room_settings, transport=transport, on_closed=on_closed)
     store.room = room

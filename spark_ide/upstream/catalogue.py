@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from spark_ide.upstream.config import ProviderConfig
+from spark_ide.upstream.config import ProviderConfig, server_key_label
 from spark_ide.upstream.dialects import EditStyle
-from spark_ide.upstream.errors import ConfigError
+from spark_ide.upstream.errors import KEY_MISSING, UpstreamError
 from spark_ide.upstream.profiles import Provider
 
 _MILLION = Decimal(1_000_000)
@@ -78,15 +78,19 @@ def provider_config(entry: ModelEntry, env: Mapping[str, str], *, api_key: str |
     """How to reach ``entry``: its provider, URL and model, the key from ``api_key`` when given
     (a person's own key) else from the environment variable the entry names; the upstream
     client's other settings (timeouts, retries, the cancel strategy) from ``env``, as for the
-    single model of the environment. ``ConfigError`` when it cannot be reached so (no key)."""
+    single model of the environment. ``UpstreamError`` ``key_missing`` when it needs a key and
+    has none; ``ConfigError`` for a setting of ``env`` it cannot use."""
     others = {name: value for name, value in env.items() if name not in MODEL_VARIABLES}
-    key = api_key if api_key is not None else (env.get(entry.key_env) if entry.key_env else None)
+    server_key = env.get(entry.key_env) if entry.key_env else None
+    key = api_key if api_key is not None else server_key
     if entry.provider == "openai" and not key:
         where = f"the environment variable {entry.key_env}" if entry.key_env else "no key_env"
-        raise ConfigError(f"model {entry.name!r} needs an API key and {where} holds none")
+        raise UpstreamError(KEY_MISSING, f"model {entry.name!r} needs an API key and {where} holds none")
+    label = server_key_label(entry.key_env) if api_key is None and server_key else ""
     return ProviderConfig.from_env(
         others, provider=entry.provider, base_url=entry.base_url, model=entry.model, api_key=key or None,
-        steer_models=frozenset({entry.model}) if entry.steer else frozenset(), edit_style=entry.edit_style,
+        key_label=label, steer_models=frozenset({entry.model}) if entry.steer else frozenset(),
+        edit_style=entry.edit_style,
     )
 
 

@@ -20,7 +20,6 @@ from spark_ide.upstream.client import open_client
 from spark_ide.upstream.config import ProviderConfig, http_base_url
 from spark_ide.upstream.errors import (
     PROVIDER_UNAVAILABLE,
-    ConfigError,
     UpstreamError,
     redact,
     status_code_error,
@@ -47,7 +46,7 @@ class Checked:
 async def check_entry(entry: ModelEntry, env: Mapping[str, str], *, timeout_s: float = CHECK_TIMEOUT_S) -> Checked:
     try:
         config = provider_config(entry, env)
-    except ConfigError as exc:
+    except UpstreamError as exc:  # no key, or a setting it cannot use
         return Checked(entry, False, exc.message)
     config = replace(
         config, retry=RetryPolicy(max_tries=1), connect_timeout_s=min(config.connect_timeout_s, timeout_s),
@@ -81,4 +80,4 @@ async def _list_models(config: ProviderConfig, timeout_s: float) -> None:
     except httpx.TransportError as exc:
         raise UpstreamError(PROVIDER_UNAVAILABLE, f"not reached: {exc!r}") from None
     if response.status_code >= 400:
-        raise status_code_error(response.status_code, response.text[:200])
+        raise status_code_error(response.status_code, response.text[:200], key_label=config.key_label)

@@ -47,6 +47,7 @@ from spark_ide.live.bus_messages import (
     frame_of,
 )
 from spark_ide.live.events import DocumentReplaced, Role, TurnDelta, TurnProse
+from spark_ide.live.focus import AskedRange
 from spark_ide.live.outbox import DocUpdate, Frame, RawBinary, TextRun
 from spark_ide.live.turns import CommandKind
 
@@ -57,6 +58,8 @@ MESSAGES: list[Message] = [
         Alive(), Join(CONN, None), Join(RemoteConn("c2", "s", None, "guest", Role.VIEWER, 3), 42), Leave("c1"),
         Yjs("c1", b"\x00\x02\x01"), Adopt("c1", 2), CommandItem("c1", CommandKind.STOP),
         CommandItem("c1", CommandKind.PROMPT, text="hi", effort="low", path="a.py"),
+        CommandItem("c1", CommandKind.PROMPT, text="hi", path="a.py", range=AskedRange("a.py", 3, 5)),
+        CommandItem("c1", CommandKind.STEER, text="this", range=AskedRange("a.py", 7, 7, cursor=True)),
         CommandItem("c1", CommandKind.REVERT, turn="t1"),
         CommandItem("c1", CommandKind.CHECKPOINT_RESTORE, checkpoint="cp1", code=True, conversation=False),
         CommandItem("c1", CommandKind.CHECKPOINT_CREATE, text="before refactor"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_ide.upstream import ConfigError, EditStyle, ProviderConfig
+from spark_ide.upstream import EditStyle, ProviderConfig, UpstreamError
 from spark_ide.upstream.catalogue import Catalogue, ModelEntry, env_entry, provider_config
 from spark_ide.upstream.catalogue_file import CatalogueError, load_catalogue, parse_catalogue
 
@@ -125,8 +125,10 @@ def test_a_persons_key_replaces_the_servers_and_a_missing_key_says_which_variabl
                        key_env="TEAM_KEY")
     assert provider_config(entry, {"TEAM_KEY": "sk-team"}).api_key == "sk-team"
     assert provider_config(entry, {"TEAM_KEY": "sk-team"}, api_key="sk-mine").api_key == "sk-mine"
-    with pytest.raises(ConfigError, match="'gpt' needs an API key and the environment variable TEAM_KEY holds none"):
+    with pytest.raises(UpstreamError, match="'gpt' needs an API key and the environment variable TEAM_KEY holds none"):
         provider_config(entry, {"OPENAI_API_KEY": "sk-other"})
+    named = provider_config(entry, {"TEAM_KEY": "sk-team"}).key_label
+    assert named == "the server's key (TEAM_KEY)"  # how a refusal names it
 
 
 def test_a_workspace_runs_on_its_pick_within_its_courses_models() -> None:

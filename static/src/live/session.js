@@ -8,6 +8,7 @@ import { YjsProvider } from "./provider.js";
 import { EditorTabs } from "./tabs.js";
 import { LiveRegions } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
+import { inlinePrompt } from "./inline_prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
 import { Toasts, userName } from "./notices.js";
@@ -56,6 +57,10 @@ class LiveSession {
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
       diagnostics: this.diagnostics, onByHand: () => this.byHand(),
       hunkMarks: (path) => (this.hunks ? this.hunks.gutter(path) : []),
+      // Ctrl+K: a prompt about the selected lines (a driver's), with the prompt box's effort.
+      inlinePrompt: this.canDrive
+        ? (path) => inlinePrompt(path, (intent, text, range) => this.send(intent, text, this.prompt?.effort.value, range))
+        : null,
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(
@@ -379,15 +384,18 @@ class LiveSession {
     if (this.prompt) this.prompt.running(turn !== null);
   }
 
-  // Enter: steer the running turn, or start one when idle. Alt+Enter: queue behind it.
-  send(intent, text, effort) {
+  // Enter: steer the running turn, or start one when idle. Alt+Enter: queue behind it (the
+  // person may have swapped them: prompt.js). range: the lines it is about (Ctrl+K), or null.
+  send(intent, text, effort, range = null) {
     let message;
     if (intent === "steer" && this.running) {
       message = { type: MESSAGE.STEER, text };
     } else {
       message = { type: MESSAGE.PROMPT, text, effort };
-      if (this.tabs.active) message.path = this.tabs.active;
+      const path = range ? range.path : this.tabs.active;
+      if (path) message.path = path;
     }
+    if (range) message.range = range;
     if (!this.connection.send(message)) {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
       return false;

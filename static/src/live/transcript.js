@@ -67,6 +67,8 @@ export class Transcript {
       if (chip) onOpenPath(chip.dataset.path);
       const place = event.target.closest(".guard-loc[data-guard-path]");
       if (place) onOpenLine(place.dataset.guardPath, Number(place.dataset.line));
+      const lines = event.target.closest(".turn-range[data-range-path]");
+      if (lines) onOpenLine(lines.dataset.rangePath, Number(lines.dataset.line));
       const correction = event.target.closest(".guard-correction[data-correction]");
       if (correction) this.showTurn(correction.dataset.correction);
     });
