@@ -26,6 +26,7 @@ from .outbox import Frame
 from .pilot import Pilot
 from .pipeline import Pipeline
 from .presence import Arrivals, PresenceBoard
+from .reopen import reopened
 from .replacement import Replacements
 from .replay import ReplayLog
 from .room_files import RoomFiles
@@ -138,6 +139,9 @@ class Room:
         self.pipeline.start()
         for turn in state.unfinished:
             self.pilot.announce_lost(turn)
+        conversation = await reopened(self.store, self.settings.prompt_style)
+        if conversation is not None:  # the model carries on the conversation the room had
+            self.pilot.checkpoints.set_conversation(conversation)
         self.pilot.start()
         self.runs.start()
 

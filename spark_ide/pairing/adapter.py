@@ -26,6 +26,7 @@ from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
+from spark_ide.live.reopen import StoredPast
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import (
@@ -45,7 +46,7 @@ from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
-from . import checkpoints, ports, services
+from . import checkpoints, past, ports, services
 from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
@@ -244,6 +245,10 @@ class DatabaseRoomStore:
 
     async def checkpoint_load(self, checkpoint: str) -> Checkpoint | None:
         found: Checkpoint | None = await database_sync_to_async(checkpoints.checkpoint_load)(self.workspace, checkpoint)
+        return found
+
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        found: StoredPast = await database_sync_to_async(past.stored_past)(self.workspace, turns=turns)
         return found
 
     async def run_started(self, record: RunRecord) -> None:
