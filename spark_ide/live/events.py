@@ -580,6 +580,22 @@ class TurnRound(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRan(TurnEvent):
+    """A run of the model for ``turn`` ended (its run tool, or the IDE's test round): the line
+    of its turn's transcript ("ran `pytest -q`: failed (exit 1)"). Kept in the event log, so a
+    late page and the replay show it too; ``message`` only for a run that never started
+    (``error``). The run itself is the run panel's (``run.*``, not kept)."""
+
+    type: ClassVar[str] = "turn.ran"
+    run: str
+    command: str
+    status: str
+    exit_code: int | None
+    error: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished(TurnEvent):
     type: ClassVar[str] = "turn.finished"
     status: TurnStatus
@@ -661,7 +677,8 @@ class GuardFinding(TurnEvent):
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
+    TurnReverted,
     TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""

@@ -77,7 +77,9 @@ class Room:
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
             settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
-        self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
+        self.runs = RoomRuns(
+            store=store, settings=settings, texts=self.texts, announce=self.announce, publish=self.publish,
+        )
         model_runs = ModelRuns(
             self.runs, texts=self.texts, high_findings=self.guard.high_findings,
             budget=settings.run_output_to_model,

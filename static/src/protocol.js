@@ -30,6 +30,7 @@ export const EVENT = Object.freeze({
   EDIT_STATUS: "edit.status",
   TURN_STEERED: "turn.steered",
   TURN_ROUND: "turn.round",
+  TURN_RAN: "turn.ran",
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",

@@ -217,8 +217,12 @@ def test_a_model_run_is_marked_stoppable_and_a_line_of_its_turn_and_test_rounds_
     page.locator(".toast", has_text="that run is not going on").wait_for(timeout=LIVE_WAIT_MS)
     assert [sent for sent in socket.sent if sent.get("type") == "run.stop"] == [{"type": "run.stop", "run": RUN}]
 
-    # Its end: the panel says how it ended; the turn gets one line, not the output.
+    # Its end: the panel says how it ended (run.finished); the turn gets one line, not the
+    # output (turn.ran, the event log's: a late page and the replay get it too).
     socket.tell(**_run_finished(RUN, "failed", 1))
+    socket.tell(
+        type="turn.ran", turn=TURN, run=RUN, command="pytest -x -q tests/test_app.py", status="failed", exit_code=1,
+    )
     panel.locator(".run-end[data-status='failed']").wait_for(timeout=LIVE_WAIT_MS)
     ran = "▶ ran `pytest -x -q tests/test_app.py`: failed (exit 1)"
     turn.locator(".prose", has_text=ran).wait_for(timeout=LIVE_WAIT_MS)
@@ -253,23 +257,14 @@ def test_a_model_run_is_marked_stoppable_and_a_line_of_its_turn_and_test_rounds_
 
 
 LINES = """
-const { ModelRuns, roundLine } = await import(RUNS);
+const { roundLine, runLine } = await import(RUNS);
 const { runCommand, runOutcome } = await import(WORDS);
-const runs = new ModelRuns();
-runs.started({ run: "a", model: true, turn: "t1", command: "python main.py 3" });
-runs.started({ run: "b", model: false, turn: "", command: "pytest" });
-runs.started({ run: "c", model: true, turn: "t2", command: "", path: "", tests: true });
-const ends = [
-  runs.finished({ run: "a", status: "ok", exit_code: 0 }),
-  runs.finished({ run: "b", status: "failed", exit_code: 1 }),
-  runs.finished({ run: "c", status: "timeout", exit_code: null }),
-  runs.finished({ run: "a", status: "ok", exit_code: 0 }),
-];
-for (let i = 0; i < 40; i += 1) runs.started({ run: `r${i}`, model: true, turn: "t", command: "pytest" });
 console.log(JSON.stringify({
-  ends,
-  kept: runs.open.size,
-  newest: runs.open.has("r39"),
+  ends: [
+    runLine("python main.py 3", { status: "ok", exit_code: 0 }),
+    runLine("pytest", { status: "timeout", exit_code: null }),
+    runLine("", { status: "failed", exit_code: 1 }),
+  ],
   rounds: [
     roundLine({ round: 2, calls: 1, failed: 0, verdict: "" }),
     roundLine({ round: 3, calls: 2, failed: 1 }),
@@ -292,13 +287,9 @@ console.log(JSON.stringify({
 def test_the_lines_of_rounds_and_runs_say_what_happened_in_few_words() -> None:
     live = ROOT / "static/src/live"
     result = run_node(LINES, RUNS=(live / "transcript_runs.js").as_uri(), WORDS=(live / "run_words.js").as_uri())
-    assert result["ends"] == [
-        {"turn": "t1", "line": "▶ ran `python main.py 3`: ok (exit 0)"},
-        None,  # a person's run: no line
-        {"turn": "t2", "line": "▶ ran `pytest`: timeout"},  # no command named: what it stands for
-        None,  # told twice
+    assert result["ends"] == [  # turn.ran's line
+        "▶ ran `python main.py 3`: ok (exit 0)", "▶ ran `pytest`: timeout", "▶ ran `a command`: failed (exit 1)",
     ]
-    assert result["kept"] == 16 and result["newest"] is True  # ends that never come do not pile up
     assert result["rounds"] == [
         "↻ Round 2: the model got its 1 tool result and goes on.",
         "↻ Round 3: the model got its 2 tool results, 1 failed and goes on.",
