@@ -348,6 +348,21 @@ class CheckpointCreated(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkspaceSettings(Event):
+    """``by`` changed the workspace's settings (the workspace API's PATCH): ``changed`` holds
+    each field that changed with its new value as the API answers it (``auto_test``: true,
+    false or null for the server's default). For every page of the room, on any process."""
+
+    type: ClassVar[str] = "workspace.settings"
+    ephemeral: ClassVar[bool] = True
+    changed: Mapping[str, Any]
+    by: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "changed": dict(self.changed), "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
     ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
@@ -676,7 +691,7 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
+    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
     TurnReverted,
     TurnRestored, EditReviewed, GuardFinding,

@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pycrdt import Doc, create_sync_message
 
 from .background import Background
 from .doc_rules import LiveDocument, YjsIntake
-from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished
+from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished, WorkspaceSettings
 from .model_runs import ModelRuns
 from .outbox import Frame
 from .pilot import Pilot
@@ -324,6 +324,15 @@ class Room:
         for conn in self.transport.members():
             conn.move()
         self._background.spawn(self.close())
+
+    def settings_changed(self, changed: Mapping[str, Any], by: str) -> None:
+        """``by`` changed the workspace's settings: every page is told (``workspace.settings``);
+        callable from any thread."""
+        self._loop.call_soon_threadsafe(self.settings_changed_now, dict(changed), by)
+
+    def settings_changed_now(self, changed: Mapping[str, Any], by: str) -> None:
+        if not self._closed:
+            self.announce(WorkspaceSettings(changed=changed, by=by))
 
     # -- code runs (live.runs) ------------------------------------------------------------
 

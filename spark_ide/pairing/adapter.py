@@ -21,7 +21,7 @@ from django.db.models import Q
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.bus import send
-from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
+from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin, RoomSettings
 from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
@@ -364,6 +364,12 @@ def rejoin_everywhere(workspace_id: uuid.UUID) -> None:
     """Have every live connection of the workspace reconnect (their roles changed), on
     whichever process serves them. From a request thread."""
     _tell_owner(workspace_id, lambda place: place.rejoin(), RoomRejoin())
+
+
+def settings_changed_everywhere(workspace_id: uuid.UUID, changed: Mapping[str, object], *, by: str) -> None:
+    """Tell every page of the workspace that ``by`` changed its settings (``workspace.settings``),
+    on whichever process serves it. From a request thread."""
+    _tell_owner(workspace_id, lambda place: place.settings_changed(changed, by), RoomSettings(dict(changed), by))
 
 
 def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: Message) -> None:

@@ -21,6 +21,7 @@ import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { QueueList } from "./queue_list.js";
+import { SETTINGS_CHANGED } from "./settings_changed.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -185,6 +186,8 @@ class LiveSession {
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.WORKSPACE_SETTINGS: // someone changed the workspace's settings: each control follows
+        return document.dispatchEvent(new CustomEvent(SETTINGS_CHANGED, { detail: event }));
       case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED:
         return this.checkpoints.told(event, this.replayed(event));
       case EVENT.ERROR:
