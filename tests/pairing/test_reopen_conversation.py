@@ -10,6 +10,10 @@ import pytest
 
 from spark_ide.pairing import adapter
 from spark_ide.pairing.adapter import ROOMS
+from spark_ide.pairing.models import RoomEvent, Turn
+from spark_ide.pairing.past import stored_past
+from spark_ide.pairing.services import session_create
+from spark_ide.workspaces.services import workspace_create
 from tests.pairing.conftest import Live, LiveClient, connect, say
 from tests.support.recording_engine import RecordingEngine
 
@@ -81,3 +85,39 @@ async def test_a_reopened_room_keeps_the_newest_turns_only(
     assert "Answer number 1." not in said
     assert "Answer number 2." in said and "Answer number 3." in said
     await owner.close()
+
+
+@pytest.mark.django_db
+def test_the_store_reads_the_newest_turns_with_their_chains_after_the_last_restore(django_user_model: Any) -> None:
+    owner = django_user_model.objects.create_user(username="ada")
+    workspace = workspace_create(owner=owner, name="w", files={"a.py": "a\n"})
+    session = session_create(workspace=workspace, by=owner)
+
+    def turn(turn_id: str, status: str, steered_from: str | None = None) -> None:
+        Turn.objects.create(
+            id=turn_id, session=session, prompt=f"asked {turn_id}", output=f"said {turn_id}", status=status,
+            steered_from_id=steered_from, ledger=[{"block": 0}],
+        )
+
+    for turn_id, status, steered_from in [
+        ("t1", "completed", None), ("t2", "steered", None), ("t3", "steered", "t2"), ("t4", "failed", "t3"),
+        ("t5", "completed", None), ("t6", "steered", None), ("t7", "running", None),
+    ]:
+        turn(turn_id, status, steered_from)
+    past = stored_past(workspace.id, turns=2)
+    # The newest two that are not steered (t4, t5), t4's chain, and the last to end (t6).
+    assert [record.turn for record in past.turns] == ["t2", "t3", "t4", "t5"]
+    assert past.last is not None and (past.last.turn, past.last.status) == ("t6", "steered")
+    assert past.restored is None
+    assert stored_past(workspace.id, turns=0).turns == ()
+
+    # A restore of a conversation: only the turns that started after it count.
+    events = [("turn.started", "t8"), ("checkpoint.restored", "t1"), ("turn.started", "t9")]
+    for seq, (kind, turn_id) in enumerate(events, start=1):
+        data = {"type": kind, "turn": turn_id, "checkpoint": "cp1", "conversation": True}
+        RoomEvent.objects.create(workspace=workspace, seq=seq, first_seq=seq, turn=turn_id, kind=kind, data=data)
+    turn("t8", "completed")
+    turn("t9", "completed")
+    past = stored_past(workspace.id, turns=20)
+    assert ([record.turn for record in past.turns], past.restored) == (["t9"], "cp1")
+    assert past.last is not None and past.last.turn == "t9"
