@@ -161,6 +161,15 @@ class Ledger:
             ledger._entries[entry.block] = entry
         return ledger
 
+    def mark_reverted(self) -> None:
+        """The blocks that changed the files, as a revert of the turn leaves them
+        (``TurnEditor.revert``): for a stored ledger of a turn recorded as reverted."""
+        for entry in self.changed():
+            self._entries[entry.block] = LedgerEntry(
+                block=entry.block, path=entry.path, kind=entry.kind, outcome=Outcome.REVERTED, lines=entry.lines,
+                reason=RollbackReason.REVERTED.value,
+            )
+
     def as_dicts(self) -> list[dict[str, object]]:
         return [entry.as_dict() for entry in self.entries]
 

@@ -6,7 +6,8 @@ restart) they are rebuilt from the turn records (``RoomStore.stored_past``), as 
 history would hold them: every ended turn but a steered one (its successor carries it), each
 told as its steering chain's request (``turns.chain_text``) and the model's whole output over
 its rounds (``Turn.output``), the newest ``PromptStyle.history_turns`` of them; and the ledger
-of the last turn that ended (a steered one included), as that turn left it.
+of the last turn that ended (a steered one included), as that turn left it (or, reverted
+since, as the revert left it).
 
 A restore of a checkpoint's conversation (``checkpoint.restored`` with ``conversation``, in the
 room's event log) is where the conversation starts over: the history is the checkpoint's, then
@@ -40,6 +41,7 @@ class PastRecord:
     output: str  # what the model said over its rounds
     ledger: Sequence[Mapping[str, Any]] = ()  # as ``Ledger.as_dicts``
     steered_from: str | None = None
+    reverted: bool = False  # reverted since (and not restored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +95,13 @@ def _request(record: PastRecord, by_id: Mapping[str, PastRecord], style: PromptS
 
 def _ledger_text(record: PastRecord) -> str:
     try:
-        return Ledger.from_dicts(record.turn, record.ledger).as_prompt()
+        ledger = Ledger.from_dicts(record.turn, record.ledger)
     except (KeyError, TypeError, ValueError):
         log.warning("turn %s: its stored ledger cannot be read; the next request carries none", record.turn)
         return ""
+    if record.reverted:  # as the live ledger says it after the revert
+        ledger.mark_reverted()
+    return ledger.as_prompt()
 
 
 async def reopened(store: PastSource, style: PromptStyle) -> Conversation | None:

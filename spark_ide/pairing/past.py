@@ -9,13 +9,14 @@ from spark_ide.live.reopen import PastRecord, StoredPast
 
 from .models import RoomEvent, Turn
 
-_FIELDS = ("id", "prompt", "status", "output", "ledger", "steered_from_id", "created_at")
+_FIELDS = ("id", "prompt", "status", "output", "ledger", "steered_from_id", "reverted", "created_at")
 
 
 def _record(row: Turn) -> PastRecord:
     return PastRecord(
         turn=row.id, prompt=row.prompt, status=row.status, output=row.output,
         ledger=row.ledger if isinstance(row.ledger, list) else [], steered_from=row.steered_from_id,
+        reverted=row.reverted,
     )
 
 

@@ -60,6 +60,12 @@ def test_a_steering_chain_is_one_past_turn_told_as_its_request() -> None:
         PastTurn("add tests", "out t4"),
     )
     assert conversation.ledger.startswith("Edit blocks of turn t4:")
+    # Reverted since it ended: its ledger says so, as the live one does after the revert.
+    assert past.last is not None
+    reverted = dataclasses.replace(past, last=dataclasses.replace(past.last, reverted=True))
+    assert conversation_of(reverted, PromptStyle()).ledger == (
+        "Edit blocks of turn t4:\n- block 0 <edit> a.py: reverted"
+    )
     # A model whose steer is a plain new request has the steer's own text as its request.
     plain = conversation_of(past, dataclasses.replace(PromptStyle(), steer_as_request=True, history_turns=1))
     assert plain.history == (PastTurn("add tests", "out t4"),)

@@ -225,7 +225,7 @@ class MemoryRoomStore:
         return PastRecord(
             turn=turn, prompt=stored.record.prompt, status=stored.status,
             output=outcome.output if outcome is not None else "", ledger=outcome.ledger if outcome is not None else [],
-            steered_from=stored.record.steered_from,
+            steered_from=stored.record.steered_from, reverted=stored.reverted,
         )
 
     async def run_started(self, record: RunRecord) -> None:
