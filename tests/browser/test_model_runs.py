@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 
@@ -110,6 +111,28 @@ def _file(page: Any, path: str, text: str) -> None:
     wait_for_server_text(page, path, text)
 
 
+def _late_page(page: Any) -> Any:
+    """The session opened in a new page now: its transcript is what the server sent it."""
+    late = page.context.new_page()
+    late.goto(page.url)
+    late.locator(".turn .turn-foot").first.wait_for(timeout=LIVE_WAIT_MS)
+    return late
+
+
+def _replayed(page: Any) -> Any:
+    """The session's replay in a new page, at its end."""
+    link = page.locator("#history a", has_text="Replay this session")
+    link.wait_for(state="attached", timeout=LIVE_WAIT_MS)
+    replay = page.context.new_page()
+    replay.goto(urljoin(page.url, str(link.get_attribute("href"))))
+    replay.locator("#replay[data-ready=true]").wait_for(timeout=LIVE_WAIT_MS)
+    replay.locator("#replay-scrubber").evaluate(
+        "(range) => { range.value = range.max; range.dispatchEvent(new Event('input')); }"
+    )
+    replay.locator("#replay-transcript .turn .turn-foot").first.wait_for(timeout=LIVE_WAIT_MS)
+    return replay
+
+
 @pytest.mark.browser
 def test_the_model_runs_the_tests_reads_the_failure_and_fixes_it_live_and_a_person_stops_its_run(
     runs_server: IdeServer, page: Any,
@@ -152,6 +175,14 @@ def test_the_model_runs_the_tests_reads_the_failure_and_fixes_it_live_and_a_pers
     places = [prose.find(line) for line in lines]
     assert -1 not in places and places == sorted(places), prose
     assert "test_add" not in prose  # the output stays in the run panel
+
+    # A page that loads now, and the session's replay, tell the runs as the live page did
+    # (turn.ran is in the event log).
+    for late in (_late_page(page), _replayed(page)):
+        prose = late.locator(".turn").first.locator(".prose").inner_text()
+        places = [prose.find(line) for line in lines]
+        assert -1 not in places and places == sorted(places), prose
+        late.close()
 
     # A run of the model that takes long: the person stops it from the run panel.
     _ask(page, "[rate:200][script:slow]")
