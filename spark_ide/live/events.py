@@ -693,8 +693,7 @@ EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
     TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
-    TurnReverted,
-    TurnRestored, EditReviewed, GuardFinding,
+    TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 
