@@ -190,7 +190,7 @@ def policy_set(
     course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "ai_models"])
     if models_changed:  # the copies' rooms run their next turn on an allowed model, warmed now
         for workspace_id in course.enrollments.values_list("workspace_id", flat=True):
-            transaction.on_commit(functools.partial(workspace_ports.live().model_changed, workspace_id))
+            transaction.on_commit(functools.partial(workspace_ports.rooms().model_changed, workspace_id))
 
 
 def _models_checked(names: Sequence[str]) -> list[str]:

@@ -5,8 +5,8 @@
 ``pairing`` builds or reads a bus message.
 
 To a room's owner (its channel): ``RoomUp`` (what a replica's connections send, in order:
-``UpItem``), ``RoomExpel``, ``RoomRejoin``, ``RoomModel``, and the requests of HTTP threads (``Request``),
-each answered by a ``RoomReply`` on the channel it names. From the owner to the room's
+``UpItem``), ``RoomExpel``, ``RoomRejoin``, ``RoomSettings``, ``RoomModel``, and the requests
+of HTTP threads (``Request``), each answered by a ``RoomReply`` on the channel it names. From the owner to the room's
 group: ``RoomStream``, its ordered stream (``StreamItem``).
 """
 
@@ -42,6 +42,7 @@ from .bus_messages import (
     RoomRejoin,
     RoomReply,
     RoomSetFile,
+    RoomSettings,
     RoomStoreEvents,
     RoomStream,
     RoomUp,
@@ -217,6 +218,12 @@ _UP_KINDS: dict[type, str] = {
 }
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"not a mapping: {type(value).__name__}")
+    return {str(key): item for key, item in value.items()}
+
+
 def _optional_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -231,6 +238,8 @@ def encode(message: Message) -> dict[str, Any]:
         return {"type": "room.expel", "user": message.user}
     if isinstance(message, RoomRejoin):
         return {"type": "room.rejoin"}
+    if isinstance(message, RoomSettings):
+        return {"type": "room.settings", "changed": dict(message.changed), "by": message.by}
     if isinstance(message, RoomModel):
         return {"type": "room.model"}
     if isinstance(message, RoomSetFile):
@@ -273,6 +282,7 @@ _DECODERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
     "room.up": lambda w: RoomUp(str(w["replica"]), tuple(_up_item(item) for item in w["items"])),
     "room.expel": lambda w: RoomExpel(int(w["user"])),
     "room.rejoin": lambda w: RoomRejoin(),
+    "room.settings": lambda w: RoomSettings(_mapping(w["changed"]), str(w["by"])),
     "room.model": lambda w: RoomModel(),
     "room.set_file": lambda w: RoomSetFile(
         str(w["path"]), _optional_text(w["text"]), conditional="expected" in w,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .events import Event, Role, TurnDelta, TurnProse
 from .focus import AskedRange
@@ -126,6 +126,15 @@ class RoomExpel:
 @dataclass(frozen=True, slots=True)
 class RoomRejoin:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class RoomSettings:
+    """The workspace's settings changed (``live.events.WorkspaceSettings``): the owner tells
+    every page of the room."""
+
+    changed: Mapping[str, Any]
+    by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +267,7 @@ class RoomStream:
     items: tuple[StreamItem, ...]
 
 
-Message = RoomUp | RoomExpel | RoomRejoin | RoomModel | Request | RoomReply | RoomStream
+Message = RoomUp | RoomExpel | RoomRejoin | RoomSettings | RoomModel | Request | RoomReply | RoomStream
 
 
 class BadMessage(ValueError):

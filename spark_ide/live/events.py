@@ -362,6 +362,21 @@ class CheckpointCreated(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkspaceSettings(Event):
+    """``by`` changed the workspace's settings (the workspace API's PATCH): ``changed`` holds
+    each field that changed with its new value as the API answers it (``auto_test``: true,
+    false or null for the server's default). For every page of the room, on any process."""
+
+    type: ClassVar[str] = "workspace.settings"
+    ephemeral: ClassVar[bool] = True
+    changed: Mapping[str, Any]
+    by: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "changed": dict(self.changed), "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
     ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
@@ -615,6 +630,22 @@ class TurnRound(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRan(TurnEvent):
+    """A run of the model for ``turn`` ended (its run tool, or the IDE's test round): the line
+    of its turn's transcript ("ran `pytest -q`: failed (exit 1)"). Kept in the event log, so a
+    late page and the replay show it too; ``message`` only for a run that never started
+    (``error``). The run itself is the run panel's (``run.*``, not kept)."""
+
+    type: ClassVar[str] = "turn.ran"
+    run: str
+    command: str
+    status: str
+    exit_code: int | None
+    error: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished(TurnEvent):
     type: ClassVar[str] = "turn.finished"
     status: TurnStatus
@@ -695,9 +726,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, ModelChosen, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
-    TurnRestored, EditReviewed, GuardFinding,
+    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
+    TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 

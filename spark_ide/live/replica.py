@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from .bus_messages import (
     RoomExpel,
     RoomModel,
     RoomRejoin,
+    RoomSettings,
     RoomStream,
     RoomUp,
     Run,
@@ -163,6 +164,10 @@ class Replica:
     def rejoin(self) -> None:
         """Callable from any thread, as ``Room.rejoin``."""
         self._loop.call_soon_threadsafe(self._spawn_send, RoomRejoin())
+
+    def settings_changed(self, changed: Mapping[str, Any], by: str) -> None:
+        """Callable from any thread, as ``Room.settings_changed``: the owner tells everyone."""
+        self._loop.call_soon_threadsafe(self._spawn_send, RoomSettings(dict(changed), by))
 
     def model_changed(self) -> None:
         """Callable from any thread, as ``Room.model_changed``."""

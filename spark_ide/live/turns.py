@@ -165,10 +165,16 @@ class TurnRun:
 
     def chain_prompt(self) -> str:
         """What the user asked over a steering chain: the first prompt and each redirection."""
-        return self.origin.text + "".join(f"\n(Redirected: {text})" for text in self.redirects)
+        return chain_text(self.origin.text, self.redirects)
 
     def as_past(self) -> PastTurn:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
+
+
+def chain_text(origin: str, redirects: Iterable[str]) -> str:
+    """A steering chain's request as its past turn tells it: the first prompt, then each
+    redirection (``TurnRun.chain_prompt``; a reopened room's history, ``live.reopen``)."""
+    return origin + "".join(f"\n(Redirected: {text})" for text in redirects)
 
 
 @dataclass(frozen=True, slots=True)

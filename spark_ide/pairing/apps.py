@@ -1,11 +1,21 @@
+from __future__ import annotations
+
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from django.apps import AppConfig
 
 
-class RoomsLive:
-    """``workspaces.ports.Live``: what the workspace app tells the rooms (the rooms' module is
-    imported when first needed, as the consumers and views do)."""
+class RoomNotices:
+    """The workspaces app's ``Rooms`` port: a settings change told to the workspace's pages
+    (``adapter.settings_changed_everywhere``), a model switch to its room
+    (``adapter.model_changed_everywhere``); the live engine loaded on the first one."""
+
+    def settings_changed(self, workspace_id: uuid.UUID, changed: Mapping[str, Any], *, by: str) -> None:
+        from .adapter import settings_changed_everywhere
+
+        settings_changed_everywhere(workspace_id, changed, by=by)
 
     def model_changed(self, workspace_id: uuid.UUID) -> None:
         from .adapter import model_changed_everywhere
@@ -23,13 +33,15 @@ class PairingConfig(AppConfig):
 
         from spark_ide.upstream.errors import ConfigError
         from spark_ide.workspaces.catalogue import check_at_start
-        from spark_ide.workspaces.ports import use_live, use_members
+        from spark_ide.workspaces.ports import use_members, use_rooms
 
         from .services import SessionMembers
 
         # Who else holds a role in a workspace (the workspace API's PATCH asks it).
         use_members(SessionMembers())
-        use_live(RoomsLive())  # a model switched: the workspace's room warms it (docs/models.md)
+        # The pages open on a workspace hear of its settings' changes (the same PATCH), its room
+        # of a model switch (docs/models.md).
+        use_rooms(RoomNotices())
         # The model catalogue (docs/models.md): a file that does not parse stops the server, as
         # do model variables it cannot use (no file); each bad entry is logged and left out.
         try:

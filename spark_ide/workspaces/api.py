@@ -91,15 +91,18 @@ def _workspace_patch(user: User, workspace_id: str, request: HttpRequest) -> Htt
         raise ApiError(ApiCode.BAD_FIELD, f"cannot change {unknown[0][:40]!r}: a PATCH changes {changes}")
     if found.owner_id != user.pk and set(body) & set(OWNER_FIELDS):
         raise ApiError(ApiCode.FORBIDDEN, "only the workspace's owner picks its model")
+    changed: dict[str, object] = {}
     try:
         services.check_writable(found)
         with transaction.atomic():  # every field, or none
             if "model" in body:
-                services.model_set(workspace=found, value=body["model"])
+                changed["model"] = services.model_set(workspace=found, value=body["model"]).name
             if "auto_test" in body:
-                services.auto_test_set(workspace=found, value=body["auto_test"])
+                changed["auto_test"] = services.auto_test_set(workspace=found, value=body["auto_test"])
     except WorkspaceError as exc:
         raise as_api_error(exc) from None
+    if changed:  # every page open on the workspace follows (``workspace.settings``)
+        ports.rooms().settings_changed(found.pk, changed, by=user.get_username())
     return JsonResponse(services.workspace_summary(found))
 
 

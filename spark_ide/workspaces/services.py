@@ -172,7 +172,7 @@ def model_set(*, workspace: Workspace, value: object) -> ModelEntry:
         raise WorkspaceError(ApiCode(exc.code), exc.message) from None
     Workspace.objects.filter(pk=workspace.pk).update(model=entry.name)
     workspace.model = entry.name
-    transaction.on_commit(lambda: ports.live().model_changed(workspace.pk))
+    transaction.on_commit(lambda: ports.rooms().model_changed(workspace.pk))
     return entry
 
 

@@ -24,6 +24,7 @@ export const EVENT = Object.freeze({
   QUEUE: "queue",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
+  WORKSPACE_SETTINGS: "workspace.settings",
   TURN_STARTED: "turn.started",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
@@ -31,6 +32,7 @@ export const EVENT = Object.freeze({
   EDIT_STATUS: "edit.status",
   TURN_STEERED: "turn.steered",
   TURN_ROUND: "turn.round",
+  TURN_RAN: "turn.ran",
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
@@ -54,6 +56,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "presence",
   "queue",
   "checkpoint.created",
+  "workspace.settings",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).

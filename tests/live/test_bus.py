@@ -33,6 +33,7 @@ from spark_ide.live.bus_messages import (
     RoomRejoin,
     RoomReply,
     RoomSetFile,
+    RoomSettings,
     RoomStoreEvents,
     RoomStream,
     RoomUp,
@@ -68,6 +69,8 @@ MESSAGES: list[Message] = [
     )),
     RoomExpel(7),
     RoomRejoin(),
+    RoomSettings({"auto_test": None}, "ada"),
+    RoomSettings({"auto_test": True, "model": "gpt-5"}, "ada"),
     RoomModel(),
     RoomSetFile("a.py", "x = 1\n", reply="r"),
     RoomSetFile("a.py", None, reply="r"),
@@ -99,13 +102,15 @@ def test_every_message_comes_back_as_it_went(message: Message) -> None:
 def test_every_room_kind_is_spelt_as_on_the_wire() -> None:
     kinds = {encode(message)["type"] for message in MESSAGES}
     assert kinds == {
-        "room.up", "room.expel", "room.rejoin", "room.model", "room.set_file", "room.move_file", "room.store_events",
+        "room.up", "room.expel", "room.rejoin", "room.settings", "room.model", "room.set_file", "room.move_file",
+        "room.store_events",
         "room.read_files", "room.reply", "room.stream",
     }
 
 
 @pytest.mark.parametrize("wire", [
-    {"type": "room.nothing"}, {"type": "room.expel"}, {"type": "room.up", "replica": "r", "items": [{"kind": "x"}]},
+    {"type": "room.nothing"}, {"type": "room.expel"}, {"type": "room.settings", "changed": [1], "by": "ada"},
+    {"type": "room.up", "replica": "r", "items": [{"kind": "x"}]},
     {"type": "room.stream", "n": 1, "items": [["z"]]}, {"type": "room.stream", "n": 1, "items": [["d", "c", ["x"]]]},
     {"type": "room.up", "replica": "r", "items": [{"kind": "command", "conn": "c", "command": "dance"}]},
 ])

@@ -140,9 +140,15 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
         done = await client.until(lambda e: e["type"] == "run.finished")
         assert done["status"] == "ok" and done["exit_code"] == 0
 
-    # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
+    # A settings change told on B (a PATCH served there) reaches every page, through the owner.
     replica = b.rooms.held(live.workspace_id)
     assert isinstance(replica, Replica) and b.rooms.cluster is not None
+    await asyncio.to_thread(replica.settings_changed, {"auto_test": False}, "cole")
+    for client in (driver, viewer, helper):
+        changed = await client.until(lambda e: e["type"] == "workspace.settings")
+        assert (changed["changed"], changed["by"]) == ({"auto_test": False}, "cole")
+
+    # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
     remote = RemoteDocument(b.rooms.cluster, replica.owner)
     await asyncio.to_thread(remote.apply_file, "notes.md", "from HTTP on B\n")
     await driver.until_true(lambda: driver.text("notes.md") == "from HTTP on B\n")

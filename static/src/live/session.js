@@ -22,6 +22,7 @@ import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { QueueList } from "./queue_list.js";
+import { SETTINGS_CHANGED } from "./settings_changed.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -186,8 +187,13 @@ class LiveSession {
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
+      case EVENT.TURN_RAN: // a run of the model ended: a line in its turn
+        this.transcript.ran(event);
+        return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.WORKSPACE_SETTINGS: // someone changed the workspace's settings: each control follows
+        return document.dispatchEvent(new CustomEvent(SETTINGS_CHANGED, { detail: event }));
       case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED:
         return this.checkpoints.told(event, this.replayed(event));
       case EVENT.ERROR:
@@ -207,14 +213,9 @@ class LiveSession {
       case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
         return undefined;
-      case EVENT.RUN_STARTED:
-        this.transcript.runStarted(event); // a run of the model: a line in its turn at the end
-        return this.runs.started(event);
+      case EVENT.RUN_STARTED: return this.runs.started(event);
       case EVENT.RUN_OUTPUT: return this.runs.output(event);
-      case EVENT.RUN_FINISHED:
-        this.transcript.runFinished(event);
-        this.loop.request();
-        return this.runs.finished(event);
+      case EVENT.RUN_FINISHED: return this.runs.finished(event);
       case EVENT.TURN_QUEUED:
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
