@@ -78,7 +78,7 @@ async def test_a_reopened_room_keeps_the_newest_turns_only(
     await close_room(live)
 
     style = dataclasses.replace(adapter.prompt_style(), history_turns=2)  # the live history's bound, made small
-    monkeypatch.setattr(adapter, "prompt_style", lambda: style)
+    monkeypatch.setattr(adapter, "prompt_style", lambda entry=None: style)  # every model's style
     owner = await connect(live)
     await turn(owner, "Answer number 4.", done)
     said = " ".join(content for role, content in conversation(engine) if role == "assistant")
