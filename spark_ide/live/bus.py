@@ -164,7 +164,8 @@ def _wire_up(item: UpItem) -> dict[str, Any]:
                      "role": conn.role.value, "generation": conn.generation}
         return {"kind": "join", "conn": described, "after": item.after}
     if isinstance(item, CommandItem):
-        return {"kind": "command", "conn": item.conn, "command": item.command.value, **item.fields()}
+        listed = {name: list(value) if isinstance(value, tuple) else value for name, value in item.fields().items()}
+        return {"kind": "command", "conn": item.conn, "command": item.command.value, **listed}
     kind = _UP_KINDS[type(item)]
     return {"kind": kind, **{field.name: getattr(item, field.name) for field in dataclasses.fields(item)}}
 
@@ -184,6 +185,7 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
     if kind == "command":
         fields: dict[str, Any] = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
         fields.update({name: bool(wire[name]) for name in CommandItem.FLAGS if name in wire})
+        fields.update({name: tuple(str(item) for item in wire[name]) for name in CommandItem.LISTS if name in wire})
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])
     if kind == "leave":

@@ -69,12 +69,16 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
+    mentions: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
     FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
+    LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude")  # lists of strings
 
-    def fields(self) -> dict[str, str | bool]:
-        return {name: value for name in (*self.FIELDS, *self.FLAGS) if (value := getattr(self, name)) is not None}
+    def fields(self) -> dict[str, str | bool | tuple[str, ...]]:
+        names = (*self.FIELDS, *self.FLAGS, *self.LISTS)
+        return {name: value for name in names if (value := getattr(self, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

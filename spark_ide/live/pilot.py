@@ -55,7 +55,7 @@ from .reviews import HunkReviews
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
-from .turns import Command, CommandKind, TurnRun, new_turn_id, publish_edits
+from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
@@ -133,9 +133,21 @@ class Pilot:
         return self._run.id if self._run is not None else None
 
     def submit(self, command: Command) -> None:
+        if command.kind in ANSWERED_AT_ONCE:
+            self._answer(command)
+            return
         if command.kind is CommandKind.PROMPT and not command.turn:
             command.turn = new_turn_id()
         self._commands.put_nowait(command)
+
+    def _answer(self, command: Command) -> None:
+        """A question about the workspace (``context.preview``, ``symbols``), answered to the
+        asker at once: it changes nothing, so it does not wait behind the turns' commands."""
+        if command.reply is not None:
+            if command.kind is CommandKind.SYMBOLS:
+                command.reply(self._maker.symbols(command.path))
+            else:
+                command.reply(self._maker.preview(command, self._policy.policy))
 
     def halt(self, reason: FinishReason, error: str) -> None:
         """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""

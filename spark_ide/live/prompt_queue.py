@@ -93,7 +93,7 @@ class PromptQueue:
             return Command(
                 kind=CommandKind.STEER, session=command.session, user_id=command.user_id, author=command.author,
                 turn=queued.turn, text=queued.text, effort=queued.effort, path=queued.path, reply=command.reply,
-                received_at=command.received_at,
+                received_at=command.received_at, mentions=queued.mentions, exclude=queued.exclude,
             )
         elif kind is CommandKind.QUEUE_MERGE and not self._merge(command, sorted(indexes)):
             return None
@@ -109,7 +109,12 @@ class PromptQueue:
             _refuse(command, ErrorCode.TOO_LONG, f"the merged prompt would be longer than {self.max_chars} characters")
             return False
         first = indexes[0]
-        self._items[first] = replace(self._items[first], text=text)
+        merged = [self._items[index] for index in indexes]
+        self._items[first] = replace(
+            self._items[first], text=text,  # the mentions and exclusions of every prompt merged
+            mentions=tuple(dict.fromkeys(m for queued in merged for m in queued.mentions)),
+            exclude=tuple(dict.fromkeys(p for queued in merged for p in queued.exclude)),
+        )
         for index in reversed(indexes[1:]):
             del self._items[index]
         return True

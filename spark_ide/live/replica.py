@@ -140,7 +140,8 @@ class Replica:
         self._forward(Adopt(conn.id, generation))
 
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
-        given = {name: fields[name] for name in (*CommandItem.FIELDS, *CommandItem.FLAGS) if name in fields}
+        names = (*CommandItem.FIELDS, *CommandItem.FLAGS, *CommandItem.LISTS)
+        given = {name: fields[name] for name in names if name in fields}
         self._forward(CommandItem(conn=conn.id, command=kind, **given))
 
     async def resume(self, conn: Connection, after: int) -> None:

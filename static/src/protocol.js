@@ -23,7 +23,10 @@ export const EVENT = Object.freeze({
   QUEUE: "queue",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
+  CONTEXT: "context",
+  SYMBOLS: "symbols",
   TURN_STARTED: "turn.started",
+  TURN_CONTEXT: "turn.context",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
   TURN_PROSE: "turn.prose",
@@ -52,12 +55,16 @@ export const EPHEMERAL_EVENTS = new Set([
   "presence",
   "queue",
   "checkpoint.created",
+  "context",
+  "symbols",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).
 export const MESSAGE = Object.freeze({
   PROMPT: "prompt",
   STEER: "steer",
+  CONTEXT_PREVIEW: "context.preview",
+  SYMBOLS: "symbols",
   STOP: "stop",
   QUEUE_EDIT: "queue.edit",
   QUEUE_DELETE: "queue.delete",
