@@ -16,6 +16,7 @@ export class PromptBox {
     this.onSend = onSend;
     this.onStop = onStop;
     this.waiting = null; // the text sent, until the server takes or refuses it
+    this.menu = null; // the @-mention list (mentions.js): its keys first while it is open
     this.input.addEventListener("keydown", (event) => this.key(event));
     form.addEventListener("submit", (event) => { event.preventDefault(); this.send("steer"); });
     this.queueButton.addEventListener("click", () => this.send("queue"));
@@ -25,6 +26,7 @@ export class PromptBox {
 
   key(event) {
     if (event.isComposing) return; // an input method is still building the character
+    if (this.menu && this.menu.key(event)) return;
     if (event.key === "Escape") {
       event.preventDefault();
       this.onStop();

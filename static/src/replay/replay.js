@@ -224,6 +224,7 @@ class ReplayPlayer {
       case EVENT.TURN_STARTED: return transcript.started(event);
       case EVENT.TURN_PROSE: return transcript.prose(event);
       case EVENT.TURN_STEERED: return transcript.steered(event);
+      case EVENT.TURN_CONTEXT: return transcript.context(event); // what its request carried
       case EVENT.TURN_ROUND: return transcript.round(event);
       case EVENT.TURN_FINISHED: return transcript.finished(event);
       case EVENT.GUARD_FINDING: return transcript.finding(event); // under its turn, as it was shown live
