@@ -185,6 +185,7 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
     if kind == "command":
         fields: dict[str, Any] = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
         fields.update({name: bool(wire[name]) for name in CommandItem.FLAGS if name in wire})
+        fields.update({name: int(wire[name]) for name in CommandItem.NUMBERS if name in wire})
         fields.update({name: tuple(str(item) for item in wire[name]) for name in CommandItem.LISTS if name in wire})
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])

@@ -69,15 +69,20 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
+    position: int | None = None
     mentions: tuple[str, ...] | None = None
     exclude: tuple[str, ...] | None = None
+    turns: tuple[str, ...] | None = None
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
     FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
-    LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude")  # lists of strings
+    NUMBERS: ClassVar[tuple[str, ...]] = ("position",)
+    LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude", "turns")  # lists of strings
 
-    def fields(self) -> dict[str, str | bool | tuple[str, ...]]:
-        names = (*self.FIELDS, *self.FLAGS, *self.LISTS)
+    NAMES: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, *NUMBERS, *LISTS)
+
+    def fields(self) -> dict[str, str | bool | int | tuple[str, ...]]:
+        names = self.NAMES
         return {name: value for name in names if (value := getattr(self, name)) is not None}
 
 

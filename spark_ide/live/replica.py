@@ -140,8 +140,7 @@ class Replica:
         self._forward(Adopt(conn.id, generation))
 
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
-        names = (*CommandItem.FIELDS, *CommandItem.FLAGS, *CommandItem.LISTS)
-        given = {name: fields[name] for name in names if name in fields}
+        given = {name: fields[name] for name in CommandItem.NAMES if name in fields}
         self._forward(CommandItem(conn=conn.id, command=kind, **given))
 
     async def resume(self, conn: Connection, after: int) -> None:
