@@ -31,7 +31,7 @@ async def test_a_preview_is_the_askers_and_the_turns_context_is_kept(
     assert other.of("context") == [] and other.of("symbols") == []  # nobody else is told
 
     bad = await refused(asker, {"type": "prompt", "text": "go", "mentions": "app.py"})
-    assert bad["code"] == "bad_field" and bad["message"] == "'mentions' must be a list of paths or path:symbol (strings)"
+    assert (bad["code"], bad["message"]) == ("bad_field", "'mentions' must be a list of paths or path:symbol (strings)")
 
     await asker.send({"type": "prompt", "text": say("ok\n"), "mentions": ["app.py:sub", "no.py"]})
     told = await asker.until(lambda e: e["type"] == "turn.context")
