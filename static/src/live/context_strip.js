@@ -52,6 +52,7 @@ export class ContextStrip {
     this.selection = selection;
     this.excluded = new Set(); // paths the person took out of the next request
     this.timer = null;
+    this.forced = false; // the next question is asked even if the box is not in use
     this.last = ""; // the question asked last (as sent)
     this.context = null; // the last answer
     this.chips = element("div", "context-chips");
@@ -78,14 +79,20 @@ export class ContextStrip {
   // A prompt of this person was taken: the next one starts with everything in again.
   taken() {
     this.excluded.clear();
-    this.soon();
+    this.soon(true);
   }
 
   // Something the next request depends on changed (the text, the open file, the files, a
-  // turn ended): ask again a moment after the last change, while the box is in use.
-  soon() {
+  // turn ended): ask again a moment after the last change, while the box is in use (`force`:
+  // in any case).
+  soon(force = false) {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.ask(), DEBOUNCE_MS);
+    this.forced = this.forced || force;
+    this.timer = setTimeout(() => {
+      const forced = this.forced;
+      this.forced = false;
+      this.ask(forced);
+    }, DEBOUNCE_MS);
   }
 
   ask(force = false) {
@@ -100,9 +107,11 @@ export class ContextStrip {
     if (this.send(message)) this.last = question;
   }
 
-  // The files changed, or a turn ended: the same question may have another answer now.
+  // The files changed, or a turn ended: the same question may have another answer now (what
+  // the strip shows is faded until it comes).
   stale() {
     this.last = "";
+    this.host.classList.add("stale");
     this.soon();
   }
 
@@ -138,7 +147,10 @@ export class ContextStrip {
       nodes.push(more);
     }
     for (const path of context.left_out || []) {
-      nodes.push(chip("left-out", path, "Not sent: over the context budget"));
+      const open = path === active ? " · open" : "";
+      const node = chip("left-out", `${path}${open}`, "Not sent: over the context budget");
+      node.dataset.path = path;
+      nodes.push(node);
     }
     for (const path of context.excluded || []) {
       const node = chip("excluded", path, "You took it out of the next request");
@@ -151,6 +163,7 @@ export class ContextStrip {
     this.meter.value = Math.min(Number(context.tokens) || 0, this.meter.max);
     this.words.textContent = tokenWords(context.tokens, context.budget);
     this.host.hidden = false;
+    this.host.classList.remove("stale");
   }
 
   // A file's chip with its × (cut: the head only was sent).
