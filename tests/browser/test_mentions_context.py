@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import IdeServer, logged_model_ide, open_new_workspace
+from tests.browser.conftest import ROOT, IdeServer, logged_model_ide, open_new_workspace
 from tests.browser.test_live_pairing import WAIT_MS, _ask
+from tests.support.node import run_node
 
 pytestmark = pytest.mark.browser
 
@@ -123,3 +124,32 @@ def test_mentions_complete_go_first_and_the_strip_is_what_the_model_gets(
     assert any(row.startswith("symbol") and "lib.py:helper · lines 1\u20132" in row for row in rows), rows
     assert any(row.startswith("excluded") and "notes.md" in row for row in rows), rows
     assert any(row.startswith("left out") and "zz_big.md" in row for row in rows), rows
+
+
+MENTIONS_JS = """
+const { mentionsIn, matchPaths } = await import(MODULE);
+console.log(JSON.stringify({
+  mentions: TEXTS.map((text) => mentionsIn(text)),
+  matches: QUERIES.map((query) => matchPaths(PATHS, query)),
+}));
+"""
+
+
+def test_which_words_are_mentions_and_which_paths_a_query_lists() -> None:
+    texts = [
+        "tidy @util.py and @lib.py:helper, then @util.py again.",
+        "@property is a decorator; mail me at a@b.com; (@src/app.js) and @docs/",
+        "@notes.md? @gone.py!",
+    ]
+    paths = ["src/util.py", "util.py", "lib/utilities.md", "README.md", "tests/test_util.py"]
+    result = run_node(
+        MENTIONS_JS, MODULE=(ROOT / "static/src/live/mentions.js").as_uri(), TEXTS=texts, PATHS=paths,
+        QUERIES=["util", "READ", "zzz"],
+    )
+    assert result["mentions"] == [
+        ["util.py", "lib.py:helper"], ["src/app.js", "docs/"], ["notes.md", "gone.py"],
+    ]
+    # A file name that starts with the query first, then the shorter path; any case.
+    assert result["matches"] == [
+        ["util.py", "src/util.py", "lib/utilities.md", "tests/test_util.py"], ["README.md"], [],
+    ]
