@@ -148,7 +148,9 @@ _DECLARED = (
     MessageSpec("symbols", DRIVER_ROLES, (_text("path", limit="path_chars"),),
                 "the top-level definitions of a Python file: answered by a symbols event to this page"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
-    MessageSpec("queue.edit", DRIVER_ROLES, (_text("turn", limit="id_chars"), _text("text", limit="prompt_chars")),
+    MessageSpec("queue.edit", DRIVER_ROLES, (
+        _text("turn", limit="id_chars"), _text("text", limit="prompt_chars"), _CONTEXT_FIELDS[0],
+    ),
                 "change the text of a queued prompt"),
     MessageSpec("queue.delete", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "take a prompt out of the queue"),
     MessageSpec("queue.move", DRIVER_ROLES, (

@@ -78,7 +78,8 @@ class PromptQueue:
             return None
         first = indexes[0]
         if kind is CommandKind.QUEUE_EDIT:
-            self._items[first] = replace(self._items[first], text=command.text)
+            # The new text's mentions replace the old ones (its exclusions stay).
+            self._items[first] = replace(self._items[first], text=command.text, mentions=command.mentions)
         elif kind is CommandKind.QUEUE_DELETE:
             del self._items[first]
         elif kind is CommandKind.QUEUE_MOVE:

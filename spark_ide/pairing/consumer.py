@@ -318,7 +318,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self._command(CommandKind.SYMBOLS, path=values["path"])
 
     def _on_queue_edit(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"])
+        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"], mentions=values["mentions"])
 
     def _on_queue_delete(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.QUEUE_DELETE, turn=values["turn"])

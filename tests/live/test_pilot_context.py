@@ -72,6 +72,19 @@ async def test_a_steer_and_the_queue_keep_the_mentions() -> None:
         del stream
 
 
+async def test_a_queue_edit_brings_its_texts_mentions_and_keeps_the_exclusions() -> None:
+    async with pilot_rig(FILES) as rig:
+        rig.prompt("first")
+        stream = await rig.model.next_stream()
+        queued = rig.prompt("later @util.py", mentions=("util.py",), exclude=("big.md",))
+        await rig.published.until(TurnQueued)
+        rig.command(CommandKind.QUEUE_EDIT, turn=queued, text="later @notes.md", mentions=("notes.md",))
+        rig.stop()
+        stream.complete(None)
+        started = await rig.published.until(TurnContext, lambda event: event.turn == queued)
+        assert started.context["mentions"] == ["notes.md"] and started.context["excluded"] == ["big.md"]
+
+
 async def test_symbols_are_listed_for_a_python_file() -> None:
     async with pilot_rig(FILES) as rig:
         rig.command(CommandKind.SYMBOLS, path="util.py")

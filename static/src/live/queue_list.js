@@ -6,6 +6,7 @@
 // item), steer with it now, or tick several and merge them into one. The list is drawn from the server's state only: a change
 // shows once the server has made it, for everyone at once.
 import { MESSAGE } from "../protocol.js";
+import { mentionsIn } from "./mentions.js";
 
 export class QueueList {
   // host: the <ol>; send(message) -> bool; toast(text, kind); canDrive: may change it.
@@ -150,7 +151,7 @@ export class QueueList {
     const { turn, draft } = this.editing;
     const text = draft.trim();
     if (!text) return;
-    if (this.sent({ type: MESSAGE.QUEUE_EDIT, turn, text })) {
+    if (this.sent({ type: MESSAGE.QUEUE_EDIT, turn, text, mentions: mentionsIn(text) })) {
       this.editing = null;
       this.draw();
     }
