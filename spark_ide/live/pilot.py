@@ -143,11 +143,15 @@ class Pilot:
     def _answer(self, command: Command) -> None:
         """A question about the workspace (``context.preview``, ``symbols``), answered to the
         asker at once: it changes nothing, so it does not wait behind the turns' commands."""
-        if command.reply is not None:
+        if command.reply is None:
+            return
+        try:
             if command.kind is CommandKind.SYMBOLS:
                 command.reply(self._maker.symbols(command.path))
             else:
                 command.reply(self._maker.preview(command, self._policy.policy))
+        except Exception:  # a bug of ours: logged, and the asker's socket stays open
+            log.exception("the Pilot failed to answer %s", command.kind)
 
     def halt(self, reason: FinishReason, error: str) -> None:
         """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""
