@@ -68,8 +68,19 @@ def test_mentions_complete_go_first_and_the_strip_is_what_the_model_gets(
 
     box = page.get_by_label("Prompt")
     box.click()
-    box.press_sequentially("tidy @uti")
     menu = page.locator("#mention-menu")
+    box.press_sequentially("@")  # every file; Down and Up move, Esc closes
+    menu.locator(".mention-item").nth(4).wait_for(timeout=WAIT_MS)
+    selected = menu.locator(".mention-item[aria-selected=true] .mention-label")
+    first = selected.inner_text()
+    box.press("ArrowDown")
+    assert selected.inner_text() == menu.locator(".mention-label").nth(1).inner_text() != first
+    box.press("ArrowUp")
+    assert selected.inner_text() == first
+    box.press("Escape")
+    assert menu.is_hidden() and box.input_value() == "@"
+    box.press("Backspace")
+    box.press_sequentially("tidy @uti")
     menu.locator(".mention-item").first.wait_for(timeout=WAIT_MS)
     assert menu.locator(".mention-label").first.inner_text() == "util.py"
     box.press("Enter")  # picks; nothing is sent
