@@ -52,8 +52,11 @@ export function paintContext(entry, context) {
   const mentions = context.mentions || [];
   const missing = new Map((context.missing || []).map((item) => [item.mention, item.why]));
   const symbols = new Map((context.symbols || []).map((item) => [item.mention, item.path]));
+  const excluded = new Set(context.excluded || []);
   for (const mention of mentions) {
-    entry.header.append(mentionChip(mention, missing.get(mention), symbols.get(mention) || mention.split(":")[0]));
+    const path = symbols.get(mention) || (excluded.has(mention) ? mention : mention.split(":")[0]);
+    const why = missing.get(mention) || (excluded.has(path) ? "taken out before sending" : "");
+    entry.header.append(mentionChip(mention, why, path));
   }
   const box = element("div", "turn-context-box");
   for (const [mention, why] of missing) {
