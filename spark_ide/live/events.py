@@ -32,6 +32,7 @@ __all__ = [
     "CheckpointCreated",
     "CheckpointRestored",
     "CloseCode",
+    "ContextPreview",
     "DocumentReplaced",
     "EditReviewed",
     "EditStatus",
@@ -52,6 +53,8 @@ __all__ = [
     "QueueState",
     "Resync",
     "Role",
+    "SymbolList",
+    "TurnContext",
     "TurnDelta",
     "TurnEvent",
     "TurnFinished",
@@ -507,6 +510,34 @@ class QueueState(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ContextPreview(Event):
+    """The answer to ``context.preview``, to the page that asked: what the next request would
+    carry (``context``: as ``turn.context``'s, ``live.context.context_payload``); ``text``:
+    the prompt it was asked for, so the page knows which of its questions this answers."""
+
+    type: ClassVar[str] = "context"
+    ephemeral: ClassVar[bool] = True
+    text: str
+    context: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolList(Event):
+    """The answer to ``symbols``, to the page that asked: the top-level definitions of a
+    Python file (``name``, ``kind``, ``first``, ``last`` line); none for a file that is not
+    valid Python or does not exist (``exists`` false)."""
+
+    type: ClassVar[str] = "symbols"
+    ephemeral: ClassVar[bool] = True
+    path: str
+    exists: bool
+    symbols: tuple[Mapping[str, Any], ...]
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "path": self.path, "exists": self.exists, "symbols": [dict(s) for s in self.symbols]}
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -537,6 +568,20 @@ class TurnStarted(TurnEvent):
     effort: Effort
     author: str
     range: LineSpan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext(TurnEvent):
+    """What ``turn``'s request carried of the workspace, just after its ``turn.started``:
+    paths and line numbers, not the text (``live.context.context_payload``: the files shown
+    whole, cut and left out, the symbols shown, the mentions skipped, the files excluded, the
+    estimated tokens of the request and the model's context budget)."""
+
+    type: ClassVar[str] = "turn.context"
+    context: Mapping[str, Any]
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "turn": self.turn, "context": dict(self.context)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,8 +758,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
+    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings, ContextPreview,
+    SymbolList, TurnStarted, TurnContext, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan,
+    TurnFinished,
     TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""

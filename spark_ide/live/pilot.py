@@ -55,7 +55,7 @@ from .reviews import HunkReviews
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
-from .turns import Command, CommandKind, TurnRun, new_turn_id, publish_edits
+from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
@@ -135,9 +135,25 @@ class Pilot:
         return self._run.id if self._run is not None else None
 
     def submit(self, command: Command) -> None:
+        if command.kind in ANSWERED_AT_ONCE:
+            self._answer(command)
+            return
         if command.kind is CommandKind.PROMPT and not command.turn:
             command.turn = new_turn_id()
         self._commands.put_nowait(command)
+
+    def _answer(self, command: Command) -> None:
+        """A question about the workspace (``context.preview``, ``symbols``), answered to the
+        asker at once: it changes nothing, so it does not wait behind the turns' commands."""
+        if command.reply is None:
+            return
+        try:
+            if command.kind is CommandKind.SYMBOLS:
+                command.reply(self._maker.symbols(command.path))
+            else:
+                command.reply(self._maker.preview(command, self._policy.policy))
+        except Exception:  # a bug of ours: logged, and the asker's socket stays open
+            log.exception("the Pilot failed to answer %s", command.kind)
 
     def halt(self, reason: FinishReason, error: str) -> None:
         """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""

@@ -1,6 +1,6 @@
 """What everyone is told of a turn's start and end, and what is kept of it.
 
-``TurnBook`` publishes ``turn.started`` (with a line in the transcript when the course caps the
+``TurnBook`` publishes ``turn.started`` and ``turn.context`` (with a line in the transcript when the course caps the
 effort) and ``turn.finished`` with the turn's metrics (counted once, ``turns.turn_metrics``),
 tells the meter and the AI policy's quota how the turn ended, and writes the turn's records
 in order, off the critical path (``Records``).
@@ -12,7 +12,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .events import DEFAULT_EFFORT, FinishReason, TurnEvent, TurnFinished, TurnProse, TurnStarted, TurnStatus
+from .events import (
+    DEFAULT_EFFORT,
+    FinishReason,
+    TurnContext,
+    TurnEvent,
+    TurnFinished,
+    TurnProse,
+    TurnStarted,
+    TurnStatus,
+)
 from .meter import Meter
 from .policy import AiPolicy
 from .policy_gate import PolicyGate, PolicySource
@@ -64,6 +73,8 @@ class TurnBook:
         ))
         if run.focus_note:  # the range was cut at the file's end, or its file is gone
             self._publish(TurnProse(turn=run.id, text=f"{run.focus_note}\n\n"))
+        if run.context:  # what its request carries of the workspace
+            self._publish(TurnContext(turn=run.id, context=run.context))
         if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
             self._publish(TurnProse(
                 turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "

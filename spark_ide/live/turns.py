@@ -13,7 +13,7 @@ from enum import StrEnum
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
+from .events import DEFAULT_EFFORT, EditStatus, Effort, Event, TurnEvent, TurnProse
 from .focus import AskedRange, Focus
 from .meter import Meter
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
@@ -52,6 +52,13 @@ class CommandKind(StrEnum):
     QUEUE_STEER = "queue.steer"
     QUEUE_MERGE = "queue.merge"
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
+    # Questions answered to the asker at once (``Pilot.submit``): what the next request would
+    # carry of the workspace; a Python file's top-level definitions (for @file.py:name).
+    CONTEXT_PREVIEW = "context.preview"
+    SYMBOLS = "symbols"
+
+
+ANSWERED_AT_ONCE = frozenset({CommandKind.CONTEXT_PREVIEW, CommandKind.SYMBOLS})
 
 
 @dataclass
@@ -67,7 +74,7 @@ class Command:
     path: str = ""
     turn: str = ""  # revert, restore: which turn; prompt: the id the turn will have (given when queued)
     received_at: float = field(default_factory=time.monotonic)
-    reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
+    reply: Callable[[Event], None] | None = None  # tells the asking connection what went wrong (or its answer)
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
     block: int | None = None  # review: which block of ``turn`` (None: all those waiting for review)
     decision: str = ""  # review: "keep" or "undo"
@@ -77,6 +84,8 @@ class Command:
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
     range: AskedRange | None = None  # prompt, steer: the lines it is about (Ctrl+K; ``focus``)
+    mentions: tuple[str, ...] = ()  # prompt, steer: @-mentions (``path`` or ``path:symbol``), first in the context
+    exclude: tuple[str, ...] = ()  # prompt, steer: files the person took out of the context
 
 
 @dataclass
@@ -116,6 +125,9 @@ class TurnRun:
     changes: Callable[[], tuple[Message, ...]] = no_changes
     focus: Focus | None = None  # the lines its request is about (``focus.settle``)
     focus_note: str = ""  # what the people are told about them (a range cut at the file's end)
+    context: Mapping[str, object] = field(default_factory=dict)  # what its request carries (``turn.context``)
+    mentions: tuple[str, ...] = ()  # its chain's @-mentions (``Chain``)
+    exclude: tuple[str, ...] = ()  # the files its chain took out of the context
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -184,6 +196,8 @@ class Chain:
     steered_from: str | None
     corrections: int  # the watchdog's, in the chain so far
     touched: set[str]
+    mentions: tuple[str, ...] = ()  # the chain's @-mentions so far (a steer adds its own)
+    exclude: tuple[str, ...] = ()  # the files taken out of its context so far
 
 
 def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bool) -> Chain:
@@ -193,7 +207,7 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
     if steered_from is None:
         return Chain(
             origin=command, steering=[], redirects=[], active_path=command.path, steered_from=None,
-            corrections=int(command.correction), touched=set(),
+            corrections=int(command.correction), touched=set(), mentions=command.mentions, exclude=command.exclude,
         )
     origin, steering, redirects = command, [], []
     if keep_request:
@@ -205,8 +219,17 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
     return Chain(
         origin=origin, steering=steering, redirects=redirects, active_path=origin.path or steered_from.origin.path,
         steered_from=steered_from.id, corrections=steered_from.corrections + int(command.correction),
-        touched=set(steered_from.touched),
+        touched=set(steered_from.touched), **steered_context(steered_from, command),
     )
+
+
+def steered_context(steered_from: TurnRun, command: Command) -> dict[str, tuple[str, ...]]:
+    """What a steer's chain carries of the context: the mentions and the files taken out of
+    the turn it steers, and its own after them."""
+    return {
+        "mentions": tuple(dict.fromkeys((*steered_from.mentions, *command.mentions))),
+        "exclude": tuple(dict.fromkeys((*steered_from.exclude, *command.exclude))),
+    }
 
 
 def _ledger(run: TurnRun) -> str:

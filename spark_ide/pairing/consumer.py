@@ -300,14 +300,28 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.room.tell(self.conn, Pong(id=values["id"], t=round(time.time() * 1000)))
 
     def _on_prompt(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"],
-                      range=values["range"])
+        self._command(
+            CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"],
+            range=values["range"], mentions=values["mentions"], exclude=values["exclude"],
+        )
 
     def _on_steer(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.STEER, text=values["text"], range=values["range"])
+        self._command(
+            CommandKind.STEER, text=values["text"], range=values["range"], mentions=values["mentions"],
+            exclude=values["exclude"],
+        )
+
+    def _on_context_preview(self, values: dict[str, Any]) -> None:
+        self._command(
+            CommandKind.CONTEXT_PREVIEW, text=values["text"], path=values["path"], mentions=values["mentions"],
+            exclude=values["exclude"],
+        )
+
+    def _on_symbols(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.SYMBOLS, path=values["path"])
 
     def _on_queue_edit(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"])
+        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"], mentions=values["mentions"])
 
     def _on_queue_delete(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.QUEUE_DELETE, turn=values["turn"])
@@ -385,6 +399,8 @@ HANDLERS: dict[str, Handler] = {
     "ping": SessionConsumer._on_ping,
     "prompt": SessionConsumer._on_prompt,
     "steer": SessionConsumer._on_steer,
+    "context.preview": SessionConsumer._on_context_preview,
+    "symbols": SessionConsumer._on_symbols,
     "stop": SessionConsumer._on_stop,
     "queue.edit": SessionConsumer._on_queue_edit,
     "queue.delete": SessionConsumer._on_queue_delete,

@@ -24,7 +24,10 @@ export const EVENT = Object.freeze({
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
   WORKSPACE_SETTINGS: "workspace.settings",
+  CONTEXT: "context",
+  SYMBOLS: "symbols",
   TURN_STARTED: "turn.started",
+  TURN_CONTEXT: "turn.context",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
   TURN_PROSE: "turn.prose",
@@ -55,12 +58,16 @@ export const EPHEMERAL_EVENTS = new Set([
   "queue",
   "checkpoint.created",
   "workspace.settings",
+  "context",
+  "symbols",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).
 export const MESSAGE = Object.freeze({
   PROMPT: "prompt",
   STEER: "steer",
+  CONTEXT_PREVIEW: "context.preview",
+  SYMBOLS: "symbols",
   STOP: "stop",
   QUEUE_EDIT: "queue.edit",
   QUEUE_DELETE: "queue.delete",

@@ -234,6 +234,8 @@ def test_every_http_endpoint_answers_each_person_as_the_table_says(person: str, 
 SOCKET: dict[str, str] = {
     "prompt": "refused refused yes no yes yes refused",
     "steer": "refused refused yes no yes yes refused",
+    "context.preview": "refused refused yes no yes yes refused",
+    "symbols": "refused refused yes no yes yes refused",
     "stop": "refused refused yes no yes yes refused",
     "queue.edit": "refused refused yes no yes yes refused",
     "queue.delete": "refused refused yes no yes yes refused",
@@ -274,12 +276,16 @@ async def answers_to(comm: WebsocketCommunicator, frame: dict[str, Any], tag: in
 
 @pytest.mark.django_db(transaction=True)
 async def test_every_socket_message_answers_each_person_as_the_table_says(
-    django_user_model: Any, rooms: None
+    django_user_model: Any, rooms: None, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each type is probed as ``{"type": T}``: the role is checked before any field, so a
     refusal is ``forbidden`` and anything else (``missing_field``, a pong, silence) means the
     role may send it, and nothing runs on the way."""
     from spark_ide.asgi import application
+    from spark_ide.pairing.consumer import SessionConsumer
+
+    # Two frames a type (the probe, a ping) go past a socket's burst: the rate is not tested here.
+    monkeypatch.setattr(SessionConsumer, "text_rate", (1000.0, 1000.0))
 
     world = await database_sync_to_async(build_world)(django_user_model)
     assert set(SOCKET) == set(MESSAGES), f"message types without a rule in SOCKET: {set(MESSAGES) - set(SOCKET)}"

@@ -95,6 +95,7 @@ class PilotRig:
     announced: Seen  # ephemeral events for everyone (the policy, a storage error, the runs)
     runs: RoomRuns | None = None  # the room's code runs, given a runner
     replies: list[ErrorEvent] = field(default_factory=list)  # told to the connection that asked
+    answers: list[Event] = field(default_factory=list)  # other answers to it (a context preview, symbols)
 
     def texts(self) -> dict[str, str]:
         return document_texts(self.doc)
@@ -102,9 +103,12 @@ class PilotRig:
     def command(self, kind: CommandKind, **fields: Any) -> Command:
         fields.setdefault("author", "ada")
         fields.setdefault("user_id", 7)
-        command = Command(kind=kind, session="s1", reply=self.replies.append, **fields)
+        command = Command(kind=kind, session="s1", reply=self._told, **fields)
         self.pilot.submit(command)
         return command
+
+    def _told(self, event: Event) -> None:
+        (self.replies if isinstance(event, ErrorEvent) else self.answers).append(event)  # type: ignore[arg-type]
 
     def prompt(self, text: str, **fields: Any) -> str:
         """Ask for a turn; its id (given when the prompt is submitted)."""

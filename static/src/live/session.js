@@ -23,6 +23,8 @@ import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { QueueList } from "./queue_list.js";
 import { SETTINGS_CHANGED } from "./settings_changed.js";
+import { PromptContext } from "./session_context.js";
+import { mentionsIn } from "./mentions.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -109,6 +111,9 @@ class LiveSession {
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
       : null;
+    this.context = this.prompt
+      ? new PromptContext(this.prompt, root, { send, files: () => this.doc.getMap("files"), tabs: this.tabs })
+      : null;
   }
 
   // What is drawn once a frame. Order matters. The panels first: the transcript reads the
@@ -131,6 +136,7 @@ class LiveSession {
     this.filesObserver = (event, transaction) => {
       // A file the model (or someone) created or removed: the server-rendered tree follows.
       if (this.provider.synced && transaction.origin === this.provider) this.tree.refresh();
+      if (this.context) this.context.changed();
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
@@ -172,6 +178,7 @@ class LiveSession {
   }
 
   handle(event) {
+    if (this.context && this.context.handle(event)) return undefined; // the prompt's context strip, its @ list
     switch (event.type) {
       case EVENT.HELLO: return this.hello(event);
       case EVENT.TURN_STARTED: return this.turnStarted(event);
@@ -183,6 +190,7 @@ class LiveSession {
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
       case EVENT.EDIT_REVIEWED: return this.hunks.reviewed(event);
+      case EVENT.TURN_CONTEXT: return this.transcript.context(event);
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
@@ -327,6 +335,7 @@ class LiveSession {
     this.regions.finishTurn(event.turn);
     this.transcript.finished(event);
     this.status.finished(event);
+    if (this.context) this.context.changed();
     this.loop.request();
     document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
   }
@@ -394,11 +403,17 @@ class LiveSession {
       const path = range ? range.path : this.tabs.active;
       if (path) message.path = path;
     }
-    if (range) message.range = range;
+    if (range) {
+      message.range = range;
+      message.mentions = mentionsIn(text); // the inline box's own @-words (the strip is the prompt box's)
+    } else if (this.context) {
+      this.context.carry(message);
+    }
     if (!this.connection.send(message)) {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
       return false;
     }
+    if (this.context && !range) this.context.sent();
     this.status.sent(message.type);
     return true;
   }
