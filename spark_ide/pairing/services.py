@@ -262,9 +262,12 @@ def turn_create(record: TurnRecord) -> None:
 
 
 def turn_finish(outcome: TurnOutcome) -> None:
+    usage = outcome.usage
     Turn.objects.filter(pk=outcome.turn).update(
         status=outcome.status, reason=outcome.reason, output=outcome.output, ledger=outcome.ledger,
         diff=outcome.diff, metrics=dict(outcome.metrics), error=outcome.error, finished_at=timezone.now(),
+        input_tokens=usage.input_tokens, cached_input_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens, usage_estimated=usage.estimated, cost_usd=usage.cost_usd,
     )
 
 
