@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from django import template
 
+from spark_ide.live.usage import decimal_text
 from spark_ide.live.usage import usd as usd_text
 
 register = template.Library()
@@ -21,3 +22,9 @@ def usd(value: Decimal | None) -> str:
 def tokens(value: int | None) -> str:
     """``12,345``."""
     return f"{value or 0:,}"
+
+
+@register.filter
+def amount(value: Decimal | None) -> str:
+    """A sum of money as a form's field holds it: ``1.25``; "" for none."""
+    return "" if value is None else decimal_text(value)
