@@ -42,6 +42,12 @@ def _usage(row: dict[str, Any]) -> TurnUsage:
     )
 
 
+def turn_usage(turn: Turn) -> TurnUsage:
+    """One turn's usage, from its record."""
+    return TurnUsage(turn.input_tokens, turn.cached_input_tokens, turn.output_tokens, turn.usage_estimated,
+                     turn.cost_usd)
+
+
 def usage_of(turns: QuerySet[Turn]) -> TurnUsage:
     """The sum of ``turns``' usage."""
     return _usage(turns.aggregate(**_SUMS))

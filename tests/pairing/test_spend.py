@@ -96,6 +96,9 @@ async def test_the_providers_usage_lands_in_the_event_the_record_the_page_and_th
     await browser.aforce_login(live.owner)
     page = (await browser.get(f"/sessions/{live.session_id}/")).content.decode()
     assert "session 2,500 tok · $0.0034</span>" in page
+    await recorded(second["turn"])
+    listed = (await browser.get(f"/api/sessions/{live.session_id}/turns")).json()
+    assert [turn["usage"] for turn in listed] == [finished["usage"], second["usage"]]
 
 
 async def test_a_response_without_usage_is_estimated_and_marked(
