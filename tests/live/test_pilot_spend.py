@@ -12,6 +12,9 @@ from spark_ide.live.policy import AiPolicy
 from spark_ide.live.usage import TurnUsage, request_tokens
 from spark_ide.upstream import Usage
 from spark_ide.upstream.catalogue import ModelEntry, Prices
+from tests.live.test_pilot_rounds import FILES as ROUND_FILES
+from tests.live.test_pilot_rounds import FIX_SUB, TOOLS, patch_call
+from tests.support.fake_model import play_tool_call
 from tests.support.memory_store import MemoryRoomStore
 from tests.support.pilot_rig import pilot_rig
 from tests.support.waits import eventually
@@ -55,6 +58,33 @@ async def test_the_providers_usage_is_the_turns_and_its_cost_is_by_the_prices() 
         assert done.session_usage is not None
         assert (done.session_usage["input_tokens"], done.session_usage["output_tokens"]) == (3_000, 60)
         assert done.session_usage["cost_usd"] == str(expected + cost(2_000, 0, 10))
+
+
+async def test_a_turn_of_several_rounds_adds_them_up_and_estimates_one_the_provider_did_not_count() -> None:
+    async with pilot_rig(ROUND_FILES, style=TOOLS, model_entry=ENTRY) as rig:
+        turn = rig.prompt("make sub subtract")
+        first = await rig.model.next_stream()
+        play_tool_call(first, patch_call("call_1", FIX_SUB), [FIX_SUB])
+        first.complete(Usage(input_tokens=500, output_tokens=40, cached_input_tokens=100))
+        second = await rig.model.next_stream()
+        second.delta("Done.")
+        second.complete(Usage(input_tokens=700, output_tokens=2, cached_input_tokens=500))
+        finished = await rig.finished(turn)
+        assert finished.usage == TurnUsage(1_200, 600, 42, False, cost(500, 100, 40) + cost(700, 500, 2)).payload()
+        # Stopped in its second round: that round has no count from the provider, and is estimated.
+        turn = rig.prompt("again")
+        first = await rig.model.next_stream()
+        play_tool_call(first, patch_call("call_2", FIX_SUB), [FIX_SUB])
+        first.complete(Usage(input_tokens=500, output_tokens=40))
+        second = await rig.model.next_stream()
+        second.delta("Half an answ")
+        await rig.delta_seen(turn, "Half an answ")
+        rig.stop()
+        usage = TurnUsage.from_payload((await rig.finished(turn)).usage)
+        (_, _, _, request) = rig.model.requests
+        assert usage.estimated
+        assert usage.input_tokens == 500 + request_tokens(request)
+        assert usage.output_tokens == 40 + 3  # 12 characters: 3 tokens
 
 
 async def test_a_turn_without_the_providers_usage_is_estimated() -> None:
