@@ -43,6 +43,7 @@ __all__ = [
     "GuardDiagnostics",
     "GuardFinding",
     "Hello",
+    "LineSpan",
     "Participant",
     "Policy",
     "Pong",
@@ -130,6 +131,11 @@ class FinishReason(StrEnum):
     ROUND_LIMIT = "round_limit"
     TESTS_PASSED = "tests_passed"
     TESTS_FAILED = "tests_failed"
+    # Keys (docs/models.md, "Keys"): the provider refused the key the room used (401/403; the
+    # error names it: the owner's stored key by its last 4, or the server's); the room's owner
+    # uses only their own keys and has none for the provider, so no request was sent.
+    PROVIDER_KEY_REJECTED = "provider_key_rejected"
+    PROVIDER_KEY_MISSING = "provider_key_missing"
 
 
 class ErrorCode(StrEnum):
@@ -348,6 +354,21 @@ class CheckpointCreated(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkspaceSettings(Event):
+    """``by`` changed the workspace's settings (the workspace API's PATCH): ``changed`` holds
+    each field that changed with its new value as the API answers it (``auto_test``: true,
+    false or null for the server's default). For every page of the room, on any process."""
+
+    type: ClassVar[str] = "workspace.settings"
+    ephemeral: ClassVar[bool] = True
+    changed: Mapping[str, Any]
+    by: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "changed": dict(self.changed), "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
     ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
@@ -454,14 +475,30 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LineSpan:
+    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
+
+    path: str
+    from_line: int
+    to_line: int
+
+    def label(self) -> str:
+        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
+        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
+        return f"{self.path}:{lines}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One prompt waiting in the room's queue: the turn id it will start with, its text, who
-    queued it, its place (1 runs next)."""
+    queued it, its place (1 runs next); ``range``: the lines it is about as it was sent (a
+    cursor's line is widened when it starts), or None."""
 
     turn: str
     prompt: str
     author: str
     position: int
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,11 +532,16 @@ class TurnEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted(TurnEvent):
+    """``range``: the lines the prompt is about (a prompt on a selection, Ctrl+K), as the
+    server settled them (clamped to the file, or the block around the cursor); None: the
+    whole workspace."""
+
     type: ClassVar[str] = "turn.started"
     prompt: str
     steered_from: str | None
     effort: Effort
     author: str
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,6 +619,22 @@ class TurnRound(TurnEvent):
     calls: int
     failed: int
     verdict: str = ""  # a test round's (the IDE ran the tests, they failed): "3 passed, 1 failed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRan(TurnEvent):
+    """A run of the model for ``turn`` ended (its run tool, or the IDE's test round): the line
+    of its turn's transcript ("ran `pytest -q`: failed (exit 1)"). Kept in the event log, so a
+    late page and the replay show it too; ``message`` only for a run that never started
+    (``error``). The run itself is the run panel's (``run.*``, not kept)."""
+
+    type: ClassVar[str] = "turn.ran"
+    run: str
+    command: str
+    status: str
+    exit_code: int | None
+    error: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -668,9 +726,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
-    TurnRestored, EditReviewed, GuardFinding,
+    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
+    TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 
@@ -684,4 +742,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
     if cls is TurnFinished:
         fields["status"] = TurnStatus(fields["status"])
         fields["reason"] = FinishReason(fields["reason"])
+    if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
+        fields["range"] = LineSpan(**fields["range"])
     return cls(**fields)

@@ -43,7 +43,7 @@ from .events import (
     TurnStatus,
     TurnSteered,
 )
-from .model_link import ModelLink, stop_answer
+from .model_link import ModelLink, connect_failure, stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
@@ -107,6 +107,7 @@ class Pilot:
         instructions = instructions_for(self.style)
         self._link = ModelLink(
             lambda: settings.connect_model(instructions), meter=settings.meter, entry=settings.model_entry,
+            stamp=settings.model_stamp,
         )
         self._records = Records(settings.persist_retries)
         self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
@@ -265,8 +266,9 @@ class Pilot:
         return self.settings.auto_test if choice is None else choice
 
     async def _start(self, command: Command) -> None:
-        policy, spent, _, auto_test = await asyncio.gather(
+        policy, spent, _, auto_test, _ = await asyncio.gather(
             self._policy.read(), self._spend.read(command), self._watchdog.read_rules(), self._auto_test(),
+            self._link.refresh(),
         )
         if self._policy.refused(command, policy) or self._spend.refused(command, spent):
             await self._next()
@@ -315,7 +317,8 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
-        self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, error=f"the model is unavailable: {exc}")
+        reason, error = connect_failure(exc)
+        self._finish(run, TurnStatus.FAILED, reason, error=error)
         self._link.drop()
 
     # -- the answer --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from .events import RunError, RunFinished, RunOutput, TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
+from .reopen import StoredPast
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .spend import Spent
 from .usage import TurnUsage
@@ -189,6 +190,10 @@ class RoomStore(Protocol):
     async def turn_restored(self, turn: str) -> None:
         """A revert of ``turn`` undone: it is no longer reverted."""
 
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        """The turn records a reopened room's conversation is rebuilt from (``live.reopen``):
+        the newest ``turns`` ended turns that are not steered, with their chains."""
+
     async def run_started(self, record: RunRecord) -> None: ...
 
     async def checkpoint_save(self, checkpoint: Checkpoint, *, keep: int) -> Saved:
@@ -259,6 +264,9 @@ class LiveSettings:
     run_output_to_model: int = RUN_OUTPUT_TO_MODEL
     model_run_wait_s: float = 30.0
     checkpoints_keep: int = KEEP  # SPARK_CHECKPOINTS_KEEP: checkpoints kept per workspace (live.checkpoints)
+    # A stamp of what the room's model connection is opened with (the owner's stored keys),
+    # read before each turn: when it changed, the turn opens a new connection (``ModelLink``).
+    model_stamp: Callable[[], Awaitable[str]] | None = None
     # SPARK_DAILY_BUDGET_USD: what the turns a person asks for may cost a day (live.spend; None: no limit).
     daily_budget_usd: Decimal | None = None
     # The catalogue's entry of the model the rooms' links reach (its prices count the turns'

@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import uuid
@@ -20,11 +21,12 @@ from django.db.models import Q
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.bus import send
-from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
+from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin, RoomSettings
 from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
+from spark_ide.live.reopen import StoredPast
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.spend import Spent
@@ -45,11 +47,12 @@ from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
-from . import checkpoints, ports, services, usage
+from . import checkpoints, past, ports, services, usage
 from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
+from .owner_keys import owner_keys_stamp, with_owner_key
 from .runs import CeleryRunner
 
 T = TypeVar("T")
@@ -245,6 +248,10 @@ class DatabaseRoomStore:
         found: Checkpoint | None = await database_sync_to_async(checkpoints.checkpoint_load)(self.workspace, checkpoint)
         return found
 
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        found: StoredPast = await database_sync_to_async(past.stored_past)(self.workspace, turns=turns)
+        return found
+
     async def run_started(self, record: RunRecord) -> None:
         await self._write(lambda: services.run_create(record))
 
@@ -281,9 +288,17 @@ def _stored(row: RoomEvent) -> StoredEvent:
     return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data), at=row.at, until=until)
 
 
-async def connect_model(instructions: str) -> ModelClient:
-    """A warm client for the configured provider (read now: tests and operators change it)."""
-    return await open_client(ProviderConfig.from_env(os.environ), warmup_instructions=instructions)
+async def connect_model(instructions: str, workspace: str | None = None) -> ModelClient:
+    """A warm client for the configured provider (read now: tests and operators change it),
+    with the key of ``workspace``'s owner when they stored one for it (``owner_keys``)."""
+    config = ProviderConfig.from_env(os.environ)
+    if workspace is not None:
+        config = await with_owner_key(config, workspace)
+    return await open_client(config, warmup_instructions=instructions)
+
+
+async def _connect_room_model(workspace: str, instructions: str) -> ModelClient:
+    return await connect_model(instructions, workspace)  # the module's, looked up now (tests replace it)
 
 
 def prompt_style() -> PromptStyle:
@@ -328,7 +343,12 @@ def live_settings() -> LiveSettings:
 
 def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
     store = DatabaseRoomStore(uuid.UUID(workspace))
-    room = Room(workspace, store=store, settings=live_settings(), transport=transport, on_closed=on_closed)
+    # The room's model connection uses its owner's keys, and is opened again when they change.
+    room_settings = dataclasses.replace(
+        live_settings(), connect_model=functools.partial(_connect_room_model, workspace),
+        model_stamp=functools.partial(owner_keys_stamp, workspace),
+    )
+    room = Room(workspace, store=store, settings=room_settings, transport=transport, on_closed=on_closed)
     store.room = room
     return room
 
@@ -351,6 +371,12 @@ def rejoin_everywhere(workspace_id: uuid.UUID) -> None:
     """Have every live connection of the workspace reconnect (their roles changed), on
     whichever process serves them. From a request thread."""
     _tell_owner(workspace_id, lambda place: place.rejoin(), RoomRejoin())
+
+
+def settings_changed_everywhere(workspace_id: uuid.UUID, changed: Mapping[str, object], *, by: str) -> None:
+    """Tell every page of the workspace that ``by`` changed its settings (``workspace.settings``),
+    on whichever process serves it. From a request thread."""
+    _tell_owner(workspace_id, lambda place: place.settings_changed(changed, by), RoomSettings(dict(changed), by))
 
 
 def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: Message) -> None:

@@ -23,6 +23,7 @@ export const EVENT = Object.freeze({
   QUEUE: "queue",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
+  WORKSPACE_SETTINGS: "workspace.settings",
   TURN_STARTED: "turn.started",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
@@ -30,6 +31,7 @@ export const EVENT = Object.freeze({
   EDIT_STATUS: "edit.status",
   TURN_STEERED: "turn.steered",
   TURN_ROUND: "turn.round",
+  TURN_RAN: "turn.ran",
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
@@ -52,6 +54,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "presence",
   "queue",
   "checkpoint.created",
+  "workspace.settings",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).
@@ -144,6 +147,8 @@ export const FINISH_REASON = Object.freeze({
   ROUND_LIMIT: "round_limit",
   TESTS_PASSED: "tests_passed",
   TESTS_FAILED: "tests_failed",
+  PROVIDER_KEY_REJECTED: "provider_key_rejected",
+  PROVIDER_KEY_MISSING: "provider_key_missing",
 });
 
 // The `code` of an `error` event (events.ErrorCode).
