@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
@@ -150,10 +151,11 @@ def course_by_code(raw: str) -> Course:
 
 def policy_set(
     *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
-    ai_runs: str | None = None,
+    ai_runs: str | None = None, budget_usd: str | None = None,
 ) -> None:
-    """The course's AI rules (what the model may run, and the security watchdog's mode, when
-    given: None keeps them); a bad value is refused whole."""
+    """The course's AI rules (what the model may run, the security watchdog's mode and the
+    money budget per student, when given: None keeps them; an empty budget is none); a bad
+    value is refused whole."""
     if not AiMode.known(ai_mode):
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
@@ -173,12 +175,33 @@ def policy_set(
     if ai_runs is not None and not AiRuns.known(ai_runs):
         choices = ", ".join(f"{runs.value} ({runs.word})" for runs in AiRuns)
         raise ClassroomError("bad_ai_runs", f"What the AI may run is one of {choices}.")
-    course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
+    budget = course.budget_usd if budget_usd is None else _budget(budget_usd)
+    course.ai_mode, course.max_effort, course.token_quota, course.budget_usd = ai_mode, max_effort, quota, budget
     if guard_mode is not None:
         course.guard_mode = guard_mode
     if ai_runs is not None:
         course.ai_runs = ai_runs
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs"])
+    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "budget_usd"])
+
+
+MAX_BUDGET_USD = Decimal(1_000_000)
+
+
+def _budget(text: str) -> Decimal | None:
+    """A course's money budget per student as typed (``2.50``, ``$2.50``); empty: none."""
+    text = text.strip().removeprefix("$").strip()
+    if not text:
+        return None
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or amount < 0 or amount > MAX_BUDGET_USD:
+        raise ClassroomError("bad_budget", "The budget is an amount of US dollars from 0 to 1,000,000 (e.g. 2.50), "
+                             "or empty for none.")
+    if amount != amount.quantize(Decimal("0.0001")):
+        raise ClassroomError("bad_budget", "The budget has at most 4 decimal places (e.g. 0.0125).")
+    return amount
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:

@@ -115,6 +115,9 @@ class FinishReason(StrEnum):
     # an explain-only turn wrote edit blocks, shown as text and not applied.
     QUOTA = "quota"
     EXPLAIN_ONLY = "explain_only"
+    # Spend (docs/models.md, "Spend"): the turn passed the person's daily budget or the
+    # course's money budget while it streamed and was stopped.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # Upstream faults (docs/upstream.md): the connection to the model dropped mid-answer, or the
     # provider closed it at its lifetime limit (60 minutes on OpenAI) mid-answer; nothing came
     # within SPARK_UPSTREAM_FIRST_BYTE_S of the request, or within SPARK_UPSTREAM_STALL_S of
@@ -173,6 +176,8 @@ class ErrorCode(StrEnum):
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
+    # Spend: the person's daily budget, or the course's money budget, is spent: no turn starts.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # ``checkpoint.restore``: no checkpoint of this workspace has that id; a turn is running.
     NO_SUCH_CHECKPOINT = "no_such_checkpoint"
     CHECKPOINT_BUSY = "checkpoint_busy"
@@ -685,6 +690,10 @@ class TurnFinished(TurnEvent):
     metrics: Mapping[str, float | int | str | None]
     error: str = ""
     by: str = ""  # who stopped, steered or reverted it (their username); "" when nobody did
+    # Its tokens and cost (``live.usage.TurnUsage.payload``), and its session's so far with it
+    # (None: not counted, as for a turn an earlier owner of the room lost).
+    usage: Mapping[str, int | bool | str | None] | None = None
+    session_usage: Mapping[str, int | bool | str | None] | None = None
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -695,6 +704,10 @@ class TurnFinished(TurnEvent):
             out["error"] = self.error
         if self.by:
             out["by"] = self.by
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.session_usage is not None:
+            out["session_usage"] = dict(self.session_usage)
         return out
 
 

@@ -52,6 +52,7 @@ from .prompting import instructions_for
 from .records import Records
 from .reverts import TurnReverts
 from .reviews import HunkReviews
+from .spend import Budgets, SpendBook
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
@@ -105,20 +106,26 @@ class Pilot:
         )
         instructions = instructions_for(self.style)
         self._link = ModelLink(
-            lambda: settings.connect_model(instructions), meter=settings.meter, stamp=settings.model_stamp,
+            lambda: settings.connect_model(instructions), meter=settings.meter, entry=settings.model_entry,
+            stamp=settings.model_stamp,
         )
         self._records = Records(settings.persist_retries)
         self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
         self._reviews = HunkReviews(editor=self._reverts.kept, publish=publish)
         self._task: asyncio.Task[None] | None = None
         self._policy = PolicyGate(source=store, announce=announce)
+        self._spend = SpendBook(source=store, daily_budget=settings.daily_budget_usd)
         self._turns = TurnBook(
-            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, meter=settings.meter,
+            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, spend=self._spend,
+            prices=self._link.prices, meter=settings.meter,
         )
         self._watchdog = WatchGate(
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
-        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog, link=self._link)
+        self._answers = AnswerReader(
+            publish=publish, policy=self._policy, watchdog=self._watchdog, link=self._link,
+            budgets=Budgets(self._policy, self._spend, self._turns.usage),
+        )
         self.checkpoints = Checkpoints(
             store=store, records=self._records, document=document, texts=texts,
             conversation=lambda: self._maker.conversation, set_conversation=self._maker.go_back, announce=announce,
@@ -195,6 +202,7 @@ class Pilot:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
         self._policy.close()
+        self._spend.close()
         self._watchdog.close()
         await self._link.close()
         await self._records.close()
@@ -259,6 +267,7 @@ class Pilot:
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
+        self._spend.started(run.command)
         self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
         self._turns.started(run, policy)
 
@@ -273,10 +282,11 @@ class Pilot:
         return self.settings.auto_test if choice is None else choice
 
     async def _start(self, command: Command) -> None:
-        policy, _, auto_test, _ = await asyncio.gather(
-            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._link.refresh(),
+        policy, spent, _, auto_test, _ = await asyncio.gather(
+            self._policy.read(), self._spend.read(command), self._watchdog.read_rules(), self._auto_test(),
+            self._link.refresh(),
         )
-        if self._policy.refused(command, policy):
+        if self._policy.refused(command, policy) or self._spend.refused(command, spent):
             await self._next()
             return
         run = self._maker.make(
@@ -397,7 +407,7 @@ class Pilot:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
             publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
-        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
+        metrics, usage = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None
         self._maker.ended(run, status)
@@ -405,7 +415,7 @@ class Pilot:
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
-        self._turns.record(run, status, reason, metrics, error)
+        self._turns.record(run, status, reason, metrics, usage, error)
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

@@ -1,8 +1,9 @@
 """What everyone is told of a turn's start and end, and what is kept of it.
 
 ``TurnBook`` publishes ``turn.started`` and ``turn.context`` (with a line in the transcript when the course caps the
-effort) and ``turn.finished`` with the turn's metrics (counted once, ``turns.turn_metrics``),
-tells the meter and the AI policy's quota how the turn ended, and writes the turn's records
+effort) and ``turn.finished`` with the turn's metrics (counted once, ``turns.turn_metrics``)
+and its tokens and cost (``usage.turn_usage``, with its session's so far), tells the meter,
+the AI policy's quota and the spend book how the turn ended, and writes the turn's records
 in order, off the critical path (``Records``).
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
+
+from spark_ide.upstream.catalogue import Prices
 
 from .events import (
     DEFAULT_EFFORT,
@@ -27,14 +30,16 @@ from .policy import AiPolicy
 from .policy_gate import PolicyGate, PolicySource
 from .records import Records
 from .reverts import RevertBook
+from .spend import SpendBook, SpendSource
 from .store import TurnOutcome, TurnRecord
 from .turns import CommandKind, TurnRun, meter_turn, turn_diff, turn_metrics
+from .usage import TurnUsage, turn_usage
 
 Metrics = Mapping[str, float | int | str | None]
 
 
-class TurnStore(PolicySource, RevertBook, Protocol):
-    """Where the Pilot records turns and reads the course's policy (``RoomStore``)."""
+class TurnStore(PolicySource, SpendSource, RevertBook, Protocol):
+    """Where the Pilot records turns and reads the course's policy and the spend (``RoomStore``)."""
 
     async def turn_started(self, record: TurnRecord) -> None: ...
 
@@ -53,6 +58,8 @@ class TurnBook:
         publish: Callable[[TurnEvent], None],
         texts: Callable[[], dict[str, str]],
         policy: PolicyGate,
+        spend: SpendBook,
+        prices: Callable[[], Prices | None],
         meter: Meter,
     ) -> None:
         self._store = store
@@ -60,6 +67,8 @@ class TurnBook:
         self._publish = publish
         self._texts = texts
         self._policy = policy
+        self._spend = spend
+        self._prices = prices  # the prices of the model the turns run on (None: unknown)
         self._meter = meter
 
     def started(self, run: TurnRun, policy: AiPolicy) -> None:
@@ -86,19 +95,31 @@ class TurnBook:
         )
         self._records.put("turn started", lambda: self._store.turn_started(record))
 
+    def usage(self, run: TurnRun) -> TurnUsage:
+        """What ``run`` has used so far (all of it, once it ended)."""
+        return turn_usage(run.streams, self._prices(), streamed=run.streamed_tokens)
+
     def finished(
         self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str, by: str, model: str | None,
-    ) -> Metrics:
+    ) -> tuple[Metrics, TurnUsage]:
         """Announce the end of ``run`` (``by``: the person who stopped, steered or reverted
-        it; ``model``: the model it ran on); its metrics, for ``record``."""
-        metrics = turn_metrics(run, time.monotonic(), model=model)
-        self._publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
-        self._policy.spend(run.id, metrics.get("tokens"))
-        meter_turn(self._meter, run, status.value, reason.value, metrics)
-        return metrics
+        it; ``model``: the model it ran on); its metrics and usage, for ``record``."""
+        usage = self.usage(run)
+        metrics = turn_metrics(run, time.monotonic(), usage, model=model)
+        session = self._spend.finished(run.id, usage)
+        self._publish(TurnFinished(
+            turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by, usage=usage.payload(),
+            session_usage=session.payload(),
+        ))
+        self._policy.spend(run.id, usage.output_tokens, usage.cost)
+        meter_turn(self._meter, run, status.value, reason.value, metrics, usage)
+        return metrics, usage
 
-    def record(self, run: TurnRun, status: TurnStatus, reason: FinishReason, metrics: Metrics, error: str) -> None:
-        """Write the record of ``run``'s end; its tokens count in the policy's next read once written."""
+    def record(
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, metrics: Metrics, usage: TurnUsage, error: str,
+    ) -> None:
+        """Write the record of ``run``'s end; its tokens and cost count in the policy's and the
+        spend's next reads once written."""
         now, ledger = self._texts(), run.editor.ledger.as_dicts()
 
         async def write() -> None:
@@ -106,7 +127,11 @@ class TurnBook:
             # (the texts are taken now: the next turn may change them before then).
             await self._store.turn_finished(TurnOutcome(
                 turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
-                diff=turn_diff(run, now), metrics=metrics, error=error,
+                diff=turn_diff(run, now), metrics=metrics, error=error, usage=usage,
             ))
 
-        self._records.put("turn finished", write, then=lambda: self._policy.recorded(run.id))
+        def written() -> None:
+            self._policy.recorded(run.id)
+            self._spend.recorded(run.id)
+
+        self._records.put("turn finished", write, then=written)

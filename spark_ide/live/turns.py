@@ -20,6 +20,7 @@ from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .rounds import ToolRounds
 from .turn_watch import TurnWatch
+from .usage import TurnUsage
 
 # Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
 # one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
@@ -108,7 +109,6 @@ class TurnRun:
     deltas: int = 0
     chars: int = 0  # of the answer so far
     repetition: RepetitionGuard = field(default_factory=RepetitionGuard)
-    output_tokens: int | None = None  # as the provider counted them, when it says
     steer_ms: float | None = None
     watch: TurnWatch | None = None  # the watchdog over its code (None: off, or nothing is applied)
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
@@ -158,8 +158,9 @@ class TurnRun:
     @property
     def streamed_tokens(self) -> int:
         """Output tokens so far, while the provider has not counted them: a delta may carry
-        several tokens, and a token is about four characters, so the larger estimate counts."""
-        return max(self.deltas, self.chars // 4)
+        several tokens, and a token is about ``CHARS_PER_TOKEN`` characters, so the larger
+        estimate counts."""
+        return max(self.deltas, self.chars // CHARS_PER_TOKEN)
 
     @property
     def streams(self) -> list[TurnStream]:
@@ -249,18 +250,19 @@ def publish_edits(publish: Callable[[TurnEvent], None], events: Iterable[EditEve
             publish(TurnProse(turn=event.turn, text=event.text))
 
 
-def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
+def turn_metrics(
+    run: TurnRun, ended: float, usage: TurnUsage, *, model: str | None = None,
+) -> dict[str, float | int | str | None]:
     """``turn.finished`` metrics, counted in one place.
 
-    ``tokens`` is the provider's count of output tokens when it gave one, else an estimate
-    (``TurnRun.streamed_tokens``: the deltas, or a quarter of the characters when that is
-    more); ``ttft_ms`` runs from the moment the prompt (or steer) reached the server to the
-    first text of the answer;
+    ``tokens`` is the turn's output tokens as ``usage`` counts them (``usage.turn_usage``:
+    the provider's count of each response, else an estimate); ``ttft_ms`` runs from the
+    moment the prompt (or steer) reached the server to the first text of the answer;
     ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at
     first = next((stream.first_token_at for stream in run.streams if stream.first_token_at is not None), None)
-    tokens = run.output_tokens if run.output_tokens is not None else run.streamed_tokens
+    tokens = usage.output_tokens
     generating = ended - first if first is not None else 0.0
     metrics: dict[str, float | int | str | None] = {
         "ttft_ms": None if first is None else round((first - received) * 1000, 2),
@@ -274,12 +276,16 @@ def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dic
     return metrics
 
 
-def meter_turn(meter: Meter, run: TurnRun, status: str, reason: str, metrics: Mapping[str, object]) -> None:
-    """Tell ``meter`` how ``run`` ended (``metrics`` as ``turn_metrics`` made them), and how
-    often its request had to be resent."""
+def meter_turn(
+    meter: Meter, run: TurnRun, status: str, reason: str, metrics: Mapping[str, object], usage: TurnUsage,
+) -> None:
+    """Tell ``meter`` how ``run`` ended (``metrics`` as ``turn_metrics`` made them, ``usage``
+    its tokens and cost), and how often its request had to be resent."""
     meter.turn_finished(
-        status, reason, model=str(metrics.get("model") or ""), tokens=int(_number(metrics.get("tokens")) or 0),
+        status, reason, model=str(metrics.get("model") or ""), tokens=usage.output_tokens,
         ttft_ms=_number(metrics.get("ttft_ms")), steer_ms=_number(metrics.get("steer_ms")),
+        input_tokens=usage.input_tokens, cached_input_tokens=usage.cached_input_tokens,
+        cost_usd=None if usage.cost_usd is None else float(usage.cost_usd),
     )
     for _ in range(sum(stream.resends for stream in run.streams)):
         meter.upstream_reconnected("resend")

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from pycrdt import Doc
@@ -33,6 +34,7 @@ from spark_ide.live.store import LiveSettings, NoRunner, Runner
 from spark_ide.live.turns import Command, CommandKind
 from spark_ide.live.watchdog import GuardSettings
 from spark_ide.upstream import Message, TurnRequest
+from spark_ide.upstream.catalogue import ModelEntry
 from tests.support.fake_model import FakeModel
 from tests.support.memory_store import MemoryRoomStore
 from tests.support.waits import eventually
@@ -164,9 +166,13 @@ async def pilot_rig(
     runner: Runner | None = None,
     auto_test: bool = False,
     run_wait_s: float = 30.0,
+    model_entry: ModelEntry | None = None,
+    daily_budget_usd: Decimal | None = None,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
-    given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds)."""
+    given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds);
+    ``model_entry``: the catalogue's entry of the model (its prices), ``daily_budget_usd``:
+    ``SPARK_DAILY_BUDGET_USD``."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -175,7 +181,7 @@ async def pilot_rig(
     settings = LiveSettings(
         connect_model=model.connect, prompt_style=style or PromptStyle(), persist_retries=(0.0,),
         guard=GuardSettings(full_scan=full_scan_in_thread), runner=runner or NoRunner(), auto_test=auto_test,
-        model_run_wait_s=run_wait_s,
+        model_run_wait_s=run_wait_s, model_entry=model_entry, daily_budget_usd=daily_budget_usd,
     )
     def texts() -> dict[str, str]:
         return document_texts(doc)

@@ -286,7 +286,7 @@ export class Transcript {
     this.repaint.add(view);
   }
 
-  finished({ turn, status, reason, metrics, error, by }) {
+  finished({ turn, status, reason, metrics, error, by, usage }) {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
@@ -306,8 +306,8 @@ export class Transcript {
     entry.article.classList.add(`status-${status}`);
     // Its start came before what the server keeps for a new page: it is no longer "in progress".
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
-    entry.outcome = { status, reason, metrics, error, by };
-    contextFinished(entry, metrics);
+    entry.outcome = { status, reason, metrics, error, by, usage };
+    contextFinished(entry, metrics, usage);
     entry.article.append(this.footer(entry));
     // A fence whose final status never came (its server went away mid-block) follows the
     // document updates that came with the turn's last events (applied later in this frame)

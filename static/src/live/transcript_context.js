@@ -35,12 +35,14 @@ function contextRows(context) {
   return rows;
 }
 
-function summaryWords(context, metrics) {
+function summaryWords(context, metrics, usage) {
   const files = (context.whole || []).length + (context.cut || []).length;
   let words = `Context: ${files} file${files === 1 ? "" : "s"} · ${tokenWords(context.tokens, context.budget)} (estimate)`;
   if (metrics) {
     const counted = [];
-    if (typeof metrics.input_tokens === "number") counted.push(`${metrics.input_tokens} in`);
+    // The provider's own count of the request (turn.finished's usage; an estimate is not one).
+    const input = usage && !usage.estimated ? usage.input_tokens : metrics.input_tokens;
+    if (typeof input === "number") counted.push(`${input} in`);
     if (typeof metrics.tokens === "number") counted.push(`${metrics.tokens} out`);
     if (counted.length) words += ` · model: ${counted.join(", ")}`;
   }
@@ -75,7 +77,7 @@ export function paintContext(entry, context) {
 }
 
 // The turn ended: the summary adds the model's own count.
-export function contextFinished(entry, metrics) {
+export function contextFinished(entry, metrics, usage) {
   if (!entry.contextBox || !entry.context) return;
-  entry.contextBox.querySelector("summary").textContent = summaryWords(entry.context, metrics || {});
+  entry.contextBox.querySelector("summary").textContent = summaryWords(entry.context, metrics || {}, usage);
 }
