@@ -34,7 +34,8 @@ def _tokens_of(metrics: Iterable[Any]) -> int:
 def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     """The AI rules for a workspace that is a student's copy in a course, else None (a
     template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
-    None), "tokens_used", "ai_runs"}``, tokens used being the sum of the copy's turns' ``metrics["tokens"]``."""
+    None), "tokens_used", "ai_runs", "ai_edit_steer"}``, tokens used being the sum of the copy's
+    turns' ``metrics["tokens"]``."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
@@ -49,6 +50,7 @@ def _rules_of(course: Course, tokens_used: int = 0) -> dict[str, Any]:
         "token_quota": course.token_quota,
         "tokens_used": tokens_used,
         "ai_runs": course.ai_runs,
+        "ai_edit_steer": course.ai_edit_steer,
     }
 
 

@@ -69,9 +69,10 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
+    on: bool | None = None
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
-    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
+    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation", "on")
 
     def fields(self) -> dict[str, str | bool]:
         return {name: value for name in (*self.FIELDS, *self.FLAGS) if (value := getattr(self, name)) is not None}

@@ -35,6 +35,7 @@ __all__ = [
     "DocumentReplaced",
     "EditReviewed",
     "EditStatus",
+    "EditSteerState",
     "Effort",
     "ErrorCode",
     "ErrorEvent",
@@ -52,6 +53,7 @@ __all__ = [
     "Resync",
     "Role",
     "TurnDelta",
+    "TurnEditSteered",
     "TurnEvent",
     "TurnFinished",
     "TurnProse",
@@ -304,6 +306,7 @@ class Policy(Event):
     token_quota: int | None
     tokens_left: int | None
     label: str
+    edit_steer: bool = True  # a student's edit of the lines the model writes steers it (live.edit_steer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +473,24 @@ class QueueState(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class EditSteerState(Event):
+    """A steering edit of ``turn`` (``live.edit_steer``): ``state`` ``pending`` (people are
+    editing lines the turn wrote or writes: ``path``, ``lines`` [first, last] 1-based as the
+    file is now, ``by`` their names; it is committed after ``idle_ms`` without a change
+    there), then ``committed``, ``cancelled`` (Esc: their edit stays an ordinary one) or
+    ``dropped`` (the turn ended first, or nothing was left changed)."""
+
+    type: ClassVar[str] = "edit_steer"
+    ephemeral: ClassVar[bool] = True
+    turn: str
+    state: str
+    path: str = ""
+    lines: tuple[int, int] | None = None
+    by: tuple[str, ...] = ()
+    idle_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -557,6 +578,23 @@ class TurnSteered(TurnEvent):
     type: ClassVar[str] = "turn.steered"
     steered_from: str
     steer_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEditSteered(TurnEvent):
+    """``by`` steered ``turn`` by editing lines it wrote or was writing (``live.edit_steer``):
+    ``path`` and ``lines`` [first, last] (1-based, their version), ``diff`` what the model had
+    written against what they made of it (a unified diff of the region), ``why`` how it was
+    committed (``idle``, ``key``: Ctrl+Enter, ``left``: the cursor left the region). Comes
+    just before the turn's ``turn.finished`` (``steered``); the steer's ``turn.started`` and
+    ``turn.steered`` follow as for any steer."""
+
+    type: ClassVar[str] = "turn.edit_steered"
+    path: str
+    lines: tuple[int, int]
+    by: str
+    diff: str
+    why: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -655,9 +693,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnFinished, TurnReverted,
-    TurnRestored, EditReviewed, GuardFinding,
+    GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered, TurnSteered, TurnRound,
+    TurnFinished, TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 
@@ -671,4 +709,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
     if cls is TurnFinished:
         fields["status"] = TurnStatus(fields["status"])
         fields["reason"] = FinishReason(fields["reason"])
+    elif cls is TurnEditSteered:
+        fields["lines"] = tuple(fields["lines"])
     return cls(**fields)

@@ -132,6 +132,11 @@ class Pilot:
     def running_turn(self) -> str | None:
         return self._run.id if self._run is not None else None
 
+    @property
+    def running(self) -> tuple[TurnRun, AiPolicy] | None:
+        """The running turn, and the course's policy as last read (``live.edit_steer``)."""
+        return None if self._run is None else (self._run, self._policy.policy)
+
     def submit(self, command: Command) -> None:
         if command.kind is CommandKind.PROMPT and not command.turn:
             command.turn = new_turn_id()
@@ -217,6 +222,9 @@ class Pilot:
             steer = self._queue.change(command)  # a queued prompt taken out to steer with now
             if steer is not None:
                 await (self._start(steer) if run is None else self._steer(run, steer))
+        elif kind is CommandKind.EDIT_STEER:  # (``live.edit_steer``) if the turn it edits still runs
+            if run is not None and command.note is not None and command.note.turn == run.id:
+                await self._steer(run, command)
         elif kind is CommandKind.STOP:
             if run is not None:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
@@ -284,7 +292,10 @@ class Pilot:
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
+        if command.note is not None:
+            self._publish(command.note)  # what a steer by editing changed (``turn.edit_steered``)
+        edited = command.kind is CommandKind.EDIT_STEER  # its block in flight keeps their text
+        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=edited)  # (a), (b), its end
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
@@ -357,10 +368,12 @@ class Pilot:
             await self._next()
 
     def _finish(
-        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = ""
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
+        keep: bool = False,
     ) -> None:
         """Announce the end of ``run``; after this nothing of it is sent but its rollback.
-        ``by``: the person who stopped, steered or reverted it."""
+        ``by``: the person who stopped, steered or reverted it; ``keep``: its block in flight
+        stays as the file has it (a steer by editing)."""
         if not run.live:
             return
         run.live = False
@@ -377,7 +390,7 @@ class Pilot:
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
-            publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
+            publish_edits(self._publish, run.editor.cancel(keep_in_flight=keep))  # in flight: goes (or kept)
         metrics = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None

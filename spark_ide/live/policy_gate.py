@@ -118,7 +118,7 @@ class PolicyGate:
         policy, spent = self.policy, self._spent
         return Policy(
             mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
-            tokens_left=policy.tokens_left(spent), label=policy.label(spent),
+            tokens_left=policy.tokens_left(spent), label=policy.label(spent), edit_steer=policy.edit_steer,
         )
 
     async def current(self) -> Policy | None:

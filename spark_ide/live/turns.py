@@ -51,6 +51,12 @@ class CommandKind(StrEnum):
     QUEUE_STEER = "queue.steer"
     QUEUE_MERGE = "queue.merge"
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
+    # Steering by editing (``live.edit_steer``): the page's three messages go to the room's
+    # ``EditSteering``; ``EDIT_STEER`` is its steer, for the Pilot (``turn``: the turn it edits).
+    EDIT_STEER_COMMIT = "edit_steer.commit"
+    EDIT_STEER_CANCEL = "edit_steer.cancel"
+    EDIT_STEER_SWITCH = "edit_steer.switch"
+    EDIT_STEER = "edit_steer"
 
 
 @dataclass
@@ -75,6 +81,8 @@ class Command:
     conversation: bool = False  # checkpoint.restore: the next request starts from there
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
+    on: bool = False  # edit_steer.switch: the person's edits steer
+    note: TurnEvent | None = None  # edit_steer: published as the steer begins (``turn.edit_steered``: its turn)
 
 
 @dataclass

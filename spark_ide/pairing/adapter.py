@@ -316,6 +316,7 @@ def live_settings() -> LiveSettings:
         auto_test=settings.SPARK_AUTO_TEST,
         run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
+        edit_steer_idle_ms=settings.SPARK_EDIT_STEER_IDLE_MS,
     )
 
 

@@ -21,6 +21,7 @@ export const EVENT = Object.freeze({
   GUARD_DIAGNOSTICS: "guard.diagnostics",
   PRESENCE: "presence",
   QUEUE: "queue",
+  EDIT_STEER: "edit_steer",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
   TURN_STARTED: "turn.started",
@@ -28,6 +29,7 @@ export const EVENT = Object.freeze({
   TURN_DELTA: "turn.delta",
   TURN_PROSE: "turn.prose",
   EDIT_STATUS: "edit.status",
+  TURN_EDIT_STEERED: "turn.edit_steered",
   TURN_STEERED: "turn.steered",
   TURN_ROUND: "turn.round",
   TURN_FINISHED: "turn.finished",
@@ -51,6 +53,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "guard.diagnostics",
   "presence",
   "queue",
+  "edit_steer",
   "checkpoint.created",
 ]);
 
@@ -59,6 +62,9 @@ export const MESSAGE = Object.freeze({
   PROMPT: "prompt",
   STEER: "steer",
   STOP: "stop",
+  EDIT_STEER_COMMIT: "edit_steer.commit",
+  EDIT_STEER_CANCEL: "edit_steer.cancel",
+  EDIT_STEER_SWITCH: "edit_steer.switch",
   QUEUE_EDIT: "queue.edit",
   QUEUE_DELETE: "queue.delete",
   QUEUE_MOVE: "queue.move",

@@ -59,6 +59,8 @@ MESSAGES: list[Message] = [
         CommandItem("c1", CommandKind.REVERT, turn="t1"),
         CommandItem("c1", CommandKind.CHECKPOINT_RESTORE, checkpoint="cp1", code=True, conversation=False),
         CommandItem("c1", CommandKind.CHECKPOINT_CREATE, text="before refactor"),
+        CommandItem("c1", CommandKind.EDIT_STEER_SWITCH, on=False),
+        CommandItem("c1", CommandKind.EDIT_STEER_COMMIT, text="key"),
         Resume("c1", 9), Run("c1", "a.py", False, True),
         RunInput("c1", "r1", "input\n"), RunStop("c1", "r1"),
     )),
