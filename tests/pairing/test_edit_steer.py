@@ -6,15 +6,17 @@ what picks the new answer: the new answer streaming proves the diff reached the 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from spark_ide.live.policy import AiPolicy
+from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import DatabaseRoomStore
-from tests.pairing.conftest import Live, LiveClient, connect, say
-from tests.support.recording_engine import recording_engine
+from tests.pairing.conftest import Live, LiveClient, connect, point_the_ide_at, say
+from tests.support.recording_engine import RecordingEngine, RecordingServer, recording_engine
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -42,10 +44,10 @@ async def start_slow_turn(client: LiveClient) -> str:
     return turn
 
 
-async def edit_written_line(client: LiveClient, line: str = WRITTEN, mine: str = MINE) -> None:
+async def edit_written_line(client: LiveClient, line: str = WRITTEN, mine: str = MINE, path: str = "app.py") -> None:
     """Add ``mine`` at the end of the written ``line``, as a keystroke's update."""
-    text = client.text("app.py") or ""
-    await client.type_text("app.py", text.index(line) + len(line) - 1, mine)
+    text = client.text(path) or ""
+    await client.type_text(path, text.index(line) + len(line) - 1, mine)
 
 
 async def test_an_edit_of_the_line_being_written_steers_the_turn(
@@ -174,4 +176,43 @@ async def test_the_switch_message_is_checked(live: Live, model_server: ModelServ
     await client.send({"type": "edit_steer.commit", "why": "later"})
     error = await client.until(lambda e: e["type"] == "error" and e is not error)
     assert error["code"] == "bad_field"
+    await client.close()
+
+
+V4A_SLOW = "@@\n-X = 1\n" + "".join(f"+Y{i} = {i}\n" for i in range(150))
+
+
+@pytest.fixture
+async def patch_server(monkeypatch: pytest.MonkeyPatch, settings: Any) -> AsyncIterator[RecordingServer]:
+    """Our model server playing an ``apply_patch`` call (the V4A dialect) whose one hunk streams
+    slowly; every request it got is in its log."""
+    settings.SPARK_EDIT_STYLE = "apply-patch"
+    settings.SPARK_EDIT_STEER_IDLE_MS = 40
+    call = {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_a",
+            "input": f"*** Begin Patch\n*** Update File: util.py\n{V4A_SLOW}*** End Patch\n"}
+    engine = RecordingEngine({"slow": [["Changing util.", call]]}, tokens_per_s=300.0, ttft_s=0.005)
+    async with RecordingServer(engine, ServerConfig(port=0)) as server:
+        point_the_ide_at(server, monkeypatch)
+        yield server
+
+
+async def test_with_a_tool_dialect_the_hunk_in_flight_keeps_the_edit_and_the_steer_goes_on(
+    live: Live, patch_server: RecordingServer, rooms: None,
+) -> None:
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": "[script:slow]", "path": "util.py"})
+    old = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until_true(lambda: "Y1 = 1\n" in (client.text("util.py") or ""))
+    await edit_written_line(client, "Y1 = 1\n", "  # [say]On from Y1.[/say]", "util.py")
+    steered = await client.until(lambda e: e["type"] == "turn.edit_steered")
+    assert steered["turn"] == old and "+Y1 = 1  # [say]On from Y1.[/say]" in steered["diff"]
+    new = (await client.until(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old))["turn"]
+    done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new)
+    assert done["status"] == "completed", done
+    text = client.text("util.py") or ""
+    assert text.startswith("Y0 = 0\nY1 = 1  # [say]On from Y1.[/say]\n"), text  # the hunk kept, cut short
+    assert "Y149" not in text
+    refused = [entry.error for entry in patch_server.request_log.entries if entry.error is not None]
+    assert refused == [], f"the model server refused a request (an unanswered call?): {refused}"
+    assert "".join(e["text"] for e in client.of("turn.delta", new)) == "On from Y1."
     await client.close()
