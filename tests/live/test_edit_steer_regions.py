@@ -79,3 +79,24 @@ def test_cut_short_keeps_the_block_in_flight_as_the_file_has_it() -> None:
     assert str(files["a.py"]) == "x = 10  # mine\nx = 1\n"  # theirs kept; the unfinished "x = 2" never written
     assert [e.state.value for e in events if hasattr(e, "state")] == ["applied"]
     assert editor.ledger.entries[0].outcome.value == "applied"
+
+
+def test_a_small_model_s_preview_cut_short_stays_with_the_person_s_text() -> None:
+    doc: Doc[Any] = Doc()
+    files = workspace_files(doc)
+    original = "def add(a, b):\n    return a + b\n"
+    with doc.transaction():
+        files["a.py"] = Text(original)
+    editor = TurnEditor(doc, "t1", fence_path="a.py")  # a small model: its fence is the open file
+    editor.feed("Here:\n```python\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a")
+    shown = str(files["a.py"])
+    assert shown.startswith(original) and "def sub(a, b):\n    return a - b\n" in shown  # the preview streams
+    at = shown.index("a - b") + len("a - b")
+    with doc.transaction():
+        files["a.py"].insert(at, "  # theirs")
+    ((_, start, end, flight),) = editor.written_regions()
+    assert flight and start <= at < end
+    events = editor.cancel(keep_in_flight=True)
+    text = str(files["a.py"])
+    assert text.startswith(original) and "    return a - b  # theirs\n" in text and "def mul" not in text
+    assert [e.state.value for e in events if hasattr(e, "state")] == ["applied"]

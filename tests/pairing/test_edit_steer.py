@@ -216,3 +216,32 @@ async def test_with_a_tool_dialect_the_hunk_in_flight_keeps_the_edit_and_the_ste
     assert refused == [], f"the model server refused a request (an unanswered call?): {refused}"
     assert "".join(e["text"] for e in client.of("turn.delta", new)) == "On from Y1."
     await client.close()
+
+
+# A new function: the preview shows it as it streams (one replacing a definition is held back).
+FENCE = "Here it is.\n```python\ndef mul(a, b):\n    result = a * b\n" + FILLER + "    return result\n```\n"
+WRITTEN_MUL = "    result = a * b\n"
+
+
+async def test_the_small_model_keeps_the_edit_and_gets_its_plain_request_again(
+    live: Live, model_server: ModelServer, rooms: None, quick: None, settings: Any,
+) -> None:
+    settings.SPARK_EDIT_STYLE = "whole-file"  # as for the bundled SmolLM2: a fence is the open file
+    engine = recording_engine(model_server)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": say(FENCE, rate=250), "path": "app.py"})
+    old = (await client.until(lambda e: e["type"] == "turn.started"))["turn"]
+    await client.until_true(lambda: WRITTEN_MUL in (client.text("app.py") or ""))  # the fence's preview
+    await edit_written_line(client, WRITTEN_MUL, "  # mine")
+    steered = await client.until(lambda e: e["type"] == "turn.edit_steered")
+    assert steered["turn"] == old and "+    result = a * b  # mine" in steered["diff"]
+    finished = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == old)
+    assert finished["status"] == "steered"
+    assert [e["state"] for e in client.of("edit.status", old)][-1] == "applied"  # the preview kept, theirs in it
+    assert "result = a * b  # mine\n" in (client.text("app.py") or "")
+    new = (await client.until(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old))["turn"]
+    await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new)
+    reprompt = engine.generations[1].prompt
+    assert "edited what you were writing" not in reprompt and "You were interrupted" not in reprompt
+    assert reprompt.rstrip().endswith(say(FENCE, rate=250).rstrip()) or say(FENCE, rate=250) in reprompt
+    await client.close()
