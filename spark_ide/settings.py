@@ -20,6 +20,13 @@ DATA_DIR = Path(envstr("SPARK_DATA_DIR", str(BASE_DIR / "var")))
 PRODUCTION = envstr("SPARK_ENV", "local") == "production"
 
 SECRET_KEY = secret_key(DATA_DIR, production=PRODUCTION)
+# People's stored provider keys (accounts.keyring) are encrypted with a key derived from this
+# secret, or from SECRET_KEY when it is unset; secrets used before, still accepted for reading
+# until ``manage.py spark_rotate_keys`` has re-encrypted every stored key (docs/security.md).
+SPARK_KEYS_SECRET = envstr("SPARK_KEYS_SECRET", "")
+SPARK_KEYS_OLD_SECRETS = envlist("SPARK_KEYS_OLD_SECRETS", [])
+if any(0 < len(secret) < 32 for secret in (SPARK_KEYS_SECRET, *SPARK_KEYS_OLD_SECRETS)):
+    raise ConfigError("SPARK_KEYS_SECRET and each of SPARK_KEYS_OLD_SECRETS must be at least 32 characters")
 DEBUG = envbool("SPARK_DEBUG", False)
 ALLOWED_HOSTS = envlist("SPARK_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("SPARK_CSRF_TRUSTED_ORIGINS", [])
@@ -199,7 +206,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = SPARK_MAX_FILE_BYTES + 64 * 1024
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Every record written is scrubbed of bearer credentials and of people's stored provider keys.
+    "filters": {"redact": {"()": "spark_ide.logsafe.RedactBearer"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": envstr("SPARK_LOG_LEVEL", "INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }

@@ -138,6 +138,8 @@ def test_test_rounds_and_the_models_share_of_run_output_are_read_at_startup(tmp_
     ({"SPARK_AUTO_TEST": "sometimes"}, "SPARK_AUTO_TEST must be one of on, off, got 'sometimes'"),
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "255"}, "SPARK_RUN_OUTPUT_TO_MODEL must be at least 256 bytes, got 255"),
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "8k"}, "SPARK_RUN_OUTPUT_TO_MODEL must be an integer, got '8k'"),
+    ({"SPARK_KEYS_OLD_SECRETS": "x" * 40 + ",short"},
+     "SPARK_KEYS_SECRET and each of SPARK_KEYS_OLD_SECRETS must be at least 32 characters"),
 ])
 def test_a_bad_value_stops_the_server_at_startup(tmp_path: Path, env: dict[str, str], said: str) -> None:
     done = settings_of(tmp_path, "SPARK_AUTO_TEST", **env)

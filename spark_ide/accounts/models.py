@@ -1,4 +1,5 @@
-"""API tokens, one-time login tokens and guests. Only SHA-256 digests of keys are stored."""
+"""API tokens, one-time login tokens, guests, and people's own provider keys. Only SHA-256
+digests of tokens are stored; a provider key only encrypted (``keyring``) and its last 4."""
 
 from __future__ import annotations
 
@@ -45,3 +46,35 @@ class Guest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (guest)"
+
+
+# The providers a person may store a key for (``local``, our model server, needs none).
+KEY_PROVIDERS = ("openai", "openai-compatible")
+
+
+class ProviderKey(models.Model):
+    """A person's own key for a provider (bring your own key): a room they own uses it for that
+    provider instead of the server's. Only the Fernet ciphertext (``keyring``) and the last 4
+    characters are stored; the key is never shown again, never sent to a browser."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_keys")
+    provider = models.CharField(max_length=32, choices=[(name, name) for name in KEY_PROVIDERS])
+    ciphertext = models.TextField()
+    last4 = models.CharField(max_length=4)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "provider"], name="one_key_per_provider")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} key …{self.last4} ({self.user_id})"
+
+
+class KeyPreference(models.Model):
+    """A person's choice for their rooms: ``own_keys_only``, never the server's key for a
+    provider that needs one (a turn without a key of theirs for it is refused)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="key_preference"
+    )
+    own_keys_only = models.BooleanField(default=False)

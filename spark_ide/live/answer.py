@@ -30,7 +30,7 @@ from spark_ide.upstream.events import TerminalEvent
 from spark_ide.upstream.stream import TurnStream
 
 from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
-from .model_link import ModelLink, stop_answer, upstream_failure
+from .model_link import ModelLink, connect_failure, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
 from .test_rounds import TestRounds
@@ -183,9 +183,8 @@ class AnswerReader:
         try:
             stream = await self._start_round(run)
         except (UpstreamError, OSError) as exc:
-            return Ending(
-                TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, f"the model is unavailable: {exc}", drop_link=True,
-            )
+            reason, error = connect_failure(exc)
+            return Ending(TurnStatus.FAILED, reason, error, drop_link=True)
         if not run.live:  # ended while the request went out: its answer is not wanted
             await stop_answer(stream)
             return None

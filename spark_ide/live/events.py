@@ -129,6 +129,11 @@ class FinishReason(StrEnum):
     ROUND_LIMIT = "round_limit"
     TESTS_PASSED = "tests_passed"
     TESTS_FAILED = "tests_failed"
+    # Keys (docs/models.md, "Keys"): the provider refused the key the room used (401/403; the
+    # error names it: the owner's stored key by its last 4, or the server's); the room's owner
+    # uses only their own keys and has none for the provider, so no request was sent.
+    PROVIDER_KEY_REJECTED = "provider_key_rejected"
+    PROVIDER_KEY_MISSING = "provider_key_missing"
 
 
 class ErrorCode(StrEnum):

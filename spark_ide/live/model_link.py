@@ -10,8 +10,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from spark_ide.upstream import ErrorEvent, Failed, ModelClient, TurnStream, UpstreamError
-from spark_ide.upstream.catalogue import ModelEntry
 from spark_ide.upstream import errors as upstream_errors
+from spark_ide.upstream.catalogue import ModelEntry
 
 from .events import FinishReason
 from .meter import NO_METER, Meter
@@ -21,10 +21,15 @@ log = logging.getLogger(__name__)
 
 class ModelLink:
     def __init__(
-        self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER, entry: ModelEntry | None = None,
+        self, connect: Callable[[], Awaitable[ModelClient]], *, meter: Meter = NO_METER,
+        entry: ModelEntry | None = None, stamp: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self._connect = connect
         self.entry = entry  # the catalogue's entry this link reaches (None: not from the catalogue)
+        # What the connection is opened with, as a stamp that changes when that does (the room
+        # owner's keys: ``LiveSettings.model_stamp``); None: nothing to watch.
+        self._stamp_of = stamp
+        self._stamp: str | None = None  # the stamp read before the current client was opened
         self._meter, self._opened = meter, False  # the meter counts every client after the first
         self._client: ModelClient | None = None
         self._connecting: asyncio.Task[ModelClient] | None = None
@@ -45,9 +50,31 @@ class ModelLink:
             self._connecting = asyncio.create_task(self._open())
         return await self._connecting
 
+    async def refresh(self) -> None:
+        """Before a turn: drop the client when what it was opened with changed since (the
+        owner added or deleted a key), so the turn opens a new one. A warm-up under way is let
+        finish first; a stamp that cannot be read changes nothing."""
+        stamp = await self._read_stamp()
+        if stamp is None:
+            return
+        if self._connecting is not None and not self._connecting.done():
+            await asyncio.wait({self._connecting})
+        if self._client is not None and self._stamp is not None and stamp != self._stamp:
+            self.drop()
+
+    async def _read_stamp(self) -> str | None:
+        if self._stamp_of is None:
+            return None
+        try:
+            return await self._stamp_of()
+        except Exception:
+            log.warning("could not read what the model connection is opened with", exc_info=True)
+            return None
+
     async def _open(self) -> ModelClient:
+        stamp = await self._read_stamp()
         client = await self._connect()
-        self._client = client
+        self._client, self._stamp = client, stamp
         if self._opened:
             self._meter.upstream_reconnected("client")
         self._opened = True
@@ -93,7 +120,18 @@ _UPSTREAM_FAILURES: dict[str, tuple[FinishReason, str]] = {
         FinishReason.MODEL_PROTOCOL_ERROR, "the model's connection sent something that is not a valid event",
     ),
     upstream_errors.PROVIDER_UNAVAILABLE: (FinishReason.MODEL_UNAVAILABLE, "the model is unavailable"),
+    upstream_errors.AUTHENTICATION_FAILED: (FinishReason.PROVIDER_KEY_REJECTED, "the provider refused the key"),
 }
+
+
+def connect_failure(exc: Exception) -> tuple[FinishReason, str]:
+    """The reason and message of a turn that could not reach the model: a refused key says
+    which (its label is in the message), a missing one what to do; else the model is unavailable."""
+    if isinstance(exc, UpstreamError) and exc.code == upstream_errors.AUTHENTICATION_FAILED:
+        return FinishReason.PROVIDER_KEY_REJECTED, f"the provider refused the key ({exc})"
+    if isinstance(exc, UpstreamError) and exc.code == upstream_errors.KEY_MISSING:
+        return FinishReason.PROVIDER_KEY_MISSING, f"no key for the model: {exc.message}"
+    return FinishReason.MODEL_UNAVAILABLE, f"the model is unavailable: {exc}"
 
 
 def upstream_failure(event: Failed | ErrorEvent) -> tuple[FinishReason, str]:

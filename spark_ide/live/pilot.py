@@ -43,7 +43,7 @@ from .events import (
     TurnStatus,
     TurnSteered,
 )
-from .model_link import ModelLink, stop_answer
+from .model_link import ModelLink, connect_failure, stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
@@ -104,7 +104,9 @@ class Pilot:
             run_budget=settings.run_output_to_model,
         )
         instructions = instructions_for(self.style)
-        self._link = ModelLink(lambda: settings.connect_model(instructions), meter=settings.meter)
+        self._link = ModelLink(
+            lambda: settings.connect_model(instructions), meter=settings.meter, stamp=settings.model_stamp,
+        )
         self._records = Records(settings.persist_retries)
         self._reverts = TurnReverts(book=store, records=self._records, publish=publish)
         self._reviews = HunkReviews(editor=self._reverts.kept, publish=publish)
@@ -263,8 +265,8 @@ class Pilot:
         return self.settings.auto_test if choice is None else choice
 
     async def _start(self, command: Command) -> None:
-        policy, _, auto_test = await asyncio.gather(
-            self._policy.read(), self._watchdog.read_rules(), self._auto_test(),
+        policy, _, auto_test, _ = await asyncio.gather(
+            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._link.refresh(),
         )
         if self._policy.refused(command, policy):
             await self._next()
@@ -316,7 +318,8 @@ class Pilot:
         run.task = asyncio.create_task(self._consume(run))
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
-        self._finish(run, TurnStatus.FAILED, FinishReason.MODEL_UNAVAILABLE, error=f"the model is unavailable: {exc}")
+        reason, error = connect_failure(exc)
+        self._finish(run, TurnStatus.FAILED, reason, error=error)
         self._link.drop()
 
     # -- the answer --------------------------------------------------------------------------

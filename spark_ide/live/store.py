@@ -250,6 +250,9 @@ class LiveSettings:
     run_output_to_model: int = RUN_OUTPUT_TO_MODEL
     model_run_wait_s: float = 30.0
     checkpoints_keep: int = KEEP  # SPARK_CHECKPOINTS_KEEP: checkpoints kept per workspace (live.checkpoints)
+    # A stamp of what the room's model connection is opened with (the owner's stored keys),
+    # read before each turn: when it changed, the turn opens a new connection (``ModelLink``).
+    model_stamp: Callable[[], Awaitable[str]] | None = None
     # SPARK_EDIT_STEER_IDLE_MS: a steering edit is committed this long after the last change
     # in its lines (live.edit_steer); 0 turns steering by editing off for the server.
     edit_steer_idle_ms: int = 600

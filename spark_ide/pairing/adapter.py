@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import uuid
@@ -49,6 +50,7 @@ from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
 from .models import RoomEvent, Turn
+from .owner_keys import owner_keys_stamp, with_owner_key
 from .runs import CeleryRunner
 
 T = TypeVar("T")
@@ -275,9 +277,17 @@ def _stored(row: RoomEvent) -> StoredEvent:
     return StoredEvent(seq=row.seq, first_seq=row.first_seq, event=turn_event_from(row.data), at=row.at, until=until)
 
 
-async def connect_model(instructions: str) -> ModelClient:
-    """A warm client for the configured provider (read now: tests and operators change it)."""
-    return await open_client(ProviderConfig.from_env(os.environ), warmup_instructions=instructions)
+async def connect_model(instructions: str, workspace: str | None = None) -> ModelClient:
+    """A warm client for the configured provider (read now: tests and operators change it),
+    with the key of ``workspace``'s owner when they stored one for it (``owner_keys``)."""
+    config = ProviderConfig.from_env(os.environ)
+    if workspace is not None:
+        config = await with_owner_key(config, workspace)
+    return await open_client(config, warmup_instructions=instructions)
+
+
+async def _connect_room_model(workspace: str, instructions: str) -> ModelClient:
+    return await connect_model(instructions, workspace)  # the module's, looked up now (tests replace it)
 
 
 def prompt_style() -> PromptStyle:
@@ -322,7 +332,12 @@ def live_settings() -> LiveSettings:
 
 def make_room(workspace: str, on_closed: Callable[[Room], None], transport: Transport | None) -> Room:
     store = DatabaseRoomStore(uuid.UUID(workspace))
-    room = Room(workspace, store=store, settings=live_settings(), transport=transport, on_closed=on_closed)
+    # The room's model connection uses its owner's keys, and is opened again when they change.
+    room_settings = dataclasses.replace(
+        live_settings(), connect_model=functools.partial(_connect_room_model, workspace),
+        model_stamp=functools.partial(owner_keys_stamp, workspace),
+    )
+    room = Room(workspace, store=store, settings=room_settings, transport=transport, on_closed=on_closed)
     store.room = room
     return room
 

@@ -103,9 +103,12 @@ class CeleryRunner:
                 continue
             if isinstance(event, RunFinished):
                 del relay.handlers[event.run]
-                with contextlib.suppress(Exception):
-                    await layer.group_discard(run_group(event.run), relay.channel)
             try:
                 handler(event)
             except Exception:
                 log.exception("run %s: its room could not take a message", event.run)
+            if isinstance(event, RunFinished):
+                # After the room has it: with Redis the discard is a round trip the run loop
+                # (a run's end -> the model's next request) need not wait for.
+                with contextlib.suppress(Exception):
+                    await layer.group_discard(run_group(event.run), relay.channel)

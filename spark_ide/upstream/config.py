@@ -27,6 +27,14 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 LOCAL_MODEL = "smollm2"
 BETA_HEADER = ("OpenAI-Beta", "responses_websockets=2026-02-06")
 
+
+def server_key_label(key_env: str = "OPENAI_API_KEY") -> str:
+    """How a refusal names the server's key (``ProviderConfig.key_label``): by its variable."""
+    return f"the server's key ({key_env})"
+
+
+SERVER_KEY_LABEL = server_key_label()
+
 # How long the IDE waits on the model before it gives up (SPARK_UPSTREAM_CONNECT_S,
 # SPARK_UPSTREAM_FIRST_BYTE_S, SPARK_UPSTREAM_STALL_S). The first byte is any frame, and
 # OpenAI sends `response.created` at once, so a minute of silence means a stuck request; a
@@ -44,6 +52,8 @@ class ProviderConfig:
     base_url: str = LOCAL_BASE_URL
     model: str = LOCAL_MODEL
     api_key: str | None = field(default=None, repr=False)
+    # Which key ``api_key`` is, for people (never the key): a refusal by the provider names it.
+    key_label: str = ""
     # Models (for the openai profile) known to accept `response.steer`.
     steer_models: frozenset[str] = frozenset()
     # A cancel strategy instead of the profile's choice (SPARK_UPSTREAM_CANCEL): ``reconnect``
@@ -100,6 +110,7 @@ class ProviderConfig:
             base_url=base_url,
             model=model,
             api_key=env.get("OPENAI_API_KEY") or None,
+            key_label=SERVER_KEY_LABEL if env.get("OPENAI_API_KEY") else "",
             steer_models=steer,
             # How long the IDE waits on the model before it gives a turn up (docs/upstream.md).
             connect_timeout_s=_seconds(env, "SPARK_UPSTREAM_CONNECT_S", CONNECT_TIMEOUT_S),

@@ -25,12 +25,14 @@ from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import ProviderConfig
 from spark_ide.upstream.dial import dial
 from spark_ide.upstream.errors import (
+    AUTHENTICATION_FAILED,
     CLIENT_CLOSED,
     CONNECTION_EXPIRED,
     CONNECTION_LOST,
     PROTOCOL_ERROR,
     TIMEOUT,
     UpstreamError,
+    key_refused,
 )
 from spark_ide.upstream.frames import (
     Created,
@@ -281,6 +283,9 @@ class ResponsesConnection:
             stream.fail(done.code, done.message)
 
     def _on_error(self, error: ErrorFrame) -> None:
+        if error.status in (401, 403):  # the key was refused (revoked while the socket was open)
+            message = key_refused(f"{error.code}: {error.message}", self._config.key_label)
+            error = ErrorFrame(AUTHENTICATION_FAILED, message, error.status)
         if error.code in protocol.CANCEL_REFUSALS:
             log.debug("upstream refused a cancel: %s", error.message)
             return

@@ -44,7 +44,7 @@ async def dial(config: ProviderConfig) -> ClientConnection:
         status = exc.response.status_code
         if status == 426:
             raise UpgradeRefused(status) from None
-        raise status_code_error(status, "WebSocket upgrade refused") from None
+        raise status_code_error(status, "WebSocket upgrade refused", key_label=config.key_label) from None
     except (OSError, TimeoutError, InvalidHandshake, ConnectionClosed) as exc:
         detail = redact(f"{type(exc).__name__}: {exc}", config.secrets)
         raise UpstreamError(

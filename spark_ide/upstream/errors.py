@@ -22,6 +22,8 @@ BAD_REQUEST = "bad_request"
 NOT_FOUND = "not_found"
 CONFIG_INVALID = "config_invalid"
 CLIENT_CLOSED = "client_closed"
+# No key may be used for the provider: the room's owner allows only their own and stored none.
+KEY_MISSING = "key_missing"
 
 
 class UpstreamError(Exception):
@@ -57,10 +59,17 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     return text
 
 
-def status_code_error(status: int, detail: str) -> UpstreamError:
-    """Map an HTTP status from a provider to a named error."""
+def key_refused(message: str, key_label: str) -> str:
+    """An authentication failure's message, naming the key the provider refused (its label,
+    never the key)."""
+    return f"{message}; the key was {key_label}" if key_label else message
+
+
+def status_code_error(status: int, detail: str, *, key_label: str = "") -> UpstreamError:
+    """Map an HTTP status from a provider to a named error (a refused key's names
+    ``key_label``)."""
     if status in (401, 403):
-        return UpstreamError(AUTHENTICATION_FAILED, f"HTTP {status}: {detail}")
+        return UpstreamError(AUTHENTICATION_FAILED, key_refused(f"HTTP {status}: {detail}", key_label))
     if status == 404:
         return UpstreamError(NOT_FOUND, f"HTTP {status}: {detail}")
     if status == 429:

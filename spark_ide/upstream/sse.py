@@ -130,7 +130,9 @@ class ChatCompletionsClient(ModelClient):
                 stream.mark_first_byte()
                 if response.status_code != 200:
                     detail = (await response.aread()).decode("utf-8", "replace")[:300]
-                    error = status_code_error(response.status_code, _error_message(detail))
+                    error = status_code_error(
+                        response.status_code, _error_message(detail), key_label=self._config.key_label,
+                    )
                     stream.error(error.code, self._redact(error.message),
                                  retryable=error.retryable)
                     return

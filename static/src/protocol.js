@@ -149,6 +149,8 @@ export const FINISH_REASON = Object.freeze({
   ROUND_LIMIT: "round_limit",
   TESTS_PASSED: "tests_passed",
   TESTS_FAILED: "tests_failed",
+  PROVIDER_KEY_REJECTED: "provider_key_rejected",
+  PROVIDER_KEY_MISSING: "provider_key_missing",
 });
 
 // The `code` of an `error` event (events.ErrorCode).

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 # Fixed ids: every pytest-xdist worker must collect the same tests.
 @pytest.mark.parametrize(
-    "path", ["/", "/account/tokens/", f"/w/{uuid.UUID(int=1)}/", f"/w/{uuid.UUID(int=2)}/export.zip"],
+    "path", ["/", "/account/tokens/", "/account/keys/", f"/w/{uuid.UUID(int=1)}/", f"/w/{uuid.UUID(int=2)}/export.zip"],
 )
 def test_pages_redirect_anonymous_users_to_login(client: Client, path: str) -> None:
     response = client.get(path)

@@ -80,6 +80,8 @@ HTTP: dict[str, dict[str, str]] = {
     "login": {"GET": "200 302 302 302 302 302 302", "POST": "200 302 302 302 302 302 302"},
     "logout": {"GET": "405 405 405 405 405 405 405", "POST": "302 302 302 302 302 302 302"},
     "tokens": {"GET": "302 200 403 200 200 200 200", "POST": "302 200 403 200 200 200 200"},
+    # One's own provider keys (an empty POST: the page says what is missing); guests have none.
+    "keys": {"GET": "302 200 403 200 200 200 200", "POST": "302 200 403 200 200 200 200"},
     "workspace-list": {"GET": "302 200 302 200 200 200 200", "POST": "302 405 302 405 405 405 405"},
     "workspace-new": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},
     "workspace-import": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},

@@ -54,7 +54,9 @@ class FakeModel:
     connects: int = 0
     closed: int = 0
 
-    async def connect(self, instructions: str) -> ModelClient:
+    async def connect(self, instructions: str, workspace: str | None = None) -> ModelClient:
+        """``adapter.connect_model``'s part (``workspace``: the room's, whose owner's key is
+        not used here)."""
         self.connects += 1
         return FakeClient(self)
 

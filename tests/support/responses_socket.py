@@ -8,7 +8,10 @@ event with its ``sequence_number``, then ``response.completed`` whose ``output``
 items. Warm-ups (``generate: false``) are answered with an id and no output. As on OpenAI, a
 ``previous_response_id`` other than the last response of the same socket (``store`` false)
 is refused with ``previous_response_not_found``; ``forget()`` makes the socket lose it, as a
-reconnect does.
+reconnect does. Given ``keys``, the upgrade of a socket whose ``Authorization: Bearer`` is none
+of them is refused with HTTP 401 and OpenAI's ``invalid_api_key`` body, and a request on a socket
+whose key was taken out of ``keys`` since (revoked) is answered with an ``error`` event of status
+401; ``bearers`` records the key every upgrade carried, in order.
 
 Scripts are lists of :class:`Item`: a call (``custom_call``, ``function_call``,
 ``apply_patch_call``) or a ``message``, each streamed in the pieces given.
@@ -25,6 +28,7 @@ from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from spark_ide import responses_protocol as protocol
 
@@ -94,7 +98,10 @@ class ResponsesSocket:
     pace_s: float = 0.0  # a pause before each event of a response (0: all at once)
     closed: int = 0  # sockets the client closed
     scripts: asyncio.Queue[list[Item]] = field(default_factory=asyncio.Queue)
+    keys: frozenset[str] = frozenset()  # the keys accepted (empty: any, and none)
+    bearers: list[str] = field(default_factory=list)  # the bearer key of each upgrade ("" without one)
     _server: Server | None = None
+    _bearer_of: dict[ServerConnection, str] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _last: dict[ServerConnection, str] = field(default_factory=dict)  # each socket's cached response
 
@@ -113,13 +120,28 @@ class ResponsesSocket:
         return f"http://127.0.0.1:{port}/v1"
 
     async def __aenter__(self) -> ResponsesSocket:
-        self._server = await serve(self._serve, "127.0.0.1", 0)
+        self._server = await serve(self._serve, "127.0.0.1", 0, process_request=self._authorise)
         return self
+
+    def _authorise(self, socket: ServerConnection, request: Request) -> Response | None:
+        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+        bearer = key.strip() if scheme.lower() == "bearer" else ""
+        self.bearers.append(bearer)
+        self._bearer_of[socket] = bearer
+        if self._accepted(socket):
+            return None
+        refusal = socket.respond(401, json.dumps({"error": _key_error(bearer)}) + "\n")
+        del refusal.headers["Content-Type"]
+        refusal.headers["Content-Type"] = "application/json"
+        return refusal
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
         await self._server.wait_closed()
+
+    def _accepted(self, socket: ServerConnection) -> bool:
+        return not self.keys or self._bearer_of.get(socket, "") in self.keys
 
     async def _serve(self, socket: ServerConnection) -> None:
         try:
@@ -132,6 +154,11 @@ class ResponsesSocket:
 
     async def _answer(self, socket: ServerConnection, body: JSON) -> None:
         if body.get("type") != protocol.CREATE:
+            return
+        if not self._accepted(socket):
+            await socket.send(json.dumps({
+                "type": protocol.ERROR, "status": 401, "error": _key_error(self._bearer_of.get(socket, "")),
+            }))
             return
         previous = body.get("previous_response_id")
         if previous is not None and self._last.get(socket) != previous:
@@ -183,3 +210,10 @@ def _item_events(index: int, item: Item) -> list[JSON]:
         events.append({"type": item.done_type, **where, item.done_field: "".join(item.pieces)})
     events.append({"type": protocol.OUTPUT_ITEM_DONE, "output_index": index, "item": item.whole})
     return events
+
+
+def _key_error(bearer: str) -> JSON:
+    """OpenAI's error for a key it does not accept (it shows the key's ends, as here)."""
+    shown = f"{bearer[:3]}*****{bearer[-4:]}" if bearer else "none"
+    return {"message": f"Incorrect API key provided: {shown}.", "type": "invalid_request_error",
+            "param": None, "code": "invalid_api_key"}

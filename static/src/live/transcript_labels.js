@@ -43,6 +43,8 @@ export const REASON_LABELS = Object.freeze({
   [FINISH_REASON.ROUND_LIMIT]: "stopped at the round limit: the model was still calling tools",
   [FINISH_REASON.TESTS_PASSED]: "the tests pass",
   [FINISH_REASON.TESTS_FAILED]: "the tests still fail: the turn had no round left",
+  [FINISH_REASON.PROVIDER_KEY_REJECTED]: "the provider refused the key (the error says which)",
+  [FINISH_REASON.PROVIDER_KEY_MISSING]: "no key: the room's owner uses only their own keys",
 });
 // A watchdog halt (reason guard_halt), by how the turn ended: steered into a correction turn,
 // or stopped because the model wrote the flaw again after the corrections it may have.
