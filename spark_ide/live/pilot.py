@@ -135,8 +135,7 @@ class Pilot:
         return self._run.id if self._run is not None else None
 
     @property
-    def running(self) -> tuple[TurnRun, AiPolicy] | None:
-        """The running turn, and the course's policy as last read (``live.edit_steer``)."""
+    def running(self) -> tuple[TurnRun, AiPolicy] | None:  # and the policy as last read (``live.edit_steer``)
         return None if self._run is None else (self._run, self._policy.policy)
 
     def submit(self, command: Command) -> None:
@@ -224,9 +223,8 @@ class Pilot:
             steer = self._queue.change(command)  # a queued prompt taken out to steer with now
             if steer is not None:
                 await (self._start(steer) if run is None else self._steer(run, steer))
-        elif kind is CommandKind.EDIT_STEER:  # (``live.edit_steer``) if the turn it edits still runs
-            if run is not None and command.note is not None and command.note.turn == run.id:
-                await self._steer(run, command)
+        elif kind is CommandKind.EDIT_STEER and run is not None and command.note and command.note.turn == run.id:
+            await self._steer(run, command)  # (``live.edit_steer``: the turn it edits still runs)
         elif kind is CommandKind.STOP:
             if run is not None:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
@@ -294,10 +292,9 @@ class Pilot:
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
-        if command.note is not None:
-            self._publish(command.note)  # what a steer by editing changed (``turn.edit_steered``)
-        edited = command.kind is CommandKind.EDIT_STEER  # its block in flight keeps their text
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=edited)  # (a), (b), its end
+        if command.note is not None:  # a steer by editing: what it changed; its block in flight is kept
+            self._publish(command.note)
+        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None)  # (a), (b)
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
@@ -374,9 +371,8 @@ class Pilot:
         self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
         keep: bool = False,
     ) -> None:
-        """Announce the end of ``run``; after this nothing of it is sent but its rollback.
-        ``by``: the person who stopped, steered or reverted it; ``keep``: its block in flight
-        stays as the file has it (a steer by editing)."""
+        """Announce the end of ``run``; after this nothing of it is sent but its rollback. ``by``: the
+        person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering)."""
         if not run.live:
             return
         run.live = False
