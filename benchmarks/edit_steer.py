@@ -11,8 +11,9 @@ that hold a Yjs replica (pycrdt) as pages do, so they type into the document.
   first delta at the page, minus the engine's TTFT, the commit placed on the page's clock where
   the tap saw the re-prompt, less ``steer_ms`` (as the pairing benchmark's steer phase splits
   its span); and, apart, the idle timer: the keystroke sent -> the commit, less the idle time
-  (the timer's lateness and the keystroke's way in). Checked: the new answer is exactly what
-  the edit asked for, nothing of the old answer after its end.
+  (the timer's lateness and the keystroke's way in). The baseline: a typed ``steer`` after each,
+  of the same kind of turn at the same point, measured the same way. Checked: the new answer is
+  exactly what the edit asked for, nothing of the old answer after its end.
 * ``typing``: while a turn writes a long file, one page types into another file (one update a
   keystroke) and a second page notes when each keystroke reached its replica. Blocks of
   keystrokes alternate between the typist's switch on (``edit_steer.switch``: the room checks
@@ -41,7 +42,7 @@ from benchmarks.pairing.stack import FrameTap, Stack
 from spark_ide.live.events import TurnStatus
 
 TARGETS = {"commit_to_reprompt_p50_ms_max": 2.0, "first_token_minus_ttft_p50_ms_max": 10.0, "typing_p99_ratio_max": 1.1}
-QUICK = ["--steers", "20", "--keystrokes", "240", "--blocks", "6"]
+QUICK = ["--steers", "20", "--keystrokes", "240", "--blocks", "24"]
 FILES = {"app.py": "def add(a, b):\n    return a + b\n"}
 WRITE_LINES = 240  # each steer sample's file: far longer than the moment it takes to steer
 STEERED_LINE = 3  # the line of it the page changes (0-based)
@@ -114,21 +115,28 @@ def write_answer(path: str, lines: int) -> str:
     return f'Writing {path}.\n<write path="{path}">\n{body}</write>\n'
 
 
-async def steer_once(page: Page, tap: FrameTap, index: int, idle_ms: float, ttft_ms: float) -> dict[str, Any]:
-    path = f"steer_{index}.py"
+async def steer_once(
+    page: Page, tap: FrameTap, index: int, idle_ms: float, ttft_ms: float, *, typed: bool = False,
+) -> dict[str, Any]:
+    """One steer of a turn writing a file: by editing its fourth line, or (``typed``: the
+    baseline) by a ``steer`` message sent at the same moment."""
+    name = f"{'t' if typed else 'w'}{index}"
+    path = f"steer_{name}.py"
     start = len(page.events)
-    await page.send({"type": "prompt", "text": f"[script:w{index}][rate:1000][ttft:0]"})
+    await page.send({"type": "prompt", "text": f"[script:{name}][rate:1000][ttft:0]"})
     began = await page.first(lambda e: e["type"] == "turn.started", start)
     old = page.events[began][1]["turn"]
     line = f"value_{STEERED_LINE} = {STEERED_LINE}\n"
     await page.until_text(path, lambda text: line in text)
-    said = f"steered answer {index}"
-    text = page.text(path) or ""
-    at = text.index(line) + len(line) - 1
+    said = f"steered answer {name}"
+    directive = f"[say]{said}[/say][ttft:{ttft_ms:g}][rate:1000]"
     tap.recording = []
-    sent = await page.type(path, at, f"  # [say]{said}[/say][ttft:{ttft_ms:g}][rate:1000]")
-    edited = await page.first(lambda e: e["type"] == "turn.edit_steered" and e["turn"] == old, began)
-    new_at = await page.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, edited)
+    if typed:
+        sent = await page.send({"type": "steer", "text": directive})
+    else:
+        text = page.text(path) or ""
+        sent = await page.type(path, text.index(line) + len(line) - 1, f"  # {directive}")
+    new_at = await page.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, began)
     new = page.events[new_at][1]["turn"]
     steered = await page.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, new_at)
     first = await page.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, new_at)
@@ -136,9 +144,11 @@ async def steer_once(page: Page, tap: FrameTap, index: int, idle_ms: float, ttft
     frames, tap.recording = tap.recording, None
     asked, answered = upstream_steer_times(frames, said)
     steer_ms = page.events[steered][1]["steer_ms"]
-    # The commit on this clock: the re-prompt passing the tap, less the server's commit -> sent.
+    # The commit (a typed steer: its arrival) on this clock: the re-prompt passing the tap, less
+    # the server's commit -> sent.
     committed = None if asked is None else asked - steer_ms / 1000.0
     answer = "".join(e["text"] for _, e in page.events[new_at:done] if e["type"] == "turn.delta" and e["turn"] == new)
+    edited = any(e["type"] == "turn.edit_steered" and e["turn"] == old for _, e in page.events[began:new_at])
     return {
         "steer_ms": steer_ms,
         "first_token_minus_ttft_ms": None if committed is None
@@ -146,26 +156,38 @@ async def steer_once(page: Page, tap: FrameTap, index: int, idle_ms: float, ttft
         "model_first_token_minus_ttft_ms": None if asked is None or answered is None
         else (answered - asked) * 1000.0 - ttft_ms,
         "relay_ms": None if answered is None else (page.events[first][0] - answered) * 1000.0,
-        "timer_ms": None if committed is None else (committed - sent) * 1000.0 - idle_ms,
-        "lossless": answer == said and page.events[done][1]["status"] == TurnStatus.COMPLETED and asked is not None,
+        "timer_ms": None if committed is None or typed else (committed - sent) * 1000.0 - idle_ms,
+        "lossless": answer == said and page.events[done][1]["status"] == TurnStatus.COMPLETED and asked is not None
+        and edited != typed,
     }
 
 
-async def measure_steers(page: Page, tap: FrameTap, count: int, idle_ms: float, ttft_ms: float) -> dict[str, Any]:
-    samples = []
-    for index in range(count):
-        samples.append(await steer_once(page, tap, index, idle_ms, ttft_ms))
-        progress(f"steer {index}: {samples[-1]['steer_ms']} ms to the re-prompt")
+def steer_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "idle_ms": idle_ms, "engine_ttft_ms": ttft_ms,
         "commit_to_reprompt_ms": summary([s["steer_ms"] for s in samples]),
-        "first_token_minus_ttft_ms": summary([s["first_token_minus_ttft_ms"] for s in samples if s["steer_ms"]]),
+        "first_token_minus_ttft_ms": summary([s["first_token_minus_ttft_ms"] for s in samples
+                                              if s["first_token_minus_ttft_ms"] is not None]),
         "parts_of_first_token_ms": {
             name: summary([s[name] for s in samples if s[name] is not None])
             for name in ("model_first_token_minus_ttft_ms", "relay_ms")
         },
-        "timer_ms": summary([s["timer_ms"] for s in samples if s["timer_ms"] is not None]),
         "lossless": all(s["lossless"] for s in samples),
+    }
+
+
+async def measure_steers(page: Page, tap: FrameTap, count: int, idle_ms: float, ttft_ms: float) -> dict[str, Any]:
+    """Steers by editing, each followed by a typed steer at the same point of the same kind of
+    turn (the baseline, in the same run: the machine's load falls on both)."""
+    edits, typed = [], []
+    for index in range(count):
+        edits.append(await steer_once(page, tap, index, idle_ms, ttft_ms))
+        typed.append(await steer_once(page, tap, index, idle_ms, ttft_ms, typed=True))
+        await asyncio.sleep(0.1)  # the socket's rate of text messages
+        progress(f"steer {index}: {edits[-1]['steer_ms']} ms to the re-prompt (typed: {typed[-1]['steer_ms']} ms)")
+    return {
+        "idle_ms": idle_ms, "engine_ttft_ms": ttft_ms, **steer_figures(edits),
+        "timer_ms": summary([s["timer_ms"] for s in edits if s["timer_ms"] is not None]),
+        "typed": steer_figures(typed),
     }
 
 
@@ -203,33 +225,39 @@ async def measure_typing(typist: Page, peer: Page, count: int, blocks: int) -> d
     on, off = summary(runs["on"]), summary(runs["off"])
     return {
         "with_feature_ms": on, "without_feature_ms": off,
-        "p99_ratio": round(on["p99"] / off["p99"], 3) if on.get("p99") and off.get("p99") else None,
-        "p50_ratio": round(on["p50"] / off["p50"], 3) if on.get("p50") and off.get("p50") else None,
+        "p99_ratio": _ratio(on.get("p99"), off.get("p99")), "p50_ratio": _ratio(on.get("p50"), off.get("p50")),
         "turn_ran_throughout": running, "steered": steered,
     }
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    return round(value / base, 3) if value is not None and base else None
 
 
 def rows(figures: dict[str, Any]) -> list[report.Row]:
     out: list[report.Row] = []
     steer = figures.get("steer")
     if steer is not None:
-        p50 = steer["commit_to_reprompt_ms"].get("p50")
+        typed = steer["typed"]
+        p50, base = steer["commit_to_reprompt_ms"].get("p50"), typed["commit_to_reprompt_ms"].get("p50")
         out.append(report.row(
-            "steer by editing: commit -> re-prompt sent (server), p50", p50, unit="ms",
-            target=f"<= {TARGETS['commit_to_reprompt_p50_ms_max']:g} ms",
+            "steer by editing: commit -> re-prompt sent (server), p50", p50, unit="ms", baseline=base,
+            ratio=_ratio(p50, base), target=f"<= {TARGETS['commit_to_reprompt_p50_ms_max']:g} ms",
             met=report.at_most(p50, TARGETS["commit_to_reprompt_p50_ms_max"]),
-            note=f"after the idle timer ({steer['idle_ms']:g} ms), reported apart: the keystroke sent -> the commit, "
-            f"less the idle time, p50 {steer['timer_ms'].get('p50')} ms (the keystroke's way in included)",
+            note=f"baseline: a typed steer at the same point, same run; after the idle timer "
+            f"({steer['idle_ms']:g} ms), reported apart: the keystroke sent -> the commit, less the idle time, p50 "
+            f"{steer['timer_ms'].get('p50')} ms (the keystroke's way in included)",
         ))
-        first = steer["first_token_minus_ttft_ms"].get("p50")
+        first, base = steer["first_token_minus_ttft_ms"].get("p50"), typed["first_token_minus_ttft_ms"].get("p50")
+        parts = steer["parts_of_first_token_ms"]
         out.append(report.row(
             "steer by editing: commit -> new answer's first token at the page, minus TTFT, p50", first, unit="ms",
-            target=f"<= {TARGETS['first_token_minus_ttft_p50_ms_max']:g} ms",
+            baseline=base, ratio=_ratio(first, base), target=f"<= {TARGETS['first_token_minus_ttft_p50_ms_max']:g} ms",
             met=report.at_most(first, TARGETS["first_token_minus_ttft_p50_ms_max"]),
-            note=f"scripted engine, TTFT {steer['engine_ttft_ms']:g} ms; the commit placed on the page's clock at the "
-            "tap (the re-prompt seen there less the server's commit -> sent); split: "
-            + ", ".join(f"{k} {v.get('p50')}" for k, v in steer["parts_of_first_token_ms"].items())
-            + "; every new answer exact: " + ("yes" if steer["lossless"] else "NO"),
+            note=f"baseline: a typed steer; scripted engine, TTFT {steer['engine_ttft_ms']:g} ms; the commit placed on "
+            "the page's clock at the tap (the re-prompt seen there less the server's commit -> sent); split: "
+            + ", ".join(f"{k} {v.get('p50')}" for k, v in parts.items())
+            + "; every new answer exact: " + ("yes" if steer["lossless"] and typed["lossless"] else "NO"),
         ))
     typing = figures.get("typing")
     if typing is not None:
@@ -238,7 +266,8 @@ def rows(figures: dict[str, Any]) -> list[report.Row]:
             "keystroke -> peer with a turn running, p99, feature on vs off", on.get("p99"), unit="ms",
             baseline=off.get("p99"), ratio=typing["p99_ratio"], target=f"ratio <= {TARGETS['typing_p99_ratio_max']:g}",
             met=report.at_most(typing["p99_ratio"], TARGETS["typing_p99_ratio_max"]),
-            note=f"p50 {on.get('p50')} vs {off.get('p50')} ms; blocks alternate in one run; shared 2-core machine",
+            note=f"p50 {on.get('p50')} vs {off.get('p50')} ms, p95 {on.get('p95')} vs {off.get('p95')} ms; "
+            f"{on.get('n')} keystrokes each way, in alternating blocks of one run",
         ))
     return out
 
@@ -248,7 +277,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     this_run = asyncio.current_task()
     assert this_run is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
-    scripts = {f"w{k}": write_answer(f"steer_{k}.py", WRITE_LINES) for k in range(args.steers)}
+    scripts = {
+        f"{kind}{k}": write_answer(f"steer_{kind}{k}.py", WRITE_LINES) for k in range(args.steers) for kind in "wt"
+    }
     scripts["long"] = write_answer("long.py", 5_000)
     settings = {"SPARK_EDIT_STEER_IDLE_MS": str(args.idle_ms)}
     figures: dict[str, Any] = {}
@@ -281,7 +312,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_bench edit_steer", description="Steering by editing.")
     parser.add_argument("--steers", type=int, default=30, help="steers by editing to time")
     parser.add_argument("--keystrokes", type=int, default=400, help="keystrokes per mode (feature on, off)")
-    parser.add_argument("--blocks", type=int, default=4, help="blocks per mode, alternating")
+    parser.add_argument("--blocks", type=int, default=40, help="blocks per mode, alternating (the machine's load "
+                        "drifts: short blocks put it on both modes alike)")
     parser.add_argument("--idle-ms", type=int, default=60, help="SPARK_EDIT_STEER_IDLE_MS of the IDE")
     parser.add_argument("--ttft-ms", type=float, default=20.0, help="the engine's TTFT for the new answers")
     parser.add_argument("--phases", default="steer,typing", type=lambda s: set(s.split(",")))

@@ -24,6 +24,7 @@ def test_it_times_steers_by_editing_and_typing_with_and_without_the_feature() ->
     assert typing["with_feature_ms"]["n"] == typing["without_feature_ms"]["n"] == 8
     assert typing["turn_ran_throughout"] is True and typing["steered"] is False
     assert [row["unit"] for row in figures["rows"]] == ["ms", "ms", "ms"]
+    assert steer["typed"]["lossless"] is True and figures["rows"][0]["baseline"] is not None
     assert figures["rows"][2]["baseline"] == typing["without_feature_ms"]["p99"]
 
 
