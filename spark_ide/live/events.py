@@ -16,7 +16,7 @@ from __future__ import annotations
 import colorsys
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, ClassVar
@@ -600,6 +600,17 @@ class TurnEditSteered(TurnEvent):
     by: str
     diff: str
     why: str
+
+    def label(self) -> str:
+        return edit_steered_label(self.path, self.lines, self.by)
+
+
+def edit_steered_label(path: str, lines: Sequence[int], by: str) -> str:
+    """How a steer by editing is named: ``steered by editing a.py:12\u201314 (Ana)`` (the steered
+    turn's line, the steer's prompt, the replay's mark)."""
+    first, last = lines[0], lines[-1]
+    where = f"{first}" if first == last else f"{first}\u2013{last}"
+    return f"steered by editing {path}:{where} ({by})"
 
 
 @dataclass(frozen=True, slots=True)

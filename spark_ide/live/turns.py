@@ -13,7 +13,7 @@ from enum import StrEnum
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
+from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEditSteered, TurnEvent, TurnProse
 from .meter import Meter
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
@@ -82,7 +82,7 @@ class Command:
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
     on: bool = False  # edit_steer.switch: the person's edits steer
-    note: TurnEvent | None = None  # edit_steer: published as the steer begins (``turn.edit_steered``: its turn)
+    note: TurnEditSteered | None = None  # edit_steer: published as the steer begins (its ``turn``: the one steered)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from spark_ide.live.events import FinishReason, TurnDelta
+from spark_ide.live.events import FinishReason, TurnDelta, edit_steered_label
 from spark_ide.pairing.models import RoomEvent
 from spark_ide.workspaces.models import DocumentUpdate
 
@@ -132,9 +132,7 @@ def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for event in events:
         kind, turn, prompt = event["type"], event["turn"], event.get("prompt", "")
         if kind == "turn.edit_steered":
-            lines = event.get("lines") or [0, 0]
-            where = f"{lines[0]}" if lines[0] == lines[-1] else f"{lines[0]}\u2013{lines[-1]}"
-            edited[turn] = f"steered by editing {event.get('path', '')}:{where} ({event.get('by', '')})"
+            edited[turn] = edit_steered_label(event.get("path", ""), event.get("lines") or [0], event.get("by", ""))
         elif kind == "turn.finished" and event.get("reason") in STEERED_OR_STOPPED:
             made = mark(event["t"], STEERED_OR_STOPPED[event["reason"]], turn)
             if made["kind"] == "steer":

@@ -68,6 +68,7 @@ async def test_an_edit_of_the_line_being_written_steers_the_turn(
     assert (finished["status"], finished["reason"], finished["by"]) == ("steered", "steered", "ada")
     new = await client.until(lambda e: e["type"] == "turn.started" and e["turn"] != old)
     assert new["steered_from"] == old
+    assert new["prompt"].startswith("steered by editing app.py:6") and new["prompt"].endswith("(ada)")
     assert (await client.until(lambda e: e["type"] == "turn.steered"))["steer_ms"] >= 0
     done = await client.until(lambda e: e["type"] == "turn.finished" and e["turn"] == new["turn"])
     assert done["status"] == "completed", done
