@@ -10,12 +10,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 
 from spark_ide.live.policy import AiPolicy
 from spark_ide.modelserver.config import ServerConfig
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import DatabaseRoomStore
-from tests.pairing.conftest import Live, LiveClient, connect, point_the_ide_at, say
+from spark_ide.pairing.models import Participant, Role
+from tests.pairing.conftest import Live, LiveClient, connect, point_the_ide_at, say, token_for
 from tests.support.recording_engine import RecordingEngine, RecordingServer, recording_engine
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -246,3 +248,26 @@ async def test_the_small_model_keeps_the_edit_and_gets_its_plain_request_again(
     assert "edited what you were writing" not in reprompt and "You were interrupted" not in reprompt
     assert reprompt.rstrip().endswith(say(FENCE, rate=250).rstrip()) or say(FENCE, rate=250) in reprompt
     await client.close()
+
+
+async def test_two_people_editing_the_region_make_one_steer_with_both_edits(
+    live: Live, model_server: ModelServer, rooms: None, settings: Any, django_user_model: Any,
+) -> None:
+    settings.SPARK_EDIT_STEER_IDLE_MS = 400  # room for the second person's edit
+    cole = await database_sync_to_async(django_user_model.objects.create_user)(username="cole", password="pw-c-123")
+    await database_sync_to_async(Participant.objects.create)(
+        session_id=live.session_id, user=cole, role=Role.COLLABORATOR,
+    )
+    ada, other = await connect(live), await connect(live, token=await token_for(cole))
+    old = await start_slow_turn(ada)
+    await edit_written_line(ada)
+    await other.until(lambda e: e["type"] == "edit_steer" and e["state"] == "pending")
+    await other.until_true(lambda: MINE in (other.text("app.py") or ""))
+    await edit_written_line(other, "def sub(a, b):\n", "  # cole's")  # the line above, in the same region
+    steered = await ada.until(lambda e: e["type"] == "turn.edit_steered")
+    assert steered["turn"] == old and steered["by"] == "ada, cole"
+    assert "+def sub(a, b):  # cole's\n" in steered["diff"] and f"+    result = a - b{MINE}\n" in steered["diff"]
+    assert len(ada.of("turn.edit_steered")) == 1
+    await ada.until(lambda e: e["type"] == "turn.finished" and e.get("turn") != old)
+    await ada.close()
+    await other.close()
