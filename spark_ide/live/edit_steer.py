@@ -242,12 +242,13 @@ class EditSteering:
     def _heard(self, path: str, delta: Delta) -> None:
         """A change of ``path`` by someone else than the turn (``TurnEditor.on_foreign``), heard
         while the document commits it: nothing here reads the document."""
-        conn, run = self._conn, self._run
-        if conn is None or run is None:
-            return  # not a person's frame (an HTTP write, a merge)
-        pending = self.pending
+        conn, run, pending = self._conn, self._run, self.pending
         if pending is not None and pending.path != path:
             return  # an ordinary edit: one steering edit at a time, in one file
+        if conn is None or run is None:  # not a steering person's frame (an HTTP write, a switch off)
+            if pending is not None:
+                pending.span = (shift_through(pending.span[0], delta), shift_through(pending.span[1], delta))
+            return
         old, new = removed_and_added(delta)
         regions = [r for r in run.editor.written_regions() if r[0] == path]
         steers = any(touches(old, start, end, open_end=flight) for _, start, end, flight in regions)

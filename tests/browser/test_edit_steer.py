@@ -2,7 +2,8 @@
 edit block into app.py; the owner clicks the line it has just written and changes it; the page
 marks the lines and says a steering edit is pending; the owner pauses; both pages show the
 transcript line "steered by editing app.py:6 (local)" and the new answer streaming, and the
-owner's text is in the file. The second person (a viewer) only watches.
+owner's text is in the file. The second person (a viewer) only watches. Then Esc in the lines
+of the next turn keeps an edit local: that turn goes on until it is stopped.
 
 The model is our scripted engine (the session's ``ide_server``). The person's change carries a
 ``[say]`` directive: the re-prompt's diff of the region picks the new answer. Nothing is timed.
@@ -68,3 +69,21 @@ def test_a_person_fixes_the_line_being_written_and_the_model_follows(
         assert page.locator(".cm-edit-steer").count() == 0
         assert "return result" not in page.locator(".cm-content").inner_text()  # the model's rest never came
         assert page.locator("[data-field=steer]").inner_text() != ""  # the status bar's steer latency
+
+        # Esc in the region keeps the next edit local: the turn goes on, unsteered, until stopped.
+        lines = "".join(f"line_{i} = {i}\n" for i in range(80))
+        _ask(page, f'[rate:60][say]Another.\n<write path="b.py">\n{lines}</write>\n[/say]')
+        written = page.locator(".cm-line", has_text="line_1 = 1")
+        written.wait_for(timeout=LIVE_WAIT_MS)
+        written.click()
+        page.keyboard.press("End")
+        page.keyboard.insert_text("  # mine, not a steer")
+        page.locator("[data-edit-steer=hint]", has_text="Esc keeps it local").wait_for(timeout=LIVE_WAIT_MS)
+        page.keyboard.press("Escape")
+        page.locator("[data-edit-steer=hint]").wait_for(state="hidden", timeout=LIVE_WAIT_MS)
+        page.locator(".cm-line", has_text="line_9 = 9").wait_for(timeout=LIVE_WAIT_MS)  # the model writes on
+        page.locator("button[data-action=stop]").click()
+        page.locator(".turn .badge.outcome", has_text="cancelled").wait_for(timeout=LIVE_WAIT_MS)
+        assert page.locator(".edit-steered").count() == 1
+        # (a stop rolls back the block in flight: the person's typing in it stays)
+        assert "# mine, not a steer" in page.locator(".cm-content").inner_text()
