@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from spark_ide.editing.merge import MergeReport
 from spark_ide.editing.parse_events import BlockKind
@@ -62,6 +64,21 @@ class LedgerEntry:
             "conflicts": list(self.conflicts),
             "merge": self.merge.as_dict() if self.merge is not None else None,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LedgerEntry:
+        """An entry back from ``as_dict`` (a turn's stored ledger); ``ValueError`` or ``KeyError``
+        for what ``as_dict`` never makes."""
+        lines, merge = data.get("lines"), data.get("merge")
+        return cls(
+            block=int(data["block"]), path=str(data["path"]), kind=BlockKind(data["kind"]),
+            outcome=Outcome(data["outcome"]),
+            lines=(int(lines[0]), int(lines[1])) if isinstance(lines, list | tuple) and len(lines) == 2 else None,
+            reason=None if data.get("reason") is None else str(data["reason"]),
+            candidates=tuple(int(row) for row in data.get("candidates") or ()),
+            conflicts=tuple(int(row) for row in data.get("conflicts") or ()),
+            merge=MergeReport.from_dict(merge) if isinstance(merge, Mapping) else None,
+        )
 
     def describe(self) -> str:
         """One compact line for a prompt."""
@@ -134,6 +151,24 @@ class Ledger:
         for entry in self._entries.values():
             counts[entry.outcome.value] += 1
         return counts
+
+    @classmethod
+    def from_dicts(cls, turn: str, entries: Iterable[Mapping[str, Any]]) -> Ledger:
+        """A turn's ledger back from its ``as_dicts`` (as its record stores it)."""
+        ledger = cls(turn)
+        for data in entries:
+            entry = LedgerEntry.from_dict(data)
+            ledger._entries[entry.block] = entry
+        return ledger
+
+    def mark_reverted(self) -> None:
+        """The blocks that changed the files, as a revert of the turn leaves them
+        (``TurnEditor.revert``): for a stored ledger of a turn recorded as reverted."""
+        for entry in self.changed():
+            self._entries[entry.block] = LedgerEntry(
+                block=entry.block, path=entry.path, kind=entry.kind, outcome=Outcome.REVERTED, lines=entry.lines,
+                reason=RollbackReason.REVERTED.value,
+            )
 
     def as_dicts(self) -> list[dict[str, object]]:
         return [entry.as_dict() for entry in self.entries]

@@ -17,7 +17,9 @@ changes, so only the changed ranges are touched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from spark_ide.editing.pystructure import ImportedName, Item, ItemKind, PythonFile, parse_python
 
@@ -51,6 +53,16 @@ class MergeReport:
         if self.inserted is not None:
             return {"inserted": self.inserted}
         return {"replaced": list(self.replaced), "added": list(self.added)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MergeReport:
+        """A report back from ``as_dict``."""
+        if "inserted" in data:
+            return cls(inserted=bool(data["inserted"]))
+        return cls(
+            replaced=tuple(str(name) for name in data.get("replaced") or ()),
+            added=tuple(str(name) for name in data.get("added") or ()),
+        )
 
     def describe(self) -> str:
         """A few words for the model's next prompt."""

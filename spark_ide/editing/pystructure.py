@@ -154,3 +154,29 @@ def _imported(node: ast.Import | ast.ImportFrom) -> frozenset[ImportedName]:
         return frozenset((alias.name, "", alias.asname or "") for alias in node.names)
     module = "." * node.level + (node.module or "")
     return frozenset((module, alias.name, alias.asname or "") for alias in node.names)
+
+
+def enclosing_definition(text: str, line: int) -> tuple[int, int] | None:
+    """The first and last line (1-based) of the innermost `def` or `class` that holds 1-based
+    ``line`` (its decorators included); else of the top-level statement that holds it (a
+    multi-line assignment, an `if` block); else ``(line, line)``: the line alone (a blank
+    line between statements). None when the text is not valid Python."""
+    if "\r" in text.replace("\r\n", ""):
+        return None
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    best: tuple[int, int] | None = None
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            stop = node.end_lineno or node.lineno
+            if start <= line <= stop and (best is None or start > best[0]):
+                best = (start, stop)  # nested definitions start after those around them
+    if best is not None:
+        return best
+    for node in module.body:
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            return (node.lineno, node.end_lineno or node.lineno)
+    return (line, line)

@@ -5,7 +5,7 @@
 ``pairing`` builds or reads a bus message.
 
 To a room's owner (its channel): ``RoomUp`` (what a replica's connections send, in order:
-``UpItem``), ``RoomExpel``, ``RoomRejoin``, and the requests of HTTP threads (``Request``),
+``UpItem``), ``RoomExpel``, ``RoomRejoin``, ``RoomSettings``, and the requests of HTTP threads (``Request``),
 each answered by a ``RoomReply`` on the channel it names. From the owner to the room's
 group: ``RoomStream``, its ordered stream (``StreamItem``).
 """
@@ -41,6 +41,7 @@ from .bus_messages import (
     RoomRejoin,
     RoomReply,
     RoomSetFile,
+    RoomSettings,
     RoomStoreEvents,
     RoomStream,
     RoomUp,
@@ -55,6 +56,7 @@ from .bus_messages import (
     Yjs,
 )
 from .events import Role
+from .focus import AskedRange
 from .turns import CommandKind
 
 LEASE_TTL_S = 2.5  # an owner that stops renewing loses its rooms this long after
@@ -164,7 +166,10 @@ def _wire_up(item: UpItem) -> dict[str, Any]:
                      "role": conn.role.value, "generation": conn.generation}
         return {"kind": "join", "conn": described, "after": item.after}
     if isinstance(item, CommandItem):
-        return {"kind": "command", "conn": item.conn, "command": item.command.value, **item.fields()}
+        fields: dict[str, object] = dict(item.fields())
+        if item.range is not None:
+            fields["range"] = [item.range.path, item.range.from_line, item.range.to_line, item.range.cursor]
+        return {"kind": "command", "conn": item.conn, "command": item.command.value, **fields}
     kind = _UP_KINDS[type(item)]
     return {"kind": kind, **{field.name: getattr(item, field.name) for field in dataclasses.fields(item)}}
 
@@ -184,6 +189,9 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
     if kind == "command":
         fields: dict[str, Any] = {name: str(wire[name]) for name in CommandItem.FIELDS if name in wire}
         fields.update({name: bool(wire[name]) for name in CommandItem.FLAGS if name in wire})
+        if "range" in wire:
+            path, first, last, cursor = wire["range"]
+            fields["range"] = AskedRange(str(path), int(first), int(last), bool(cursor))
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])
     if kind == "leave":
@@ -209,6 +217,12 @@ _UP_KINDS: dict[type, str] = {
 }
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"not a mapping: {type(value).__name__}")
+    return {str(key): item for key, item in value.items()}
+
+
 def _optional_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -223,6 +237,8 @@ def encode(message: Message) -> dict[str, Any]:
         return {"type": "room.expel", "user": message.user}
     if isinstance(message, RoomRejoin):
         return {"type": "room.rejoin"}
+    if isinstance(message, RoomSettings):
+        return {"type": "room.settings", "changed": dict(message.changed), "by": message.by}
     if isinstance(message, RoomSetFile):
         wire: dict[str, Any] = {"type": "room.set_file", "path": message.path, "text": message.text,
                                 "reply": message.reply}
@@ -263,6 +279,7 @@ _DECODERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
     "room.up": lambda w: RoomUp(str(w["replica"]), tuple(_up_item(item) for item in w["items"])),
     "room.expel": lambda w: RoomExpel(int(w["user"])),
     "room.rejoin": lambda w: RoomRejoin(),
+    "room.settings": lambda w: RoomSettings(_mapping(w["changed"]), str(w["by"])),
     "room.set_file": lambda w: RoomSetFile(
         str(w["path"]), _optional_text(w["text"]), conditional="expected" in w,
         expected=_optional_text(w.get("expected")), reply=str(w["reply"]),

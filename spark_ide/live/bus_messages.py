@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .events import Event, Role, TurnDelta, TurnProse
+from .focus import AskedRange
 from .outbox import DocUpdate, Frame, RawBinary, TextRun
 from .turns import CommandKind
 
@@ -69,13 +70,15 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
-    on: bool | None = None
+    range: AskedRange | None = None  # prompt, steer: the lines it is about (``live.focus``)
+    on: bool | None = None  # edit_steer.switch
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
     FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation", "on")
+    GIVEN: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, "range")  # what a replica forwards
 
-    def fields(self) -> dict[str, str | bool]:
-        return {name: value for name in (*self.FIELDS, *self.FLAGS) if (value := getattr(self, name)) is not None}
+    def fields(self) -> dict[str, str | bool | AskedRange]:
+        return {name: value for name in self.GIVEN if (value := getattr(self, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,15 @@ class RoomExpel:
 @dataclass(frozen=True, slots=True)
 class RoomRejoin:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class RoomSettings:
+    """The workspace's settings changed (``live.events.WorkspaceSettings``): the owner tells
+    every page of the room."""
+
+    changed: Mapping[str, Any]
+    by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +263,7 @@ class RoomStream:
     items: tuple[StreamItem, ...]
 
 
-Message = RoomUp | RoomExpel | RoomRejoin | Request | RoomReply | RoomStream
+Message = RoomUp | RoomExpel | RoomRejoin | RoomSettings | Request | RoomReply | RoomStream
 
 
 class BadMessage(ValueError):

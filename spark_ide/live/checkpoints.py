@@ -18,9 +18,8 @@ scanning them (``plan_save``). Both stores (the database's, the memory one of th
 follow these functions; the live engine hands them whole ``Checkpoint`` values.
 
 The conversation is the checkpoint's own copy of the past turns (``TurnMaker.history``), not
-a pointer into the turn records: a room that reopens starts with no history (the Pilot keeps
-it in memory only), yet a checkpoint taken before the restart still gives its conversation
-back.
+a pointer into the turn records: a restore gives back exactly what the request carried then,
+and a room that reopens after a restore of one starts from it (``live.reopen``).
 """
 
 from __future__ import annotations

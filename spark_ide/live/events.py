@@ -44,6 +44,7 @@ __all__ = [
     "GuardDiagnostics",
     "GuardFinding",
     "Hello",
+    "LineSpan",
     "Participant",
     "Policy",
     "Pong",
@@ -351,6 +352,21 @@ class CheckpointCreated(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkspaceSettings(Event):
+    """``by`` changed the workspace's settings (the workspace API's PATCH): ``changed`` holds
+    each field that changed with its new value as the API answers it (``auto_test``: true,
+    false or null for the server's default). For every page of the room, on any process."""
+
+    type: ClassVar[str] = "workspace.settings"
+    ephemeral: ClassVar[bool] = True
+    changed: Mapping[str, Any]
+    by: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "changed": dict(self.changed), "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     """A code run began (``path``: ``python path``; ``tests``: ``pytest``), for everyone.
     ``command``: the whole command (``pytest -x -q``); ``by``: who ran it, or for a run of
@@ -457,14 +473,30 @@ class GuardDiagnostics(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LineSpan:
+    """Lines ``from_line`` to ``to_line`` (1-based, inclusive) of the file at ``path``."""
+
+    path: str
+    from_line: int
+    to_line: int
+
+    def label(self) -> str:
+        """As people read it: ``a.py:12\u201314`` (an en dash; ``a.py:12`` for one line)."""
+        lines = str(self.from_line) if self.from_line == self.to_line else f"{self.from_line}\u2013{self.to_line}"
+        return f"{self.path}:{lines}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One prompt waiting in the room's queue: the turn id it will start with, its text, who
-    queued it, its place (1 runs next)."""
+    queued it, its place (1 runs next); ``range``: the lines it is about as it was sent (a
+    cursor's line is widened when it starts), or None."""
 
     turn: str
     prompt: str
     author: str
     position: int
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,11 +548,16 @@ class TurnEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted(TurnEvent):
+    """``range``: the lines the prompt is about (a prompt on a selection, Ctrl+K), as the
+    server settled them (clamped to the file, or the block around the cursor); None: the
+    whole workspace."""
+
     type: ClassVar[str] = "turn.started"
     prompt: str
     steered_from: str | None
     effort: Effort
     author: str
+    range: LineSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,6 +666,22 @@ class TurnRound(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRan(TurnEvent):
+    """A run of the model for ``turn`` ended (its run tool, or the IDE's test round): the line
+    of its turn's transcript ("ran `pytest -q`: failed (exit 1)"). Kept in the event log, so a
+    late page and the replay show it too; ``message`` only for a run that never started
+    (``error``). The run itself is the run panel's (``run.*``, not kept)."""
+
+    type: ClassVar[str] = "turn.ran"
+    run: str
+    command: str
+    status: str
+    exit_code: int | None
+    error: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished(TurnEvent):
     type: ClassVar[str] = "turn.finished"
     status: TurnStatus
@@ -709,8 +762,8 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered, TurnSteered, TurnRound,
+    GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered, TurnSteered, TurnRound, TurnRan,
     TurnFinished, TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
@@ -725,6 +778,8 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
     if cls is TurnFinished:
         fields["status"] = TurnStatus(fields["status"])
         fields["reason"] = FinishReason(fields["reason"])
-    elif cls is TurnEditSteered:
+    if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
+        fields["range"] = LineSpan(**fields["range"])
+    if cls is TurnEditSteered:
         fields["lines"] = tuple(fields["lines"])
     return cls(**fields)

@@ -14,11 +14,12 @@ knows (the contract may grow).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .events import DRIVER_ROLES, EFFORTS, ErrorCode, Role
+from .focus import AskedRange
 from .prompt_queue import MAX_QUEUED
 
 __all__ = [
@@ -35,6 +36,7 @@ ALL_ROLES = frozenset(Role)
 MAX_ID_CHARS = 64  # turn and run ids are 32 hex characters; room to spare, not for abuse
 MAX_SAFE_INT = 2**53 - 1  # the largest integer every client (JavaScript) reads exactly
 MAX_SEQ = 2**63 - 1  # a seq travels between processes as a 64-bit integer (msgpack)
+MAX_LINE = 10_000_000  # a line number a range may name (past a file's end it is clamped)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Field:
     string, the ``Limits`` attribute bounding its length. ``blank``: whether a string of only
     spaces counts as given. ``choices``: the values allowed. ``minimum``/``maximum``: for an
     integer. ``required_unless``: required except when that boolean field is true.
+    ``parse``: for an object, checks its parts and makes the value (raises ``Invalid``);
+    ``what``: what it must be, in words.
     """
 
     name: str
@@ -77,9 +81,13 @@ class Field:
     minimum: int | None = None
     maximum: int | None = None
     required_unless: str | None = None
+    parse: Callable[[Mapping[str, Any], Limits], Any] | None = None
+    what: str | None = None
 
     def describe(self) -> str:
         """What the field must be, in words, for error messages and the docs."""
+        if self.what is not None:
+            return self.what
         names = {str: "a string", bool: "true or false", int: "an integer", list: "a list of turn ids"}
         kind = " or ".join(names.get(kind, kind.__name__) for kind in self.kinds)
         if self.choices is not None:
@@ -113,13 +121,42 @@ def _flag(name: str) -> Field:
     return Field(name, (bool,), default=False)
 
 
+def _line_range(value: Mapping[str, Any], limits: Limits) -> AskedRange:
+    """A ``range``: ``{path, from_line, to_line}`` (a selection's lines, 1-based, inclusive) or
+    ``{path, line}`` (the cursor's line: the server takes the block around it)."""
+    path = value.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise Invalid(ErrorCode.MISSING_FIELD, "'range' needs 'path': the file's path, a non-empty string", "range")
+    if len(path) > limits.path_chars:
+        raise Invalid(ErrorCode.TOO_LONG, f"'range.path' is longer than {limits.path_chars} characters", "range")
+    named = [name for name in ("from_line", "to_line", "line") if value.get(name) is not None]
+    if named not in (["from_line", "to_line"], ["line"]):
+        raise Invalid(ErrorCode.MISSING_FIELD if len(named) < 2 else ErrorCode.BAD_FIELD,
+                      "'range' needs either 'from_line' and 'to_line' (a selection) or 'line' (the cursor)", "range")
+    numbers = [value[name] for name in named]
+    for name, number in zip(named, numbers, strict=True):
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_LINE:
+            raise Invalid(ErrorCode.BAD_FIELD, f"'range.{name}' must be an integer from 1 to {MAX_LINE}", "range")
+    if named == ["line"]:
+        return AskedRange(path, numbers[0], numbers[0], cursor=True)
+    if numbers[0] > numbers[1]:
+        raise Invalid(ErrorCode.BAD_FIELD,
+                      f"'range.from_line' ({numbers[0]}) is after 'range.to_line' ({numbers[1]})", "range")
+    return AskedRange(path, numbers[0], numbers[1])
+
+
+_RANGE = Field("range", (dict,), parse=_line_range,
+               what="an object: {path, from_line, to_line} (lines, 1-based, inclusive) or {path, line} (the cursor)")
+
+
 _DECLARED = (
     MessageSpec("prompt", DRIVER_ROLES, (
         _text("text", limit="prompt_chars"),
         Field("effort", (str,), default="medium", choices=tuple(EFFORTS)),
         _text("path", limit="path_chars", required=False, blank=True),
+        _RANGE,  # a prompt on lines of a file (Ctrl+K): ``live.focus``
     ), "start a turn (queued while one runs)"),
-    MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"),),
+    MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"), _RANGE),
                 "stop the running turn and prompt again"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
     MessageSpec("edit_steer.commit", DRIVER_ROLES, (
@@ -226,5 +263,7 @@ def validate(spec: MessageSpec, message: Mapping[str, Any], limits: Limits) -> d
             low, high = spec_field.minimum, spec_field.maximum
             if (low is not None and value < low) or (high is not None and value > high):
                 raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+        elif isinstance(value, dict) and spec_field.parse is not None:
+            value = spec_field.parse(value, limits)
         values[name] = value
     return values

@@ -21,7 +21,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from .background import Background
 from .bus import Bus, Cluster, decode, encode, send
@@ -48,6 +49,7 @@ from .bus_messages import (
     RoomRejoin,
     RoomReply,
     RoomSetFile,
+    RoomSettings,
     RoomStoreEvents,
     RoomStream,
     RoomUp,
@@ -203,6 +205,8 @@ class OwnedRoom(Place, Protocol):
 
     def rejoin_now(self) -> None: ...
 
+    def settings_changed_now(self, changed: Mapping[str, Any], by: str) -> None: ...
+
     files: RoomFiles  # what other processes' HTTP requests ask of the room's files
 
     def texts(self) -> dict[str, str]: ...
@@ -280,6 +284,8 @@ class OwnerDesk:
             self.room.expel_now(message.user)
         elif isinstance(message, RoomRejoin):
             self.room.rejoin_now()
+        elif isinstance(message, RoomSettings):
+            self.room.settings_changed_now(message.changed, message.by)
         elif isinstance(message, RoomSetFile | RoomMoveFile | RoomStoreEvents | RoomReadFiles):
             self._answer(message)
 

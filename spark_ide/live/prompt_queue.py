@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .events import ErrorCode, ErrorEvent, QueueItem, QueueState
+from .events import ErrorCode, ErrorEvent, LineSpan, QueueItem, QueueState
 from .turns import Command, CommandKind
 
 MAX_QUEUED = 50
@@ -46,7 +46,8 @@ class PromptQueue:
 
     def state(self) -> QueueState:
         return QueueState(items=tuple(
-            QueueItem(turn=command.turn, prompt=command.text, author=command.author, position=index + 1)
+            QueueItem(turn=command.turn, prompt=command.text, author=command.author, position=index + 1,
+                      range=_span(command))
             for index, command in enumerate(self._items)
         ))
 
@@ -93,7 +94,7 @@ class PromptQueue:
             return Command(
                 kind=CommandKind.STEER, session=command.session, user_id=command.user_id, author=command.author,
                 turn=queued.turn, text=queued.text, effort=queued.effort, path=queued.path, reply=command.reply,
-                received_at=command.received_at,
+                received_at=command.received_at, range=queued.range,
             )
         elif kind is CommandKind.QUEUE_MERGE and not self._merge(command, sorted(indexes)):
             return None
@@ -127,6 +128,11 @@ class PromptQueue:
 
     def _changed(self) -> None:
         self._announce(self.state())
+
+
+def _span(command: Command) -> LineSpan | None:
+    asked = command.range
+    return None if asked is None else LineSpan(asked.path, asked.from_line, asked.to_line)
 
 
 def _refuse(command: Command, code: ErrorCode, message: str) -> None:

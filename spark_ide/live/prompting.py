@@ -14,6 +14,8 @@ from spark_ide.upstream import Message, TurnRequest
 from spark_ide.upstream.dialects import INSTRUCTIONS, EditStyle, run_instructions
 from spark_ide.upstream.profiles import Effort
 
+from .focus import Focus
+
 DEFAULT_MAX_ROUNDS = 8  # SPARK_MAX_ROUNDS
 
 CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context budget
@@ -95,6 +97,7 @@ class TurnInput:
     runs: bool = False  # the run tool is offered (a tool dialect, and the course lets the model run code)
     tests_only: bool = False  # the course lets the model run the tests only (``ai_runs`` tests)
     changes: str = ""  # what others changed since the model saw the files (``seen.changes_note``)
+    focus: Focus | None = None  # the lines the prompt is about (Ctrl+K on a selection: ``focus``)
 
 
 TESTS_ONLY = "This course lets you run the tests only (pytest ...), not programs (python <file>)."
@@ -208,7 +211,7 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, t
         history_budget -= cost
         history[:0] = [Message("user", past.prompt), Message("assistant", past.output)]
     used = sum(len(m.text) for m in history) // CHARS_PER_TOKEN
-    asked = len(turn.text) + len(turn.changes)
+    asked = len(turn.text) + len(turn.changes) + (len(turn.focus.text) if turn.focus is not None else 0)
     workspace_budget = max(style.context_tokens - used - asked // CHARS_PER_TOKEN - 600, 200)
     packed, shown = _pack(
         turn.files, active_path=turn.active_path, prompt=turn.text, budget_tokens=workspace_budget,
@@ -221,6 +224,8 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, t
         sections.append(f"What happened to your edits last turn:\n{turn.last_ledger}\n")
     if turn.changes:
         sections.append(turn.changes)
+    if turn.focus is not None:
+        sections.append(focus_section(turn.focus, style))
     sections.append(f"Request: {turn.text}")
     for steer in turn.steering:
         sections.append(steer)
@@ -234,6 +239,23 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, t
         edit_style=None if turn.explain_only else style.edit_style,  # explain-only: no editing tool
         runs=runs,
     ), shown
+
+
+def focus_section(focus: Focus, style: PromptStyle) -> str:
+    """What a request says of the lines its prompt is about: their numbers and text, and to
+    change only them. A small model (whole files) sees the file whole already: a sentence
+    naming the lines, no more prose for it to echo."""
+    span = focus.span
+    lines = f"line {span.from_line}" if span.from_line == span.to_line else f"lines {span.from_line}-{span.to_line}"
+    if style.whole_file_only:
+        return f"Change only {lines} of {span.path}; keep every other line of the file as it is.\n"
+    text = as_data(focus.text)
+    return (
+        f"The request is about {lines} of {span.path}:\n"
+        f'<file path="{path_attribute(span.path)}" lines="{span.from_line}-{span.to_line}">\n'
+        f"{text}{'' if text.endswith(chr(10)) or not text else chr(10)}</file>\n"
+        "Change only these lines unless the request needs more.\n"
+    )
 
 
 def steering_note(*, partial_output: str, ledger: str, text: str, by_user: bool = True) -> str:

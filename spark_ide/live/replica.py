@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from .bus_messages import (
     Resume,
     RoomExpel,
     RoomRejoin,
+    RoomSettings,
     RoomStream,
     RoomUp,
     Run,
@@ -140,7 +141,7 @@ class Replica:
         self._forward(Adopt(conn.id, generation))
 
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
-        given = {name: fields[name] for name in (*CommandItem.FIELDS, *CommandItem.FLAGS) if name in fields}
+        given = {name: fields[name] for name in CommandItem.GIVEN if fields.get(name) is not None}
         self._forward(CommandItem(conn=conn.id, command=kind, **given))
 
     async def resume(self, conn: Connection, after: int) -> None:
@@ -162,6 +163,10 @@ class Replica:
     def rejoin(self) -> None:
         """Callable from any thread, as ``Room.rejoin``."""
         self._loop.call_soon_threadsafe(self._spawn_send, RoomRejoin())
+
+    def settings_changed(self, changed: Mapping[str, Any], by: str) -> None:
+        """Callable from any thread, as ``Room.settings_changed``: the owner tells everyone."""
+        self._loop.call_soon_threadsafe(self._spawn_send, RoomSettings(dict(changed), by))
 
     def members(self) -> list[Connection]:
         return [seat.conn for seat in self._seats.values()]

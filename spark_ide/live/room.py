@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pycrdt import Doc, create_sync_message
@@ -21,12 +21,13 @@ from pycrdt import Doc, create_sync_message
 from .background import Background
 from .doc_rules import LiveDocument, YjsIntake
 from .edit_steer import EDIT_STEER_KINDS, EditSteering
-from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished
+from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished, WorkspaceSettings
 from .model_runs import ModelRuns
 from .outbox import Frame
 from .pilot import Pilot
 from .pipeline import Pipeline
 from .presence import Arrivals, PresenceBoard
+from .reopen import reopened
 from .replacement import Replacements
 from .replay import ReplayLog
 from .room_files import RoomFiles
@@ -77,7 +78,9 @@ class Room:
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,
             settings=settings.guard, busy=lambda: self.pilot.running_turn is not None,
         )
-        self.runs = RoomRuns(store=store, settings=settings, texts=self.texts, announce=self.announce)
+        self.runs = RoomRuns(
+            store=store, settings=settings, texts=self.texts, announce=self.announce, publish=self.publish,
+        )
         model_runs = ModelRuns(
             self.runs, texts=self.texts, high_findings=self.guard.high_findings,
             budget=settings.run_output_to_model,
@@ -144,6 +147,9 @@ class Room:
         self.pipeline.start()
         for turn in state.unfinished:
             self.pilot.announce_lost(turn)
+        conversation = await reopened(self.store, self.settings.prompt_style)
+        if conversation is not None:  # the model carries on the conversation the room had
+            self.pilot.checkpoints.set_conversation(conversation)
         self.pilot.start()
         self.runs.start()
 
@@ -328,6 +334,15 @@ class Room:
         for conn in self.transport.members():
             conn.move()
         self._background.spawn(self.close())
+
+    def settings_changed(self, changed: Mapping[str, Any], by: str) -> None:
+        """``by`` changed the workspace's settings: every page is told (``workspace.settings``);
+        callable from any thread."""
+        self._loop.call_soon_threadsafe(self.settings_changed_now, dict(changed), by)
+
+    def settings_changed_now(self, changed: Mapping[str, Any], by: str) -> None:
+        if not self._closed:
+            self.announce(WorkspaceSettings(changed=changed, by=by))
 
     # -- code runs (live.runs) ------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from spark_ide.editing.paths import BadPath, clean_path
 from spark_ide.guard import Finding
 
 from .background import Background
-from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted
+from .events import ErrorCode, ErrorEvent, Event, RunFinished, RunOutput, RunStarted, TurnEvent, TurnRan
 from .model_runs import RunResult
 from .records import Records
 from .run_command import RunCommand
@@ -61,9 +61,10 @@ class _Running:
 class RoomRuns:
     def __init__(
         self, *, store: RoomStore, settings: LiveSettings, texts: Callable[[], dict[str, str]],
-        announce: Callable[[Event], None],
+        announce: Callable[[Event], None], publish: Callable[[TurnEvent], None],
     ) -> None:
         self._store = store
+        self._publish = publish  # a model's run's line in its turn (``turn.ran``), kept in the event log
         self._settings = settings
         self._texts = texts
         self._announce = announce
@@ -210,6 +211,12 @@ class RoomRuns:
         """Tell everyone how the run ended and record it (its output as kept)."""
         self._running = None
         self._announce(finished)
+        started = running.started
+        if started.model and started.turn:
+            self._publish(TurnRan(
+                turn=started.turn, run=running.id, command=started.command, status=finished.status,
+                exit_code=finished.exit_code, error=finished.error, message=finished.message if finished.error else "",
+            ))
         if not running.ended.done():
             running.ended.set_result(RunResult(finished, "".join(running.output)))
         outcome = RunOutcome(

@@ -20,6 +20,7 @@ from .events import RunError, RunFinished, RunOutput, TurnEvent
 from .meter import NO_METER, Meter
 from .policy import AiPolicy
 from .prompting import PromptStyle
+from .reopen import StoredPast
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .watchdog import GuardSettings
 
@@ -183,6 +184,10 @@ class RoomStore(Protocol):
 
     async def turn_restored(self, turn: str) -> None:
         """A revert of ``turn`` undone: it is no longer reverted."""
+
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        """The turn records a reopened room's conversation is rebuilt from (``live.reopen``):
+        the newest ``turns`` ended turns that are not steered, with their chains."""
 
     async def run_started(self, record: RunRecord) -> None: ...
 

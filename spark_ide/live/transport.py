@@ -5,7 +5,7 @@ connection takes part in: the room itself, or (``live.replica``) a replica of it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -120,6 +120,10 @@ class Place(Protocol):
     def expel(self, user_id: int) -> None: ...
 
     def rejoin(self) -> None: ...
+
+    def settings_changed(self, changed: Mapping[str, Any], by: str) -> None:
+        """The workspace's settings changed (``WorkspaceSettings``): every page is told;
+        callable from any thread."""
 
     def run(self, conn: Connection, *, path: str, tests: bool, confirm: bool = False) -> None: ...
 

@@ -61,8 +61,10 @@ class TurnBook:
         effort = policy.effort(requested or DEFAULT_EFFORT)
         self._publish(TurnStarted(
             turn=run.id, prompt=prompt, steered_from=run.steered_from, effort=effort,
-            author=command.author,
+            author=command.author, range=run.focus.span if run.focus is not None else None,
         ))
+        if run.focus_note:  # the range was cut at the file's end, or its file is gone
+            self._publish(TurnProse(turn=run.id, text=f"{run.focus_note}\n\n"))
         if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
             self._publish(TurnProse(
                 turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "

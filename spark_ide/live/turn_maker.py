@@ -18,6 +18,7 @@ from spark_ide.upstream import Message, TurnRequest
 
 from .checkpoints import Conversation
 from .events import TurnStatus
+from .focus import AskedRange, Focus, settle
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
 from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing
@@ -71,11 +72,12 @@ class TurnMaker:
         chain = chain_of(command, steered_from, keep_request=not self._style.steer_as_request)
         turn_id = command.turn or new_turn_id()
         runs = self._turn_runs(turn_id, chain, policy)
-        turn_input = self._input(chain, policy, texts, runs=runs is not None)
+        focus, focus_note = _focus(command, chain, steered_from, texts)
+        turn_input = self._input(chain, policy, texts, runs=runs is not None, focus=focus)
         seen = self.seen
         if seen is not None:
             turn_input.changes = seen.note(texts, {})
-        fence_path = (chain.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
+        fence_path = (turn_input.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
         request, shown = request_showing(turn_input, self._style)
         self._notes = []  # told
         if seen is not None:
@@ -93,8 +95,8 @@ class TurnMaker:
             id=turn_id, command=command, origin=chain.origin, request=request, editor=editor, tools=tools,
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
-            rebuild=self._rebuilder(chain, policy) if self._style.steer_as_request else None, auto_test=auto_test,
-            changes=lambda: self._changes(editor),
+            rebuild=self._rebuilder(chain, policy, focus) if self._style.steer_as_request else None,
+            auto_test=auto_test, changes=lambda: self._changes(editor), focus=focus, focus_note=focus_note,
         )
 
     def _changes(self, editor: TurnEditor) -> tuple[Message, ...]:
@@ -105,12 +107,15 @@ class TurnMaker:
         note = self.seen.note(self._texts(), editor.take_touched())
         return (Message("user", note),) if note else ()
 
-    def _input(self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "") -> TurnInput:
+    def _input(
+        self, chain: Chain, policy: AiPolicy, texts: dict[str, str], *, runs: bool, text: str = "",
+        focus: Focus | None = None,
+    ) -> TurnInput:
         return TurnInput(
-            text=text or chain.origin.text, files=texts, active_path=chain.active_path,
+            text=text or chain.origin.text, files=texts, active_path=focus.span.path if focus else chain.active_path,
             effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._ledger(),
             steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
-            tests_only=policy.tests_only,
+            tests_only=policy.tests_only, focus=focus,
         )
 
     def _last_turn_ledger(self) -> str:
@@ -134,12 +139,13 @@ class TurnMaker:
         owner = RunFor(turn=turn_id, by=origin.author, session=origin.session, author_id=origin.user_id)
         return TurnRuns(self._runs, owner, tests_only=policy.tests_only)
 
-    def _rebuilder(self, chain: Chain, policy: AiPolicy) -> Callable[[str], TurnRequest]:
+    def _rebuilder(self, chain: Chain, policy: AiPolicy, focus: Focus | None) -> Callable[[str], TurnRequest]:
         """A small model's next round: a plain request over the files as they are now, asking
-        ``text`` and then the turn's request again."""
+        ``text`` and then the turn's request again (about the same lines)."""
         def rebuild(text: str) -> TurnRequest:
             asked = f"{text}\nThe request you are working on: {chain.origin.text}"
-            return build_request(self._input(chain, policy, self._texts(), runs=False, text=asked), self._style)
+            turn_input = self._input(chain, policy, self._texts(), runs=False, text=asked, focus=focus)
+            return build_request(turn_input, self._style)
         return rebuild
 
     @property
@@ -178,3 +184,16 @@ class TurnMaker:
         next request says so. The last turn's ledger says it already."""
         if editor is not self._last:
             self._notes.extend(notes)
+
+
+def _focus(
+    command: Command, chain: Chain, steered_from: TurnRun | None, texts: dict[str, str],
+) -> tuple[Focus | None, str]:
+    """The lines a new turn is about (``focus.settle``), and what people are told of them: those
+    its prompt or steer names; a steer that names none keeps the lines of the turn it steers."""
+    asked = command.range
+    if asked is None and steered_from is not None and steered_from.focus is not None:
+        span = steered_from.focus.span
+        asked = AskedRange(span.path, span.from_line, span.to_line)
+    asked = asked or chain.origin.range
+    return settle(asked, texts) if asked is not None else (None, "")

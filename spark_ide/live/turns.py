@@ -14,6 +14,7 @@ from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
 from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEditSteered, TurnEvent, TurnProse
+from .focus import AskedRange, Focus
 from .meter import Meter
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
@@ -81,6 +82,7 @@ class Command:
     conversation: bool = False  # checkpoint.restore: the next request starts from there
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
+    range: AskedRange | None = None  # prompt, steer: the lines it is about (Ctrl+K; ``focus``)
     on: bool = False  # edit_steer.switch: the person's edits steer
     note: TurnEditSteered | None = None  # edit_steer: published as the steer begins (its ``turn``: the one steered)
 
@@ -120,6 +122,8 @@ class TurnRun:
     # What others changed in the files the model saw, for its next round's request (``seen``):
     # messages to send after the round's tool outputs (none: nothing changed, or not told).
     changes: Callable[[], tuple[Message, ...]] = no_changes
+    focus: Focus | None = None  # the lines its request is about (``focus.settle``)
+    focus_note: str = ""  # what the people are told about them (a range cut at the file's end)
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -165,10 +169,16 @@ class TurnRun:
 
     def chain_prompt(self) -> str:
         """What the user asked over a steering chain: the first prompt and each redirection."""
-        return self.origin.text + "".join(f"\n(Redirected: {text})" for text in self.redirects)
+        return chain_text(self.origin.text, self.redirects)
 
     def as_past(self) -> PastTurn:
         return PastTurn(prompt=self.chain_prompt(), output=self.output)
+
+
+def chain_text(origin: str, redirects: Iterable[str]) -> str:
+    """A steering chain's request as its past turn tells it: the first prompt, then each
+    redirection (``TurnRun.chain_prompt``; a reopened room's history, ``live.reopen``)."""
+    return origin + "".join(f"\n(Redirected: {text})" for text in redirects)
 
 
 @dataclass(frozen=True, slots=True)

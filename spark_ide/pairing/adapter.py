@@ -21,11 +21,12 @@ from django.db.models import Q
 from spark_ide.editing.limits import FileLimits
 from spark_ide.guard import GuardMode, Severity
 from spark_ide.live.bus import send
-from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin
+from spark_ide.live.bus_messages import Message, RoomExpel, RoomRejoin, RoomSettings
 from spark_ide.live.checkpoints import Checkpoint, Saved
 from spark_ide.live.events import FinishReason, TurnDelta, TurnStatus, turn_event_from
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
+from spark_ide.live.reopen import StoredPast
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.store import (
@@ -45,7 +46,7 @@ from spark_ide.upstream.dialects import EditStyle, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
-from . import checkpoints, ports, services
+from . import checkpoints, past, ports, services
 from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
@@ -246,6 +247,10 @@ class DatabaseRoomStore:
         found: Checkpoint | None = await database_sync_to_async(checkpoints.checkpoint_load)(self.workspace, checkpoint)
         return found
 
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        found: StoredPast = await database_sync_to_async(past.stored_past)(self.workspace, turns=turns)
+        return found
+
     async def run_started(self, record: RunRecord) -> None:
         await self._write(lambda: services.run_create(record))
 
@@ -360,6 +365,12 @@ def rejoin_everywhere(workspace_id: uuid.UUID) -> None:
     """Have every live connection of the workspace reconnect (their roles changed), on
     whichever process serves them. From a request thread."""
     _tell_owner(workspace_id, lambda place: place.rejoin(), RoomRejoin())
+
+
+def settings_changed_everywhere(workspace_id: uuid.UUID, changed: Mapping[str, object], *, by: str) -> None:
+    """Tell every page of the workspace that ``by`` changed its settings (``workspace.settings``),
+    on whichever process serves it. From a request thread."""
+    _tell_owner(workspace_id, lambda place: place.settings_changed(changed, by), RoomSettings(dict(changed), by))
 
 
 def _tell_owner(workspace_id: uuid.UUID, here: Callable[[Place], None], message: Message) -> None:

@@ -300,10 +300,11 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.room.tell(self.conn, Pong(id=values["id"], t=round(time.time() * 1000)))
 
     def _on_prompt(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"])
+        self._command(CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"],
+                      range=values["range"])
 
     def _on_steer(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.STEER, text=values["text"])
+        self._command(CommandKind.STEER, text=values["text"], range=values["range"])
 
     def _on_queue_edit(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"])

@@ -85,12 +85,15 @@ def _workspace_patch(user: User, workspace_id: str, request: HttpRequest) -> Htt
     if unknown:
         changes = ", ".join(PATCH_FIELDS)
         raise ApiError(ApiCode.BAD_FIELD, f"cannot change {unknown[0][:40]!r}: a PATCH changes {changes}")
+    changed: dict[str, object] = {}
     try:
         services.check_writable(found)
         if "auto_test" in body:
-            services.auto_test_set(workspace=found, value=body["auto_test"])
+            changed["auto_test"] = services.auto_test_set(workspace=found, value=body["auto_test"])
     except WorkspaceError as exc:
         raise as_api_error(exc) from None
+    if changed:  # every page open on the workspace follows (``workspace.settings``)
+        ports.rooms().settings_changed(found.pk, changed, by=user.get_username())
     return JsonResponse(services.workspace_summary(found))
 
 

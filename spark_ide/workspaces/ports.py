@@ -3,8 +3,9 @@
 A student's copy in an archived course is read-only and a course's watchdog mode wins over
 its copies' (the classroom app knows courses); compacting a document keeps its history for
 replay (the replay app keeps it); who else holds a role in a workspace is known to the
-pairing app (its sessions' participants). Each app hands its part over once at startup, in
-its ``AppConfig.ready`` (``use_courses``, ``use_history``, ``use_members``), the way ``live``
+pairing app (its sessions' participants), which also tells the pages open on a workspace that
+its settings changed (its rooms). Each app hands its part over once at startup, in
+its ``AppConfig.ready`` (``use_courses``, ``use_history``, ``use_members``, ``use_rooms``), the way ``live``
 is handed its store; a server without that app gets the plain answer: no course, no history
 kept, nobody but the owner.
 """
@@ -12,6 +13,7 @@ kept, nobody but the owner.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pycrdt import Doc
@@ -29,6 +31,12 @@ class Members(Protocol):
     def role(self, workspace_id: uuid.UUID, user_id: int) -> str | None:
         """The role (``live.events.Role``) someone other than the owner holds in the workspace's
         live session; None: none."""
+
+
+class Rooms(Protocol):
+    def settings_changed(self, workspace_id: uuid.UUID, changed: Mapping[str, Any], *, by: str) -> None:
+        """``by`` changed the workspace's settings (``changed``: each field with its new value):
+        every page open on it is told, on whichever process serves it."""
 
 
 class History(Protocol):
@@ -54,6 +62,11 @@ class NoMembers:
         return None
 
 
+class NoRooms:
+    def settings_changed(self, workspace_id: uuid.UUID, changed: Mapping[str, Any], *, by: str) -> None:
+        return None
+
+
 class NoHistory:
     def begin(self, workspace_id: uuid.UUID, doc: Doc[Any], *, through: int) -> None:
         return None
@@ -66,6 +79,7 @@ class _Ports:
     courses: Courses = NoCourses()
     history: History = NoHistory()
     members: Members = NoMembers()
+    rooms: Rooms = NoRooms()
 
 
 def use_courses(courses: Courses) -> None:
@@ -74,6 +88,10 @@ def use_courses(courses: Courses) -> None:
 
 def use_members(members: Members) -> None:
     _Ports.members = members
+
+
+def use_rooms(rooms: Rooms) -> None:
+    _Ports.rooms = rooms
 
 
 def use_history(history: History) -> None:
@@ -90,3 +108,7 @@ def history() -> History:
 
 def members() -> Members:
     return _Ports.members
+
+
+def rooms() -> Rooms:
+    return _Ports.rooms

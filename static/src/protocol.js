@@ -24,6 +24,7 @@ export const EVENT = Object.freeze({
   EDIT_STEER: "edit_steer",
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
+  WORKSPACE_SETTINGS: "workspace.settings",
   TURN_STARTED: "turn.started",
   TURN_QUEUED: "turn.queued",
   TURN_DELTA: "turn.delta",
@@ -32,6 +33,7 @@ export const EVENT = Object.freeze({
   TURN_EDIT_STEERED: "turn.edit_steered",
   TURN_STEERED: "turn.steered",
   TURN_ROUND: "turn.round",
+  TURN_RAN: "turn.ran",
   TURN_FINISHED: "turn.finished",
   TURN_REVERTED: "turn.reverted",
   TURN_RESTORED: "turn.restored",
@@ -55,6 +57,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "queue",
   "edit_steer",
   "checkpoint.created",
+  "workspace.settings",
 ]);
 
 // Every message a client may send, by type (messages.MESSAGES).

@@ -147,6 +147,40 @@ def scripted_ide(
         yield server
 
 
+@contextmanager
+def logged_model_ide(
+    ide_server: IdeServer, data: Path, scripts: dict[str, Any], **env: str,
+) -> Iterator[tuple[IdeServer, Any]]:
+    """An IDE of its own in ``data`` (``ide_server``'s settings and ``env``) whose scripted
+    model server (knowing ``scripts``) runs in this process and logs every request it receives:
+    yields the IDE and that ``RequestLog``, for tests that read what the model was sent."""
+    import asyncio
+
+    from spark_ide.modelserver.config import ServerConfig
+    from spark_ide.modelserver.engines.scripted import ScriptedEngine, load_scripts
+    from spark_ide.modelserver.request_log import RequestLog
+    from spark_ide.modelserver.server import ModelServer
+
+    script_file = data / "scripts.json"
+    script_file.write_text(json.dumps(scripts), encoding="utf-8")
+    log = RequestLog()
+    model = ModelServer(ScriptedEngine(load_scripts(script_file), 1000.0, 0.02), ServerConfig(), request_log=log)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(model.start(), loop).result(timeout=10)
+    own = {
+        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model.port}/v1", **env,
+    }
+    try:
+        with daphne(own, data) as server:
+            yield server, log
+    finally:
+        asyncio.run_coroutine_threadsafe(model.stop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+
+
 # Module scope, not session: Playwright's sync API keeps an event loop running in the main
 # thread while it is open, and the asyncio tests that run after these modules need it gone.
 @pytest.fixture(scope="module")

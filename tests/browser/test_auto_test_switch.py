@@ -1,7 +1,8 @@
 """The test-rounds switch under the editor (issue 30), as a person uses it: it shows the
 server's default until the workspace makes a choice; unticking it saves the workspace's choice
 (the stored value, read back through the API), a reload shows it, and "use the server's
-default" clears it. Also, under Node, the words the switch says of a choice."""
+default" clears it; another page open on the workspace follows a change without a reload
+(``workspace.settings``). Also, under Node, the words the switch says of a choice."""
 
 from __future__ import annotations
 
@@ -51,6 +52,28 @@ def test_the_switch_saves_the_workspaces_choice_and_clears_it(ide_server: IdeSer
     assert stored_choice(page) is None
     assert box.is_checked()  # back to the server's default
     assert page.locator("#auto-test [data-auto-test=reset]").is_hidden()
+
+
+@pytest.mark.browser
+def test_another_page_on_the_workspace_follows_the_switch(ide_server: IdeServer, page: Any) -> None:
+    open_new_workspace(ide_server, page, "test rounds, two pages")
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+    label = "Test rounds: run the tests after the model's changes"
+    there = other.locator("#auto-test").get_by_label(label)
+    assert there.is_checked()
+
+    page.locator("#auto-test").get_by_label(label).uncheck()  # this page saves the choice...
+    other.locator("#auto-test [data-auto-test=status]", has_text="changed by").wait_for(timeout=WAIT_MS)
+    assert not there.is_checked()  # ...and the other page's switch follows, without a reload
+    assert other.locator("#auto-test [data-auto-test=source]").inner_text() == "(this workspace's choice)"
+    assert other.locator("#auto-test [data-auto-test=reset]").is_visible()
+
+    other.locator("#auto-test [data-auto-test=reset]").click()  # and back, from the other page
+    page.locator("#auto-test[data-choice=null]").wait_for(timeout=WAIT_MS)
+    assert page.locator("#auto-test").get_by_label(label).is_checked()
+    other.close()
 
 
 def test_the_switch_says_whose_choice_it_shows() -> None:

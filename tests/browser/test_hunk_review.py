@@ -10,24 +10,18 @@ the requests as the model received them); the IDE offers ``apply_patch``. Nothin
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engines.scripted import ScriptedEngine, load_scripts
 from spark_ide.modelserver.request_log import RequestLog
-from spark_ide.modelserver.server import ModelServer
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
     IdeServer,
     create_file,
-    daphne,
+    logged_model_ide,
     open_new_workspace,
     second_person,
     server_text,
@@ -66,25 +60,8 @@ def review_server(
 ) -> Iterator[tuple[IdeServer, RequestLog]]:
     """An IDE whose model edits through apply_patch; the model server runs here, its requests logged."""
     data = tmp_path_factory.mktemp("ide-review")
-    scripts = data / "scripts.json"
-    scripts.write_text(json.dumps(SCRIPTS), encoding="utf-8")
-    log = RequestLog()
-    model = ModelServer(ScriptedEngine(load_scripts(scripts), 1000.0, 0.02), ServerConfig(), request_log=log)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(model.start(), loop).result(timeout=10)
-    env = {
-        **ide_server.env, "SPARK_DATA_DIR": str(data), "OPENAI_BASE_URL": f"http://127.0.0.1:{model.port}/v1",
-        "SPARK_EDIT_STYLE": "apply-patch",
-    }
-    try:
-        with daphne(env, data) as server:
-            yield server, log
-    finally:
-        asyncio.run_coroutine_threadsafe(model.stop(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
+    with logged_model_ide(ide_server, data, SCRIPTS, SPARK_EDIT_STYLE="apply-patch") as ide:
+        yield ide
 
 
 def _reviews(person: Any) -> list[tuple[str, str, str]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 
@@ -110,6 +111,28 @@ def _file(page: Any, path: str, text: str) -> None:
     wait_for_server_text(page, path, text)
 
 
+def _late_page(page: Any) -> Any:
+    """The session opened in a new page now: its transcript is what the server sent it."""
+    late = page.context.new_page()
+    late.goto(page.url)
+    late.locator(".turn .turn-foot").first.wait_for(timeout=LIVE_WAIT_MS)
+    return late
+
+
+def _replayed(page: Any) -> Any:
+    """The session's replay in a new page, at its end."""
+    link = page.locator("#history a", has_text="Replay this session")
+    link.wait_for(state="attached", timeout=LIVE_WAIT_MS)
+    replay = page.context.new_page()
+    replay.goto(urljoin(page.url, str(link.get_attribute("href"))))
+    replay.locator("#replay[data-ready=true]").wait_for(timeout=LIVE_WAIT_MS)
+    replay.locator("#replay-scrubber").evaluate(
+        "(range) => { range.value = range.max; range.dispatchEvent(new Event('input')); }"
+    )
+    replay.locator("#replay-transcript .turn .turn-foot").first.wait_for(timeout=LIVE_WAIT_MS)
+    return replay
+
+
 @pytest.mark.browser
 def test_the_model_runs_the_tests_reads_the_failure_and_fixes_it_live_and_a_person_stops_its_run(
     runs_server: IdeServer, page: Any,
@@ -152,6 +175,14 @@ def test_the_model_runs_the_tests_reads_the_failure_and_fixes_it_live_and_a_pers
     places = [prose.find(line) for line in lines]
     assert -1 not in places and places == sorted(places), prose
     assert "test_add" not in prose  # the output stays in the run panel
+
+    # A page that loads now, and the session's replay, tell the runs as the live page did
+    # (turn.ran is in the event log).
+    for late in (_late_page(page), _replayed(page)):
+        prose = late.locator(".turn").first.locator(".prose").inner_text()
+        places = [prose.find(line) for line in lines]
+        assert -1 not in places and places == sorted(places), prose
+        late.close()
 
     # A run of the model that takes long: the person stops it from the run panel.
     _ask(page, "[rate:200][script:slow]")
@@ -217,8 +248,12 @@ def test_a_model_run_is_marked_stoppable_and_a_line_of_its_turn_and_test_rounds_
     page.locator(".toast", has_text="that run is not going on").wait_for(timeout=LIVE_WAIT_MS)
     assert [sent for sent in socket.sent if sent.get("type") == "run.stop"] == [{"type": "run.stop", "run": RUN}]
 
-    # Its end: the panel says how it ended; the turn gets one line, not the output.
+    # Its end: the panel says how it ended (run.finished); the turn gets one line, not the
+    # output (turn.ran, the event log's: a late page and the replay get it too).
     socket.tell(**_run_finished(RUN, "failed", 1))
+    socket.tell(
+        type="turn.ran", turn=TURN, run=RUN, command="pytest -x -q tests/test_app.py", status="failed", exit_code=1,
+    )
     panel.locator(".run-end[data-status='failed']").wait_for(timeout=LIVE_WAIT_MS)
     ran = "▶ ran `pytest -x -q tests/test_app.py`: failed (exit 1)"
     turn.locator(".prose", has_text=ran).wait_for(timeout=LIVE_WAIT_MS)
@@ -253,23 +288,14 @@ def test_a_model_run_is_marked_stoppable_and_a_line_of_its_turn_and_test_rounds_
 
 
 LINES = """
-const { ModelRuns, roundLine } = await import(RUNS);
+const { roundLine, runLine } = await import(RUNS);
 const { runCommand, runOutcome } = await import(WORDS);
-const runs = new ModelRuns();
-runs.started({ run: "a", model: true, turn: "t1", command: "python main.py 3" });
-runs.started({ run: "b", model: false, turn: "", command: "pytest" });
-runs.started({ run: "c", model: true, turn: "t2", command: "", path: "", tests: true });
-const ends = [
-  runs.finished({ run: "a", status: "ok", exit_code: 0 }),
-  runs.finished({ run: "b", status: "failed", exit_code: 1 }),
-  runs.finished({ run: "c", status: "timeout", exit_code: null }),
-  runs.finished({ run: "a", status: "ok", exit_code: 0 }),
-];
-for (let i = 0; i < 40; i += 1) runs.started({ run: `r${i}`, model: true, turn: "t", command: "pytest" });
 console.log(JSON.stringify({
-  ends,
-  kept: runs.open.size,
-  newest: runs.open.has("r39"),
+  ends: [
+    runLine("python main.py 3", { status: "ok", exit_code: 0 }),
+    runLine("pytest", { status: "timeout", exit_code: null }),
+    runLine("", { status: "failed", exit_code: 1 }),
+  ],
   rounds: [
     roundLine({ round: 2, calls: 1, failed: 0, verdict: "" }),
     roundLine({ round: 3, calls: 2, failed: 1 }),
@@ -292,13 +318,9 @@ console.log(JSON.stringify({
 def test_the_lines_of_rounds_and_runs_say_what_happened_in_few_words() -> None:
     live = ROOT / "static/src/live"
     result = run_node(LINES, RUNS=(live / "transcript_runs.js").as_uri(), WORDS=(live / "run_words.js").as_uri())
-    assert result["ends"] == [
-        {"turn": "t1", "line": "▶ ran `python main.py 3`: ok (exit 0)"},
-        None,  # a person's run: no line
-        {"turn": "t2", "line": "▶ ran `pytest`: timeout"},  # no command named: what it stands for
-        None,  # told twice
+    assert result["ends"] == [  # turn.ran's line
+        "▶ ran `python main.py 3`: ok (exit 0)", "▶ ran `pytest`: timeout", "▶ ran `a command`: failed (exit 1)",
     ]
-    assert result["kept"] == 16 and result["newest"] is True  # ends that never come do not pile up
     assert result["rounds"] == [
         "↻ Round 2: the model got its 1 tool result and goes on.",
         "↻ Round 3: the model got its 2 tool results, 1 failed and goes on.",

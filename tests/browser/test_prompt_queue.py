@@ -85,3 +85,30 @@ def test_two_drivers_edit_and_reorder_the_queue_it_survives_a_reload_and_runs_in
         assert prompts[1:] == [said("C"), merged]  # the shown order; the merge was one prompt
         assert page.locator(".turn").count() == 3
         assert "Answer B2." in page.locator(".turn").nth(2).inner_text()
+
+
+def test_swapped_keys_queue_with_enter_and_a_drag_reorders_the_queue(ide_server: IdeServer, page: Any) -> None:
+    """The setting swaps Enter and Alt+Enter (the hint says so, a reload keeps it); a queued
+    prompt dragged onto another's place moves there."""
+    _start_session(ide_server, page, "live queue drag")
+    swap = page.get_by_label("Swap Enter and Alt+Enter")
+    swap.check()
+    assert page.locator(".prompt-keys").inner_text() == "Enter: queue · Alt+Enter: steer"
+    _ask(page, SLOW_WRITE)  # idle: Enter starts a turn either way
+    page.locator(".turn.running").wait_for(timeout=WAIT_MS)
+    for name in ("A", "B", "C"):
+        _ask(page, said(name))  # Enter now queues
+        item(page, f"Answer {name}.").wait_for(timeout=WAIT_MS)
+    assert page.locator(".turn").count() == 1  # nothing steered
+
+    item(page, "Answer C.").drag_to(item(page, "Answer A."))  # C takes A's place
+    wait_shown(page, [said("C"), said("A"), said("B")])
+    item(page, "Answer A.").drag_to(item(page, "Answer B."))  # A takes B's place, below it
+    wait_shown(page, [said("C"), said("B"), said("A")])
+
+    _ask(page, "[say]Steered.\n[/say]", key="Alt+Enter")  # Alt+Enter now steers
+    page.locator(".turn .badge.steer").wait_for(timeout=WAIT_MS)
+    page.reload()
+    page.locator("[data-field=connection]", has_text="live").wait_for(timeout=WAIT_MS)
+    assert page.get_by_label("Swap Enter and Alt+Enter").is_checked()  # kept in this browser
+    assert page.locator(".prompt-keys").inner_text() == "Enter: queue · Alt+Enter: steer"

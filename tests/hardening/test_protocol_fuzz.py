@@ -77,6 +77,8 @@ def valid_value(spec_field: Field) -> Any:
         return "app.py"
     if bool in spec_field.kinds:
         return False
+    if dict in spec_field.kinds:  # a prompt's range (the only object field)
+        return {"path": "app.py", "from_line": 1, "to_line": 2}
     return spec_field.minimum or 0
 
 

@@ -32,6 +32,7 @@ from spark_ide.live.bus_messages import (
     RoomRejoin,
     RoomReply,
     RoomSetFile,
+    RoomSettings,
     RoomStoreEvents,
     RoomStream,
     RoomUp,
@@ -46,6 +47,7 @@ from spark_ide.live.bus_messages import (
     frame_of,
 )
 from spark_ide.live.events import DocumentReplaced, Role, TurnDelta, TurnProse
+from spark_ide.live.focus import AskedRange
 from spark_ide.live.outbox import DocUpdate, Frame, RawBinary, TextRun
 from spark_ide.live.turns import CommandKind
 
@@ -56,6 +58,8 @@ MESSAGES: list[Message] = [
         Alive(), Join(CONN, None), Join(RemoteConn("c2", "s", None, "guest", Role.VIEWER, 3), 42), Leave("c1"),
         Yjs("c1", b"\x00\x02\x01"), Adopt("c1", 2), CommandItem("c1", CommandKind.STOP),
         CommandItem("c1", CommandKind.PROMPT, text="hi", effort="low", path="a.py"),
+        CommandItem("c1", CommandKind.PROMPT, text="hi", path="a.py", range=AskedRange("a.py", 3, 5)),
+        CommandItem("c1", CommandKind.STEER, text="this", range=AskedRange("a.py", 7, 7, cursor=True)),
         CommandItem("c1", CommandKind.REVERT, turn="t1"),
         CommandItem("c1", CommandKind.CHECKPOINT_RESTORE, checkpoint="cp1", code=True, conversation=False),
         CommandItem("c1", CommandKind.CHECKPOINT_CREATE, text="before refactor"),
@@ -66,6 +70,8 @@ MESSAGES: list[Message] = [
     )),
     RoomExpel(7),
     RoomRejoin(),
+    RoomSettings({"auto_test": None}, "ada"),
+    RoomSettings({"auto_test": True, "model": "gpt-5"}, "ada"),
     RoomSetFile("a.py", "x = 1\n", reply="r"),
     RoomSetFile("a.py", None, reply="r"),
     RoomSetFile("a.py", "y\n", conditional=True, expected=None, reply="r"),
@@ -96,13 +102,14 @@ def test_every_message_comes_back_as_it_went(message: Message) -> None:
 def test_every_room_kind_is_spelt_as_on_the_wire() -> None:
     kinds = {encode(message)["type"] for message in MESSAGES}
     assert kinds == {
-        "room.up", "room.expel", "room.rejoin", "room.set_file", "room.move_file", "room.store_events",
+        "room.up", "room.expel", "room.rejoin", "room.settings", "room.set_file", "room.move_file", "room.store_events",
         "room.read_files", "room.reply", "room.stream",
     }
 
 
 @pytest.mark.parametrize("wire", [
-    {"type": "room.nothing"}, {"type": "room.expel"}, {"type": "room.up", "replica": "r", "items": [{"kind": "x"}]},
+    {"type": "room.nothing"}, {"type": "room.expel"}, {"type": "room.settings", "changed": [1], "by": "ada"},
+    {"type": "room.up", "replica": "r", "items": [{"kind": "x"}]},
     {"type": "room.stream", "n": 1, "items": [["z"]]}, {"type": "room.stream", "n": 1, "items": [["d", "c", ["x"]]]},
     {"type": "room.up", "replica": "r", "items": [{"kind": "command", "conn": "c", "command": "dance"}]},
 ])

@@ -103,10 +103,13 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
     # The driver (on A) prompts; a collaborator on B steers it; everyone sees one sequence.
     await driver.send({"type": "prompt", "text": say(" ".join(f"count{i}" for i in range(300)), rate=300)})
     await viewer.until(lambda e: e["type"] == "turn.delta")
-    await helper.send({"type": "steer", "text": say("Now the edit.\n" + BLOCK)})
+    # (on the lines of a file: the range goes through the bus too)
+    lines = {"path": "util.py", "line": 1}
+    await helper.send({"type": "steer", "text": say("Now the edit.\n" + BLOCK), "range": lines})
     for client in (driver, viewer, helper):
         await client.until(lambda e: e["type"] == "turn.finished" and e["status"] == "completed", timeout=15)
         await client.until_true(lambda c=client: c.text("util.py") == "X = 2\nY = 3\n")
+    assert viewer.of("turn.started")[1]["range"] == {"path": "util.py", "from_line": 1, "to_line": 1}
     steered = driver.of("turn.finished")[0]
     assert steered["status"] == "steered"
     seqs = {name: [seq for seq, _, _ in _turn_events(c)] for name, c in (("a", driver), ("v", viewer), ("h", helper))}
@@ -137,9 +140,15 @@ async def test_a_room_is_served_by_two_processes(live: Live, two: tuple[Process,
         done = await client.until(lambda e: e["type"] == "run.finished")
         assert done["status"] == "ok" and done["exit_code"] == 0
 
-    # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
+    # A settings change told on B (a PATCH served there) reaches every page, through the owner.
     replica = b.rooms.held(live.workspace_id)
     assert isinstance(replica, Replica) and b.rooms.cluster is not None
+    await asyncio.to_thread(replica.settings_changed, {"auto_test": False}, "cole")
+    for client in (driver, viewer, helper):
+        changed = await client.until(lambda e: e["type"] == "workspace.settings")
+        assert (changed["changed"], changed["by"]) == ({"auto_test": False}, "cole")
+
+    # HTTP on B reads and writes the owner's live document (a request thread, as in a view).
     remote = RemoteDocument(b.rooms.cluster, replica.owner)
     await asyncio.to_thread(remote.apply_file, "notes.md", "from HTTP on B\n")
     await driver.until_true(lambda: driver.text("notes.md") == "from HTTP on B\n")

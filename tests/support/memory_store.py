@@ -22,8 +22,9 @@ from pycrdt import Doc
 from spark_ide.editing.document import document_from_texts, document_texts
 from spark_ide.guard import GuardMode
 from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, file_keys, plan_save, rebuilt
-from spark_ide.live.events import TurnDelta, TurnStarted, TurnStatus
+from spark_ide.live.events import CheckpointRestored, TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
+from spark_ide.live.reopen import PastRecord, StoredPast
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
 
 
@@ -192,6 +193,40 @@ class MemoryRoomStore:
     async def turn_restored(self, turn: str) -> None:
         self._check("turn_restored")
         self.turns[turn].reverted = False
+
+    async def stored_past(self, *, turns: int) -> StoredPast:
+        """As the database answers it (``spark_ide.pairing.past``)."""
+        self._check("stored_past")
+        restored, after = None, list(self.turns)
+        for entry in self.events:
+            event = entry.event
+            if isinstance(event, CheckpointRestored) and event.conversation:
+                restored, after = event.checkpoint, []
+            elif isinstance(event, TurnStarted) and restored is not None and event.turn in self.turns:
+                after.append(event.turn)
+        ended = [self._past(turn) for turn in after if self.turns[turn].outcome is not None]
+        shown = [record for record in ended if record.status != TurnStatus.STEERED.value]
+        newest = shown[-turns:] if turns > 0 else []
+        known = {record.turn for record in newest}
+        for record in reversed(newest):  # the turns their steering chains started from
+            step = record
+            while step.steered_from is not None and step.steered_from in self.turns and step.steered_from not in known:
+                step = self._past(step.steered_from)
+                known.add(step.turn)
+        order = list(self.turns)
+        chosen = sorted(known, key=order.index)
+        return StoredPast(
+            turns=tuple(self._past(turn) for turn in chosen), last=ended[-1] if ended else None, restored=restored,
+        )
+
+    def _past(self, turn: str) -> PastRecord:
+        stored = self.turns[turn]
+        outcome = stored.outcome
+        return PastRecord(
+            turn=turn, prompt=stored.record.prompt, status=stored.status,
+            output=outcome.output if outcome is not None else "", ledger=outcome.ledger if outcome is not None else [],
+            steered_from=stored.record.steered_from, reverted=stored.reverted,
+        )
 
     async def run_started(self, record: RunRecord) -> None:
         self._check("run_started")

@@ -183,7 +183,7 @@ async def pilot_rig(
     )
     runs = model_runs = None
     if runner is not None:
-        runs = RoomRuns(store=store, settings=settings, texts=texts, announce=announced.add)
+        runs = RoomRuns(store=store, settings=settings, texts=texts, announce=announced.add, publish=published.add)
         model_runs = ModelRuns(
             runs, texts=texts, high_findings=guard.high_findings, budget=settings.run_output_to_model,
         )

@@ -3,8 +3,10 @@
 // model to fix. The checkbox shows whether that happens here: the workspace's own choice, else
 // the server's default (SPARK_AUTO_TEST). Changing it saves the workspace's choice through the
 // workspace API (PATCH `auto_test`: true or false; "use the server's default" sends null). The
-// room reads the choice at every turn, so it applies from the next one. Other pages open on the
-// workspace show their state as it was when they loaded.
+// room reads the choice at every turn, so it applies from the next one. Every page open on the
+// workspace follows a change at once: the server tells them (workspace.settings, which the
+// session hands on as the document's SETTINGS_CHANGED event).
+import { SETTINGS_CHANGED } from "./settings_changed.js";
 
 const SAVED = "saved: it applies from the next turn";
 
@@ -73,5 +75,13 @@ export function wireAutoTest(root) {
     box.addEventListener("change", () => save(box.checked));
     reset?.addEventListener("click", () => save(null));
   }
+  // Someone changed it on another page (or this one: the same value).
+  document.addEventListener(SETTINGS_CHANGED, ({ detail }) => {
+    const changed = detail?.changed;
+    if (!changed || !Object.hasOwn(changed, "auto_test")) return;
+    choice = typeof changed.auto_test === "boolean" ? changed.auto_test : null;
+    if (detail.by) status.textContent = `changed by ${detail.by}: it applies from the next turn`;
+    show();
+  });
   show();
 }

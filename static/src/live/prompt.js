@@ -1,8 +1,38 @@
 // The prompt box under the editor. Keys as in Codex: Enter steers the running turn (or
 // starts one when idle), Alt+Enter queues a prompt behind it, Shift+Enter is a newline,
-// Esc stops. The session decides what each intent means on the wire. What was sent stays in
+// Esc stops. A person may swap Enter and Alt+Enter (the box under the prompt; kept in this
+// browser's localStorage, per person); the hint under the box says which is which. The
+// session decides what each intent means on the wire. What was sent stays in
 // the box until the server takes it (its turn starts or is queued): a refused prompt (too
 // long, rate limited, the connection lost) is still there to fix and send again.
+
+const ENTER_QUEUES = "spark.enterQueues"; // localStorage: "1" when Enter queues and Alt+Enter steers
+
+export function enterQueues() {
+  try {
+    return window.localStorage.getItem(ENTER_QUEUES) === "1";
+  } catch {
+    return false; // storage refused (a private window's policy): the usual keys
+  }
+}
+
+function setEnterQueues(on) {
+  try {
+    window.localStorage.setItem(ENTER_QUEUES, on ? "1" : "0");
+  } catch {
+    // not kept: this page still uses it
+  }
+}
+
+// What Enter does (with Alt held: `alt`), as the person set the keys: "steer" or "queue".
+export function enterIntent(alt) {
+  return alt !== enterQueues() ? "queue" : "steer";
+}
+
+// The keys in words, for the hints.
+export function keysHint() {
+  return enterQueues() ? "Enter: queue · Alt+Enter: steer" : "Enter: steer · Alt+Enter: queue";
+}
 
 export class PromptBox {
   // onSend(intent, text, effort) with intent "steer" | "queue"; onStop()
@@ -13,9 +43,16 @@ export class PromptBox {
     this.stopButton = form.querySelector("[data-action=stop]");
     this.queueButton = form.querySelector("[data-action=queue]");
     this.sendButton = form.querySelector("[data-action=send]");
+    this.keys = form.querySelector(".prompt-keys");
+    this.swap = form.querySelector("[data-action=swap-enter]");
     this.onSend = onSend;
     this.onStop = onStop;
     this.waiting = null; // the text sent, until the server takes or refuses it
+    this.isRunning = false;
+    if (this.swap) {
+      this.swap.checked = enterQueues();
+      this.swap.addEventListener("change", () => { setEnterQueues(this.swap.checked); this.running(this.isRunning); });
+    }
     this.input.addEventListener("keydown", (event) => this.key(event));
     form.addEventListener("submit", (event) => { event.preventDefault(); this.send("steer"); });
     this.queueButton.addEventListener("click", () => this.send("queue"));
@@ -30,7 +67,7 @@ export class PromptBox {
       this.onStop();
     } else if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
-      this.send(event.altKey ? "queue" : "steer");
+      this.send(enterIntent(event.altKey));
     }
   }
 
@@ -60,12 +97,18 @@ export class PromptBox {
 
   // The labels tell what Enter will do right now.
   running(isRunning) {
+    this.isRunning = isRunning;
+    const swapped = enterQueues();
+    const [steerKey, queueKey] = swapped ? ["Alt+Enter", "Enter"] : ["Enter", "Alt+Enter"];
     this.form.classList.toggle("running", isRunning);
     this.stopButton.disabled = !isRunning;
     this.queueButton.disabled = !isRunning;
     this.sendButton.textContent = isRunning ? "Steer" : "Send";
+    this.sendButton.title = steerKey;
+    this.queueButton.title = `${queueKey}: run after the current turn`;
+    if (this.keys) this.keys.textContent = keysHint();
     this.input.placeholder = isRunning
-      ? "Steer now (Enter) · queue (Alt+Enter) · stop (Esc)"
-      : "Ask the model (Enter) · new line (Shift+Enter)";
+      ? `Steer now (${steerKey}) · queue (${queueKey}) · stop (Esc)`
+      : `Ask the model (${swapped ? "Enter or Alt+Enter" : "Enter"}) · new line (Shift+Enter)`;
   }
 }

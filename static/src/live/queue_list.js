@@ -2,10 +2,12 @@
 // prompts waiting behind the running turn, in the order they will run, each with who queued
 // it. Everyone sees the same list (the `queue` event, after every change and on joining);
 // drivers change it: edit a prompt in place (Enter saves, Shift+Enter a new line, Esc
-// cancels), delete it, move it up or down (the buttons, or Alt+Up / Alt+Down on a focused
-// item), steer with it now, or tick several and merge them into one. The list is drawn from the server's state only: a change
+// cancels), delete it, move it (drag it onto another item's place, or the up and down
+// buttons, or Alt+Up / Alt+Down on a focused item), steer with it now, or tick several and
+// merge them into one. The list is drawn from the server's state only: a change
 // shows once the server has made it, for everyone at once.
 import { MESSAGE } from "../protocol.js";
+import { rangeLabel } from "./transcript_turns.js";
 
 export class QueueList {
   // host: the <ol>; send(message) -> bool; toast(text, kind); canDrive: may change it.
@@ -17,7 +19,12 @@ export class QueueList {
     this.items = [];
     this.selected = new Set(); // turns ticked for a merge
     this.editing = null; // {turn, draft} while a prompt is edited in place
+    this.dragged = null; // the turn being dragged to another place
     if (!host) return;
+    host.addEventListener("dragstart", (event) => this.dragStart(event));
+    host.addEventListener("dragover", (event) => this.dragOver(event));
+    host.addEventListener("drop", (event) => this.drop(event));
+    host.addEventListener("dragend", () => this.dragEnd());
     host.addEventListener("click", (event) => this.clicked(event));
     host.addEventListener("change", (event) => this.ticked(event));
     host.addEventListener("keydown", (event) => this.key(event));
@@ -52,11 +59,13 @@ export class QueueList {
     li.dataset.turn = item.turn;
     li.tabIndex = 0;
     const author = span("queue-author", String(item.author || ""));
+    if (item.range && item.range.path) author.append(" ", span("badge queue-range", rangeLabel(item.range)));
     const editing = this.editing && this.editing.turn === item.turn;
     if (!this.canDrive) {
       li.append(author, span("queue-text", String(item.prompt || "")));
       return li;
     }
+    li.draggable = !editing; // drag it onto another item's place
     const tick = document.createElement("input");
     tick.type = "checkbox";
     tick.dataset.queue = "select";
@@ -161,6 +170,54 @@ export class QueueList {
     const position = index + 1 + by;
     if (index < 0 || position < 1 || position > this.items.length) return;
     this.sent({ type: MESSAGE.QUEUE_MOVE, turn, position });
+  }
+
+  // Drag and drop (HTML5): the dragged prompt takes the place of the one it is dropped on
+  // (queue.move to that position); the target shows on which side it will land.
+  dragStart(event) {
+    const li = event.target.closest?.(".queue-item[data-turn]");
+    if (!this.canDrive || !li || !li.draggable) return;
+    this.dragged = li.dataset.turn;
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", li.dataset.turn);
+    li.classList.add("dragging");
+  }
+
+  dropTarget(event) {
+    const li = event.target.closest?.(".queue-item[data-turn]");
+    return this.dragged && li && li.dataset.turn !== this.dragged ? li : null;
+  }
+
+  dragOver(event) {
+    const li = this.dropTarget(event);
+    this.markDrop(li);
+    if (!li) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "move";
+  }
+
+  markDrop(target) {
+    const from = this.items.findIndex((item) => item.turn === this.dragged);
+    for (const li of this.host.querySelectorAll(".queue-item")) {
+      const index = this.items.findIndex((item) => item.turn === li.dataset.turn);
+      li.classList.toggle("drop-before", li === target && index < from);
+      li.classList.toggle("drop-after", li === target && index > from);
+    }
+  }
+
+  drop(event) {
+    const li = this.dropTarget(event);
+    if (!li) return;
+    event.preventDefault();
+    const position = this.items.findIndex((item) => item.turn === li.dataset.turn) + 1;
+    const turn = this.dragged;
+    this.dragEnd();
+    if (position > 0) this.sent({ type: MESSAGE.QUEUE_MOVE, turn, position });
+  }
+
+  dragEnd() {
+    this.dragged = null;
+    for (const li of this.host.querySelectorAll(".queue-item")) li.classList.remove("dragging", "drop-before", "drop-after");
   }
 
   merge() {

@@ -8,6 +8,7 @@ import { YjsProvider } from "./provider.js";
 import { EditorTabs } from "./tabs.js";
 import { LiveRegions } from "./decorations.js";
 import { PromptBox } from "./prompt.js";
+import { inlinePrompt } from "./inline_prompt.js";
 import { Transcript } from "./transcript.js";
 import { StatusBar } from "./status.js";
 import { Toasts, userName } from "./notices.js";
@@ -21,6 +22,7 @@ import { RevertControls } from "./revert.js";
 import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { QueueList } from "./queue_list.js";
+import { SETTINGS_CHANGED } from "./settings_changed.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
@@ -56,6 +58,10 @@ class LiveSession {
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
       diagnostics: this.diagnostics, onByHand: () => this.byHand(),
       hunkMarks: (path) => (this.hunks ? this.hunks.gutter(path) : []),
+      // Ctrl+K: a prompt about the selected lines (a driver's), with the prompt box's effort.
+      inlinePrompt: this.canDrive
+        ? (path) => inlinePrompt(path, (intent, text, range) => this.send(intent, text, this.prompt?.effort.value, range))
+        : null,
     });
     this.colours = new PeerColours();
     this.presence = new PresenceList(
@@ -183,8 +189,13 @@ class LiveSession {
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
+      case EVENT.TURN_RAN: // a run of the model ended: a line in its turn
+        this.transcript.ran(event);
+        return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
       case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.WORKSPACE_SETTINGS: // someone changed the workspace's settings: each control follows
+        return document.dispatchEvent(new CustomEvent(SETTINGS_CHANGED, { detail: event }));
       case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED:
         return this.checkpoints.told(event, this.replayed(event));
       case EVENT.ERROR:
@@ -209,14 +220,9 @@ class LiveSession {
       case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
         return undefined;
-      case EVENT.RUN_STARTED:
-        this.transcript.runStarted(event); // a run of the model: a line in its turn at the end
-        return this.runs.started(event);
+      case EVENT.RUN_STARTED: return this.runs.started(event);
       case EVENT.RUN_OUTPUT: return this.runs.output(event);
-      case EVENT.RUN_FINISHED:
-        this.transcript.runFinished(event);
-        this.loop.request();
-        return this.runs.finished(event);
+      case EVENT.RUN_FINISHED: return this.runs.finished(event);
       case EVENT.TURN_QUEUED:
         if (this.prompt) this.prompt.taken(event.prompt);
         return this.toasts.show(`Queued (${event.position} waiting): ${String(event.prompt || "").slice(0, 60)}`, "ok");
@@ -387,15 +393,18 @@ class LiveSession {
     if (this.prompt) this.prompt.running(turn !== null);
   }
 
-  // Enter: steer the running turn, or start one when idle. Alt+Enter: queue behind it.
-  send(intent, text, effort) {
+  // Enter: steer the running turn, or start one when idle. Alt+Enter: queue behind it (the
+  // person may have swapped them: prompt.js). range: the lines it is about (Ctrl+K), or null.
+  send(intent, text, effort, range = null) {
     let message;
     if (intent === "steer" && this.running) {
       message = { type: MESSAGE.STEER, text };
     } else {
       message = { type: MESSAGE.PROMPT, text, effort };
-      if (this.tabs.active) message.path = this.tabs.active;
+      const path = range ? range.path : this.tabs.active;
+      if (path) message.path = path;
     }
+    if (range) message.range = range;
     if (!this.connection.send(message)) {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
       return false;

@@ -23,10 +23,12 @@ export const LARGE_TYPE = EditorView.theme({ "&.cm-editor .cm-scroller": { fontS
 // The extensions of a tab's state. typeSize: the compartment of the type size (largeType: the
 // presenter's is on); extendRemote(transaction): the spec added to a transaction from Yjs.
 // hunkMarks(path): the gutter of Keep / Undo marks of the blocks waiting for review (hunk_marks.js).
+// inlinePrompt(path): Ctrl+K's prompt box at the selection (inline_prompt.js), for a driver.
 export function tabExtensions(path, tab, {
-  awareness, canEdit, typeSize, largeType, extendRemote, hunkMarks = null,
+  awareness, canEdit, typeSize, largeType, extendRemote, hunkMarks = null, inlinePrompt = null,
 }) {
   return [
+    inlinePrompt ? inlinePrompt(path) : [],
     keymap.of(yUndoManagerKeymap), // before basicSetup: undo only one's own typing, via Yjs
     basicSetup,
     languageFor(path),

@@ -19,9 +19,10 @@ export class EditorTabs {
   // diagnostics: the watchdog's findings per path (GuardDiagnostics), shown in each file's tab
   constructor({
     tabBar, host, fileLabel, files, awareness, canEdit, regions, diagnostics = null, onByHand = () => {},
-    hunkMarks = null,
+    hunkMarks = null, inlinePrompt = null,
   }) {
     this.hunkMarks = hunkMarks; // path -> the gutter of Keep / Undo marks (hunk_review.js), or null
+    this.inlinePrompt = inlinePrompt; // path -> Ctrl+K's prompt box (inline_prompt.js), or null
     this.tabBar = tabBar;
     this.host = host;
     this.fileLabel = fileLabel;
@@ -96,6 +97,7 @@ export class EditorTabs {
     return tabExtensions(path, tab, {
       awareness: this.awareness, canEdit: this.canEdit, typeSize: this.typeSize, largeType: this.largeType,
       extendRemote: (transaction) => this.extendRemote(transaction), hunkMarks: this.hunkMarks,
+      inlinePrompt: this.inlinePrompt,
     });
   }
 

@@ -16,7 +16,7 @@ import { element } from "./dom.js";
 import { newBlockView, paintChip, recordedCode, region, showCode, writtenLines } from "./transcript_blocks.js";
 import { foldTurn } from "./transcript_fold.js";
 import { findingRow, personRef, turnFooter } from "./transcript_labels.js";
-import { ModelRuns, paragraph, roundLine } from "./transcript_runs.js";
+import { paragraph, roundLine, runLine } from "./transcript_runs.js";
 import { FollowEnd } from "./transcript_scroll.js";
 import { newEntry, paintHeader } from "./transcript_turns.js";
 import {
@@ -61,12 +61,13 @@ export class Transcript {
     this.withHidden = []; // finished turns that keep earlier text off the page, oldest first
     this.foldPending = false; // foldSoon() asked for a fold when the page is idle
     this.follow = new FollowEnd(container); // follows the end unless the person scrolled up
-    this.runs = new ModelRuns(); // the model's runs going on: a line in their turn at the end
     container.addEventListener("click", (event) => {
       const chip = event.target.closest(".chip[data-path]");
       if (chip) onOpenPath(chip.dataset.path);
       const place = event.target.closest(".guard-loc[data-guard-path]");
       if (place) onOpenLine(place.dataset.guardPath, Number(place.dataset.line));
+      const lines = event.target.closest(".turn-range[data-range-path]");
+      if (lines) onOpenLine(lines.dataset.rangePath, Number(lines.dataset.line));
       const correction = event.target.closest(".guard-correction[data-correction]");
       if (correction) this.showTurn(correction.dataset.correction);
     });
@@ -227,19 +228,15 @@ export class Transcript {
   }
 
   // turn.round (the model goes on: its calls answered, or the tests failed after its round)
-  // and the end of a model's run: a line of its turn's prose (transcript_runs.js).
+  // and turn.ran (a run of the model ended): a line of its turn's prose (transcript_runs.js).
+  // Both are in the event log, so a late page and the replay draw them as the live page did.
   round({ turn, ...event }) {
     this.prose({ turn, text: paragraph(this.entry(turn), roundLine(event)) });
   }
 
-  runStarted(event) {
-    this.runs.started(event);
-  }
-
-  runFinished(event) {
-    const ran = this.runs.finished(event);
-    const entry = ran && this.turns.get(ran.turn);
-    if (entry) this.prose({ turn: ran.turn, text: paragraph(entry, ran.line) });
+  ran({ turn, command, ...end }) {
+    const entry = this.turns.get(turn);
+    if (entry) this.prose({ turn, text: paragraph(entry, runLine(command, end)) });
   }
 
   prose({ turn, text }) {

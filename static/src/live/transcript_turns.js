@@ -40,12 +40,29 @@ function steerBadge(from, earlier) {
   return badge;
 }
 
+// Lines of a file as people read them: "a.py:12–14" ("a.py:12" for one).
+export function rangeLabel({ path, from_line: from, to_line: to }) {
+  return `${path}:${from === to ? `${from}` : `${from}–${to}`}`;
+}
+
+// The lines a prompt was about (Ctrl+K): "a.py:12–14", a button that opens them.
+function rangeBadge(range) {
+  const { path, from_line: from } = range;
+  const badge = element("button", "badge turn-range", rangeLabel(range));
+  badge.type = "button";
+  badge.dataset.rangePath = String(path);
+  badge.dataset.line = String(from);
+  badge.title = `The prompt is about these lines: open ${path} at line ${from}`;
+  return badge;
+}
+
 // The header as turn.started says it. earlier: the entry of the turn it was steered from (or
 // undefined); person(className, name, what): a person's name in their colour.
-export function paintHeader(entry, { prompt, steered_from: steeredFrom, effort, author }, earlier, person) {
+export function paintHeader(entry, { prompt, steered_from: steeredFrom, effort, author, range }, earlier, person) {
   entry.prompt = prompt || "";
   const header = entry.header;
   header.replaceChildren(element("span", "turn-prompt", entry.prompt));
+  if (range && range.path) header.append(rangeBadge(range));
   if (steeredFrom) header.prepend(steerBadge(steeredFrom, earlier));
   if (effort) header.append(element("span", "badge", effort));
   if (author === WATCHDOG) {

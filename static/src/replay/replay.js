@@ -229,6 +229,7 @@ class ReplayPlayer {
       case EVENT.TURN_STEERED: return transcript.steered(event);
       case EVENT.TURN_EDIT_STEERED: return showEditSteered(transcript, event); // the line and its diff, as live
       case EVENT.TURN_ROUND: return transcript.round(event);
+      case EVENT.TURN_RAN: return transcript.ran(event); // a run of the model, as the live page drew it
       case EVENT.TURN_FINISHED: return transcript.finished(event);
       case EVENT.GUARD_FINDING: return transcript.finding(event); // under its turn, as it was shown live
       case EVENT.EDIT_STATUS:
