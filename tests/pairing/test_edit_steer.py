@@ -22,7 +22,7 @@ from tests.support.recording_engine import RecordingEngine, RecordingServer, rec
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-FILLER = "".join(f"    # step {i} of the long way\n" for i in range(60))
+FILLER = "".join(f"    # step {i} of the long way\n" for i in range(40))
 SLOW_EDIT = (
     "Rewriting sub.\n"
     '<edit path="app.py">\n<old_text>\ndef sub(a, b):\n    return a - b\n</old_text>\n<new_text>\n'
