@@ -242,6 +242,11 @@ SPARK_AUTO_TEST = envchoice("SPARK_AUTO_TEST", "on", ("on", "off")) == "on"
 SPARK_CHECKPOINTS_KEEP = envint("SPARK_CHECKPOINTS_KEEP", 200)
 if SPARK_CHECKPOINTS_KEEP < 1:
     raise ConfigError(f"SPARK_CHECKPOINTS_KEEP must be at least 1, got {SPARK_CHECKPOINTS_KEEP}")
+# Steering by editing (live.edit_steer): a person's edit of the lines the running turn wrote
+# is committed as a steer this long after their last change there; 0: never (the feature off).
+SPARK_EDIT_STEER_IDLE_MS = envint("SPARK_EDIT_STEER_IDLE_MS", 600)
+if not 0 <= SPARK_EDIT_STEER_IDLE_MS <= 60_000:
+    raise ConfigError(f"SPARK_EDIT_STEER_IDLE_MS must be from 0 to 60000, got {SPARK_EDIT_STEER_IDLE_MS}")
 SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)
 if SPARK_RUN_OUTPUT_TO_MODEL < MIN_BUDGET:
     raise ConfigError(f"SPARK_RUN_OUTPUT_TO_MODEL must be at least {MIN_BUDGET} bytes, got {SPARK_RUN_OUTPUT_TO_MODEL}")

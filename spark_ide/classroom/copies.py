@@ -37,8 +37,9 @@ def _tokens_of(metrics: Iterable[Any]) -> int:
 def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     """The AI rules for a workspace that is a student's copy in a course, else None (a
     template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
-    None), "tokens_used", "ai_runs", "budget_usd" (Decimal or None), "cost_used"}``, tokens used
-    being the sum of the copy's turns' ``metrics["tokens"]``, the cost used their ``cost_usd``."""
+    None), "tokens_used", "ai_runs", "ai_edit_steer", "budget_usd" (Decimal or None), "cost_used"}``,
+    tokens used being the sum of the copy's turns' ``metrics["tokens"]``, the cost used their
+    ``cost_usd``."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
@@ -57,6 +58,7 @@ def _rules_of(course: Course, tokens_used: int = 0, cost_used: Decimal = Decimal
         "ai_runs": course.ai_runs,
         "budget_usd": course.budget_usd,
         "cost_used": cost_used,
+        "ai_edit_steer": course.ai_edit_steer,
     }
 
 

@@ -151,10 +151,11 @@ def course_by_code(raw: str) -> Course:
 
 def policy_set(
     *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
-    ai_runs: str | None = None, budget_usd: str | None = None,
+    ai_runs: str | None = None, ai_edit_steer: str | None = None, budget_usd: str | None = None,
 ) -> None:
-    """The course's AI rules (what the model may run, the security watchdog's mode and the
-    money budget per student, when given: None keeps them; an empty budget is none); a bad
+    """The course's AI rules (what the model may run, whether students steer it by editing
+    (``on``/``off``), the security watchdog's mode and the money budget per student, when given:
+    None keeps them; an empty budget is none); a bad
     value is refused whole."""
     if not AiMode.known(ai_mode):
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
@@ -176,12 +177,18 @@ def policy_set(
         choices = ", ".join(f"{runs.value} ({runs.word})" for runs in AiRuns)
         raise ClassroomError("bad_ai_runs", f"What the AI may run is one of {choices}.")
     budget = course.budget_usd if budget_usd is None else _budget(budget_usd)
+    if ai_edit_steer is not None and ai_edit_steer not in ("on", "off"):
+        raise ClassroomError("bad_ai_edit_steer", "Steering by editing is on or off.")
     course.ai_mode, course.max_effort, course.token_quota, course.budget_usd = ai_mode, max_effort, quota, budget
+    if ai_edit_steer is not None:
+        course.ai_edit_steer = ai_edit_steer == "on"
     if guard_mode is not None:
         course.guard_mode = guard_mode
     if ai_runs is not None:
         course.ai_runs = ai_runs
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "budget_usd"])
+    course.save(update_fields=[
+        "ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "ai_edit_steer", "budget_usd",
+    ])
 
 
 MAX_BUDGET_USD = Decimal(1_000_000)

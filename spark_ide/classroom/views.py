@@ -161,7 +161,8 @@ def course_policy(request: HttpRequest, course_id: str) -> HttpResponse:
         services.policy_set(
             course=course, ai_mode=request.POST.get("ai_mode", ""), max_effort=request.POST.get("max_effort", ""),
             token_quota=request.POST.get("token_quota", ""), guard_mode=request.POST.get("guard_mode"),
-            ai_runs=request.POST.get("ai_runs"), budget_usd=request.POST.get("budget_usd"),
+            ai_runs=request.POST.get("ai_runs"), ai_edit_steer=request.POST.get("ai_edit_steer"),
+            budget_usd=request.POST.get("budget_usd"),
         )
     except ClassroomError as exc:
         course.refresh_from_db()

@@ -75,9 +75,10 @@ class CommandItem:
     exclude: tuple[str, ...] | None = None
     turns: tuple[str, ...] | None = None
     range: AskedRange | None = None  # prompt, steer: the lines it is about (``live.focus``)
+    on: bool | None = None  # edit_steer.switch
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
-    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
+    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation", "on")
     NUMBERS: ClassVar[tuple[str, ...]] = ("position",)
     LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude", "turns")  # lists of strings
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import colorsys
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, ClassVar
@@ -36,6 +36,7 @@ __all__ = [
     "DocumentReplaced",
     "EditReviewed",
     "EditStatus",
+    "EditSteerState",
     "Effort",
     "ErrorCode",
     "ErrorEvent",
@@ -56,6 +57,7 @@ __all__ = [
     "SymbolList",
     "TurnContext",
     "TurnDelta",
+    "TurnEditSteered",
     "TurnEvent",
     "TurnFinished",
     "TurnProse",
@@ -318,6 +320,7 @@ class Policy(Event):
     token_quota: int | None
     tokens_left: int | None
     label: str
+    edit_steer: bool = True  # a student's edit of the lines the model writes steers it (live.edit_steer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,6 +546,24 @@ class SymbolList(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class EditSteerState(Event):
+    """A steering edit of ``turn`` (``live.edit_steer``): ``state`` ``pending`` (people are
+    editing lines the turn wrote or writes: ``path``, ``lines`` [first, last] 1-based as the
+    file is now, ``by`` their names; it is committed after ``idle_ms`` without a change
+    there), then ``committed``, ``cancelled`` (Esc: their edit stays an ordinary one) or
+    ``dropped`` (the turn ended first, or nothing was left changed)."""
+
+    type: ClassVar[str] = "edit_steer"
+    ephemeral: ClassVar[bool] = True
+    turn: str
+    state: str
+    path: str = ""
+    lines: tuple[int, int] | None = None
+    by: tuple[str, ...] = ()
+    idle_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -649,6 +670,34 @@ class TurnSteered(TurnEvent):
     type: ClassVar[str] = "turn.steered"
     steered_from: str
     steer_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEditSteered(TurnEvent):
+    """``by`` steered ``turn`` by editing lines it wrote or was writing (``live.edit_steer``):
+    ``path`` and ``lines`` [first, last] (1-based, their version), ``diff`` what the model had
+    written against what they made of it (a unified diff of the region), ``why`` how it was
+    committed (``idle``, ``key``: Ctrl+Enter, ``left``: the cursor left the region). Comes
+    just before the turn's ``turn.finished`` (``steered``); the steer's ``turn.started`` and
+    ``turn.steered`` follow as for any steer."""
+
+    type: ClassVar[str] = "turn.edit_steered"
+    path: str
+    lines: tuple[int, int]
+    by: str
+    diff: str
+    why: str
+
+    def label(self) -> str:
+        return edit_steered_label(self.path, self.lines, self.by)
+
+
+def edit_steered_label(path: str, lines: Sequence[int], by: str) -> str:
+    """How a steer by editing is named: ``steered by editing a.py:12\u201314 (Ana)`` (the steered
+    turn's line, the steer's prompt, the replay's mark)."""
+    first, last = lines[0], lines[-1]
+    where = f"{first}" if first == last else f"{first}\u2013{last}"
+    return f"steered by editing {path}:{where} ({by})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -771,10 +820,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings, ContextPreview,
-    SymbolList, TurnStarted, TurnContext, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan,
-    TurnFinished,
-    TurnReverted, TurnRestored, EditReviewed, GuardFinding,
+    GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    ContextPreview, SymbolList, TurnStarted, TurnContext, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered,
+    TurnSteered, TurnRound, TurnRan, TurnFinished, TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 
@@ -790,4 +838,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
         fields["reason"] = FinishReason(fields["reason"])
     if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
         fields["range"] = LineSpan(**fields["range"])
+    if cls is TurnEditSteered:
+        fields["lines"] = tuple(fields["lines"])
     return cls(**fields)

@@ -182,6 +182,12 @@ _DECLARED = (
     MessageSpec("symbols", DRIVER_ROLES, (_text("path", limit="path_chars"),),
                 "the top-level definitions of a Python file: answered by a symbols event to this page"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
+    MessageSpec("edit_steer.commit", DRIVER_ROLES, (
+        Field("why", (str,), default="key", choices=("key", "left")),
+    ), "steer now with the pending steering edit (Ctrl+Enter: key; the cursor left its lines: left)"),
+    MessageSpec("edit_steer.cancel", DRIVER_ROLES, (), "the pending steering edit stays an ordinary edit (Esc)"),
+    MessageSpec("edit_steer.switch", DRIVER_ROLES, (Field("on", (bool,), required=True),),
+                "whether this person's edits of the lines the model writes steer it (on by default)"),
     MessageSpec("queue.edit", DRIVER_ROLES, (
         _text("turn", limit="id_chars"), _text("text", limit="prompt_chars"), _CONTEXT_FIELDS[0],
     ),

@@ -141,6 +141,10 @@ class Pilot:
     def running_turn(self) -> str | None:
         return self._run.id if self._run is not None else None
 
+    @property
+    def running(self) -> tuple[TurnRun, AiPolicy] | None:  # and the policy as last read (``live.edit_steer``)
+        return None if self._run is None else (self._run, self._policy.policy)
+
     def submit(self, command: Command) -> None:
         if command.kind in ANSWERED_AT_ONCE:
             self._answer(command)
@@ -243,6 +247,8 @@ class Pilot:
             steer = self._queue.change(command)  # a queued prompt taken out to steer with now
             if steer is not None:
                 await (self._start(steer) if run is None else self._steer(run, steer))
+        elif kind is CommandKind.EDIT_STEER and run is not None and command.note and command.note.turn == run.id:
+            await self._steer(run, command)  # (``live.edit_steer``: the turn it edits still runs)
         elif kind is CommandKind.STOP:
             if run is not None:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
@@ -312,7 +318,9 @@ class Pilot:
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
+        if command.note is not None:  # a steer by editing: what it changed; its block in flight is kept
+            self._publish(command.note)
+        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None)  # (a), (b)
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
@@ -386,10 +394,11 @@ class Pilot:
             await self._next()
 
     def _finish(
-        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = ""
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
+        keep: bool = False,
     ) -> None:
-        """Announce the end of ``run``; after this nothing of it is sent but its rollback.
-        ``by``: the person who stopped, steered or reverted it."""
+        """Announce the end of ``run``; after this nothing of it is sent but its rollback. ``by``: the
+        person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering)."""
         if not run.live:
             return
         run.live = False
@@ -406,7 +415,7 @@ class Pilot:
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
-            publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
+            publish_edits(self._publish, run.editor.cancel(keep_in_flight=keep))  # in flight: goes (or kept)
         metrics, usage = self._turns.finished(run, status, reason, error=error, by=by, model=self._link.model)
         if self._run is run:
             self._run = None

@@ -8,6 +8,9 @@ prompt and steer (``RoomStore.ai_policy``), and the Pilot enforces it:
   blocks (and a small model's code fences) are shown in the transcript as text;
 * ``on``: turns run as usual.
 
+``edit_steer`` False (the course's ``ai_edit_steer``): a student's edit of the lines the model is
+writing is ordinary typing, never a steer (``live.edit_steer``).
+
 In every mode a request above ``max_effort`` is lowered to it, and a student who has used
 ``token_quota`` output tokens gets no more turns (``ai_quota``), nor one whose turns cost
 ``budget_usd`` (``budget_exhausted``, docs/models.md "Spend"); a turn that passes the quota or
@@ -89,6 +92,7 @@ class AiPolicy:
     runs: AiRuns = AiRuns.ALLOWED  # what the model may run (the run tool, test rounds)
     budget_usd: Decimal | None = None  # what a student's turns may cost in the course; None: no limit
     cost_used: Decimal = Decimal(0)
+    edit_steer: bool = True  # a person's edit of the lines the model writes steers it (live.edit_steer)
 
     OPEN: ClassVar[AiPolicy]  # outside a course: everything allowed (set below)
 
@@ -127,10 +131,14 @@ class AiPolicy:
         runs = data.get("ai_runs", AiRuns.ALLOWED.value)
         if not AiRuns.known(runs):
             raise BadPolicy(f"unknown ai_runs {runs!r}; one of {[r.value for r in AiRuns]}")
+        edit_steer = data.get("ai_edit_steer", True)
+        if not isinstance(edit_steer, bool):
+            raise BadPolicy(f"ai_edit_steer must be true or false, not {edit_steer!r}")
         return cls(
             mode=ai_mode, max_effort=_effort(effort), token_quota=quota, tokens_used=used, runs=AiRuns(str(runs)),
             budget_usd=_money(data.get("budget_usd"), "the budget", none=True),
             cost_used=_money(data.get("cost_used", 0), "the cost used") or Decimal(0),
+            edit_steer=edit_steer,
         )
 
     # -- the checks ---------------------------------------------------------------------------
@@ -222,6 +230,8 @@ class AiPolicy:
             terms.append(f"effort up to {self.max_effort}")
         if self.runs is not AiRuns.ALLOWED:
             terms.append(f"runs: {self.runs.word}")
+        if not self.edit_steer:
+            terms.append("no steering by editing")
         terms.extend(term for term in (tokens, money) if term is not None)
         return terms
 

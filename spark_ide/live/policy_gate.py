@@ -137,6 +137,7 @@ class PolicyGate:
         return Policy(
             mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
             tokens_left=policy.tokens_left(spent), label=policy.label(spent, self._spent_usd),
+            edit_steer=policy.edit_steer,
         )
 
     async def current(self) -> Policy | None:

@@ -273,3 +273,6 @@ class LiveSettings:
     # cost); None: not from the catalogue, the prices unknown. The catalogue sets each
     # room's link's own (``ModelLink.entry``).
     model_entry: ModelEntry | None = None
+    # SPARK_EDIT_STEER_IDLE_MS: a steering edit is committed this long after the last change
+    # in its lines (live.edit_steer); 0 turns steering by editing off for the server.
+    edit_steer_idle_ms: int = 600

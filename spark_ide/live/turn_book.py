@@ -74,10 +74,11 @@ class TurnBook:
     def started(self, run: TurnRun, policy: AiPolicy) -> None:
         """``run`` starts under ``policy`` (which may cap the effort asked for)."""
         command = run.command
+        prompt = command.text if command.note is None else command.note.label()  # (a steer by editing)
         requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
         effort = policy.effort(requested or DEFAULT_EFFORT)
         self._publish(TurnStarted(
-            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort,
+            turn=run.id, prompt=prompt, steered_from=run.steered_from, effort=effort,
             author=command.author, range=run.focus.span if run.focus is not None else None,
         ))
         if run.focus_note:  # the range was cut at the file's end, or its file is gone
@@ -90,7 +91,7 @@ class TurnBook:
                 f"this turn runs at {effort}.)\n\n",
             ))
         record = TurnRecord(
-            turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
+            turn=run.id, session=command.session, author_id=command.user_id, prompt=prompt,
             effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
         )
         self._records.put("turn started", lambda: self._store.turn_started(record))

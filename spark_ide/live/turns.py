@@ -13,7 +13,7 @@ from enum import StrEnum
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, EditStatus, Effort, Event, TurnEvent, TurnProse
+from .events import DEFAULT_EFFORT, EditStatus, Effort, Event, TurnEditSteered, TurnEvent, TurnProse
 from .focus import AskedRange, Focus
 from .meter import Meter
 from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
@@ -53,6 +53,12 @@ class CommandKind(StrEnum):
     QUEUE_STEER = "queue.steer"
     QUEUE_MERGE = "queue.merge"
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
+    # Steering by editing (``live.edit_steer``): the page's three messages go to the room's
+    # ``EditSteering``; ``EDIT_STEER`` is its steer, for the Pilot (``turn``: the turn it edits).
+    EDIT_STEER_COMMIT = "edit_steer.commit"
+    EDIT_STEER_CANCEL = "edit_steer.cancel"
+    EDIT_STEER_SWITCH = "edit_steer.switch"
+    EDIT_STEER = "edit_steer"
     # Questions answered to the asker at once (``Pilot.submit``): what the next request would
     # carry of the workspace; a Python file's top-level definitions (for @file.py:name).
     CONTEXT_PREVIEW = "context.preview"
@@ -87,6 +93,8 @@ class Command:
     range: AskedRange | None = None  # prompt, steer: the lines it is about (Ctrl+K; ``focus``)
     mentions: tuple[str, ...] = ()  # prompt, steer: @-mentions (``path`` or ``path:symbol``), first in the context
     exclude: tuple[str, ...] = ()  # prompt, steer: files the person took out of the context
+    on: bool = False  # edit_steer.switch: the person's edits steer
+    note: TurnEditSteered | None = None  # edit_steer: published as the steer begins (its ``turn``: the one steered)
 
 
 @dataclass

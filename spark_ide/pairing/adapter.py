@@ -338,6 +338,7 @@ def live_settings() -> LiveSettings:
         run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
         daily_budget_usd=settings.SPARK_DAILY_BUDGET_USD,
+        edit_steer_idle_ms=settings.SPARK_EDIT_STEER_IDLE_MS,
     )
 
 

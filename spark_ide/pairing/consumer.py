@@ -343,6 +343,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     def _on_stop(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.STOP)
 
+    def _on_edit_steer_commit(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_COMMIT, text=values["why"])
+
+    def _on_edit_steer_cancel(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_CANCEL)
+
+    def _on_edit_steer_switch(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_SWITCH, on=values["on"])
+
     def _on_revert(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.REVERT, turn=values["turn"])
 
@@ -402,6 +411,9 @@ HANDLERS: dict[str, Handler] = {
     "context.preview": SessionConsumer._on_context_preview,
     "symbols": SessionConsumer._on_symbols,
     "stop": SessionConsumer._on_stop,
+    "edit_steer.commit": SessionConsumer._on_edit_steer_commit,
+    "edit_steer.cancel": SessionConsumer._on_edit_steer_cancel,
+    "edit_steer.switch": SessionConsumer._on_edit_steer_switch,
     "queue.edit": SessionConsumer._on_queue_edit,
     "queue.delete": SessionConsumer._on_queue_delete,
     "queue.move": SessionConsumer._on_queue_move,

@@ -12,6 +12,7 @@ for every id, so it reveals nothing either.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -239,6 +240,9 @@ SOCKET: dict[str, str] = {
     "context.preview": "refused refused yes no yes yes refused",
     "symbols": "refused refused yes no yes yes refused",
     "stop": "refused refused yes no yes yes refused",
+    "edit_steer.commit": "refused refused yes no yes yes refused",
+    "edit_steer.cancel": "refused refused yes no yes yes refused",
+    "edit_steer.switch": "refused refused yes no yes yes refused",
     "queue.edit": "refused refused yes no yes yes refused",
     "queue.delete": "refused refused yes no yes yes refused",
     "queue.move": "refused refused yes no yes yes refused",
@@ -261,7 +265,9 @@ SOCKET: dict[str, str] = {
 
 async def answers_to(comm: WebsocketCommunicator, frame: dict[str, Any], tag: int) -> list[dict[str, Any]]:
     """The text events the socket sends in answer to ``frame``, up to the pong of a ping sent
-    after it (answers come in order)."""
+    after it (answers come in order). Paced: the probes (two messages each) stay within the
+    socket's rate of text messages (20 a second past a burst of 40)."""
+    await asyncio.sleep(0.015)
     await comm.send_to(text_data=json.dumps(frame))
     await comm.send_to(text_data=json.dumps({"type": "ping", "id": f"probe-{tag}"}))
     events: list[dict[str, Any]] = []

@@ -66,6 +66,8 @@ MESSAGES: list[Message] = [
         CommandItem("c1", CommandKind.PROMPT, text="hi", mentions=("a.py", "b.py:f"), exclude=("c.md",)),
         CommandItem("c1", CommandKind.QUEUE_MOVE, turn="t2", position=3),
         CommandItem("c1", CommandKind.QUEUE_MERGE, turns=("t2", "t3")),
+        CommandItem("c1", CommandKind.EDIT_STEER_SWITCH, on=False),
+        CommandItem("c1", CommandKind.EDIT_STEER_COMMIT, text="key"),
         Resume("c1", 9), Run("c1", "a.py", False, True),
         RunInput("c1", "r1", "input\n"), RunStop("c1", "r1"),
     )),

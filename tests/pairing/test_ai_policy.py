@@ -295,7 +295,7 @@ async def test_a_joining_page_can_be_told_the_policy(
     assert policy is not None and policy.label == "AI: explain-only · 12,400 tokens left"
     assert policy.payload() == {
         "type": "policy", "mode": "explain", "max_effort": None, "token_quota": 20_000, "tokens_left": 12_400,
-        "label": "AI: explain-only · 12,400 tokens left",
+        "label": "AI: explain-only · 12,400 tokens left", "edit_steer": True,
     }
     await client.close()
 

@@ -28,6 +28,7 @@ import { mentionsIn } from "./mentions.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
+import { EditSteerControl, showEditSteered } from "./edit_steer.js";
 import { addressedPath, showPolicy, wirePage } from "./session_wire.js";
 
 const RUN_REFRESH_MS = 800;
@@ -107,6 +108,8 @@ class LiveSession {
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     this.queue = new QueueList(root.querySelector("#queue"), { send, toast, canDrive: this.canDrive });
+    this.editSteer = new EditSteerControl(root.querySelector("#edit-steer"), { send, tabs: this.tabs });
+    this.editSteer.wire(root.querySelector("#editor"));
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
@@ -209,7 +212,13 @@ class LiveSession {
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
       case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
-      case EVENT.POLICY: return showPolicy(event);
+      case EVENT.POLICY:
+        this.editSteer.policy(event);
+        return showPolicy(event);
+      case EVENT.EDIT_STEER: return this.editSteer.state(event);
+      case EVENT.TURN_EDIT_STEERED:
+        showEditSteered(this.transcript, event);
+        return this.loop.request();
       case EVENT.QUEUE: return this.queue.show(event);
       case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
@@ -254,6 +263,7 @@ class LiveSession {
     this.me = { name: userName(event.user), role: event.role };
     this.presence.me = this.me.name;
     this.runs.joined(event.role);
+    this.editSteer.connected(event.user);
     this.provider.connected();
     this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
     // The document's generation, named on reconnects: a newer one comes as document.replaced.
