@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -37,6 +38,20 @@ def envint(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def envmoney(name: str) -> Decimal | None:
+    """An amount of US dollars, at least 0 (``1.50``); unset or empty: None."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = Decimal(raw.strip())
+    except InvalidOperation:
+        value = Decimal("NaN")
+    if not value.is_finite() or value < 0:
+        raise ConfigError(f"{name} must be an amount of US dollars, 0 or more (e.g. 2.50), got {raw!r}")
+    return value
 
 
 def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import dj_database_url
 
 from spark_ide.editing.paths import MAX_PATH_LENGTH
-from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, envstr, secret_key
+from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, envmoney, envstr, secret_key
 from spark_ide.live.run_report import MIN_BUDGET, RUN_OUTPUT_TO_MODEL
 from spark_ide.ops.multiproc import configure as metrics_directory
 from spark_ide.upstream.dialects import edit_style_from
@@ -245,9 +245,16 @@ SPARK_AUTO_TEST = envchoice("SPARK_AUTO_TEST", "on", ("on", "off")) == "on"
 SPARK_CHECKPOINTS_KEEP = envint("SPARK_CHECKPOINTS_KEEP", 200)
 if SPARK_CHECKPOINTS_KEEP < 1:
     raise ConfigError(f"SPARK_CHECKPOINTS_KEEP must be at least 1, got {SPARK_CHECKPOINTS_KEEP}")
+# Steering by editing (live.edit_steer): a person's edit of the lines the running turn wrote
+# is committed as a steer this long after their last change there; 0: never (the feature off).
+SPARK_EDIT_STEER_IDLE_MS = envint("SPARK_EDIT_STEER_IDLE_MS", 600)
+if not 0 <= SPARK_EDIT_STEER_IDLE_MS <= 60_000:
+    raise ConfigError(f"SPARK_EDIT_STEER_IDLE_MS must be from 0 to 60000, got {SPARK_EDIT_STEER_IDLE_MS}")
 SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)
 if SPARK_RUN_OUTPUT_TO_MODEL < MIN_BUDGET:
     raise ConfigError(f"SPARK_RUN_OUTPUT_TO_MODEL must be at least {MIN_BUDGET} bytes, got {SPARK_RUN_OUTPUT_TO_MODEL}")
+# What the turns a person asks for may cost a day, in US dollars (live.spend; unset: no limit).
+SPARK_DAILY_BUDGET_USD = envmoney("SPARK_DAILY_BUDGET_USD")
 SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL else 128_000)
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)

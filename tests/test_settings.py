@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, secret_key
+from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, envmoney, secret_key
 from tests.conftest import port_open, require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,6 +128,18 @@ def settings_of(tmp_path: Path, names: str, **env: str) -> subprocess.CompletedP
     )
 
 
+def test_envmoney_reads_dollars_and_refuses_what_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_M", raising=False)
+    assert envmoney("SPARK_M") is None
+    for raw, value in (("", None), ("2.50", Decimal("2.50")), (" 0 ", Decimal(0))):
+        monkeypatch.setenv("SPARK_M", raw)
+        assert envmoney("SPARK_M") == value
+    for bad in ("-1", "NaN", "inf", "$2", "two"):
+        monkeypatch.setenv("SPARK_M", bad)
+        with pytest.raises(ConfigError, match="SPARK_M must be an amount of US dollars"):
+            envmoney("SPARK_M")
+
+
 def test_test_rounds_and_the_models_share_of_run_output_are_read_at_startup(tmp_path: Path) -> None:
     names = "SPARK_AUTO_TEST SPARK_RUN_OUTPUT_TO_MODEL"
     assert settings_of(tmp_path, names).stdout.strip() == "[True, 8192]"
@@ -140,6 +153,8 @@ def test_test_rounds_and_the_models_share_of_run_output_are_read_at_startup(tmp_
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "8k"}, "SPARK_RUN_OUTPUT_TO_MODEL must be an integer, got '8k'"),
     ({"SPARK_KEYS_OLD_SECRETS": "x" * 40 + ",short"},
      "SPARK_KEYS_SECRET and each of SPARK_KEYS_OLD_SECRETS must be at least 32 characters"),
+    ({"SPARK_DAILY_BUDGET_USD": "ten"}, "SPARK_DAILY_BUDGET_USD must be an amount of US dollars, 0 or more (e.g. "
+                                        "2.50), got 'ten'"),
 ])
 def test_a_bad_value_stops_the_server_at_startup(tmp_path: Path, env: dict[str, str], said: str) -> None:
     done = settings_of(tmp_path, "SPARK_AUTO_TEST", **env)

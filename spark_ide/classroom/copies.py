@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
+
+from django.db.models import Sum
 
 from spark_ide.live.policy import AiPolicy
 from spark_ide.pairing.models import Turn
@@ -34,21 +37,28 @@ def _tokens_of(metrics: Iterable[Any]) -> int:
 def ai_policy_for(workspace_id: uuid.UUID) -> dict[str, Any] | None:
     """The AI rules for a workspace that is a student's copy in a course, else None (a
     template, any other workspace): ``{"mode", "max_effort" (or None), "token_quota" (int or
-    None), "tokens_used", "ai_runs"}``, tokens used being the sum of the copy's turns' ``metrics["tokens"]``."""
+    None), "tokens_used", "ai_runs", "ai_edit_steer", "budget_usd" (Decimal or None), "cost_used"}``,
+    tokens used being the sum of the copy's turns' ``metrics["tokens"]``, the cost used their
+    ``cost_usd``."""
     enrollment = Enrollment.objects.select_related("course").filter(workspace_id=workspace_id).first()
     if enrollment is None:
         return None
-    used = _tokens_of(Turn.objects.filter(session__workspace_id=workspace_id).values_list("metrics", flat=True))
-    return _rules_of(enrollment.course, used)
+    turns = Turn.objects.filter(session__workspace_id=workspace_id)
+    used = _tokens_of(turns.values_list("metrics", flat=True))
+    cost = turns.aggregate(cost=Sum("cost_usd"))["cost"] if enrollment.course.budget_usd is not None else None
+    return _rules_of(enrollment.course, used, cost or Decimal(0))
 
 
-def _rules_of(course: Course, tokens_used: int = 0) -> dict[str, Any]:
+def _rules_of(course: Course, tokens_used: int = 0, cost_used: Decimal = Decimal(0)) -> dict[str, Any]:
     return {
         "mode": course.ai_mode,
         "max_effort": course.max_effort or None,
         "token_quota": course.token_quota,
         "tokens_used": tokens_used,
         "ai_runs": course.ai_runs,
+        "budget_usd": course.budget_usd,
+        "cost_used": cost_used,
+        "ai_edit_steer": course.ai_edit_steer,
     }
 
 

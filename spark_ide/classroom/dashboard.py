@@ -10,13 +10,15 @@ request would be a round trip per student every poll. See docs/classroom.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from spark_ide.live.usage import TurnUsage
 from spark_ide.pairing.models import Run, Turn, TurnStatus
+from spark_ide.pairing.usage import by_workspace
 from spark_ide.workspaces.models import File
 
 from .models import Course, Enrollment
@@ -33,6 +35,8 @@ class StudentStatus:
     editing: bool  # last_edit within EDITING_WINDOW
     last_turn: Turn | None  # the copy's newest AI turn (running, or how it ended)
     last_run: Run | None
+    turns: int = 0  # the copy's AI turns so far, and what they used (tokens, cost)
+    usage: TurnUsage = field(default_factory=TurnUsage)
 
     @property
     def turn_running(self) -> bool:
@@ -42,8 +46,8 @@ class StudentStatus:
 def dashboard(course: Course) -> list[StudentStatus]:
     """Each student with what they are doing now: editing (a change to their copy within
     ``EDITING_WINDOW``), their latest AI turn (running, or how and when it ended: the row
-    says so as soon as the turn's record is written), their latest run. Three queries
-    whatever the class size (it is polled)."""
+    says so as soon as the turn's record is written), their latest run, and their AI use so
+    far (tokens and cost). Four queries whatever the class size (it is polled)."""
     latest_run = Run.objects.filter(session__workspace_id=OuterRef("workspace_id")).order_by("-created_at", "-id")
     latest_turn = Turn.objects.filter(session__workspace_id=OuterRef("workspace_id")).order_by("-created_at", "-id")
     newest_file = File.objects.filter(workspace_id=OuterRef("workspace_id")).order_by("-updated_at")
@@ -61,6 +65,7 @@ def dashboard(course: Course) -> list[StudentStatus]:
     )
     wanted = [getattr(enrollment, "last_run_id", None) for enrollment in enrollments]
     runs = Run.objects.in_bulk([run_id for run_id in wanted if run_id is not None])
+    used = by_workspace(enrollment.workspace_id for enrollment in enrollments)
     now = timezone.now()
     rows = []
     for enrollment, run_id, turn_id in zip(enrollments, wanted, turn_ids, strict=True):
@@ -71,5 +76,7 @@ def dashboard(course: Course) -> list[StudentStatus]:
             enrollment=enrollment, last_edit=last_edit,
             editing=last_edit is not None and now - last_edit <= EDITING_WINDOW,
             last_turn=turns.get(turn_id) if turn_id else None, last_run=runs.get(run_id) if run_id else None,
+            turns=used.get(enrollment.workspace_id, (0, TurnUsage()))[0],
+            usage=used.get(enrollment.workspace_id, (0, TurnUsage()))[1],
         ))
     return rows

@@ -25,8 +25,12 @@ class Course(models.Model):
     ai_mode = models.CharField(max_length=8, choices=AI_MODE_CHOICES, default=AiMode.ON.value)
     max_effort = models.CharField(max_length=8, blank=True)  # one of live.events.EFFORTS, or no cap
     token_quota = models.PositiveIntegerField(null=True, blank=True)  # per student; null: none
+    # What a student's AI turns may cost in the course, US dollars (live.policy); null: no limit.
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     # Whether the model may run code in the students' copies: its run tool and the IDE's test rounds.
     ai_runs = models.CharField(max_length=8, choices=AI_RUNS_CHOICES, default=AiRuns.ALLOWED.value)
+    # Whether a student's edit of the lines the model is writing steers it (live.edit_steer).
+    ai_edit_steer = models.BooleanField(default=True)
     # The security watchdog's mode for every student's copy (it wins over the copy's own).
     guard_mode = models.CharField(max_length=8, choices=GUARD_MODE_CHOICES, default=GuardMode.HALT.value)
     # The catalogue's models the students' copies may run on (names; docs/models.md); empty: any.

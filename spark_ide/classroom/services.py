@@ -10,6 +10,7 @@ import secrets
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
@@ -154,11 +155,13 @@ def course_by_code(raw: str) -> Course:
 
 def policy_set(
     *, course: Course, ai_mode: str, max_effort: str, token_quota: str | int | None, guard_mode: str | None = None,
-    ai_runs: str | None = None, ai_models: Sequence[str] | None = None,
+    ai_runs: str | None = None, ai_edit_steer: str | None = None, budget_usd: str | None = None,
+    ai_models: Sequence[str] | None = None,
 ) -> None:
-    """The course's AI rules (what the model may run, the security watchdog's mode and the
-    catalogue's models the students may use, when given: None keeps them); a bad value is
-    refused whole."""
+    """The course's AI rules (what the model may run, whether students steer it by editing
+    (``on``/``off``), the security watchdog's mode, the money budget per student and the
+    catalogue's models the students may use, when given: None keeps them; an empty budget is
+    none); a bad value is refused whole."""
     if not AiMode.known(ai_mode):
         raise ClassroomError("bad_mode", f"AI mode is one of {', '.join(AiMode)}.")
     if max_effort and max_effort not in EFFORTS:
@@ -178,8 +181,13 @@ def policy_set(
     if ai_runs is not None and not AiRuns.known(ai_runs):
         choices = ", ".join(f"{runs.value} ({runs.word})" for runs in AiRuns)
         raise ClassroomError("bad_ai_runs", f"What the AI may run is one of {choices}.")
+    budget = course.budget_usd if budget_usd is None else _budget(budget_usd)
+    if ai_edit_steer is not None and ai_edit_steer not in ("on", "off"):
+        raise ClassroomError("bad_ai_edit_steer", "Steering by editing is on or off.")
     models = None if ai_models is None else _models_checked(ai_models)
-    course.ai_mode, course.max_effort, course.token_quota = ai_mode, max_effort, quota
+    course.ai_mode, course.max_effort, course.token_quota, course.budget_usd = ai_mode, max_effort, quota, budget
+    if ai_edit_steer is not None:
+        course.ai_edit_steer = ai_edit_steer == "on"
     if guard_mode is not None:
         course.guard_mode = guard_mode
     if ai_runs is not None:
@@ -187,7 +195,9 @@ def policy_set(
     models_changed = models is not None and models != course.ai_models
     if models is not None:
         course.ai_models = models
-    course.save(update_fields=["ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "ai_models"])
+    course.save(update_fields=[
+        "ai_mode", "max_effort", "token_quota", "guard_mode", "ai_runs", "ai_edit_steer", "budget_usd", "ai_models",
+    ])
     if models_changed:  # the copies' rooms run their next turn on an allowed model, warmed now
         for workspace_id in course.enrollments.values_list("workspace_id", flat=True):
             transaction.on_commit(functools.partial(workspace_ports.rooms().model_changed, workspace_id))
@@ -200,6 +210,26 @@ def _models_checked(names: Sequence[str]) -> list[str]:
     if unknown:
         raise ClassroomError("unknown_model", f"No model {unknown[0][:80]!r} here: the models are {', '.join(known)}.")
     return [name for name in known if name in names]
+
+
+MAX_BUDGET_USD = Decimal(1_000_000)
+
+
+def _budget(text: str) -> Decimal | None:
+    """A course's money budget per student as typed (``2.50``, ``$2.50``); empty: none."""
+    text = text.strip().removeprefix("$").strip()
+    if not text:
+        return None
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or amount < 0 or amount > MAX_BUDGET_USD:
+        raise ClassroomError("bad_budget", "The budget is an amount of US dollars from 0 to 1,000,000 (e.g. 2.50), "
+                             "or empty for none.")
+    if amount != amount.quantize(Decimal("0.0001")):
+        raise ClassroomError("bad_budget", "The budget has at most 4 decimal places (e.g. 0.0125).")
+    return amount
 
 
 def course_archive(*, course: Course, archived: bool = True) -> None:

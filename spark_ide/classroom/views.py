@@ -163,7 +163,8 @@ def course_policy(request: HttpRequest, course_id: str) -> HttpResponse:
         services.policy_set(
             course=course, ai_mode=request.POST.get("ai_mode", ""), max_effort=request.POST.get("max_effort", ""),
             token_quota=request.POST.get("token_quota", ""), guard_mode=request.POST.get("guard_mode"),
-            ai_runs=request.POST.get("ai_runs"),
+            ai_runs=request.POST.get("ai_runs"), ai_edit_steer=request.POST.get("ai_edit_steer"),
+            budget_usd=request.POST.get("budget_usd"),
             # The form's model boxes: none ticked is any model (a form without them keeps the course's).
             ai_models=request.POST.getlist("ai_models") if "ai_models_shown" in request.POST else None,
         )

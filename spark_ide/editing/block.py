@@ -234,6 +234,17 @@ class EditBlock:
         self.final = final
         return final
 
+    def cut_short(self) -> BlockStatus | None:
+        """The turn was steered by a person's edit of this block's lines: what it wrote stays as
+        the file has it now (their changes in it included; its unfinished line was never
+        written), and so do the old lines it had not reached; a fence's preview stays where it
+        streamed, unmerged, as a preview somebody typed into does (``fence``). None when it
+        cannot (nothing written yet): it is rolled back."""
+        if self._applier is None or self.state is not EditState.STREAMING:
+            return None
+        self._applier.close()
+        return self.settle(EditState.APPLIED, message="cut short: a person edited its lines while it was written")
+
     @property
     def landed_region(self) -> tuple[int, int] | None:
         """Byte positions of the lines the block wrote, as its applier tracked them (None when

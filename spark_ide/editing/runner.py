@@ -19,11 +19,13 @@ from pycrdt._transaction import hash_origin
 from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.files import FILES_KEY, workspace_files
 from spark_ide.editing.ledger import Ledger
+from spark_ide.editing.lines import utf8_length
 from spark_ide.editing.reasons import EditorClosedError
 from spark_ide.editing.review import Landed, byte_to_char, line_span, lines_around, merged
 from spark_ide.editing.status import BlockOperation, BlockStatus, CodeText, EditEvent, EditState
 
 DeltaFollower = Callable[[list[dict[str, Any]]], None]
+ForeignHook = Callable[[str, list[dict[str, Any]]], None]  # (path, delta): a change by someone else
 SeenText = Callable[[str], str | None]  # the text the model last saw of a path (None: not known)
 
 
@@ -69,6 +71,11 @@ class BlockRunner:
         self._seen = seen
         self._touched: dict[str, str | None] = {}  # files touched since the last take_touched(): text then
         self._touched_by_others: set[str] = set()  # of those, the ones someone else changed since
+        # Edit steering (``live.edit_steer``): hears every change someone else makes to a file
+        # the turn watches, before the block in flight's anchors move (so in the positions the
+        # turn's regions had); and the byte span each applied block wrote, kept in step.
+        self.on_foreign: ForeignHook | None = None
+        self._written: dict[int, list[Any]] = {}  # block -> [path, start, end]
 
     @property
     def ledger(self) -> Ledger:
@@ -151,19 +158,25 @@ class BlockRunner:
 
         def forward(event: Any) -> None:  # pycrdt's raw TextEvent (untyped)
             origin = event.transaction.origin()
+            delta: list[dict[str, Any]] | None = None
             if not self._undoing and origin not in self._own:
                 if not self._reviewing:  # (a block of the turn undone alone is the turn's own change)
                     self._mixed.add(path)  # another origin changed the file while the turn was on it
                 if path in self._touched:
                     self._touched_by_others.add(path)  # (an undone block too: the model is told of it)
+                if self.on_foreign is not None or self._written:
+                    delta = event.delta
+                    if self.on_foreign is not None:
+                        self.on_foreign(path, delta)
+                    self._shift_written(path, delta)
                 for follower in self._followers.get(path, ()):
-                    follower(event.delta)
+                    follower(delta if delta is not None else event.delta)
             current = self._block
             if current is None or current.final is not None or current.path != path:
                 return
             if origin == hash_origin(current.origin):
                 return  # the block's own edit: its applier accounts for it
-            current.on_delta(event.delta)
+            current.on_delta(delta if delta is not None else event.delta)
 
         self._watched[path] = (ytext, ytext.integrated.observe(forward))
 
@@ -173,6 +186,41 @@ class BlockRunner:
         followers = self._followers.setdefault(path, [])
         followers.append(follower)
         return lambda: followers.remove(follower)
+
+    def written_regions(self) -> list[tuple[str, int, int, bool]]:
+        """What the turn has written so far, as (path, start, end, in flight) byte spans of the
+        files now: each applied block's lines, and the block in flight's (its written lines
+        and the old lines it has not reached yet; the line it is writing comes at ``end``)."""
+        block = self._block
+        flight = block.landed_region if block is not None and block.final is None else None
+        regions: list[tuple[str, int, int, bool]] = []
+        grown, at = 0, -1
+        if block is not None and flight is not None:
+            grown, at = _net(flight, block.landed_old), flight[0]
+            regions.append((block.path, flight[0], flight[1], True))
+        for path, start, end in self._written.values():
+            shift = grown if block is not None and path == block.path and start >= at >= 0 else 0
+            regions.append((path, start + shift, end + shift, False))
+        return regions
+
+    def _shift_written(self, path: str, delta: list[dict[str, Any]]) -> None:
+        """Move the applied blocks' spans in ``path`` through someone else's change."""
+        for span in self._written.values():
+            if span[0] == path:
+                span[1], span[2] = shift_through(span[1], delta), shift_through(span[2], delta)
+
+    def _note_written(self, block: EditBlock) -> None:
+        """``block`` applied: its span joins the turn's written ones (the later ones in its
+        file move by what it added)."""
+        region = block.landed_region
+        if region is None:
+            return
+        grown = _net(region, block.landed_old)
+        for span in self._written.values():
+            if span[0] == block.path and span[1] >= region[0]:
+                span[1] += grown
+                span[2] += grown
+        self._written[block.index] = [block.path, region[0], region[1]]
 
     def _unwatch(self) -> None:
         for _, subscription in self._watched.values():
@@ -222,6 +270,7 @@ class BlockRunner:
         scope = self._scopes.get(status.block)
         if block is None or block.index != status.block or scope is None:
             return
+        self._note_written(block)
         if block.operation in (BlockOperation.DELETE, BlockOperation.MOVE):
             return
         ytext = self._files.get(block.path)
@@ -289,3 +338,27 @@ class BlockRunner:
         if self._undo is None:
             raise EditorClosedError(f"turn {self.turn_id} was detached from its document")
         return self._undo
+
+
+def _net(region: tuple[int, int], old: str | None) -> int:
+    """Bytes a block's span grew the file by: what it spans less the lines it replaced."""
+    return region[1] - region[0] - (utf8_length(old) if old is not None else 0)
+
+
+def shift_through(position: int, delta: list[dict[str, Any]]) -> int:
+    """``position`` (bytes) after the change ``delta``: text inserted at or before it pushes it on."""
+    cursor = 0
+    for op in delta:
+        if cursor > position:
+            break
+        if "retain" in op:
+            cursor += op["retain"]
+        elif "insert" in op:
+            inserted = op["insert"]
+            size = utf8_length(inserted) if isinstance(inserted, str) else 1
+            if cursor <= position:
+                position += size
+            cursor += size
+        elif "delete" in op:
+            position -= min(op["delete"], max(position - cursor, 0))
+    return position

@@ -145,14 +145,20 @@ class TurnEditor(BlockRunner):
         self._parser = EditStreamParser(fence_path=self._fence_path)
         return self._out
 
-    def cancel(self) -> list[EditEvent]:
-        """Steer or stop: roll back the block in flight; completed blocks stay."""
+    def cancel(self, *, keep_in_flight: bool = False) -> list[EditEvent]:
+        """Steer or stop: roll back the block in flight; completed blocks stay. ``keep_in_flight``
+        (a steer by editing, ``live.edit_steer``): the block in flight stays as it is now, a
+        person's changes in its lines included (``EditBlock.cut_short``), when it can."""
         self._ensure_open()
         self._out = []
         block = self._block
         if block is not None and block.final is None:
-            self._roll_back(block)
-            self._settle(block, EditState.ROLLED_BACK, reason=RollbackReason.CANCELLED)
+            kept = block.cut_short() if keep_in_flight else None
+            if kept is not None:
+                self._emit(kept)
+            else:
+                self._roll_back(block)
+                self._settle(block, EditState.ROLLED_BACK, reason=RollbackReason.CANCELLED)
         self._close()
         return self._out
 
@@ -291,6 +297,7 @@ class TurnEditor(BlockRunner):
                 # it: a later revert of the turn works on text (as after `detach`).
                 self._text_only = True
         self._reviews[block] = ("undone", by)
+        self._written.pop(block, None)  # (edit steering: its lines are not the turn's any more)
         status = replace(final, state=EditState.ROLLED_BACK, reason=RollbackReason.UNDONE, message=f"undone by {by}")
         self._ledger.record(status)
         self._notes.append(

@@ -1,7 +1,8 @@
 """Reading a turn's answer as the model streams it (``AnswerReader.read``), up to what ends it.
 
 Each delta is published and applied to the files through the watchdog (``WatchGate.apply``);
-the repetition guard and the course's quota may end the turn while the model still writes.
+the repetition guard, the course's quota and the money budgets (``spend.Budgets``) may end
+the turn while the model still writes.
 The upstream stream's last event says how the answer ended. What ends it comes back as an
 ``Ending`` for the Pilot, which ends the turn (``Pilot._finish``) — the one way a turn ends.
 """
@@ -33,6 +34,7 @@ from .events import FinishReason, TurnDelta, TurnEvent, TurnRound, TurnStatus
 from .model_link import connect_failure, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
+from .spend import Budgets
 from .test_rounds import TestRounds
 from .test_verdict import verdict_line
 from .turns import TurnRun
@@ -60,10 +62,13 @@ class AnswerReader:
     ``watchdog``: applies each delta to the files through the security watchdog. A turn's next
     round is asked for on the turn's own link (``TurnRun.link``, ``rounds``)."""
 
-    def __init__(self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate) -> None:
+    def __init__(
+        self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate, budgets: Budgets,
+    ) -> None:
         self._publish = publish
         self._policy = policy
         self._watchdog = watchdog
+        self._budgets = budgets
 
     async def read(self, run: TurnRun) -> Ending | None:
         """Read ``run``'s answer until something ends it, round after round while the model
@@ -112,7 +117,6 @@ class AnswerReader:
         on the warm connection, and read on (``run.stream`` is the new response's); or end the
         turn at the round limit, or when the model cannot be reached."""
         tools = run.tools
-        self._count_usage(run, done)
         # Its text after the calls, and a call whose last event never came, end here.
         if self._watchdog.apply(run, "", feed=lambda _: [*run.editor.end_text(), *tools.finish_open()]):
             return None
@@ -172,6 +176,9 @@ class AnswerReader:
         read on (``run.stream`` is the new response's); or the turn ends when the model cannot
         be reached."""
         assert run.stream is not None
+        spent = self._budgets.exhausted(run)  # the rounds so far used it up: no next request
+        if spent is not None:
+            return Ending(TurnStatus.CANCELLED, FinishReason.BUDGET_EXHAUSTED, spent)
         run.request = request
         run.said.append(run.stream.text)
         run.rounds.append(run.stream)
@@ -241,19 +248,15 @@ class AnswerReader:
             return Ending(
                 TurnStatus.CANCELLED, FinishReason.QUOTA, self._policy.quota_message(), upstream_running=True,
             )
+        spent = self._budgets.exhausted(run)
+        if spent is not None:
+            return Ending(TurnStatus.CANCELLED, FinishReason.BUDGET_EXHAUSTED, spent, upstream_running=True)
         return None
-
-    @staticmethod
-    def _count_usage(run: TurnRun, done: Completed) -> None:
-        """The provider's count of a response's output tokens, added up over the rounds."""
-        if done.usage is not None:
-            run.output_tokens = (run.output_tokens or 0) + done.usage.output_tokens
 
     @staticmethod
     def _last(run: TurnRun, event: Completed | Incomplete | Failed | ErrorEvent) -> Ending:
         """The ending of an answer whose stream ended with ``event``."""
         if isinstance(event, Completed):
-            AnswerReader._count_usage(run, event)
             return Ending(TurnStatus.COMPLETED, FinishReason.ANSWERED)
         if isinstance(event, Incomplete):
             return Ending(TurnStatus.COMPLETED, FinishReason.INCOMPLETE, f"the answer was cut short: {event.reason}")

@@ -167,10 +167,12 @@ def _wire_up(item: UpItem) -> dict[str, Any]:
                      "role": conn.role.value, "generation": conn.generation}
         return {"kind": "join", "conn": described, "after": item.after}
     if isinstance(item, CommandItem):
-        fields: dict[str, object] = dict(item.fields())
+        listed: dict[str, object] = {
+            name: list(value) if isinstance(value, tuple) else value for name, value in item.fields().items()
+        }
         if item.range is not None:
-            fields["range"] = [item.range.path, item.range.from_line, item.range.to_line, item.range.cursor]
-        return {"kind": "command", "conn": item.conn, "command": item.command.value, **fields}
+            listed["range"] = [item.range.path, item.range.from_line, item.range.to_line, item.range.cursor]
+        return {"kind": "command", "conn": item.conn, "command": item.command.value, **listed}
     kind = _UP_KINDS[type(item)]
     return {"kind": kind, **{field.name: getattr(item, field.name) for field in dataclasses.fields(item)}}
 
@@ -193,6 +195,8 @@ def _up_item(wire: Mapping[str, Any]) -> UpItem:
         if "range" in wire:
             path, first, last, cursor = wire["range"]
             fields["range"] = AskedRange(str(path), int(first), int(last), bool(cursor))
+        fields.update({name: int(wire[name]) for name in CommandItem.NUMBERS if name in wire})
+        fields.update({name: tuple(str(item) for item in wire[name]) for name in CommandItem.LISTS if name in wire})
         return CommandItem(conn=str(wire["conn"]), command=CommandKind(wire["command"]), **fields)
     of = str(wire["conn"])
     if kind == "leave":

@@ -70,14 +70,22 @@ class CommandItem:
     checkpoint: str | None = None
     code: bool | None = None
     conversation: bool | None = None
+    position: int | None = None
+    mentions: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
+    turns: tuple[str, ...] | None = None
     range: AskedRange | None = None  # prompt, steer: the lines it is about (``live.focus``)
+    on: bool | None = None  # edit_steer.switch
 
     FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
-    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation")
-    GIVEN: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, "range")  # what a replica forwards
+    FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation", "on")
+    NUMBERS: ClassVar[tuple[str, ...]] = ("position",)
+    LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude", "turns")  # lists of strings
 
-    def fields(self) -> dict[str, str | bool | AskedRange]:
-        return {name: value for name in self.GIVEN if (value := getattr(self, name)) is not None}
+    NAMES: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, *NUMBERS, *LISTS, "range")  # what a replica forwards
+
+    def fields(self) -> dict[str, str | bool | int | tuple[str, ...] | AskedRange]:
+        return {name: value for name in self.NAMES if (value := getattr(self, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

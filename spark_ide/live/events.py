@@ -16,7 +16,7 @@ from __future__ import annotations
 import colorsys
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, ClassVar
@@ -32,9 +32,11 @@ __all__ = [
     "CheckpointCreated",
     "CheckpointRestored",
     "CloseCode",
+    "ContextPreview",
     "DocumentReplaced",
     "EditReviewed",
     "EditStatus",
+    "EditSteerState",
     "Effort",
     "ErrorCode",
     "ErrorEvent",
@@ -52,7 +54,10 @@ __all__ = [
     "QueueState",
     "Resync",
     "Role",
+    "SymbolList",
+    "TurnContext",
     "TurnDelta",
+    "TurnEditSteered",
     "TurnEvent",
     "TurnFinished",
     "TurnProse",
@@ -112,6 +117,9 @@ class FinishReason(StrEnum):
     # an explain-only turn wrote edit blocks, shown as text and not applied.
     QUOTA = "quota"
     EXPLAIN_ONLY = "explain_only"
+    # Spend (docs/models.md, "Spend"): the turn passed the person's daily budget or the
+    # course's money budget while it streamed and was stopped.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # Upstream faults (docs/upstream.md): the connection to the model dropped mid-answer, or the
     # provider closed it at its lifetime limit (60 minutes on OpenAI) mid-answer; nothing came
     # within SPARK_UPSTREAM_FIRST_BYTE_S of the request, or within SPARK_UPSTREAM_STALL_S of
@@ -170,6 +178,8 @@ class ErrorCode(StrEnum):
     # AI policy (live.policy.Refusal): no turn starts.
     AI_DISABLED = "ai_disabled"
     AI_QUOTA = "ai_quota"
+    # Spend: the person's daily budget, or the course's money budget, is spent: no turn starts.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # ``checkpoint.restore``: no checkpoint of this workspace has that id; a turn is running.
     NO_SUCH_CHECKPOINT = "no_such_checkpoint"
     CHECKPOINT_BUSY = "checkpoint_busy"
@@ -310,6 +320,7 @@ class Policy(Event):
     token_quota: int | None
     tokens_left: int | None
     label: str
+    edit_steer: bool = True  # a student's edit of the lines the model writes steers it (live.edit_steer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,6 +531,52 @@ class QueueState(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ContextPreview(Event):
+    """The answer to ``context.preview``, to the page that asked: what the next request would
+    carry (``context``: as ``turn.context``'s, ``live.context.context_payload``); ``text``:
+    the prompt it was asked for, so the page knows which of its questions this answers."""
+
+    type: ClassVar[str] = "context"
+    ephemeral: ClassVar[bool] = True
+    text: str
+    context: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolList(Event):
+    """The answer to ``symbols``, to the page that asked: the top-level definitions of a
+    Python file (``name``, ``kind``, ``first``, ``last`` line); none for a file that is not
+    valid Python or does not exist (``exists`` false)."""
+
+    type: ClassVar[str] = "symbols"
+    ephemeral: ClassVar[bool] = True
+    path: str
+    exists: bool
+    symbols: tuple[Mapping[str, Any], ...]
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "path": self.path, "exists": self.exists, "symbols": [dict(s) for s in self.symbols]}
+
+
+@dataclass(frozen=True, slots=True)
+class EditSteerState(Event):
+    """A steering edit of ``turn`` (``live.edit_steer``): ``state`` ``pending`` (people are
+    editing lines the turn wrote or writes: ``path``, ``lines`` [first, last] 1-based as the
+    file is now, ``by`` their names; it is committed after ``idle_ms`` without a change
+    there), then ``committed``, ``cancelled`` (Esc: their edit stays an ordinary one) or
+    ``dropped`` (the turn ended first, or nothing was left changed)."""
+
+    type: ClassVar[str] = "edit_steer"
+    ephemeral: ClassVar[bool] = True
+    turn: str
+    state: str
+    path: str = ""
+    lines: tuple[int, int] | None = None
+    by: tuple[str, ...] = ()
+    idle_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Presence(Event):
     """Who is in the room: one entry per person and role, however many tabs they have open."""
 
@@ -550,6 +607,20 @@ class TurnStarted(TurnEvent):
     effort: Effort
     author: str
     range: LineSpan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext(TurnEvent):
+    """What ``turn``'s request carried of the workspace, just after its ``turn.started``:
+    paths and line numbers, not the text (``live.context.context_payload``: the files shown
+    whole, cut and left out, the symbols shown, the mentions skipped, the files excluded, the
+    estimated tokens of the request and the model's context budget)."""
+
+    type: ClassVar[str] = "turn.context"
+    context: Mapping[str, Any]
+
+    def payload(self) -> dict[str, Any]:
+        return {"type": self.type, "turn": self.turn, "context": dict(self.context)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,6 +686,34 @@ class TurnSteered(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnEditSteered(TurnEvent):
+    """``by`` steered ``turn`` by editing lines it wrote or was writing (``live.edit_steer``):
+    ``path`` and ``lines`` [first, last] (1-based, their version), ``diff`` what the model had
+    written against what they made of it (a unified diff of the region), ``why`` how it was
+    committed (``idle``, ``key``: Ctrl+Enter, ``left``: the cursor left the region). Comes
+    just before the turn's ``turn.finished`` (``steered``); the steer's ``turn.started`` and
+    ``turn.steered`` follow as for any steer."""
+
+    type: ClassVar[str] = "turn.edit_steered"
+    path: str
+    lines: tuple[int, int]
+    by: str
+    diff: str
+    why: str
+
+    def label(self) -> str:
+        return edit_steered_label(self.path, self.lines, self.by)
+
+
+def edit_steered_label(path: str, lines: Sequence[int], by: str) -> str:
+    """How a steer by editing is named: ``steered by editing a.py:12\u201314 (Ana)`` (the steered
+    turn's line, the steer's prompt, the replay's mark)."""
+    first, last = lines[0], lines[-1]
+    where = f"{first}" if first == last else f"{first}\u2013{last}"
+    return f"steered by editing {path}:{where} ({by})"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnRound(TurnEvent):
     """The model goes on in the same turn: ``round`` (2 or more) begins. Either its tool calls
     were answered (``calls``: those the round before made; ``failed``: those answered
@@ -653,6 +752,10 @@ class TurnFinished(TurnEvent):
     metrics: Mapping[str, float | int | str | None]
     error: str = ""
     by: str = ""  # who stopped, steered or reverted it (their username); "" when nobody did
+    # Its tokens and cost (``live.usage.TurnUsage.payload``), and its session's so far with it
+    # (None: not counted, as for a turn an earlier owner of the room lost).
+    usage: Mapping[str, int | bool | str | None] | None = None
+    session_usage: Mapping[str, int | bool | str | None] | None = None
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -663,6 +766,10 @@ class TurnFinished(TurnEvent):
             out["error"] = self.error
         if self.by:
             out["by"] = self.by
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.session_usage is not None:
+            out["session_usage"] = dict(self.session_usage)
         return out
 
 
@@ -726,9 +833,9 @@ class GuardFinding(TurnEvent):
 
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, ModelChosen, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
-    GuardDiagnostics, Presence, QueueState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
-    TurnStarted, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnSteered, TurnRound, TurnRan, TurnFinished,
-    TurnReverted, TurnRestored, EditReviewed, GuardFinding,
+    GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    ContextPreview, SymbolList, TurnStarted, TurnContext, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered,
+    TurnSteered, TurnRound, TurnRan, TurnFinished, TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )
 """Every event type a client receives on the session socket (the browser's ``EVENT``)."""
 
@@ -744,4 +851,6 @@ def turn_event_from(data: Mapping[str, Any]) -> TurnEvent:
         fields["reason"] = FinishReason(fields["reason"])
     if cls is TurnStarted and isinstance(fields.get("range"), Mapping):
         fields["range"] = LineSpan(**fields["range"])
+    if cls is TurnEditSteered:
+        fields["lines"] = tuple(fields["lines"])
     return cls(**fields)

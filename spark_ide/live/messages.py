@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .context import MAX_EXCLUDED, MAX_MENTIONS
 from .events import DRIVER_ROLES, EFFORTS, ErrorCode, Role
 from .focus import AskedRange
 from .prompt_queue import MAX_QUEUED
@@ -66,9 +67,10 @@ class Field:
     ``kinds``: the JSON types accepted (``bool`` is never taken for ``int``). ``limit``: for a
     string, the ``Limits`` attribute bounding its length. ``blank``: whether a string of only
     spaces counts as given. ``choices``: the values allowed. ``minimum``/``maximum``: for an
-    integer. ``required_unless``: required except when that boolean field is true.
-    ``parse``: for an object, checks its parts and makes the value (raises ``Invalid``);
-    ``what``: what it must be, in words.
+    integer. ``required_unless``: required except when that boolean field is true. A list
+    with a ``limit`` is a list of non-empty strings (``items`` says of what), each within
+    that limit, at most ``maximum`` of them (``strings``). ``parse``: for an object, checks
+    its parts and makes the value (raises ``Invalid``); ``what``: what it must be, in words.
     """
 
     name: str
@@ -81,6 +83,7 @@ class Field:
     minimum: int | None = None
     maximum: int | None = None
     required_unless: str | None = None
+    items: str = "turn ids"
     parse: Callable[[Mapping[str, Any], Limits], Any] | None = None
     what: str | None = None
 
@@ -88,7 +91,7 @@ class Field:
         """What the field must be, in words, for error messages and the docs."""
         if self.what is not None:
             return self.what
-        names = {str: "a string", bool: "true or false", int: "an integer", list: "a list of turn ids"}
+        names = {str: "a string", bool: "true or false", int: "an integer", list: f"a list of {self.items}"}
         kind = " or ".join(names.get(kind, kind.__name__) for kind in self.kinds)
         if self.choices is not None:
             return f"one of {list(self.choices)}"
@@ -147,6 +150,18 @@ def _line_range(value: Mapping[str, Any], limits: Limits) -> AskedRange:
 
 _RANGE = Field("range", (dict,), parse=_line_range,
                what="an object: {path, from_line, to_line} (lines, 1-based, inclusive) or {path, line} (the cursor)")
+def _strings(name: str, *, most: int, items: str) -> Field:
+    """An optional list of at most ``most`` paths (or ``path:symbol``), each a non-empty string
+    within ``path_chars``."""
+    return Field(name, (list,), default=(), limit="path_chars", maximum=most, items=items)
+
+
+# What a prompt (and a steer, and a preview of either) names of the context: @-mentions, files
+# the person took out (docs/protocol.md "Mentions and the context").
+_CONTEXT_FIELDS = (
+    _strings("mentions", most=MAX_MENTIONS, items="paths or path:symbol (strings)"),
+    _strings("exclude", most=MAX_EXCLUDED, items="paths (strings)"),
+)
 
 
 _DECLARED = (
@@ -155,11 +170,27 @@ _DECLARED = (
         Field("effort", (str,), default="medium", choices=tuple(EFFORTS)),
         _text("path", limit="path_chars", required=False, blank=True),
         _RANGE,  # a prompt on lines of a file (Ctrl+K): ``live.focus``
+        *_CONTEXT_FIELDS,
     ), "start a turn (queued while one runs)"),
-    MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"), _RANGE),
+    MessageSpec("steer", DRIVER_ROLES, (_text("text", limit="prompt_chars"), _RANGE, *_CONTEXT_FIELDS),
                 "stop the running turn and prompt again"),
+    MessageSpec("context.preview", DRIVER_ROLES, (
+        _text("text", limit="prompt_chars", required=False, blank=True),
+        _text("path", limit="path_chars", required=False, blank=True),
+        *_CONTEXT_FIELDS,
+    ), "what the next request would carry of the workspace: answered by a context event to this page"),
+    MessageSpec("symbols", DRIVER_ROLES, (_text("path", limit="path_chars"),),
+                "the top-level definitions of a Python file: answered by a symbols event to this page"),
     MessageSpec("stop", DRIVER_ROLES, (), "cancel the running turn"),
-    MessageSpec("queue.edit", DRIVER_ROLES, (_text("turn", limit="id_chars"), _text("text", limit="prompt_chars")),
+    MessageSpec("edit_steer.commit", DRIVER_ROLES, (
+        Field("why", (str,), default="key", choices=("key", "left")),
+    ), "steer now with the pending steering edit (Ctrl+Enter: key; the cursor left its lines: left)"),
+    MessageSpec("edit_steer.cancel", DRIVER_ROLES, (), "the pending steering edit stays an ordinary edit (Esc)"),
+    MessageSpec("edit_steer.switch", DRIVER_ROLES, (Field("on", (bool,), required=True),),
+                "whether this person's edits of the lines the model writes steer it (on by default)"),
+    MessageSpec("queue.edit", DRIVER_ROLES, (
+        _text("turn", limit="id_chars"), _text("text", limit="prompt_chars"), _CONTEXT_FIELDS[0],
+    ),
                 "change the text of a queued prompt"),
     MessageSpec("queue.delete", DRIVER_ROLES, (_text("turn", limit="id_chars"),), "take a prompt out of the queue"),
     MessageSpec("queue.move", DRIVER_ROLES, (
@@ -253,6 +284,8 @@ def validate(spec: MessageSpec, message: Mapping[str, Any], limits: Limits) -> d
                 raise Invalid(ErrorCode.TOO_LONG, f"'{name}' is longer than {limit} characters", name)
             if spec_field.choices is not None and value not in spec_field.choices:
                 raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+        elif isinstance(value, list) and spec_field.limit is not None:
+            value = _string_list(spec, spec_field, value, limits)
         elif isinstance(value, int) and not isinstance(value, bool):
             low, high = spec_field.minimum, spec_field.maximum
             if (low is not None and value < low) or (high is not None and value > high):
@@ -261,3 +294,19 @@ def validate(spec: MessageSpec, message: Mapping[str, Any], limits: Limits) -> d
             value = spec_field.parse(value, limits)
         values[name] = value
     return values
+
+
+def _string_list(spec: MessageSpec, spec_field: Field, value: list[Any], limits: Limits) -> tuple[str, ...]:
+    """A list field of strings (``_strings``) as a tuple, or ``Invalid``: an item that is not a
+    non-empty string is ``bad_field``; too many items, or one too long, ``too_long``."""
+    name = spec_field.name
+    most = spec_field.maximum
+    if most is not None and len(value) > most:
+        raise Invalid(ErrorCode.TOO_LONG, f"'{name}' holds more than {most} items", name)
+    limit = getattr(limits, spec_field.limit or "")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise Invalid(ErrorCode.BAD_FIELD, f"'{name}' must be {spec_field.describe()}", name)
+        if len(item) > limit:
+            raise Invalid(ErrorCode.TOO_LONG, f"an item of '{name}' is longer than {limit} characters", name)
+    return tuple(dict.fromkeys(value))

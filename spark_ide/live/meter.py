@@ -16,10 +16,13 @@ from typing import Protocol
 class Meter(Protocol):
     def turn_finished(
         self, status: str, reason: str, *, model: str, tokens: int, ttft_ms: float | None, steer_ms: float | None,
+        input_tokens: int = 0, cached_input_tokens: int = 0, cost_usd: float | None = None,
     ) -> None:
         """A turn ended (``turn.finished``): its status and reason, the model it ran on ("" if
         none answered), its output tokens, time to first token (None: no text came) and, for
-        a turn a steer started, ms from the steer reaching the server to its request sent."""
+        a turn a steer started, ms from the steer reaching the server to its request sent;
+        its input tokens (the cached ones among them) and its cost in US dollars (None: the
+        model's prices are unknown)."""
 
     def room_opened(self, workspace: str) -> None:
         """This process now holds the workspace's room."""
@@ -44,6 +47,7 @@ class NullMeter:
 
     def turn_finished(
         self, status: str, reason: str, *, model: str, tokens: int, ttft_ms: float | None, steer_ms: float | None,
+        input_tokens: int = 0, cached_input_tokens: int = 0, cost_usd: float | None = None,
     ) -> None:
         pass
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from spark_ide.upstream import ErrorEvent, Failed, ModelClient, TurnStream, UpstreamError
 from spark_ide.upstream import errors as upstream_errors
-from spark_ide.upstream.catalogue import ModelEntry
+from spark_ide.upstream.catalogue import ModelEntry, Prices
 
 from .events import FinishReason
 from .meter import NO_METER, Meter
@@ -79,6 +79,10 @@ class ModelLink:
             self._meter.upstream_reconnected("client")
         self._opened = True
         return client
+
+    def prices(self) -> Prices | None:
+        """The prices of the model this link reaches (None: unknown, its turns' cost is not counted)."""
+        return self.entry.prices if self.entry is not None else None
 
     @property
     def model(self) -> str | None:

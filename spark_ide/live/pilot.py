@@ -52,10 +52,11 @@ from .records import Records
 from .reverts import TurnReverts
 from .reviews import HunkReviews
 from .room_models import RoomModels
+from .spend import Budgets, SpendBook
 from .store import LiveSettings
 from .turn_book import TurnBook, TurnStore
 from .turn_maker import TurnMaker
-from .turns import Command, CommandKind, TurnRun, new_turn_id, publish_edits
+from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
@@ -117,13 +118,18 @@ class Pilot:
         self._reviews = HunkReviews(editor=self._reverts.kept, publish=publish)
         self._task: asyncio.Task[None] | None = None
         self._policy = PolicyGate(source=store, announce=announce)
+        self._spend = SpendBook(source=store, daily_budget=settings.daily_budget_usd)
         self._turns = TurnBook(
-            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, meter=settings.meter,
+            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, spend=self._spend,
+            prices=lambda run: None if run.link is None else run.link.prices(), meter=settings.meter,
         )
         self._watchdog = WatchGate(
             room=guard, publish=publish, halt=self._commands.put_nowait, running=lambda: self._run,
         )
-        self._answers = AnswerReader(publish=publish, policy=self._policy, watchdog=self._watchdog)
+        self._answers = AnswerReader(
+            publish=publish, policy=self._policy, watchdog=self._watchdog,
+            budgets=Budgets(self._policy, self._spend, self._turns.usage),
+        )
         self.checkpoints = Checkpoints(
             store=store, records=self._records, document=document, texts=texts,
             conversation=lambda: self._maker.conversation, set_conversation=self._maker.go_back, announce=announce,
@@ -139,10 +145,30 @@ class Pilot:
     def running_turn(self) -> str | None:
         return self._run.id if self._run is not None else None
 
+    @property
+    def running(self) -> tuple[TurnRun, AiPolicy] | None:  # and the policy as last read (``live.edit_steer``)
+        return None if self._run is None else (self._run, self._policy.policy)
+
     def submit(self, command: Command) -> None:
+        if command.kind in ANSWERED_AT_ONCE:
+            self._answer(command)
+            return
         if command.kind is CommandKind.PROMPT and not command.turn:
             command.turn = new_turn_id()
         self._commands.put_nowait(command)
+
+    def _answer(self, command: Command) -> None:
+        """A question about the workspace (``context.preview``, ``symbols``), answered to the
+        asker at once: it changes nothing, so it does not wait behind the turns' commands."""
+        if command.reply is None:
+            return
+        try:
+            if command.kind is CommandKind.SYMBOLS:
+                command.reply(self._maker.symbols(command.path))
+            else:
+                command.reply(self._maker.preview(command, self._policy.policy))
+        except Exception:  # a bug of ours: logged, and the asker's socket stays open
+            log.exception("the Pilot failed to answer %s", command.kind)
 
     def halt(self, reason: FinishReason, error: str) -> None:
         """Stop the running turn (failed, ``reason``); queued prompts wait for ``resume()``."""
@@ -187,6 +213,7 @@ class Pilot:
             self._finish(run, TurnStatus.CANCELLED, FinishReason.SHUTDOWN)
             await self._stop_upstream(run)
         self._policy.close()
+        self._spend.close()
         self._watchdog.close()
         await self.models.close()
         await self._records.close()
@@ -231,6 +258,8 @@ class Pilot:
             steer = self._queue.change(command)  # a queued prompt taken out to steer with now
             if steer is not None:
                 await (self._start(steer) if run is None else self._steer(run, steer))
+        elif kind is CommandKind.EDIT_STEER and run is not None and command.note and command.note.turn == run.id:
+            await self._steer(run, command)  # (``live.edit_steer``: the turn it edits still runs)
         elif kind is CommandKind.STOP:
             if run is not None:
                 await self._end(run, TurnStatus.CANCELLED, FinishReason.STOPPED, by=command.author)
@@ -284,6 +313,7 @@ class Pilot:
 
     def _announce(self, run: TurnRun, policy: AiPolicy) -> None:
         self._run = run
+        self._spend.started(run.command)
         self._reverts.turn_started(run.id, run.editor)  # a revert can be undone until the next turn starts: this one
         self._turns.started(run, policy)
 
@@ -298,10 +328,11 @@ class Pilot:
         return self.settings.auto_test if choice is None else choice
 
     async def _start(self, command: Command) -> None:
-        policy, _, auto_test, _ = await asyncio.gather(
-            self._policy.read(), self._watchdog.read_rules(), self._auto_test(), self._model_for_turn(),
+        policy, spent, _, auto_test, _ = await asyncio.gather(
+            self._policy.read(), self._spend.read(command), self._watchdog.read_rules(), self._auto_test(),
+            self._model_for_turn(),
         )
-        if self._policy.refused(command, policy):
+        if self._policy.refused(command, policy) or self._spend.refused(command, spent):
             await self._next()
             return
         run = self._maker.make(
@@ -328,7 +359,9 @@ class Pilot:
                 await self._end(old, TurnStatus.CANCELLED, FinishReason.GUARD_HALT, by=CORRECTOR,
                                 error="the watchdog stopped a high-severity flaw; no correction could start")
             return  # the running turn goes on (a quota it passes stops it)
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author)  # (a) and (b), then its end
+        if command.note is not None:  # a steer by editing: what it changed; its block in flight is kept
+            self._publish(command.note)
+        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None)  # (a), (b)
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
@@ -404,10 +437,11 @@ class Pilot:
             await self._next()
 
     def _finish(
-        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = ""
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
+        keep: bool = False,
     ) -> None:
-        """Announce the end of ``run``; after this nothing of it is sent but its rollback.
-        ``by``: the person who stopped, steered or reverted it."""
+        """Announce the end of ``run``; after this nothing of it is sent but its rollback. ``by``: the
+        person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering)."""
         if not run.live:
             return
         run.live = False
@@ -424,9 +458,9 @@ class Pilot:
             if run.editor.withheld and reason is FinishReason.NO_CHANGES:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
-            publish_edits(self._publish, run.editor.cancel())  # the block in flight goes; completed ones stay
+            publish_edits(self._publish, run.editor.cancel(keep_in_flight=keep))  # in flight: goes (or kept)
         model = None if run.link is None else run.link.model
-        metrics = self._turns.finished(run, status, reason, error=error, by=by, model=model)
+        metrics, usage = self._turns.finished(run, status, reason, error=error, by=by, model=model)
         if self._run is run:
             self._run = None
         self._maker.ended(run, status)
@@ -434,7 +468,7 @@ class Pilot:
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
-        self._turns.record(run, status, reason, metrics, error)
+        self._turns.record(run, status, reason, metrics, usage, error)
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

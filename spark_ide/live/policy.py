@@ -8,19 +8,26 @@ prompt and steer (``RoomStore.ai_policy``), and the Pilot enforces it:
   blocks (and a small model's code fences) are shown in the transcript as text;
 * ``on``: turns run as usual.
 
+``edit_steer`` False (the course's ``ai_edit_steer``): a student's edit of the lines the model is
+writing is ordinary typing, never a steer (``live.edit_steer``).
+
 In every mode a request above ``max_effort`` is lowered to it, and a student who has used
-``token_quota`` output tokens gets no more turns (``ai_quota``); a turn that passes the quota
-while it streams is stopped. A workspace outside any course has ``AiPolicy.OPEN``.
+``token_quota`` output tokens gets no more turns (``ai_quota``), nor one whose turns cost
+``budget_usd`` (``budget_exhausted``, docs/models.md "Spend"); a turn that passes the quota or
+the budget while it streams is stopped. A workspace outside any course has ``AiPolicy.OPEN``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import ClassVar
 
 from spark_ide.upstream.profiles import EFFORTS, Effort
+
+from .usage import usd
 
 
 class AiMode(StrEnum):
@@ -69,6 +76,7 @@ class Refusal(StrEnum):
 
     DISABLED = "ai_disabled"
     QUOTA = "ai_quota"
+    BUDGET = "budget_exhausted"
 
 
 class BadPolicy(ValueError):
@@ -82,6 +90,9 @@ class AiPolicy:
     token_quota: int | None = None  # output tokens a student may use in the course; None: no limit
     tokens_used: int = 0
     runs: AiRuns = AiRuns.ALLOWED  # what the model may run (the run tool, test rounds)
+    budget_usd: Decimal | None = None  # what a student's turns may cost in the course; None: no limit
+    cost_used: Decimal = Decimal(0)
+    edit_steer: bool = True  # a person's edit of the lines the model writes steers it (live.edit_steer)
 
     OPEN: ClassVar[AiPolicy]  # outside a course: everything allowed (set below)
 
@@ -94,6 +105,8 @@ class AiPolicy:
             raise BadPolicy(f"a token quota cannot be negative ({self.token_quota})")
         if self.tokens_used < 0:
             raise BadPolicy(f"tokens used cannot be negative ({self.tokens_used})")
+        if self.budget_usd is not None and not self.budget_usd >= 0:
+            raise BadPolicy(f"a budget cannot be negative ({self.budget_usd})")
         if not isinstance(self.runs, AiRuns):
             raise BadPolicy(f"unknown ai_runs {self.runs!r}; one of {[r.value for r in AiRuns]}")
 
@@ -118,8 +131,14 @@ class AiPolicy:
         runs = data.get("ai_runs", AiRuns.ALLOWED.value)
         if not AiRuns.known(runs):
             raise BadPolicy(f"unknown ai_runs {runs!r}; one of {[r.value for r in AiRuns]}")
+        edit_steer = data.get("ai_edit_steer", True)
+        if not isinstance(edit_steer, bool):
+            raise BadPolicy(f"ai_edit_steer must be true or false, not {edit_steer!r}")
         return cls(
             mode=ai_mode, max_effort=_effort(effort), token_quota=quota, tokens_used=used, runs=AiRuns(str(runs)),
+            budget_usd=_money(data.get("budget_usd"), "the budget", none=True),
+            cost_used=_money(data.get("cost_used", 0), "the cost used") or Decimal(0),
+            edit_steer=edit_steer,
         )
 
     # -- the checks ---------------------------------------------------------------------------
@@ -135,16 +154,34 @@ class AiPolicy:
         left = self.tokens_left(spent)
         return left is not None and left <= 0
 
-    def refusal(self, spent: int = 0) -> tuple[Refusal, str] | None:
+    def money_left(self, spent: Decimal = Decimal(0)) -> Decimal | None:
+        """What the student's turns may still cost in the course (``spent``: counted here but
+        not yet in ``cost_used``); None: no budget."""
+        if self.budget_usd is None:
+            return None
+        return max(self.budget_usd - self.cost_used - spent, Decimal(0))
+
+    def over_budget(self, spent: Decimal = Decimal(0)) -> bool:
+        left = self.money_left(spent)
+        return left is not None and left <= 0
+
+    def refusal(self, spent: int = 0, spent_usd: Decimal = Decimal(0)) -> tuple[Refusal, str] | None:
         """Why a prompt or steer may not start now, with the message for the student; None: it may."""
         if self.mode is AiMode.OFF:
             return Refusal.DISABLED, "the AI is turned off for this course"
         if self.over_quota(spent):
             return Refusal.QUOTA, self.quota_message()
+        if self.over_budget(spent_usd):
+            return Refusal.BUDGET, self.budget_message(spent_usd)
         return None
 
     def quota_message(self) -> str:
         return f"you have used your {self.token_quota or 0:,} AI tokens for this course"
+
+    def budget_message(self, spent: Decimal = Decimal(0)) -> str:
+        """The course's budget is spent: how much of how much (it does not reset)."""
+        return (f"you have spent {usd(self.cost_used + spent)} of your {usd(self.budget_usd or Decimal(0))} "
+                "AI budget for this course")
 
     def effort(self, requested: Effort) -> Effort:
         """The effort a request runs with: ``requested``, lowered to the cap if above it."""
@@ -168,20 +205,23 @@ class AiPolicy:
         """Whether the model's edit blocks change the files (not in explain-only mode)."""
         return self.mode is AiMode.ON
 
-    def label(self, spent: int = 0) -> str:
-        """One line for the student: ``AI: explain-only · 12,400 tokens left`` (just ``AI: off``
-        when off: an effort cap or tokens left mean nothing then)."""
-        left = self.tokens_left(spent)
-        return " · ".join(self._terms(None if left is None else f"{left:,} tokens left"))
+    def label(self, spent: int = 0, spent_usd: Decimal = Decimal(0)) -> str:
+        """One line for the student: ``AI: explain-only · 12,400 tokens left · $0.42 left``
+        (just ``AI: off`` when off: an effort cap or tokens left mean nothing then)."""
+        left, money = self.tokens_left(spent), self.money_left(spent_usd)
+        return " · ".join(self._terms(
+            None if left is None else f"{left:,} tokens left", None if money is None else f"{usd(money)} left",
+        ))
 
     def rules(self) -> str:
         """The rules in one sentence, as a student's page says them before any turn: ``AI:
         explain-only (it answers but does not edit files), effort up to low, 20,000 tokens for
         the course.`` (the tokens given, not those left: ``label`` counts those down)."""
         quota = None if self.token_quota is None else f"{self.token_quota:,} tokens for the course"
-        return ", ".join(self._terms(quota, explained=True)) + "."
+        budget = None if self.budget_usd is None else f"{usd(self.budget_usd)} of AI use for the course"
+        return ", ".join(self._terms(quota, budget, explained=True)) + "."
 
-    def _terms(self, tokens: str | None, *, explained: bool = False) -> list[str]:
+    def _terms(self, tokens: str | None, money: str | None = None, *, explained: bool = False) -> list[str]:
         meaning = _MODE_MEANINGS.get(self.mode) if explained else None
         terms = [f"AI: {self.mode.word}" + (f" ({meaning})" if meaning else "")]
         if self.mode is AiMode.OFF:
@@ -190,12 +230,28 @@ class AiPolicy:
             terms.append(f"effort up to {self.max_effort}")
         if self.runs is not AiRuns.ALLOWED:
             terms.append(f"runs: {self.runs.word}")
-        if tokens is not None:
-            terms.append(tokens)
+        if not self.edit_steer:
+            terms.append("no steering by editing")
+        terms.extend(term for term in (tokens, money) if term is not None)
         return terms
 
 
 AiPolicy.OPEN = AiPolicy()
+
+
+def _money(value: object, what: str, *, none: bool = False) -> Decimal | None:
+    """A sum of money as stored (a Decimal, or its text); None when ``none`` allows it."""
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
+        raise BadPolicy(f"{what} must be an amount of money, not {value!r}")
+    try:
+        amount = Decimal(value)
+    except InvalidOperation:
+        raise BadPolicy(f"{what} must be an amount of money, not {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise BadPolicy(f"{what} must be an amount of money, not {value!r}")
+    return amount
 
 
 def _effort(value: object) -> Effort | None:

@@ -3,8 +3,9 @@
 ``PolicyGate`` keeps the policy as last read from storage, fresh for a moment (a teacher may
 change it, the quota is spent while the room is open), and counts the tokens of the turns
 that ended since: a prompt or steer it refuses is told to the asking connection
-(``ai_disabled``, ``ai_quota``), a turn that passes the quota while it streams is stopped by
-the Pilot (``over_quota``), and everyone in a course's room is told the policy as it stands
+(``ai_disabled``, ``ai_quota``, ``budget_exhausted``), a turn that passes the quota or the
+course's money budget while it streams is stopped by the Pilot (``over_quota``,
+``over_budget``), and everyone in a course's room is told the policy as it stands
 (``policy``) after each turn and on a refusal.
 """
 
@@ -14,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Protocol
 
 from .events import ErrorCode, Event, Policy
@@ -32,6 +34,12 @@ class PolicySource(Protocol):
     async def ai_policy(self) -> AiPolicy: ...
 
 
+_ERROR_CODES = {
+    Refusal.DISABLED: ErrorCode.AI_DISABLED, Refusal.QUOTA: ErrorCode.AI_QUOTA,
+    Refusal.BUDGET: ErrorCode.BUDGET_EXHAUSTED,
+}
+
+
 class PolicyGate:
     def __init__(self, *, source: PolicySource, announce: Callable[[Event], None]) -> None:
         self._source = source
@@ -39,8 +47,10 @@ class PolicyGate:
         self.policy = AiPolicy.OPEN
         self._read_at = float("-inf")
         self._reading: asyncio.Future[AiPolicy] | None = None  # the read in flight (``read``)
-        self._unrecorded: dict[str, int] = {}  # tokens of ended turns whose record is not written yet
+        # Tokens and cost of ended turns whose record is not written yet.
+        self._unrecorded: dict[str, tuple[int, Decimal]] = {}
         self._spent = 0  # tokens of ended turns the last read may not count
+        self._spent_usd = Decimal(0)  # and their cost
         self._shown = False  # a course's policy was announced (outside courses nothing is)
         self._refresh: asyncio.Task[AiPolicy] | None = None  # read while a turn streams
 
@@ -63,7 +73,8 @@ class PolicyGate:
             return self.policy
         self.policy, self._read_at = policy, time.monotonic()
         # Tokens of turns whose record was written are in what was read; the others are not.
-        self._spent = sum(self._unrecorded.values())
+        self._spent = sum(tokens for tokens, _ in self._unrecorded.values())
+        self._spent_usd = sum((cost for _, cost in self._unrecorded.values()), Decimal(0))
         return policy
 
     def refresh(self) -> None:
@@ -75,13 +86,12 @@ class PolicyGate:
 
     def refused(self, command: Command, policy: AiPolicy) -> bool:
         """Refuse ``command`` (told to the asking connection) when the policy forbids a turn."""
-        refusal = policy.refusal(self._spent)
+        refusal = policy.refusal(self._spent, self._spent_usd)
         if refusal is None:
             return False
         code, message = refusal
         if command.reply is not None:
-            error_code = ErrorCode.AI_DISABLED if code is Refusal.DISABLED else ErrorCode.AI_QUOTA
-            command.reply(SessionError(error_code, message, ref=command.turn or None))
+            command.reply(SessionError(_ERROR_CODES[code], message, ref=command.turn or None))
         self._show()
         return True
 
@@ -97,11 +107,19 @@ class PolicyGate:
     def quota_message(self) -> str:
         return self.policy.quota_message()
 
-    def spend(self, turn: str, tokens: object) -> None:
-        """``turn`` ended having used ``tokens`` (its metrics' count) until its record says so."""
-        spent = tokens if isinstance(tokens, int) else 0
-        self._unrecorded[turn] = spent
-        self._spent += spent
+    def over_budget(self, cost: Decimal) -> bool:
+        """Whether a turn that has cost ``cost`` so far passes the course's money budget."""
+        return self.policy.over_budget(self._spent_usd + cost)
+
+    def budget_message(self, cost: Decimal) -> str:
+        return self.policy.budget_message(self._spent_usd + cost)
+
+    def spend(self, turn: str, tokens: int, cost: Decimal = Decimal(0)) -> None:
+        """``turn`` ended having used ``tokens`` output tokens costing ``cost``, until its
+        record says so."""
+        self._unrecorded[turn] = (tokens, cost)
+        self._spent += tokens
+        self._spent_usd += cost
         self._show()
 
     def recorded(self, turn: str) -> None:
@@ -118,7 +136,8 @@ class PolicyGate:
         policy, spent = self.policy, self._spent
         return Policy(
             mode=policy.mode.value, max_effort=policy.max_effort, token_quota=policy.token_quota,
-            tokens_left=policy.tokens_left(spent), label=policy.label(spent),
+            tokens_left=policy.tokens_left(spent), label=policy.label(spent, self._spent_usd),
+            edit_steer=policy.edit_steer,
         )
 
     async def current(self) -> Policy | None:

@@ -79,7 +79,8 @@ class PromptQueue:
             return None
         first = indexes[0]
         if kind is CommandKind.QUEUE_EDIT:
-            self._items[first] = replace(self._items[first], text=command.text)
+            # The new text's mentions replace the old ones (its exclusions stay).
+            self._items[first] = replace(self._items[first], text=command.text, mentions=command.mentions)
         elif kind is CommandKind.QUEUE_DELETE:
             del self._items[first]
         elif kind is CommandKind.QUEUE_MOVE:
@@ -94,7 +95,7 @@ class PromptQueue:
             return Command(
                 kind=CommandKind.STEER, session=command.session, user_id=command.user_id, author=command.author,
                 turn=queued.turn, text=queued.text, effort=queued.effort, path=queued.path, reply=command.reply,
-                received_at=command.received_at, range=queued.range,
+                received_at=command.received_at, range=queued.range, mentions=queued.mentions, exclude=queued.exclude,
             )
         elif kind is CommandKind.QUEUE_MERGE and not self._merge(command, sorted(indexes)):
             return None
@@ -110,7 +111,12 @@ class PromptQueue:
             _refuse(command, ErrorCode.TOO_LONG, f"the merged prompt would be longer than {self.max_chars} characters")
             return False
         first = indexes[0]
-        self._items[first] = replace(self._items[first], text=text)
+        merged = [self._items[index] for index in indexes]
+        self._items[first] = replace(
+            self._items[first], text=text,  # the mentions and exclusions of every prompt merged
+            mentions=tuple(dict.fromkeys(m for queued in merged for m in queued.mentions)),
+            exclude=tuple(dict.fromkeys(p for queued in merged for p in queued.exclude)),
+        )
         for index in reversed(indexes[1:]):
             del self._items[index]
         return True

@@ -14,11 +14,17 @@ from spark_ide.upstream import Message, TurnRequest
 from spark_ide.upstream.dialects import INSTRUCTIONS, EditStyle, run_instructions
 from spark_ide.upstream.profiles import Effort
 
+from .context import Packing, read_mention, symbol_source
 from .focus import Focus
 
 DEFAULT_MAX_ROUNDS = 8  # SPARK_MAX_ROUNDS
 
 CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context budget
+
+
+def estimate_tokens(text: str) -> int:
+    """The tokens ``text`` is taken to cost: the packer's estimate, and the context strip's."""
+    return len(text) // CHARS_PER_TOKEN
 
 # The instructions of each edit dialect live with its tool (upstream.dialects); these two names
 # stay for the text dialects' readers.
@@ -98,6 +104,8 @@ class TurnInput:
     tests_only: bool = False  # the course lets the model run the tests only (``ai_runs`` tests)
     changes: str = ""  # what others changed since the model saw the files (``seen.changes_note``)
     focus: Focus | None = None  # the lines the prompt is about (Ctrl+K on a selection: ``focus``)
+    mentions: tuple[str, ...] = ()  # @-mentions: ``path`` or ``path:symbol``, first in the context
+    exclude: tuple[str, ...] = ()  # files the person took out of the context (the context strip)
 
 
 TESTS_ONLY = "This course lets you run the tests only (pytest ...), not programs (python <file>)."
@@ -149,48 +157,118 @@ def _mentions(prompt: str, path: str) -> bool:
 
 
 def pack_workspace(
-    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int, active_last: bool = False
+    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int, active_last: bool = False,
+    mentions: Sequence[str] = (), exclude: Sequence[str] = (),
 ) -> str:
     """The workspace as text within ``budget_tokens``; what does not fit is named, not lost.
 
-    Files are chosen by priority (active file, files the prompt names, the rest). They are
-    written in that order, or with ``active_last`` in a stable order that ends with the active
-    file: the file the model just changed comes last, so the text before it is the same as in
-    the last request and a local model reuses its cache of it.
+    Files are chosen by priority (``_pieces``: mentions, the active file, files the prompt
+    names, the rest). They are written in that order, or with ``active_last`` in a stable
+    order that ends with the active file: the file the model just changed comes last, so the
+    text before it is the same as in the last request and a local model reuses its cache of it.
     """
-    return _pack(files, active_path=active_path, prompt=prompt, budget_tokens=budget_tokens, active_last=active_last)[0]
+    return _pack(
+        files, active_path=active_path, prompt=prompt, budget_tokens=budget_tokens, active_last=active_last,
+        mentions=mentions, exclude=exclude,
+    )[0]
+
+
+def _pieces(
+    files: Mapping[str, str], *, active_path: str, prompt: str, mentions: Sequence[str], exclude: Sequence[str],
+) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]], tuple[str, ...]]:
+    """What the packer tries to show, by priority: (key, path, symbol) for each piece (a
+    symbol's key is its mention), the mentions skipped (mention, why) and the files excluded.
+
+    The order (docs/pairing.md): the mentions as written (a file whole, a ``path:symbol`` as
+    the symbol's source), then the active file, then files the prompt names, then the rest by
+    path. A file the person excluded is not shown at all (mentioned or not); a symbol of a file
+    that comes whole before it is not shown twice."""
+    out = set(exclude)
+    pieces: list[tuple[str, str, str | None]] = []
+    missing: list[tuple[str, str]] = []
+    taken: set[str] = set()
+    whole_mentioned = ({m for m in mentions if m in files} | {active_path}) - out
+    for text in dict.fromkeys(mentions):
+        mention = read_mention(text, files)
+        if mention.path in out:
+            continue
+        if mention.path not in files:
+            missing.append((text, "no such file"))
+        elif mention.symbol is None:
+            if mention.path not in taken:
+                pieces.append((mention.path, mention.path, None))
+                taken.add(mention.path)
+        elif mention.path not in whole_mentioned:
+            if symbol_source(files[mention.path], mention.symbol) is None:
+                missing.append((text, f"no top-level {mention.symbol} in {mention.path}"))
+            else:
+                pieces.append((text, mention.path, mention.symbol))
+    for path in file_order(files, active_path=active_path, prompt=prompt):
+        if path not in taken and path not in out:
+            pieces.append((path, path, None))
+    return pieces, missing, tuple(sorted(out & set(files)))
+
+
+def _block(path: str, text: str, attributes: str = "") -> str:
+    """A <file> block of ``text`` (made data: ``as_data``)."""
+    text = as_data(text)
+    end = "" if text.endswith("\n") or not text else "\n"
+    return f'<file path="{path_attribute(path)}"{attributes}>\n{text}{end}</file>\n'
 
 
 def _pack(
-    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int, active_last: bool
-) -> tuple[str, tuple[str, ...]]:
-    """``pack_workspace``'s text, and the files it shows whole."""
+    files: Mapping[str, str], *, active_path: str, prompt: str, budget_tokens: int, active_last: bool,
+    mentions: Sequence[str] = (), exclude: Sequence[str] = (),
+) -> tuple[str, Packing]:
+    """``pack_workspace``'s text, and what it did (``context.Packing``)."""
     budget = budget_tokens * CHARS_PER_TOKEN
     parts: dict[str, str] = {}
     left_out: list[str] = []
-    cut_short: str | None = None
-    for path in file_order(files, active_path=active_path, prompt=prompt):
-        text = as_data(files[path])
-        name = path_attribute(path)
-        block = f'<file path="{name}">\n{text}{"" if text.endswith(chr(10)) or not text else chr(10)}</file>\n'
-        if len(block) <= budget:
-            parts[path] = block
-            budget -= len(block)
-        elif budget > 400 and not parts:
-            # Even the active file alone is too big: show its head, say it was cut.
-            cut = text[: budget - 200]
-            parts[path] = f'<file path="{name}" truncated="true">\n{cut}\n</file>\n'
-            budget, cut_short = 0, path
+    cut: tuple[str, int, int] | None = None
+    symbols: list[tuple[str, str, int, int]] = []
+    pieces, missing, excluded = _pieces(
+        files, active_path=active_path, prompt=prompt, mentions=mentions, exclude=exclude,
+    )
+    for key, path, name in pieces:
+        if name is not None:
+            found = symbol_source(files[path], name)
+            assert found is not None  # (``_pieces`` kept it for that)
+            symbol, source = found
+            block = _block(path, source, f' lines="{symbol.first}-{symbol.last}" symbol="{name}" excerpt="true"')
         else:
-            left_out.append(path)
-    whole = tuple(path for path in parts if path != cut_short)
+            block = _block(path, files[path])
+        if len(block) <= budget:
+            parts[key] = block
+            budget -= len(block)
+            if name is not None:
+                symbols.append((key, path, symbol.first, symbol.last))
+        elif budget > 400 and not parts and name is None:
+            # Even the first file alone is too big: show its head, say it was cut.
+            head = as_data(files[path])[: budget - 200]
+            parts[key] = f'<file path="{path_attribute(path)}" truncated="true">\n{head}\n</file>\n'
+            budget, cut = 0, (path, head.count("\n") + 1, files[path].count("\n") + 1)
+        else:
+            left_out.append(key)
+    shown_whole = (key for key, path, name in pieces if key in parts and name is None)
+    whole = tuple(path for path in shown_whole if cut is None or path != cut[0])
     order = list(parts)
     if active_last and active_path in parts:
         order = [*sorted(p for p in parts if p != active_path), active_path]
     text = "".join(parts[path] for path in order)
     if left_out:
         text += "Files not shown (context budget): " + ", ".join(sorted(left_out)) + "\n"
-    return text or "The workspace is empty.\n", whole
+    packing = Packing(
+        whole=whole, cut=(cut,) if cut is not None else (), left_out=tuple(left_out), symbols=tuple(symbols),
+        missing=tuple(missing), excluded=excluded,
+    )
+    return text or "The workspace is empty.\n", packing
+
+
+def skipped_note(packing: Packing) -> str:
+    """What the request says of the mentions it skipped ("" for none)."""
+    if not packing.missing:
+        return ""
+    return "Mentioned but skipped: " + "; ".join(f"@{mention} ({why})" for mention, why in packing.missing) + "\n"
 
 
 def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
@@ -198,26 +276,30 @@ def build_request(turn: TurnInput, style: PromptStyle) -> TurnRequest:
     return request_showing(turn, style)[0]
 
 
-def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, tuple[str, ...]]:
-    """``build_request``'s request, and the files its workspace shows whole (what the model
-    sees of them: ``seen``)."""
+def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, Packing]:
+    """``build_request``'s request, and what its workspace shows (``whole``: the files the
+    model sees whole, for ``seen``; the rest for the ``turn.context`` event)."""
     history_budget = style.context_tokens // 4
     history: list[Message] = []
     recent = turn.history[-style.history_turns :] if style.history_turns > 0 else ()
     for past in reversed(recent):
-        cost = (len(past.prompt) + len(past.output)) // CHARS_PER_TOKEN
+        cost = estimate_tokens(past.prompt) + estimate_tokens(past.output)
         if cost > history_budget:
             break
         history_budget -= cost
         history[:0] = [Message("user", past.prompt), Message("assistant", past.output)]
-    used = sum(len(m.text) for m in history) // CHARS_PER_TOKEN
-    asked = len(turn.text) + len(turn.changes) + (len(turn.focus.text) if turn.focus is not None else 0)
-    workspace_budget = max(style.context_tokens - used - asked // CHARS_PER_TOKEN - 600, 200)
-    packed, shown = _pack(
+    used = sum(estimate_tokens(m.text) for m in history)
+    asked = estimate_tokens(turn.text) + estimate_tokens(turn.changes)
+    if turn.focus is not None:
+        asked += estimate_tokens(turn.focus.text)
+    workspace_budget = max(style.context_tokens - used - asked - 600, 200)
+    packed, packing = _pack(
         turn.files, active_path=turn.active_path, prompt=turn.text, budget_tokens=workspace_budget,
-        active_last=style.stable_prefix,
+        active_last=style.stable_prefix, mentions=turn.mentions, exclude=turn.exclude,
     )
     sections = ["Workspace files:\n" + packed]
+    if skipped := skipped_note(packing):
+        sections.append(skipped)
     if turn.active_path:
         sections.append(f"The file open in the editor: {turn.active_path}\n")
     if turn.last_ledger and style.ledger:
@@ -238,7 +320,15 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, t
         full_context=(*history, user) if history else (), max_output_tokens=style.max_output_tokens,
         edit_style=None if turn.explain_only else style.edit_style,  # explain-only: no editing tool
         runs=runs,
-    ), shown
+    ), packing
+
+
+def request_tokens(request: TurnRequest) -> int:
+    """The tokens ``request`` is estimated to cost (``estimate_tokens``): its instructions and
+    every message it sends."""
+    messages = request.full_context or request.input
+    texts = (item.text for item in messages if isinstance(item, Message))  # (a turn starts with messages only)
+    return estimate_tokens(request.instructions) + sum(estimate_tokens(text) for text in texts)
 
 
 def focus_section(focus: Focus, style: PromptStyle) -> str:

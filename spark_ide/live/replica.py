@@ -142,7 +142,7 @@ class Replica:
         self._forward(Adopt(conn.id, generation))
 
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
-        given = {name: fields[name] for name in CommandItem.GIVEN if fields.get(name) is not None}
+        given = {name: fields[name] for name in CommandItem.NAMES if fields.get(name) is not None}
         self._forward(CommandItem(conn=conn.id, command=kind, **given))
 
     async def resume(self, conn: Connection, after: int) -> None:

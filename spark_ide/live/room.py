@@ -20,6 +20,7 @@ from pycrdt import Doc, create_sync_message
 
 from .background import Background
 from .doc_rules import LiveDocument, YjsIntake
+from .edit_steer import EDIT_STEER_KINDS, EditSteering
 from .events import ErrorCode, ErrorEvent, Event, FinishReason, TurnEvent, TurnFinished, WorkspaceSettings
 from .model_runs import ModelRuns
 from .outbox import Frame
@@ -87,6 +88,11 @@ class Room:
         self.pilot = Pilot(
             document=lambda: self.doc, texts=self.texts, publish=self.publish, announce=self.announce, store=store,
             guard=self.guard, settings=settings, runs=model_runs,
+        )
+        self.steering = EditSteering(  # steering by editing: every person's update passes by it
+            running=lambda: self.pilot.running, submit=self.pilot.submit, announce=self.announce, tell=self.tell,
+            document=lambda: self.doc, idle_ms=settings.edit_steer_idle_ms,
+            plain=settings.prompt_style.steer_as_request,
         )
         self.files = RoomFiles(self.document, store_log=self.pipeline.store_log)  # for other threads
         self.log = ReplayLog(
@@ -160,6 +166,7 @@ class Room:
         if self._compact_soon is not None:
             self._compact_soon.cancel()
         self.replacements.let_go()
+        self.steering.close()
         try:
             steps = (self.store.close, self.pilot.shutdown, self.guard.close, self.runs.close, self.pipeline.close)
             for step in steps:
@@ -202,6 +209,9 @@ class Room:
     def command(self, conn: Connection, kind: CommandKind, **fields: Any) -> None:
         """A participant's command for the Pilot (role and fields checked by the consumer);
         what goes wrong with it is told to that connection."""
+        if kind in EDIT_STEER_KINDS:
+            self.steering.command(conn, kind, **fields)
+            return
         self.pilot.submit(Command(
             kind=kind, session=conn.session, user_id=conn.user_id, author=conn.username,
             reply=lambda event: self.tell(conn, event), **fields,
@@ -216,7 +226,7 @@ class Room:
         """A binary frame from ``conn``; returns the error to answer when it is refused."""
         if conn.generation is not None and conn.generation != self.generation:
             return self.replacements.receive_stale(conn, message)
-        return self.intake.receive(conn, message)
+        return self.steering.receiving(conn, message, self.intake.receive)
 
     def adopt(self, conn: Connection, generation: int) -> None:
         """``conn``'s page holds the room's document now (``document.adopted``): its binary

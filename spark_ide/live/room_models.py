@@ -31,7 +31,8 @@ class RoomModels:
         self.style = settings.prompt_style  # how turns on the current link are put to the model
         instructions = instructions_for(self.style)
         self.current = ModelLink(
-            lambda: settings.connect_model(instructions), meter=settings.meter, stamp=settings.model_stamp,
+            lambda: settings.connect_model(instructions), meter=settings.meter, entry=settings.model_entry,
+            stamp=settings.model_stamp,
         )
         self._retired: list[ModelLink] = []  # switched away from while a turn ran on them
         self._closing: set[asyncio.Task[None]] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from spark_ide.editing.limits import FileLimits
@@ -23,6 +24,8 @@ from .policy import AiPolicy
 from .prompting import PromptStyle
 from .reopen import StoredPast
 from .run_report import RUN_OUTPUT_TO_MODEL
+from .spend import Spent
+from .usage import TurnUsage
 from .watchdog import GuardSettings
 
 
@@ -78,6 +81,7 @@ class TurnOutcome:
     diff: dict[str, str]
     metrics: Mapping[str, float | int | str | None]
     error: str = ""
+    usage: TurnUsage = field(default_factory=TurnUsage)  # its tokens and cost (live.usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,10 @@ class RoomStore(Protocol):
         """The AI rules of the workspace's course as they stand now (``AiPolicy.OPEN`` outside
         a course); read for every prompt and steer (live.policy)."""
 
+    async def spent(self, session: str, user_id: int | None) -> Spent:
+        """The recorded usage of ``session``'s turns, and the cost of the turns ``user_id``
+        asked for today (live.spend); read for every prompt."""
+
     async def guard_mode(self) -> GuardMode:
         """The security watchdog's mode for this workspace (its course's, for a student's copy)."""
 
@@ -271,3 +279,12 @@ class LiveSettings:
     # A stamp of what the room's model connection is opened with (the owner's stored keys),
     # read before each turn: when it changed, the turn opens a new connection (``ModelLink``).
     model_stamp: Callable[[], Awaitable[str]] | None = None
+    # SPARK_DAILY_BUDGET_USD: what the turns a person asks for may cost a day (live.spend; None: no limit).
+    daily_budget_usd: Decimal | None = None
+    # The catalogue's entry of the model the rooms' links reach (its prices count the turns'
+    # cost); None: not from the catalogue, the prices unknown. The catalogue sets each
+    # room's link's own (``ModelLink.entry``).
+    model_entry: ModelEntry | None = None
+    # SPARK_EDIT_STEER_IDLE_MS: a steering edit is committed this long after the last change
+    # in its lines (live.edit_steer); 0 turns steering by editing off for the server.
+    edit_steer_idle_ms: int = 600

@@ -1,8 +1,9 @@
 """What everyone is told of a turn's start and end, and what is kept of it.
 
-``TurnBook`` publishes ``turn.started`` (with a line in the transcript when the course caps the
-effort) and ``turn.finished`` with the turn's metrics (counted once, ``turns.turn_metrics``),
-tells the meter and the AI policy's quota how the turn ended, and writes the turn's records
+``TurnBook`` publishes ``turn.started`` and ``turn.context`` (with a line in the transcript when the course caps the
+effort) and ``turn.finished`` with the turn's metrics (counted once, ``turns.turn_metrics``)
+and its tokens and cost (``usage.turn_usage``, with its session's so far), tells the meter,
+the AI policy's quota and the spend book how the turn ended, and writes the turn's records
 in order, off the critical path (``Records``).
 """
 
@@ -12,22 +13,33 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from spark_ide.upstream.catalogue import ModelEntry
+from spark_ide.upstream.catalogue import ModelEntry, Prices
 
-from .events import DEFAULT_EFFORT, FinishReason, TurnEvent, TurnFinished, TurnProse, TurnStarted, TurnStatus
+from .events import (
+    DEFAULT_EFFORT,
+    FinishReason,
+    TurnContext,
+    TurnEvent,
+    TurnFinished,
+    TurnProse,
+    TurnStarted,
+    TurnStatus,
+)
 from .meter import Meter
 from .policy import AiPolicy
 from .policy_gate import PolicyGate, PolicySource
 from .records import Records
 from .reverts import RevertBook
+from .spend import SpendBook, SpendSource
 from .store import TurnOutcome, TurnRecord
 from .turns import CommandKind, TurnRun, meter_turn, turn_diff, turn_metrics
+from .usage import TurnUsage, turn_usage
 
 Metrics = Mapping[str, float | int | str | None]
 
 
-class TurnStore(PolicySource, RevertBook, Protocol):
-    """Where the Pilot records turns and reads the course's policy (``RoomStore``)."""
+class TurnStore(PolicySource, SpendSource, RevertBook, Protocol):
+    """Where the Pilot records turns and reads the course's policy and the spend (``RoomStore``)."""
 
     async def turn_started(self, record: TurnRecord) -> None: ...
 
@@ -49,6 +61,8 @@ class TurnBook:
         publish: Callable[[TurnEvent], None],
         texts: Callable[[], dict[str, str]],
         policy: PolicyGate,
+        spend: SpendBook,
+        prices: Callable[[TurnRun], Prices | None],
         meter: Meter,
     ) -> None:
         self._store = store
@@ -56,44 +70,61 @@ class TurnBook:
         self._publish = publish
         self._texts = texts
         self._policy = policy
+        self._spend = spend
+        self._prices = prices  # the prices of the model a turn runs on (None: unknown)
         self._meter = meter
 
     def started(self, run: TurnRun, policy: AiPolicy) -> None:
         """``run`` starts under ``policy`` (which may cap the effort asked for)."""
         command = run.command
+        prompt = command.text if command.note is None else command.note.label()  # (a steer by editing)
         requested = command.effort if command.kind is CommandKind.PROMPT else run.origin.effort
         effort = policy.effort(requested or DEFAULT_EFFORT)
         self._publish(TurnStarted(
-            turn=run.id, prompt=command.text, steered_from=run.steered_from, effort=effort,
+            turn=run.id, prompt=prompt, steered_from=run.steered_from, effort=effort,
             author=command.author, range=run.focus.span if run.focus is not None else None,
         ))
         if run.focus_note:  # the range was cut at the file's end, or its file is gone
             self._publish(TurnProse(turn=run.id, text=f"{run.focus_note}\n\n"))
+        if run.context:  # what its request carries of the workspace
+            self._publish(TurnContext(turn=run.id, context=run.context))
         if effort != (requested or DEFAULT_EFFORT):  # the course caps the effort: the turn says so
             self._publish(TurnProse(
                 turn=run.id, text=f"(This course caps the AI's effort at {effort}: asked for {requested}, "
                 f"this turn runs at {effort}.)\n\n",
             ))
         record = TurnRecord(
-            turn=run.id, session=command.session, author_id=command.user_id, prompt=command.text,
+            turn=run.id, session=command.session, author_id=command.user_id, prompt=prompt,
             effort=effort, active_path=run.origin.path, steered_from=run.steered_from,
             model=run.link.entry.name if run.link is not None and run.link.entry is not None else "",
         )
         self._records.put("turn started", lambda: self._store.turn_started(record))
 
+    def usage(self, run: TurnRun) -> TurnUsage:
+        """What ``run`` has used so far (all of it, once it ended)."""
+        return turn_usage(run.streams, self._prices(run), streamed=run.streamed_tokens)
+
     def finished(
         self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str, by: str, model: str | None,
-    ) -> Metrics:
+    ) -> tuple[Metrics, TurnUsage]:
         """Announce the end of ``run`` (``by``: the person who stopped, steered or reverted
-        it; ``model``: the model it ran on); its metrics, for ``record``."""
-        metrics = turn_metrics(run, time.monotonic(), model=model)
-        self._publish(TurnFinished(turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by))
-        self._policy.spend(run.id, metrics.get("tokens"))
-        meter_turn(self._meter, run, status.value, reason.value, metrics)
-        return metrics
+        it; ``model``: the model it ran on); its metrics and usage, for ``record``."""
+        usage = self.usage(run)
+        metrics = turn_metrics(run, time.monotonic(), usage, model=model)
+        session = self._spend.finished(run.id, usage)
+        self._publish(TurnFinished(
+            turn=run.id, status=status, reason=reason, metrics=metrics, error=error, by=by, usage=usage.payload(),
+            session_usage=session.payload(),
+        ))
+        self._policy.spend(run.id, usage.output_tokens, usage.cost)
+        meter_turn(self._meter, run, status.value, reason.value, metrics, usage)
+        return metrics, usage
 
-    def record(self, run: TurnRun, status: TurnStatus, reason: FinishReason, metrics: Metrics, error: str) -> None:
-        """Write the record of ``run``'s end; its tokens count in the policy's next read once written."""
+    def record(
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, metrics: Metrics, usage: TurnUsage, error: str,
+    ) -> None:
+        """Write the record of ``run``'s end; its tokens and cost count in the policy's and the
+        spend's next reads once written."""
         now, ledger = self._texts(), run.editor.ledger.as_dicts()
 
         async def write() -> None:
@@ -101,7 +132,11 @@ class TurnBook:
             # (the texts are taken now: the next turn may change them before then).
             await self._store.turn_finished(TurnOutcome(
                 turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
-                diff=turn_diff(run, now), metrics=metrics, error=error,
+                diff=turn_diff(run, now), metrics=metrics, error=error, usage=usage,
             ))
 
-        self._records.put("turn finished", write, then=lambda: self._policy.recorded(run.id))
+        def written() -> None:
+            self._policy.recorded(run.id)
+            self._spend.recorded(run.id)
+
+        self._records.put("turn finished", write, then=written)

@@ -6,6 +6,7 @@ ended (``TurnMaker.ended``)."""
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -17,11 +18,12 @@ from spark_ide.editing.limits import FileLimits
 from spark_ide.upstream import Message, TurnRequest
 
 from .checkpoints import Conversation
-from .events import TurnStatus
+from .context import Packing, context_payload, symbols_of
+from .events import ContextPreview, SymbolList, TurnStatus
 from .focus import AskedRange, Focus, settle
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing
+from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing, request_tokens
 from .rounds import ToolRounds, offered_tools
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .seen import SeenFiles
@@ -78,10 +80,10 @@ class TurnMaker:
         if seen is not None:
             turn_input.changes = seen.note(texts, {})
         fence_path = (turn_input.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
-        request, shown = request_showing(turn_input, self._style)
+        request, packing = request_showing(turn_input, self._style)
         self._notes = []  # told
         if seen is not None:
-            seen.showed(texts, shown)
+            seen.showed(texts, packing.whole)
         editor = TurnEditor(
             self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
             seen=seen.text if seen is not None else None,
@@ -97,7 +99,33 @@ class TurnMaker:
             watch=watch, corrections=chain.corrections, touched=chain.touched,
             rebuild=self._rebuilder(chain, policy, focus) if self._style.steer_as_request else None,
             auto_test=auto_test, changes=lambda: self._changes(editor), focus=focus, focus_note=focus_note,
+            context=self._context(chain, request, packing), mentions=chain.mentions, exclude=chain.exclude,
         )
+
+    def _context(self, chain: Chain, request: TurnRequest, packing: Packing) -> dict[str, object]:
+        """What a request carries of the workspace (the ``context`` of ``turn.context`` and of a
+        preview)."""
+        return context_payload(
+            packing, active=chain.active_path, mentions=chain.mentions, tokens=request_tokens(request),
+            budget=self._style.context_tokens,
+        )
+
+    def preview(self, command: Command, policy: AiPolicy) -> ContextPreview:
+        """What a turn for ``command`` (a ``context.preview``) would carry if it started now: its
+        request made as ``make`` makes it, with nothing kept (what the model saw is copied)."""
+        texts = self._texts()
+        chain = chain_of(command, None, keep_request=True)
+        turn_input = self._input(chain, policy, texts, runs=self._runs is not None and policy.model_runs)
+        if self.seen is not None:
+            turn_input.changes = copy.deepcopy(self.seen).note(texts, {})
+        request, packing = request_showing(turn_input, self._style)
+        return ContextPreview(text=command.text, context=self._context(chain, request, packing))
+
+    def symbols(self, path: str) -> SymbolList:
+        """The top-level definitions of the Python file ``path`` as it is now (``symbols``)."""
+        text = self._texts().get(path)
+        found = symbols_of(text) if text is not None else ()
+        return SymbolList(path=path, exists=text is not None, symbols=tuple(symbol.as_dict() for symbol in found))
 
     def _changes(self, editor: TurnEditor) -> tuple[Message, ...]:
         """For a turn's next round: what others changed since the model saw the files (the
@@ -115,7 +143,7 @@ class TurnMaker:
             text=text or chain.origin.text, files=texts, active_path=focus.span.path if focus else chain.active_path,
             effort=policy.effort(chain.origin.effort), history=tuple(self.history), last_ledger=self._ledger(),
             steering=[] if text else chain.steering, explain_only=not policy.edits_apply, runs=runs,
-            tests_only=policy.tests_only, focus=focus,
+            tests_only=policy.tests_only, focus=focus, mentions=chain.mentions, exclude=chain.exclude,
         )
 
     def _last_turn_ledger(self) -> str:

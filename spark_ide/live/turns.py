@@ -13,7 +13,7 @@ from enum import StrEnum
 from spark_ide.editing import BlockStatus, EditEvent, ProseEvent, TurnEditor
 from spark_ide.upstream import Message, TurnRequest, TurnStream
 
-from .events import DEFAULT_EFFORT, EditStatus, Effort, ErrorEvent, TurnEvent, TurnProse
+from .events import DEFAULT_EFFORT, EditStatus, Effort, Event, TurnEditSteered, TurnEvent, TurnProse
 from .focus import AskedRange, Focus
 from .meter import Meter
 from .model_link import ModelLink
@@ -21,6 +21,7 @@ from .prompting import CHARS_PER_TOKEN, PastTurn, steering_note
 from .repetition import RepetitionGuard
 from .rounds import ToolRounds
 from .turn_watch import TurnWatch
+from .usage import TurnUsage
 
 # Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
 # one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
@@ -53,6 +54,19 @@ class CommandKind(StrEnum):
     QUEUE_STEER = "queue.steer"
     QUEUE_MERGE = "queue.merge"
     NEXT = "next"  # internal: a turn ended on its own, start what is queued
+    # Steering by editing (``live.edit_steer``): the page's three messages go to the room's
+    # ``EditSteering``; ``EDIT_STEER`` is its steer, for the Pilot (``turn``: the turn it edits).
+    EDIT_STEER_COMMIT = "edit_steer.commit"
+    EDIT_STEER_CANCEL = "edit_steer.cancel"
+    EDIT_STEER_SWITCH = "edit_steer.switch"
+    EDIT_STEER = "edit_steer"
+    # Questions answered to the asker at once (``Pilot.submit``): what the next request would
+    # carry of the workspace; a Python file's top-level definitions (for @file.py:name).
+    CONTEXT_PREVIEW = "context.preview"
+    SYMBOLS = "symbols"
+
+
+ANSWERED_AT_ONCE = frozenset({CommandKind.CONTEXT_PREVIEW, CommandKind.SYMBOLS})
 
 
 @dataclass
@@ -68,7 +82,7 @@ class Command:
     path: str = ""
     turn: str = ""  # revert, restore: which turn; prompt: the id the turn will have (given when queued)
     received_at: float = field(default_factory=time.monotonic)
-    reply: Callable[[ErrorEvent], None] | None = None  # tells the asking connection what went wrong
+    reply: Callable[[Event], None] | None = None  # tells the asking connection what went wrong (or its answer)
     correction: bool = False  # a steer by the watchdog (live.watchdog): counts against the turn's corrections
     block: int | None = None  # review: which block of ``turn`` (None: all those waiting for review)
     decision: str = ""  # review: "keep" or "undo"
@@ -78,6 +92,10 @@ class Command:
     position: int = 0  # queue.move: the queued prompt's new place (1 runs next)
     turns: tuple[str, ...] = ()  # queue.merge: the queued prompts made one
     range: AskedRange | None = None  # prompt, steer: the lines it is about (Ctrl+K; ``focus``)
+    mentions: tuple[str, ...] = ()  # prompt, steer: @-mentions (``path`` or ``path:symbol``), first in the context
+    exclude: tuple[str, ...] = ()  # prompt, steer: files the person took out of the context
+    on: bool = False  # edit_steer.switch: the person's edits steer
+    note: TurnEditSteered | None = None  # edit_steer: published as the steer begins (its ``turn``: the one steered)
 
 
 @dataclass
@@ -100,7 +118,6 @@ class TurnRun:
     deltas: int = 0
     chars: int = 0  # of the answer so far
     repetition: RepetitionGuard = field(default_factory=RepetitionGuard)
-    output_tokens: int | None = None  # as the provider counted them, when it says
     steer_ms: float | None = None
     watch: TurnWatch | None = None  # the watchdog over its code (None: off, or nothing is applied)
     corrections: int = 0  # the watchdog's corrections in its steering chain so far
@@ -120,6 +137,9 @@ class TurnRun:
     changes: Callable[[], tuple[Message, ...]] = no_changes
     focus: Focus | None = None  # the lines its request is about (``focus.settle``)
     focus_note: str = ""  # what the people are told about them (a range cut at the file's end)
+    context: Mapping[str, object] = field(default_factory=dict)  # what its request carries (``turn.context``)
+    mentions: tuple[str, ...] = ()  # its chain's @-mentions (``Chain``)
+    exclude: tuple[str, ...] = ()  # the files its chain took out of the context
 
     def take_delta(self, text: str, most: int | None = None) -> str:
         """A delta of the answer, with those waiting behind it when the room is behind the
@@ -150,8 +170,9 @@ class TurnRun:
     @property
     def streamed_tokens(self) -> int:
         """Output tokens so far, while the provider has not counted them: a delta may carry
-        several tokens, and a token is about four characters, so the larger estimate counts."""
-        return max(self.deltas, self.chars // 4)
+        several tokens, and a token is about ``CHARS_PER_TOKEN`` characters, so the larger
+        estimate counts."""
+        return max(self.deltas, self.chars // CHARS_PER_TOKEN)
 
     @property
     def streams(self) -> list[TurnStream]:
@@ -188,6 +209,8 @@ class Chain:
     steered_from: str | None
     corrections: int  # the watchdog's, in the chain so far
     touched: set[str]
+    mentions: tuple[str, ...] = ()  # the chain's @-mentions so far (a steer adds its own)
+    exclude: tuple[str, ...] = ()  # the files taken out of its context so far
 
 
 def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bool) -> Chain:
@@ -197,7 +220,7 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
     if steered_from is None:
         return Chain(
             origin=command, steering=[], redirects=[], active_path=command.path, steered_from=None,
-            corrections=int(command.correction), touched=set(),
+            corrections=int(command.correction), touched=set(), mentions=command.mentions, exclude=command.exclude,
         )
     origin, steering, redirects = command, [], []
     if keep_request:
@@ -209,8 +232,17 @@ def chain_of(command: Command, steered_from: TurnRun | None, *, keep_request: bo
     return Chain(
         origin=origin, steering=steering, redirects=redirects, active_path=origin.path or steered_from.origin.path,
         steered_from=steered_from.id, corrections=steered_from.corrections + int(command.correction),
-        touched=set(steered_from.touched),
+        touched=set(steered_from.touched), **steered_context(steered_from, command),
     )
+
+
+def steered_context(steered_from: TurnRun, command: Command) -> dict[str, tuple[str, ...]]:
+    """What a steer's chain carries of the context: the mentions and the files taken out of
+    the turn it steers, and its own after them."""
+    return {
+        "mentions": tuple(dict.fromkeys((*steered_from.mentions, *command.mentions))),
+        "exclude": tuple(dict.fromkeys((*steered_from.exclude, *command.exclude))),
+    }
 
 
 def _ledger(run: TurnRun) -> str:
@@ -230,18 +262,19 @@ def publish_edits(publish: Callable[[TurnEvent], None], events: Iterable[EditEve
             publish(TurnProse(turn=event.turn, text=event.text))
 
 
-def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dict[str, float | int | str | None]:
+def turn_metrics(
+    run: TurnRun, ended: float, usage: TurnUsage, *, model: str | None = None,
+) -> dict[str, float | int | str | None]:
     """``turn.finished`` metrics, counted in one place.
 
-    ``tokens`` is the provider's count of output tokens when it gave one, else an estimate
-    (``TurnRun.streamed_tokens``: the deltas, or a quarter of the characters when that is
-    more); ``ttft_ms`` runs from the moment the prompt (or steer) reached the server to the
-    first text of the answer;
+    ``tokens`` is the turn's output tokens as ``usage`` counts them (``usage.turn_usage``:
+    the provider's count of each response, else an estimate); ``ttft_ms`` runs from the
+    moment the prompt (or steer) reached the server to the first text of the answer;
     ``model`` is the model the turn ran on (None: no model client was had).
     """
     received = run.command.received_at
     first = next((stream.first_token_at for stream in run.streams if stream.first_token_at is not None), None)
-    tokens = run.output_tokens if run.output_tokens is not None else run.streamed_tokens
+    tokens = usage.output_tokens
     generating = ended - first if first is not None else 0.0
     metrics: dict[str, float | int | str | None] = {
         "ttft_ms": None if first is None else round((first - received) * 1000, 2),
@@ -255,12 +288,16 @@ def turn_metrics(run: TurnRun, ended: float, *, model: str | None = None) -> dic
     return metrics
 
 
-def meter_turn(meter: Meter, run: TurnRun, status: str, reason: str, metrics: Mapping[str, object]) -> None:
-    """Tell ``meter`` how ``run`` ended (``metrics`` as ``turn_metrics`` made them), and how
-    often its request had to be resent."""
+def meter_turn(
+    meter: Meter, run: TurnRun, status: str, reason: str, metrics: Mapping[str, object], usage: TurnUsage,
+) -> None:
+    """Tell ``meter`` how ``run`` ended (``metrics`` as ``turn_metrics`` made them, ``usage``
+    its tokens and cost), and how often its request had to be resent."""
     meter.turn_finished(
-        status, reason, model=str(metrics.get("model") or ""), tokens=int(_number(metrics.get("tokens")) or 0),
+        status, reason, model=str(metrics.get("model") or ""), tokens=usage.output_tokens,
         ttft_ms=_number(metrics.get("ttft_ms")), steer_ms=_number(metrics.get("steer_ms")),
+        input_tokens=usage.input_tokens, cached_input_tokens=usage.cached_input_tokens,
+        cost_usd=None if usage.cost_usd is None else float(usage.cost_usd),
     )
     for _ in range(sum(stream.resends for stream in run.streams)):
         meter.upstream_reconnected("resend")

@@ -142,7 +142,7 @@ class Chunks:
         self.created = int(time.time())
         self.model = model
 
-    def make(self, delta: dict[str, Any], *, finish: str | None = None, usage: dict[str, int] | None = None
+    def make(self, delta: dict[str, Any], *, finish: str | None = None, usage: dict[str, Any] | None = None
              ) -> dict[str, Any]:
         chunk: dict[str, Any] = {
             "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
@@ -163,6 +163,7 @@ async def next_delta(outputs: AsyncGenerator[Output, None], answer: ChatAnswer) 
     return None
 
 
-def chat_usage(tally: Tally) -> dict[str, int]:
+def chat_usage(tally: Tally) -> dict[str, Any]:
     return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
-            "total_tokens": tally.input_tokens + tally.output_tokens}
+            "total_tokens": tally.input_tokens + tally.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": tally.cached_tokens}}

@@ -23,7 +23,12 @@ TTFT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 STEER_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 TURNS = Counter("spark_turns", "Turns ended, by status and reason (turn.finished)", ["status", "reason", "model"])
-TOKENS = Counter("spark_tokens", "Output tokens of ended turns (the provider's count, else text deltas)", ["model"])
+TOKENS = Counter(
+    "spark_tokens", "Tokens of ended turns by kind: input (every input token, the cached ones included), "
+    "cached_input, output (the provider's count, else estimated)", ["model", "kind"],
+)
+COST = Counter("spark_cost_usd", "Cost of ended turns in US dollars, by the model's prices (turns of unpriced "
+               "models count nothing)", ["model"])
 TTFT = Histogram(
     "spark_ttft_seconds", "Time to first token: prompt (or steer) at the server to the answer's first text",
     ["model"], buckets=TTFT_BUCKETS_S,
@@ -65,10 +70,14 @@ class PrometheusMeter:
 
     def turn_finished(
         self, status: str, reason: str, *, model: str, tokens: int, ttft_ms: float | None, steer_ms: float | None,
+        input_tokens: int = 0, cached_input_tokens: int = 0, cost_usd: float | None = None,
     ) -> None:
         self._series_of(TURNS, status, reason, model).inc()
-        if tokens > 0:
-            self._series_of(TOKENS, model).inc(tokens)
+        for kind, count in (("input", input_tokens), ("cached_input", cached_input_tokens), ("output", tokens)):
+            if count > 0:
+                self._series_of(TOKENS, model, kind).inc(count)
+        if cost_usd:
+            self._series_of(COST, model).inc(cost_usd)
         if ttft_ms is not None:
             self._series_of(TTFT, model).observe(ttft_ms / 1000)
         if steer_ms is not None:

@@ -29,6 +29,7 @@ from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.reopen import StoredPast
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
+from spark_ide.live.spend import Spent
 from spark_ide.live.store import (
     LiveSettings,
     RoomState,
@@ -48,7 +49,7 @@ from spark_ide.workspaces import documents
 from spark_ide.workspaces.catalogue import entry_for, environment_entry
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
-from . import checkpoints, past, ports, services
+from . import checkpoints, past, ports, services, usage
 from .cluster import cluster_from_settings
 from .guard import celery_full_scan
 from .models import Room as RoomRow
@@ -265,6 +266,11 @@ class DatabaseRoomStore:
         data = await database_sync_to_async(ports.classroom().ai_policy)(self.workspace)
         return AiPolicy.from_mapping(data)
 
+    async def spent(self, session: str, user_id: int | None) -> Spent:
+        """The session's turns and what ``user_id``'s turns cost today (``usage.spent``)."""
+        found: Spent = await database_sync_to_async(usage.spent)(session, user_id)
+        return found
+
     async def guard_mode(self) -> GuardMode:
         """The watchdog's mode: the course's for a student's copy, else the workspace's own."""
         return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
@@ -360,6 +366,8 @@ def live_settings() -> LiveSettings:
         auto_test=settings.SPARK_AUTO_TEST,
         run_output_to_model=settings.SPARK_RUN_OUTPUT_TO_MODEL,
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
+        daily_budget_usd=settings.SPARK_DAILY_BUDGET_USD,
+        edit_steer_idle_ms=settings.SPARK_EDIT_STEER_IDLE_MS,
         connect_entry=connect_entry,
         style_for=prompt_style,
     )

@@ -300,14 +300,28 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.room.tell(self.conn, Pong(id=values["id"], t=round(time.time() * 1000)))
 
     def _on_prompt(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"],
-                      range=values["range"])
+        self._command(
+            CommandKind.PROMPT, text=values["text"], effort=values["effort"], path=values["path"],
+            range=values["range"], mentions=values["mentions"], exclude=values["exclude"],
+        )
 
     def _on_steer(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.STEER, text=values["text"], range=values["range"])
+        self._command(
+            CommandKind.STEER, text=values["text"], range=values["range"], mentions=values["mentions"],
+            exclude=values["exclude"],
+        )
+
+    def _on_context_preview(self, values: dict[str, Any]) -> None:
+        self._command(
+            CommandKind.CONTEXT_PREVIEW, text=values["text"], path=values["path"], mentions=values["mentions"],
+            exclude=values["exclude"],
+        )
+
+    def _on_symbols(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.SYMBOLS, path=values["path"])
 
     def _on_queue_edit(self, values: dict[str, Any]) -> None:
-        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"])
+        self._command(CommandKind.QUEUE_EDIT, turn=values["turn"], text=values["text"], mentions=values["mentions"])
 
     def _on_queue_delete(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.QUEUE_DELETE, turn=values["turn"])
@@ -328,6 +342,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     def _on_stop(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.STOP)
+
+    def _on_edit_steer_commit(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_COMMIT, text=values["why"])
+
+    def _on_edit_steer_cancel(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_CANCEL)
+
+    def _on_edit_steer_switch(self, values: dict[str, Any]) -> None:
+        self._command(CommandKind.EDIT_STEER_SWITCH, on=values["on"])
 
     def _on_revert(self, values: dict[str, Any]) -> None:
         self._command(CommandKind.REVERT, turn=values["turn"])
@@ -385,7 +408,12 @@ HANDLERS: dict[str, Handler] = {
     "ping": SessionConsumer._on_ping,
     "prompt": SessionConsumer._on_prompt,
     "steer": SessionConsumer._on_steer,
+    "context.preview": SessionConsumer._on_context_preview,
+    "symbols": SessionConsumer._on_symbols,
     "stop": SessionConsumer._on_stop,
+    "edit_steer.commit": SessionConsumer._on_edit_steer_commit,
+    "edit_steer.cancel": SessionConsumer._on_edit_steer_cancel,
+    "edit_steer.switch": SessionConsumer._on_edit_steer_switch,
     "queue.edit": SessionConsumer._on_queue_edit,
     "queue.delete": SessionConsumer._on_queue_delete,
     "queue.move": SessionConsumer._on_queue_move,

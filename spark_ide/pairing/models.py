@@ -72,6 +72,13 @@ class Turn(models.Model):
     ledger = models.JSONField(default=list)
     diff = models.JSONField(default=dict)  # path -> unified diff of the turn's changes
     metrics = models.JSONField(default=dict)
+    # What it used (live.usage): tokens from the provider's usage, or estimated (``usage_estimated``);
+    # input counts the cached input too; the cost by the model's prices (null: unknown).
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    cached_input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    usage_estimated = models.BooleanField(default=False)
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -81,6 +88,8 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        # The Usage page and the daily budget: a person's turns by day.
+        indexes = [models.Index(fields=["author", "created_at"], name="turn_author_day")]
 
 
 class Run(models.Model):

@@ -20,6 +20,7 @@ from spark_ide.workspaces.models import Workspace
 from spark_ide.workspaces.services import archived_copy
 
 from .models import Participant, Removal, Role, Run, Session, Turn, TurnStatus
+from .usage import turn_usage
 
 log = logging.getLogger(__name__)
 
@@ -262,9 +263,12 @@ def turn_create(record: TurnRecord) -> None:
 
 
 def turn_finish(outcome: TurnOutcome) -> None:
+    usage = outcome.usage
     Turn.objects.filter(pk=outcome.turn).update(
         status=outcome.status, reason=outcome.reason, output=outcome.output, ledger=outcome.ledger,
         diff=outcome.diff, metrics=dict(outcome.metrics), error=outcome.error, finished_at=timezone.now(),
+        input_tokens=usage.input_tokens, cached_input_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens, usage_estimated=usage.estimated, cost_usd=usage.cost_usd,
     )
 
 
@@ -350,7 +354,8 @@ def turns_for(session: Session) -> list[dict[str, Any]]:
     return [
         {
             "id": t.id, "prompt": t.prompt, "status": t.status, "steered_from": t.steered_from_id,
-            "effort": t.effort, "model": t.model, "metrics": t.metrics, "reverted": t.reverted,
+            "effort": t.effort, "model": t.model, "metrics": t.metrics, "usage": turn_usage(t).payload(),
+            "reverted": t.reverted,
             "reverted_at": t.reverted_at.isoformat() if t.reverted_at is not None else None,
             "created_at": t.created_at.isoformat(),
         }

@@ -36,6 +36,7 @@ from .api import session_links
 from .checkpoints import checkpoint_list, checkpoint_storage
 from .models import Role, Session
 from .ports import CourseCopy
+from .usage import usage_of
 
 DIFF_FORMATTER = HtmlFormatter(nowrap=False, cssclass="diff")
 
@@ -124,6 +125,7 @@ def _live_page(request: HttpRequest, session: Session, role: str) -> HttpRespons
         "history_url": reverse("session-history", args=[session.id]),
         "course_notice": copy.notice if copy is not None else None,  # classroom: rules and who reads prompts
         "last_file": last_changed_path(workspace),  # where a newcomer lands when nobody is at work
+        "session_usage": usage_of(session.turns.all()),  # the status bar's session totals until a turn ends
         **_test_rounds(workspace.id, workspace.auto_test, copy),
         # The room's model (docs/models.md): the owner picks it, a course's copy among its models.
         "model_current": entry_for(workspace.id).name,

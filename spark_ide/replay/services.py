@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from spark_ide.live.events import FinishReason, TurnDelta
+from spark_ide.live.events import FinishReason, TurnDelta, edit_steered_label
 from spark_ide.pairing.models import RoomEvent
 from spark_ide.workspaces.models import DocumentUpdate
 
@@ -118,10 +118,12 @@ class Clock:
 
 def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The points a replay's scrubber marks: each turn's start, where a person steered (the
-    steered turn's end, labelled with the steering text) or stopped the model, kept or undid
-    one of its hunks (``review``), or restored a checkpoint (``restore``)."""
+    steered turn's end, labelled with the steering text; ``edit_steer`` for a steer by editing,
+    labelled with what was edited) or stopped the model, kept or undid one of its hunks
+    (``review``), or restored a checkpoint (``restore``)."""
     out: list[dict[str, Any]] = []
     steers: dict[str, dict[str, Any]] = {}  # steered turn -> its mark
+    edited: dict[str, str] = {}  # turn steered by editing -> what was edited (``turn.edit_steered``)
 
     def mark(t: int, kind: str, turn: str, text: str = "") -> dict[str, Any]:
         out.append({"t": t, "kind": kind, "turn": turn, "text": text})
@@ -129,14 +131,19 @@ def marks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for event in events:
         kind, turn, prompt = event["type"], event["turn"], event.get("prompt", "")
-        if kind == "turn.finished" and event.get("reason") in STEERED_OR_STOPPED:
+        if kind == "turn.edit_steered":
+            edited[turn] = edit_steered_label(event.get("path", ""), event.get("lines") or [0], event.get("by", ""))
+        elif kind == "turn.finished" and event.get("reason") in STEERED_OR_STOPPED:
             made = mark(event["t"], STEERED_OR_STOPPED[event["reason"]], turn)
             if made["kind"] == "steer":
                 steers[turn] = made
+                if turn in edited:
+                    made["kind"], made["text"] = "edit_steer", edited[turn]
         elif kind == "turn.started" and event.get("steered_from"):
             earlier = steers.get(event["steered_from"])
             if earlier is not None:
-                earlier["text"] = prompt
+                if earlier["kind"] == "steer":
+                    earlier["text"] = prompt
             else:  # the steered turn's end was not stored
                 mark(event["t"], "steer", event["steered_from"], prompt)
         elif kind == "turn.started":

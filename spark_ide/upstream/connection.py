@@ -278,7 +278,7 @@ class ResponsesConnection:
         if done.status == "completed":
             stream.complete(done.usage)
         elif done.status == "incomplete":
-            stream.incomplete(done.reason)
+            stream.incomplete(done.reason, done.usage)
         else:
             stream.fail(done.code, done.message)
 

@@ -26,8 +26,12 @@ class Marks:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """A response's tokens as the provider counted them: ``input_tokens`` counts every input
+    token, the ``cached_input_tokens`` among them included (OpenAI's ``usage`` does so)."""
+
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

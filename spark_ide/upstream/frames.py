@@ -123,7 +123,7 @@ def _parse_done(kind: str, response: dict[str, object]) -> Done:
     status = protocol.FINAL_STATUSES.get(kind) or str(response.get("status", "completed"))
     raw_id = response.get("id")
     response_id = raw_id if isinstance(raw_id, str) else None
-    usage = _usage(response.get("usage"))
+    usage = parse_usage(response.get("usage"))
     if status == "completed":
         return Done("completed", response_id, usage=usage, tool_items=_tool_items(response))
     if status in ("incomplete", "cancelled"):
@@ -160,11 +160,18 @@ def _parse_error(obj: dict[str, object]) -> ErrorFrame:
     return ErrorFrame(str(code), str(message), status if isinstance(status, int) else None)
 
 
-def _usage(raw: object) -> Usage | None:
+def parse_usage(raw: object) -> Usage | None:
+    """A ``usage`` object of either API: Responses (``input_tokens``, ``output_tokens``,
+    ``input_tokens_details.cached_tokens``) or Chat Completions (``prompt_tokens``,
+    ``completion_tokens``, ``prompt_tokens_details.cached_tokens``); None when it has no
+    whole-number counts."""
     if not isinstance(raw, dict):
         return None
     input_tokens = raw.get("input_tokens", raw.get("prompt_tokens"))
     output_tokens = raw.get("output_tokens", raw.get("completion_tokens"))
-    if isinstance(input_tokens, int) and isinstance(output_tokens, int):
-        return Usage(input_tokens, output_tokens)
-    return None
+    if not isinstance(input_tokens, int) or not isinstance(output_tokens, int):
+        return None
+    details = raw.get("input_tokens_details", raw.get("prompt_tokens_details"))
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached_tokens = cached if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0 else 0
+    return Usage(input_tokens, output_tokens, min(cached_tokens, max(input_tokens, 0)))

@@ -29,6 +29,7 @@ from spark_ide.upstream.errors import (
     status_code_error,
 )
 from spark_ide.upstream.events import Usage
+from spark_ide.upstream.frames import parse_usage
 from spark_ide.upstream.profiles import ProviderProfile, Transport, profile_for
 from spark_ide.upstream.request import JSONObject, TurnRequest, chat_completion
 from spark_ide.upstream.stream import TurnStream
@@ -175,7 +176,7 @@ class ChatCompletionsClient(ModelClient):
             if isinstance(chunk.get("id"), str):
                 stream.response_id = chunk["id"]
             finish = _apply_choices(stream, calls, chunk.get("choices")) or finish
-            usage = _usage(chunk.get("usage")) or usage
+            usage = parse_usage(chunk.get("usage")) or usage
         if done:
             return
         if finish is None:
@@ -188,7 +189,7 @@ class ChatCompletionsClient(ModelClient):
         """``finish_reason`` ``stop`` or ``tool_calls`` completes the answer (with its calls)."""
         calls.finish()
         if finish in _INCOMPLETE_REASONS:
-            stream.incomplete(_INCOMPLETE_REASONS[finish])
+            stream.incomplete(_INCOMPLETE_REASONS[finish], usage)
         else:
             stream.complete(usage)
 
@@ -216,14 +217,6 @@ def _apply_choices(stream: TurnStream, calls: ChatToolCalls, choices: object) ->
         if isinstance(choice.get("finish_reason"), str):
             finish = choice["finish_reason"]
     return finish
-
-
-def _usage(raw: object) -> Usage | None:
-    if isinstance(raw, dict):
-        prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
-        if isinstance(prompt, int) and isinstance(completion, int):
-            return Usage(prompt, completion)
-    return None
 
 
 def _chunk_error(raw: object) -> tuple[str, str]:

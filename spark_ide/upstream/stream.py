@@ -68,6 +68,8 @@ class TurnStream:
         self.chained = False  # the last send went out as previous_response_id + new input
         self.resends = 0
         self.response_id: str | None = None
+        # The provider's count of the response's tokens, from its last event (None: it gave none).
+        self.usage: Usage | None = None
         # The transport's record of where this turn is running (set by the client).
         self.handle: object | None = None
         self.sent_at: float | None = None
@@ -206,9 +208,13 @@ class TurnStream:
             self._queue.put_nowait(ToolCallDone(call, self._marks()))
 
     def complete(self, usage: Usage | None) -> None:
+        if self.accepting:
+            self.usage = usage
         self._terminal(Completed(self.response_id, usage, self._marks(), self.tool_calls))
 
-    def incomplete(self, reason: str) -> None:
+    def incomplete(self, reason: str, usage: Usage | None = None) -> None:
+        if self.accepting:
+            self.usage = usage
         self._terminal(Incomplete(self.response_id, reason, self._marks(), self.tool_calls))
 
     def fail(self, code: str, message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(co
     kim, lee = enrol(course, "kim"), enrol(course, "lee")
     assert ai_policy_for(kim.workspace_id) == {
         "mode": "on", "max_effort": None, "token_quota": None, "tokens_used": 0, "ai_runs": "allowed",
+        "budget_usd": None, "cost_used": Decimal(0), "ai_edit_steer": True,
     }
     policy_set(course=course, ai_mode="explain", max_effort="medium", token_quota=20000)
     session = student_session(kim)
@@ -39,6 +41,7 @@ def test_a_students_copy_has_the_courses_policy_and_the_tokens_its_turns_used(co
     Turn.objects.create(id="4", session=student_session(lee), prompt="d", metrics={"tokens": 99})
     assert ai_policy_for(kim.workspace_id) == {
         "mode": "explain", "max_effort": "medium", "token_quota": 20000, "tokens_used": 15000, "ai_runs": "allowed",
+        "budget_usd": None, "cost_used": Decimal(0), "ai_edit_steer": True,
     }
     assert ai_policy_for(lee.workspace_id)["tokens_used"] == 99  # type: ignore[index]
     assert course_notice_for(kim.workspace_id) == (

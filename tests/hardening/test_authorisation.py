@@ -12,6 +12,7 @@ for every id, so it reveals nothing either.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ HTTP: dict[str, dict[str, str]] = {
     "tokens": {"GET": "302 200 403 200 200 200 200", "POST": "302 200 403 200 200 200 200"},
     # One's own provider keys (an empty POST: the page says what is missing); guests have none.
     "keys": {"GET": "302 200 403 200 200 200 200", "POST": "302 200 403 200 200 200 200"},
+    # A person's own use only (issue 34): nothing in the URL names anyone else.
+    "usage": {"GET": "302 200 403 200 200 200 200", "POST": "302 405 403 405 405 405 405"},
     "workspace-list": {"GET": "302 200 302 200 200 200 200", "POST": "302 405 302 405 405 405 405"},
     "workspace-new": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},
     "workspace-import": {"GET": "302 405 403 405 405 405 405", "POST": "302 302 403 302 302 302 302"},
@@ -234,7 +237,12 @@ def test_every_http_endpoint_answers_each_person_as_the_table_says(person: str, 
 SOCKET: dict[str, str] = {
     "prompt": "refused refused yes no yes yes refused",
     "steer": "refused refused yes no yes yes refused",
+    "context.preview": "refused refused yes no yes yes refused",
+    "symbols": "refused refused yes no yes yes refused",
     "stop": "refused refused yes no yes yes refused",
+    "edit_steer.commit": "refused refused yes no yes yes refused",
+    "edit_steer.cancel": "refused refused yes no yes yes refused",
+    "edit_steer.switch": "refused refused yes no yes yes refused",
     "queue.edit": "refused refused yes no yes yes refused",
     "queue.delete": "refused refused yes no yes yes refused",
     "queue.move": "refused refused yes no yes yes refused",
@@ -257,7 +265,9 @@ SOCKET: dict[str, str] = {
 
 async def answers_to(comm: WebsocketCommunicator, frame: dict[str, Any], tag: int) -> list[dict[str, Any]]:
     """The text events the socket sends in answer to ``frame``, up to the pong of a ping sent
-    after it (answers come in order)."""
+    after it (answers come in order). Paced: the probes (two messages each) stay within the
+    socket's rate of text messages (20 a second past a burst of 40)."""
+    await asyncio.sleep(0.015)
     await comm.send_to(text_data=json.dumps(frame))
     await comm.send_to(text_data=json.dumps({"type": "ping", "id": f"probe-{tag}"}))
     events: list[dict[str, Any]] = []
@@ -274,12 +284,16 @@ async def answers_to(comm: WebsocketCommunicator, frame: dict[str, Any], tag: in
 
 @pytest.mark.django_db(transaction=True)
 async def test_every_socket_message_answers_each_person_as_the_table_says(
-    django_user_model: Any, rooms: None
+    django_user_model: Any, rooms: None, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each type is probed as ``{"type": T}``: the role is checked before any field, so a
     refusal is ``forbidden`` and anything else (``missing_field``, a pong, silence) means the
     role may send it, and nothing runs on the way."""
     from spark_ide.asgi import application
+    from spark_ide.pairing.consumer import SessionConsumer
+
+    # Two frames a type (the probe, a ping) go past a socket's burst: the rate is not tested here.
+    monkeypatch.setattr(SessionConsumer, "text_rate", (1000.0, 1000.0))
 
     world = await database_sync_to_async(build_world)(django_user_model)
     assert set(SOCKET) == set(MESSAGES), f"message types without a rule in SOCKET: {set(MESSAGES) - set(SOCKET)}"

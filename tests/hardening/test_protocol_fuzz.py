@@ -79,6 +79,8 @@ def valid_value(spec_field: Field) -> Any:
         return False
     if dict in spec_field.kinds:  # a prompt's range (the only object field)
         return {"path": "app.py", "from_line": 1, "to_line": 2}
+    if list in spec_field.kinds:
+        return []  # (a required list, queue.merge's turns, is the only field of its message)
     return spec_field.minimum or 0
 
 
@@ -128,6 +130,9 @@ def bad_field(draw: st.DrawFn, limits: Limits) -> Shot:
     elif target.choices is not None:
         message[target.name] = draw(st.text(max_size=10).filter(lambda v: v not in (target.choices or ())))
         code = "bad_field"
+    elif list in target.kinds and target.maximum is not None:  # a list of strings: one item too many
+        message[target.name] = [f"f{index}.py" for index in range(target.maximum + 1)]
+        code = "too_long"
     elif int in target.kinds and target.maximum is not None:
         low, high = target.minimum or 0, target.maximum
         message[target.name] = draw(st.integers(max_value=low - 1) | st.integers(min_value=high + 1)

@@ -110,7 +110,7 @@ async def test_a_turn_and_a_steer_move_the_metrics_by_their_own_figures(
     assert moved(before, during, "spark_turns_total", status="steered", reason="steered", model=MODEL) == 1
     tokens = sum(e["metrics"]["tokens"] for e in ended.values())
     assert tokens > 0
-    assert moved(before, during, "spark_tokens_total", model=MODEL) == tokens
+    assert moved(before, during, "spark_tokens_total", model=MODEL, kind="output") == tokens
     ttfts = [e["metrics"]["ttft_ms"] / 1000 for e in ended.values()]
     assert moved(before, during, "spark_ttft_seconds_count", model=MODEL) == 3
     assert moved(before, during, "spark_ttft_seconds_sum", model=MODEL) == pytest.approx(sum(ttfts), abs=1e-6)
@@ -330,7 +330,7 @@ def test_two_processes_are_summed_by_one_scrape_and_a_dead_ones_gauges_go(tmp_pa
         assert (a.started, b.started) == ("first", "joined")
         both = parse(exposition(tmp_path).decode())
         assert value(both, "spark_turns_total", status="completed", reason="answered", model="m") == 2
-        assert value(both, "spark_tokens_total", model="m") == 12
+        assert value(both, "spark_tokens_total", model="m", kind="output") == 12
         assert value(both, "spark_ttft_seconds_count", model="m") == 2
         assert value(both, "spark_ttft_seconds_sum", model="m") == pytest.approx(0.04)
         assert value(both, "spark_steer_seconds_bucket", model="m", le="0.0005") == 2
@@ -341,7 +341,7 @@ def test_two_processes_are_summed_by_one_scrape_and_a_dead_ones_gauges_go(tmp_pa
         gone = parse(exposition(tmp_path).decode())
         assert value(gone, "spark_rooms_active") == 0
         assert value(gone, "spark_sockets_active") == 0
-        assert value(gone, "spark_tokens_total", model="m") == 12  # what they counted stays counted
+        assert value(gone, "spark_tokens_total", model="m", kind="output") == 12  # what they counted stays counted
         assert not list(tmp_path.glob("gauge_live*.db"))
     finally:
         for writer in (a, b):
@@ -353,7 +353,7 @@ def test_two_processes_are_summed_by_one_scrape_and_a_dead_ones_gauges_go(tmp_pa
     try:
         assert (c.started, d.started) == ("first", "joined")
         fresh = parse(exposition(tmp_path).decode())
-        assert value(fresh, "spark_tokens_total", model="m") == 0
+        assert value(fresh, "spark_tokens_total", model="m", kind="output") == 0
         assert value(fresh, "spark_turns_total", status="completed", reason="answered", model="m") == 0
     finally:
         c.end()

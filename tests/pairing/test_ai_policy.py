@@ -13,6 +13,7 @@ from channels.db import database_sync_to_async
 
 from spark_ide.accounts.services import api_token_create
 from spark_ide.live import policy_gate, prompting, turn_maker
+from spark_ide.live.context import Packing
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
 from spark_ide.modelserver.config import ServerConfig
@@ -74,7 +75,7 @@ def course(monkeypatch: pytest.MonkeyPatch) -> Course:
         course.requests.append(request)
         return request
 
-    def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, tuple[str, ...]]:
+    def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, Packing]:
         request, shown = prompting.request_showing(turn, style)
         course.requests.append(request)
         return request, shown
@@ -294,7 +295,7 @@ async def test_a_joining_page_can_be_told_the_policy(
     assert policy is not None and policy.label == "AI: explain-only · 12,400 tokens left"
     assert policy.payload() == {
         "type": "policy", "mode": "explain", "max_effort": None, "token_quota": 20_000, "tokens_left": 12_400,
-        "label": "AI: explain-only · 12,400 tokens left",
+        "label": "AI: explain-only · 12,400 tokens left", "edit_steer": True,
     }
     await client.close()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from pycrdt import Doc
@@ -25,7 +26,9 @@ from spark_ide.live.checkpoints import Checkpoint, Saved, addressed, file_keys, 
 from spark_ide.live.events import CheckpointRestored, TurnDelta, TurnStarted, TurnStatus
 from spark_ide.live.policy import AiPolicy
 from spark_ide.live.reopen import PastRecord, StoredPast
+from spark_ide.live.spend import Spent
 from spark_ide.live.store import RoomState, RunOutcome, RunRecord, StoredEvent, TurnOutcome, TurnRecord
+from spark_ide.live.usage import TurnUsage
 from spark_ide.upstream.catalogue import ModelEntry
 
 
@@ -274,6 +277,20 @@ class MemoryRoomStore:
             return self.policy
         used = sum(_tokens(stored.outcome) for stored in self.turns.values())
         return dataclasses.replace(self.policy, tokens_used=self.policy.tokens_used + used)
+
+    async def spent(self, session: str, user_id: int | None) -> Spent:
+        """The usage of the turns recorded here in ``session``, and the cost of those ``user_id``
+        asked for (every one of them counts as today's)."""
+        self._check("spent")
+        ended = [stored for stored in self.turns.values() if stored.outcome is not None]
+        total, today = TurnUsage(), Decimal(0)
+        for stored in ended:
+            assert stored.outcome is not None
+            if stored.record.session == session:
+                total = total.plus(stored.outcome.usage)
+            if stored.record.author_id == user_id:
+                today += stored.outcome.usage.cost
+        return Spent(total, today)
 
     async def guard_mode(self) -> GuardMode:
         self._check("guard_mode")

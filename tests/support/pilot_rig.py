@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from pycrdt import Doc
@@ -96,6 +97,7 @@ class PilotRig:
     announced: Seen  # ephemeral events for everyone (the policy, a storage error, the runs)
     runs: RoomRuns | None = None  # the room's code runs, given a runner
     replies: list[ErrorEvent] = field(default_factory=list)  # told to the connection that asked
+    answers: list[Event] = field(default_factory=list)  # other answers to it (a context preview, symbols)
 
     def texts(self) -> dict[str, str]:
         return document_texts(self.doc)
@@ -103,9 +105,12 @@ class PilotRig:
     def command(self, kind: CommandKind, **fields: Any) -> Command:
         fields.setdefault("author", "ada")
         fields.setdefault("user_id", 7)
-        command = Command(kind=kind, session="s1", reply=self.replies.append, **fields)
+        command = Command(kind=kind, session="s1", reply=self._told, **fields)
         self.pilot.submit(command)
         return command
+
+    def _told(self, event: Event) -> None:
+        (self.replies if isinstance(event, ErrorEvent) else self.answers).append(event)  # type: ignore[arg-type]
 
     def prompt(self, text: str, **fields: Any) -> str:
         """Ask for a turn; its id (given when the prompt is submitted)."""
@@ -161,12 +166,16 @@ async def pilot_rig(
     runner: Runner | None = None,
     auto_test: bool = False,
     run_wait_s: float = 30.0,
+    model_entry: ModelEntry | None = None,
+    daily_budget_usd: Decimal | None = None,
     connect_entry: EntryConnector | None = None,
     style_for: Callable[[ModelEntry], PromptStyle] | None = None,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
     given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds);
-    ``connect_entry`` and ``style_for``: the catalogue's models (``store.entry``: the room's)."""
+    ``model_entry``: the catalogue's entry of the model (its prices), ``daily_budget_usd``:
+    ``SPARK_DAILY_BUDGET_USD``; ``connect_entry`` and ``style_for``: the catalogue's models
+    (``store.entry``: the room's)."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -175,7 +184,8 @@ async def pilot_rig(
     settings = LiveSettings(
         connect_model=model.connect, prompt_style=style or PromptStyle(), persist_retries=(0.0,),
         guard=GuardSettings(full_scan=full_scan_in_thread), runner=runner or NoRunner(), auto_test=auto_test,
-        model_run_wait_s=run_wait_s, connect_entry=connect_entry, style_for=style_for,
+        model_run_wait_s=run_wait_s, model_entry=model_entry, daily_budget_usd=daily_budget_usd,
+        connect_entry=connect_entry, style_for=style_for,
     )
     def texts() -> dict[str, str]:
         return document_texts(doc)

@@ -97,6 +97,8 @@ class ResponsesSocket:
     warmups: list[JSON] = field(default_factory=list)  # the generate: false ones
     pace_s: float = 0.0  # a pause before each event of a response (0: all at once)
     closed: int = 0  # sockets the client closed
+    # Every completed response's ``usage``, as OpenAI shapes it (None: the response has none).
+    usage: JSON | None = field(default_factory=lambda: dict(USAGE))
     scripts: asyncio.Queue[list[Item]] = field(default_factory=asyncio.Queue)
     keys: frozenset[str] = frozenset()  # the keys accepted (empty: any, and none)
     bearers: list[str] = field(default_factory=list)  # the bearer key of each upgrade ("" without one)
@@ -176,21 +178,26 @@ class ResponsesSocket:
         else:
             self.requests.append(body)
             items = await asyncio.wait_for(self.scripts.get(), 10)
-        for event in _response_events(response_id, items):
+        for event in _response_events(response_id, items, self.usage):
             if self.pace_s:
                 await asyncio.sleep(self.pace_s)
             await socket.send(json.dumps(event))
         self._last[socket] = response_id
 
 
-def _response_events(response_id: str, items: list[Item]) -> list[JSON]:
+USAGE: JSON = {
+    "input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 5,
+    "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15,
+}
+
+
+def _response_events(response_id: str, items: list[Item], usage: JSON | None) -> list[JSON]:
     events: list[JSON] = []
     response: JSON = {"id": response_id, "object": "response", "status": "in_progress", "output": []}
     events.append({"type": protocol.CREATED, "response": response})
     events.append({"type": protocol.IN_PROGRESS, "response": response})
     for index, item in enumerate(items):
         events.extend(_item_events(index, item))
-    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
     done = {**response, "status": "completed", "output": [item.whole for item in items], "usage": usage}
     events.append({"type": protocol.COMPLETED, "response": done})
     for number, event in enumerate(events):

@@ -17,6 +17,7 @@ from spark_ide.upstream.frames import (
     SteerAccepted,
     SteerFailed,
     parse_frame,
+    parse_usage,
 )
 from spark_ide.upstream.tool_frames import ToolDelta, ToolInputDone, ToolItem, ToolItemAdded, ToolItemDone
 
@@ -41,6 +42,23 @@ def test_it_reads_completed_with_usage() -> None:
                 response={"id": "resp_1", "status": "completed",
                           "usage": {"input_tokens": 7, "output_tokens": 3}})
     assert parse_frame(raw) == Done("completed", "resp_1", usage=Usage(7, 3))
+
+
+def test_usage_counts_the_cached_input_of_either_api() -> None:
+    responses = {"input_tokens": 1_200, "input_tokens_details": {"cached_tokens": 800}, "output_tokens": 50,
+                 "output_tokens_details": {"reasoning_tokens": 10}, "total_tokens": 1_250}
+    assert parse_usage(responses) == Usage(1_200, 50, 800)
+    chat = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320,
+            "prompt_tokens_details": {"cached_tokens": 256}}
+    assert parse_usage(chat) == Usage(300, 20, 256)
+    assert parse_usage({"prompt_tokens": 3, "completion_tokens": 2}) == Usage(3, 2, 0)  # no details: none cached
+    # Details that make no sense count no cached input, or at most all of it.
+    for details in ({"cached_tokens": "many"}, {"cached_tokens": -4}, {"cached_tokens": True}, "x", None):
+        assert parse_usage({"input_tokens": 9, "output_tokens": 1, "input_tokens_details": details}) == Usage(9, 1, 0)
+    assert parse_usage({"input_tokens": 9, "output_tokens": 1, "input_tokens_details": {"cached_tokens": 99}}) == (
+        Usage(9, 1, 9))
+    assert parse_usage({"input_tokens": "9", "output_tokens": 1}) is None
+    assert parse_usage(None) is None
 
 
 def test_it_reads_the_incomplete_reason() -> None:

@@ -53,6 +53,7 @@ export class PromptBox {
       this.swap.checked = enterQueues();
       this.swap.addEventListener("change", () => { setEnterQueues(this.swap.checked); this.running(this.isRunning); });
     }
+    this.menu = null; // the @-mention list (mentions.js): its keys first while it is open
     this.input.addEventListener("keydown", (event) => this.key(event));
     form.addEventListener("submit", (event) => { event.preventDefault(); this.send("steer"); });
     this.queueButton.addEventListener("click", () => this.send("queue"));
@@ -62,6 +63,7 @@ export class PromptBox {
 
   key(event) {
     if (event.isComposing) return; // an input method is still building the character
+    if (this.menu && this.menu.key(event)) return;
     if (event.key === "Escape") {
       event.preventDefault();
       this.onStop();

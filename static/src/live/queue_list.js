@@ -8,6 +8,7 @@
 // shows once the server has made it, for everyone at once.
 import { MESSAGE } from "../protocol.js";
 import { rangeLabel } from "./transcript_turns.js";
+import { mentionsIn } from "./mentions.js";
 
 export class QueueList {
   // host: the <ol>; send(message) -> bool; toast(text, kind); canDrive: may change it.
@@ -159,7 +160,7 @@ export class QueueList {
     const { turn, draft } = this.editing;
     const text = draft.trim();
     if (!text) return;
-    if (this.sent({ type: MESSAGE.QUEUE_EDIT, turn, text })) {
+    if (this.sent({ type: MESSAGE.QUEUE_EDIT, turn, text, mentions: mentionsIn(text) })) {
       this.editing = null;
       this.draw();
     }

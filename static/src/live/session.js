@@ -23,9 +23,12 @@ import { HunkReview } from "./hunk_review.js";
 import { CheckpointControls } from "./checkpoints.js";
 import { QueueList } from "./queue_list.js";
 import { SETTINGS_CHANGED } from "./settings_changed.js";
+import { PromptContext } from "./session_context.js";
+import { mentionsIn } from "./mentions.js";
 import { GuardDiagnostics, findingMessage, findingPlace } from "./diagnostics.js";
 import { ERROR_CODE, EVENT, MESSAGE } from "../protocol.js";
 import { explainEdit, followEdit, paintRegions } from "./session_edits.js";
+import { EditSteerControl, showEditSteered } from "./edit_steer.js";
 import { addressedPath, showPolicy, wirePage } from "./session_wire.js";
 import { showModel } from "./model_picker.js";
 
@@ -106,9 +109,14 @@ class LiveSession {
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     this.queue = new QueueList(root.querySelector("#queue"), { send, toast, canDrive: this.canDrive });
+    this.editSteer = new EditSteerControl(root.querySelector("#edit-steer"), { send, tabs: this.tabs });
+    this.editSteer.wire(root.querySelector("#editor"));
     const form = root.querySelector("#prompt");
     this.prompt = form && this.canDrive
       ? new PromptBox(form, { onSend: (intent, text, effort) => this.send(intent, text, effort), onStop: () => this.stop() })
+      : null;
+    this.context = this.prompt
+      ? new PromptContext(this.prompt, root, { send, files: () => this.doc.getMap("files"), tabs: this.tabs })
       : null;
   }
 
@@ -132,6 +140,7 @@ class LiveSession {
     this.filesObserver = (event, transaction) => {
       // A file the model (or someone) created or removed: the server-rendered tree follows.
       if (this.provider.synced && transaction.origin === this.provider) this.tree.refresh();
+      if (this.context) this.context.changed();
     };
     this.doc.getMap("files").observe(this.filesObserver);
     this.presenter.start();
@@ -173,6 +182,7 @@ class LiveSession {
   }
 
   handle(event) {
+    if (this.context && this.context.handle(event)) return undefined; // the prompt's context strip, its @ list
     switch (event.type) {
       case EVENT.HELLO: return this.hello(event);
       case EVENT.TURN_STARTED: return this.turnStarted(event);
@@ -184,6 +194,7 @@ class LiveSession {
         return this.loop.request();
       case EVENT.EDIT_STATUS: return this.editStatus(event);
       case EVENT.EDIT_REVIEWED: return this.hunks.reviewed(event);
+      case EVENT.TURN_CONTEXT: return this.transcript.context(event);
       case EVENT.TURN_ROUND:
         this.transcript.round(event);
         return this.loop.request();
@@ -202,7 +213,13 @@ class LiveSession {
         return this.refused(event);
       case EVENT.RESYNC: return this.resync();
       case EVENT.DOCUMENT_REPLACED: return this.documentReplaced(event);
-      case EVENT.POLICY: return showPolicy(event);
+      case EVENT.POLICY:
+        this.editSteer.policy(event);
+        return showPolicy(event);
+      case EVENT.EDIT_STEER: return this.editSteer.state(event);
+      case EVENT.TURN_EDIT_STEERED:
+        showEditSteered(this.transcript, event);
+        return this.loop.request();
       case EVENT.MODEL: return showModel(event);
       case EVENT.QUEUE: return this.queue.show(event);
       case EVENT.TURN_STEERED: return this.turnSteered(event);
@@ -248,6 +265,7 @@ class LiveSession {
     this.me = { name: userName(event.user), role: event.role };
     this.presence.me = this.me.name;
     this.runs.joined(event.role);
+    this.editSteer.connected(event.user);
     this.provider.connected();
     this.joinedSeq = typeof event.seq === "number" ? event.seq : null;
     // The document's generation, named on reconnects: a newer one comes as document.replaced.
@@ -329,6 +347,7 @@ class LiveSession {
     this.regions.finishTurn(event.turn);
     this.transcript.finished(event);
     this.status.finished(event);
+    if (this.context) this.context.changed();
     this.loop.request();
     document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
   }
@@ -396,11 +415,17 @@ class LiveSession {
       const path = range ? range.path : this.tabs.active;
       if (path) message.path = path;
     }
-    if (range) message.range = range;
+    if (range) {
+      message.range = range;
+      message.mentions = mentionsIn(text); // the inline box's own @-words (the strip is the prompt box's)
+    } else if (this.context) {
+      this.context.carry(message);
+    }
     if (!this.connection.send(message)) {
       this.toasts.show("Not sent: the connection is down, retrying", "error");
       return false;
     }
+    if (this.context && !range) this.context.sent();
     this.status.sent(message.type);
     return true;
   }

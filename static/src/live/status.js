@@ -3,9 +3,11 @@
 // estimated here from the deltas while the turn runs (the server counts real tokens and
 // its figure replaces the estimate at turn.finished); TTFT and steer latency likewise. A
 // turn this page learnt of from the replay (it started before the page joined) has no TTFT
-// estimate, and its rate counts from the first live delta.
+// estimate, and its rate counts from the first live delta. A finished turn's cost, and the
+// session's tokens and cost so far, come with turn.finished (spend.js).
 import { FINISH_REASON, MESSAGE, TURN_STATUS } from "../protocol.js";
 import { shortPrompt } from "./notices.js";
+import { costText, sessionText } from "./spend.js";
 import { REASON_LABELS } from "./transcript.js";
 
 // Roughly how a BPE tokenizer cuts text: short word pieces, each punctuation mark, newlines.
@@ -106,10 +108,13 @@ export class StatusBar {
     this.changed = true;
   }
 
-  finished({ turn, status, metrics, reason }) {
+  finished({ turn, status, metrics, reason, usage, session_usage: sessionUsage }) {
+    // The session's totals count every turn that ended, the newest last (a replay's too).
+    const session = sessionText(sessionUsage);
+    if (session !== null) this.set("session", session);
     if (this.turn && this.turn.id !== turn && !this.turn.final) return; // another turn runs
     if (!this.turn || this.turn.id !== turn) this.turn = { id: turn, label: "turn", tokens: 0 };
-    this.turn.final = { status, metrics: metrics || {}, reason: reason || "" };
+    this.turn.final = { status, metrics: metrics || {}, reason: reason || "", usage };
     this.tick(false);
     if (metrics && typeof metrics.steer_ms === "number") this.steerServer = metrics.steer_ms;
     this.changed = true;
@@ -127,9 +132,11 @@ export class StatusBar {
       this.set("rate", figure(metrics.tokens_per_s, "", " tok/s"));
       this.set("ttft", figure(metrics.ttft_ms, "TTFT ", " ms"));
       this.set("tokens", figure(metrics.tokens, "", " tok"));
+      this.set("cost", costText(turn.final.usage));
       return;
     }
     this.set("tokens", turn.tokens ? `≈${turn.tokens} tok` : "");
+    this.set("cost", "");
     if (turn.firstAt === null) {
       this.set("rate", "");
       this.set("ttft", this.waitingText(), "waiting");

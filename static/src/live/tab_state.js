@@ -11,6 +11,7 @@ import { indentationFor, languageFor } from "../languages.js";
 import { remoteSelections } from "./remote_selections.js";
 import { liveDecorations } from "./decorations.js";
 import { diagnosticsExtensions } from "./diagnostics.js";
+import { steerRegionField } from "./edit_steer.js";
 
 // Presenter mode's type, as a theme of the editor's own: CodeMirror positions the line numbers
 // from the line heights it measured, and reads them again only when its content changes
@@ -45,6 +46,7 @@ export function tabExtensions(path, tab, {
     diagnosticsExtensions(),
     EditorState.transactionExtender.of(extendRemote),
     hunkMarks ? hunkMarks(path) : [],
+    steerRegionField, // a pending steering edit's lines (edit_steer.js)
   ];
 }
 

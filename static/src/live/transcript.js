@@ -19,6 +19,7 @@ import { findingRow, personRef, turnFooter } from "./transcript_labels.js";
 import { paragraph, roundLine, runLine } from "./transcript_runs.js";
 import { FollowEnd } from "./transcript_scroll.js";
 import { newEntry, paintHeader } from "./transcript_turns.js";
+import { contextFinished, paintContext } from "./transcript_context.js";
 import {
   PROSE_DOM_CHARS, hideHead, keepHidden, placeBlock, showMore, trimProse, writeProse,
 } from "./transcript_prose.js";
@@ -192,6 +193,12 @@ export class Transcript {
     paintHeader(entry, event, this.turns.get(event.steered_from), (...args) => this.person(...args));
   }
 
+  // turn.context: the mentions in its header, what its request carried (transcript_context.js).
+  context({ turn, context }) {
+    const entry = this.turns.get(turn);
+    if (entry && context) paintContext(entry, context);
+  }
+
   // A person's name in their colour (a dot before it), as in the presence list.
   person(className, name, what) {
     return personRef(this.peerClass, className, name, what);
@@ -279,7 +286,7 @@ export class Transcript {
     this.repaint.add(view);
   }
 
-  finished({ turn, status, reason, metrics, error, by }) {
+  finished({ turn, status, reason, metrics, error, by, usage }) {
     const entry = this.turns.get(turn);
     if (!entry || entry.done) return; // before this page, or told twice (a replay)
     entry.done = true;
@@ -299,7 +306,8 @@ export class Transcript {
     entry.article.classList.add(`status-${status}`);
     // Its start came before what the server keeps for a new page: it is no longer "in progress".
     if (entry.prompt === null) entry.header.firstChild.textContent = "(an earlier prompt)";
-    entry.outcome = { status, reason, metrics, error, by };
+    entry.outcome = { status, reason, metrics, error, by, usage };
+    contextFinished(entry, metrics, usage);
     entry.article.append(this.footer(entry));
     // A fence whose final status never came (its server went away mid-block) follows the
     // document updates that came with the turn's last events (applied later in this frame)

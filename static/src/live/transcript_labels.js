@@ -4,6 +4,7 @@
 import { EDIT_STATE, FINISH_REASON, TURN_STATUS } from "../protocol.js";
 import { element } from "./dom.js";
 import { findingMessage, findingPlace } from "./diagnostics.js";
+import { usageText } from "./spend.js";
 
 // A block's state as its chip says it, for every state the server defines (a test holds them
 // to the generated list).
@@ -34,6 +35,7 @@ export const REASON_LABELS = Object.freeze({
   [FINISH_REASON.SHUTDOWN]: "the server shut down",
   [FINISH_REASON.GUARD_HALT]: "halted by the watchdog", // by status: GUARD_HALT_LABELS
   [FINISH_REASON.QUOTA]: "stopped: the course's AI token quota is used up",
+  [FINISH_REASON.BUDGET_EXHAUSTED]: "stopped: the AI budget is spent",
   [FINISH_REASON.EXPLAIN_ONLY]: "explain-only: the model's edits were shown, not applied",
   [FINISH_REASON.CONNECTION_LOST]: "the connection to the model dropped",
   [FINISH_REASON.CONNECTION_EXPIRED]: "the model's connection reached its time limit",
@@ -105,7 +107,7 @@ export function personRef(peerClass, className, name, what) {
 
 // A finished turn's footer: its outcome, why, its figures. person(className, name, what)
 // draws a person's name (personRef).
-export function turnFooter({ status, reason, metrics, error, by }, steerMs, person) {
+export function turnFooter({ status, reason, metrics, error, by, usage }, steerMs, person) {
   const footer = element("footer", "turn-foot");
   if (reason) footer.dataset.reason = reason;
   footer.append(element("span", `badge outcome ${status}`, status));
@@ -119,6 +121,13 @@ export function turnFooter({ status, reason, metrics, error, by }, steerMs, pers
   }
   const figures = turnFigures(metrics || {}, steerMs);
   if (figures) footer.append(element("span", "metric", figures));
+  const spent = usageText(usage);
+  if (spent) {
+    const node = element("span", "metric usage", spent);
+    node.title = "Tokens: input (with the cached input among them) and output; the cost by the model's prices"
+      + (usage.estimated ? " (≈: estimated, the provider gave no count)" : "");
+    footer.append(node);
+  }
   if (metrics && typeof metrics.model === "string" && metrics.model) {
     footer.append(element("span", "badge model", metrics.model));
   }

@@ -11,11 +11,14 @@ import { Transcript } from "../live/transcript.js";
 import { EDIT_STATE, EDIT_STATES_IN_FLIGHT, EVENT } from "../protocol.js";
 import { Timeline, clock, shownChars } from "./timeline.js";
 import { DocumentView } from "./viewer.js";
+import { showEditSteered } from "../live/edit_steer.js";
 
 // Forward, a seek that would apply more updates than this builds from a checkpoint instead
 // (when one is nearer).
 const REBUILD_UPDATES = 200;
-const MARK_LABELS = { steer: "Steered", stop: "Stopped", turn: "Turn", review: "Hunk", restore: "Restored" };
+const MARK_LABELS = {
+  steer: "Steered", edit_steer: "Steered by editing", stop: "Stopped", turn: "Turn", review: "Hunk", restore: "Restored",
+};
 
 function fromBase64(text) {
   const binary = atob(text);
@@ -224,6 +227,8 @@ class ReplayPlayer {
       case EVENT.TURN_STARTED: return transcript.started(event);
       case EVENT.TURN_PROSE: return transcript.prose(event);
       case EVENT.TURN_STEERED: return transcript.steered(event);
+      case EVENT.TURN_CONTEXT: return transcript.context(event); // what its request carried
+      case EVENT.TURN_EDIT_STEERED: return showEditSteered(transcript, event); // the line and its diff, as live
       case EVENT.TURN_ROUND: return transcript.round(event);
       case EVENT.TURN_RAN: return transcript.ran(event); // a run of the model, as the live page drew it
       case EVENT.TURN_FINISHED: return transcript.finished(event);

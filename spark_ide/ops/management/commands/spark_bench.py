@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 # this order: in-process ones first, whole stacks after, the soak last.
 BENCHMARKS = (
     "editing", "guard", "modelserver", "upstream", "wan", "followup", "pairing", "toolloop", "runloop", "longlines",
-    "checkpoints", "fanout", "rooms", "browser", "soak",
+    "checkpoints", "fanout", "rooms", "browser", "soak", "edit_steer",
 )
 NOT_SHIPPED = (
     "the benchmarks are not installed with Spark IDE: they are the top-level benchmarks/ directory of a "

@@ -6,13 +6,13 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pairing', '0008_checkpoints'),
+        ('classroom', '0003_course_ai_runs'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='turn',
-            name='model',
-            field=models.CharField(blank=True, max_length=64),
+            model_name='course',
+            name='budget_usd',
+            field=models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True),
         ),
     ]

@@ -1,0 +1,89 @@
+"""Steering by editing in Chromium (issue 33), as two people see it: the model streams a long
+edit block into app.py; the owner clicks the line it has just written and changes it; the page
+marks the lines and says a steering edit is pending; the owner pauses; both pages show the
+transcript line "steered by editing app.py:6 (local)" and the new answer streaming, and the
+owner's text is in the file. The second person (a viewer) only watches. Then Esc in the lines
+of the next turn keeps an edit local: that turn goes on until it is stopped.
+
+The model is our scripted engine (the session's ``ide_server``). The person's change carries a
+``[say]`` directive: the re-prompt's diff of the region picks the new answer. Nothing is timed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import (
+    LIVE_WAIT_MS,
+    IdeServer,
+    create_file,
+    open_new_workspace,
+    second_person,
+    wait_for_server_text,
+)
+from tests.browser.test_live_pairing import _ask
+
+pytestmark = pytest.mark.browser
+
+APP = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+FILLER = "".join(f"    # step {i} of the long way\n" for i in range(80))
+SLOW_EDIT = (
+    "Rewriting sub.\n"
+    '<edit path="app.py">\n<old_text>\ndef sub(a, b):\n    return a - b\n</old_text>\n<new_text>\n'
+    "def sub(a, b):\n    result = a - b\n" + FILLER + "    return result\n</new_text>\n</edit>\n"
+)
+MINE = "  # [say]Kept your edit.[/say]"
+
+
+def test_a_person_fixes_the_line_being_written_and_the_model_follows(
+    ide_server: IdeServer, page: Any, chromium: Any,
+) -> None:
+    open_new_workspace(ide_server, page, "edit steer")
+    create_file(page, "app.py")
+    page.locator(".cm-content").click()
+    page.keyboard.insert_text(APP)
+    wait_for_server_text(page, "app.py", APP)
+    assert page.locator("#edit-steer input[type=checkbox]").is_checked()  # on by default for a driver
+    with second_person(ide_server, page, chromium, role="viewer", username="vic") as viewer:
+        assert viewer.locator("#edit-steer").count() == 0  # a viewer cannot edit: no switch
+        _ask(page, f"[rate:60][say]{SLOW_EDIT}[/say]")
+        written = page.locator(".cm-line", has_text="result = a - b")
+        written.wait_for(timeout=LIVE_WAIT_MS)
+        written.click()
+        page.keyboard.press("End")
+        page.keyboard.insert_text(MINE)
+        # While the person types there, the lines are marked and the hint says what happens.
+        page.locator("[data-edit-steer=hint]", has_text="pause to steer").wait_for(timeout=LIVE_WAIT_MS)
+        page.locator(".cm-line.cm-edit-steer", has_text="Kept your edit").wait_for(timeout=LIVE_WAIT_MS)
+        # The person pauses: the model is steered; everyone sees the line and the new answer.
+        for person in (page, viewer):
+            line = person.locator(".edit-steered summary", has_text="steered by editing app.py:6")
+            line.wait_for(timeout=LIVE_WAIT_MS)
+            assert "(local)" in line.inner_text()
+            assert "Kept your edit" in person.locator(".edit-steered-diff").first.text_content()
+            person.locator(".turn", has_text="Kept your edit.").last.wait_for(timeout=LIVE_WAIT_MS)
+            person.locator(".cm-content", has_text=f"result = a - b{MINE}").wait_for(timeout=LIVE_WAIT_MS)
+        page.locator("[data-edit-steer=hint]").wait_for(state="hidden", timeout=LIVE_WAIT_MS)
+        assert page.locator(".cm-edit-steer").count() == 0
+        assert "return result" not in page.locator(".cm-content").inner_text()  # the model's rest never came
+        assert page.locator("[data-field=steer]").inner_text() != ""  # the status bar's steer latency
+
+        # Esc in the region keeps the next edit local: the turn goes on, unsteered, until stopped.
+        lines = "".join(f"line_{i} = {i}\n" for i in range(80))
+        _ask(page, f'[rate:60][say]Another.\n<write path="b.py">\n{lines}</write>\n[/say]')
+        written = page.locator(".cm-line", has_text="line_1 = 1")
+        written.wait_for(timeout=LIVE_WAIT_MS)
+        written.click()
+        page.keyboard.press("End")
+        page.keyboard.insert_text("  # mine, not a steer")
+        page.locator("[data-edit-steer=hint]", has_text="Esc keeps it local").wait_for(timeout=LIVE_WAIT_MS)
+        page.keyboard.press("Escape")
+        page.locator("[data-edit-steer=hint]").wait_for(state="hidden", timeout=LIVE_WAIT_MS)
+        page.locator(".cm-line", has_text="line_9 = 9").wait_for(timeout=LIVE_WAIT_MS)  # the model writes on
+        page.locator("button[data-action=stop]").click()
+        page.locator(".turn .badge.outcome", has_text="cancelled").wait_for(timeout=LIVE_WAIT_MS)
+        assert page.locator(".edit-steered").count() == 1
+        # (a stop rolls back the block in flight: the person's typing in it stays)
+        assert "# mine, not a steer" in page.locator(".cm-content").inner_text()
