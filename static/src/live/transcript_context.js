@@ -55,6 +55,7 @@ export function paintContext(entry, context) {
   const missing = new Map((context.missing || []).map((item) => [item.mention, item.why]));
   const symbols = new Map((context.symbols || []).map((item) => [item.mention, item.path]));
   const excluded = new Set(context.excluded || []);
+  for (const chip of entry.header.querySelectorAll(".mention-chip")) chip.remove(); // told twice: once
   for (const mention of mentions) {
     const path = symbols.get(mention) || (excluded.has(mention) ? mention : mention.split(":")[0]);
     const why = missing.get(mention) || (excluded.has(path) ? "taken out before sending" : "");
