@@ -87,3 +87,26 @@ def test_a_person_fixes_the_line_being_written_and_the_model_follows(
         assert page.locator(".edit-steered").count() == 1
         # (a stop rolls back the block in flight: the person's typing in it stays)
         assert "# mine, not a steer" in page.locator(".cm-content").inner_text()
+
+
+REFUSED_STORAGE_JS = """
+const { EditSteerControl } = await import(MODULE);
+globalThis.window = {};
+Object.defineProperty(globalThis.window, "localStorage", {
+  get() { throw new Error("SecurityError: storage is refused"); },
+});
+const sent = [];
+const control = new EditSteerControl(null, { send: (message) => sent.push(message), tabs: {} });
+control.connected("ada");
+console.log(JSON.stringify({ wanted: control.wanted(), sent }));
+"""
+
+
+def test_a_browser_that_refuses_storage_still_gets_the_page() -> None:
+    # Reading window.localStorage throws where the browser's settings block storage: the
+    # control (built with the live page) goes on with the switch on, as the server starts it.
+    from tests.browser.conftest import ROOT
+    from tests.support.node import run_node
+
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    assert run_node(REFUSED_STORAGE_JS, MODULE=module) == {"wanted": True, "sent": []}

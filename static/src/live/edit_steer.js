@@ -60,14 +60,24 @@ export function showEditSteered(transcript, event) {
   entry.article.insertBefore(row, entry.article.querySelector(":scope > .turn-foot"));
 }
 
+// This browser's localStorage, or null where reading it throws (storage refused by the
+// browser's settings): the page goes on without it.
+function pageStorage() {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
 export class EditSteerControl {
   // root: the switch's box (templates/pairing/_edit_steer.html), or null for a viewer;
   // send(message); tabs: the editor tabs; storage: where the switch is kept.
-  constructor(root, { send, tabs, storage = window.localStorage }) {
+  constructor(root, { send, tabs, storage = pageStorage() }) {
     this.root = root;
     this.send = send;
     this.tabs = tabs;
-    this.storage = storage;
+    this.storage = storage; // null: refused (its reads and writes below are in try)
     this.box = root ? root.querySelector('input[type="checkbox"]') : null;
     this.hint = root ? root.querySelector("[data-edit-steer=hint]") : null;
     this.course = root ? root.querySelector("[data-edit-steer=course]") : null;
