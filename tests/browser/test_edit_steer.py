@@ -110,3 +110,30 @@ def test_a_browser_that_refuses_storage_still_gets_the_page() -> None:
 
     module = (ROOT / "static/src/live/edit_steer.js").as_uri()
     assert run_node(REFUSED_STORAGE_JS, MODULE=module) == {"wanted": True, "sent": []}
+
+
+INLINE_BOX_KEYS_JS = """
+const { EditSteerControl } = await import(MODULE);
+const sent = [];
+const control = new EditSteerControl(null, { send: (message) => sent.push(message), tabs: {}, storage: null });
+control.connected("ada");
+control.state({ type: "edit_steer", state: "pending", turn: "t1", path: "a.py", lines: [3, 4], by: ["ada"] });
+const key = (key, inBox) => {
+  const target = { closest: (selector) => (inBox && selector === ".inline-prompt" ? {} : null) };
+  return control.key({ key, ctrlKey: key === "Enter", target, preventDefault() {}, stopPropagation() {} });
+};
+const taken = [key("Escape", true), key("Enter", true), key("Escape", false)];
+console.log(JSON.stringify({ taken, sent: sent.map((message) => message.type) }));
+"""
+
+
+def test_keys_typed_in_the_ctrl_k_box_are_not_the_pending_steering_edit_s() -> None:
+    # Esc in the inline prompt box over the editor closes the box; it does not also keep a
+    # pending steering edit local (nor Ctrl+Enter commit it). In the editor itself it does.
+    from tests.browser.conftest import ROOT
+    from tests.support.node import run_node
+
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    assert run_node(INLINE_BOX_KEYS_JS, MODULE=module) == {
+        "taken": [False, False, True], "sent": ["edit_steer.cancel"],
+    }

@@ -146,9 +146,10 @@ export class EditSteerControl {
     return this.pending !== null && Array.isArray(this.pending.by) && this.pending.by.includes(this.me);
   }
 
-  // A key in the editor: Ctrl+Enter commits this person's pending edit, Esc keeps it local.
+  // A key in the editor: Ctrl+Enter commits this person's pending edit, Esc keeps it local
+  // (not a key typed in the Ctrl+K box over the editor: Esc closes that box).
   key(event) {
-    if (!this.mine()) return false;
+    if (!this.mine() || event.target?.closest?.(".inline-prompt")) return false; // the Ctrl+K box's own keys
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       this.send({ type: MESSAGE.EDIT_STEER_COMMIT, why: "key" });
     } else if (event.key === "Escape") {
@@ -173,7 +174,10 @@ export class EditSteerControl {
   // The editor's host: its keys (before CodeMirror's) and the cursor's moves.
   wire(host) {
     host.addEventListener("keydown", (event) => this.key(event), { capture: true });
-    host.addEventListener("keyup", (event) => { if (event.key.startsWith("Arrow") || event.key.startsWith("Page")) this.moved(); });
-    host.addEventListener("pointerup", () => this.moved());
+    const inBox = (event) => Boolean(event.target?.closest?.(".inline-prompt")); // the Ctrl+K box: not the cursor
+    host.addEventListener("keyup", (event) => {
+      if (!inBox(event) && (event.key.startsWith("Arrow") || event.key.startsWith("Page"))) this.moved();
+    });
+    host.addEventListener("pointerup", (event) => { if (!inBox(event)) this.moved(); });
   }
 }
