@@ -40,9 +40,9 @@ function summaryWords(context, metrics, usage) {
   let words = `Context: ${files} file${files === 1 ? "" : "s"} · ${tokenWords(context.tokens, context.budget)} (estimate)`;
   if (metrics) {
     const counted = [];
-    // The provider's own count of the request (turn.finished's usage; an estimate is not one).
-    const input = usage && !usage.estimated ? usage.input_tokens : metrics.input_tokens;
-    if (typeof input === "number") counted.push(`${input} in`);
+    // The provider's own count of the request (turn.finished's usage; an estimate is not one,
+    // and the metrics carry no input count).
+    if (usage && !usage.estimated && typeof usage.input_tokens === "number") counted.push(`${usage.input_tokens} in`);
     if (typeof metrics.tokens === "number") counted.push(`${metrics.tokens} out`);
     if (counted.length) words += ` · model: ${counted.join(", ")}`;
   }
