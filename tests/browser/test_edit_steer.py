@@ -137,3 +137,20 @@ def test_keys_typed_in_the_ctrl_k_box_are_not_the_pending_steering_edit_s() -> N
     assert run_node(INLINE_BOX_KEYS_JS, MODULE=module) == {
         "taken": [False, False, True], "sent": ["edit_steer.cancel"],
     }
+
+
+def test_the_steered_line_names_its_lines_as_the_server_s_label_does() -> None:
+    # One wording: the transcript's line (edit_steer.js) and the steer's prompt, the replay's
+    # mark (events.edit_steered_label).
+    from spark_ide.live.events import edit_steered_label
+    from tests.browser.conftest import ROOT
+    from tests.support.node import run_node
+
+    script = """
+const { steeredLine } = await import(MODULE);
+console.log(JSON.stringify(CASES.map(([path, lines, by]) => steeredLine({ path, lines, by }))));
+"""
+    cases: list[tuple[str, list[int], str]] = [("a.py", [6, 6], "Ana"), ("src/b.py", [12, 14], "Ana, Bo")]
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    expected = [edit_steered_label(path, lines, by) for path, lines, by in cases]
+    assert run_node(script, MODULE=module, CASES=cases) == expected

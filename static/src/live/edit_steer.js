@@ -14,6 +14,7 @@ import { StateEffect, StateField } from "@codemirror/state";
 import { Decoration, EditorView } from "@codemirror/view";
 import { MESSAGE } from "../protocol.js";
 import { element } from "./dom.js";
+import { rangeLabel } from "./transcript_turns.js";
 
 const STORAGE = "spark:edit-steer"; // "off" when this browser's person turned it off
 export const PENDING_HINT = "Steering edit: pause to steer · Ctrl+Enter steers now · Esc keeps it local";
@@ -42,11 +43,10 @@ function lineMarks(doc, lines) {
   return Decoration.set(ranges);
 }
 
-// "steered by editing a.py:12–14 (Ana)"
+// "steered by editing a.py:12–14 (Ana)" (its lines named as a prompt's range is: rangeLabel)
 export function steeredLine({ path, lines, by }) {
   const [first, last] = Array.isArray(lines) ? lines : [0, 0];
-  const where = first === last ? `${first}` : `${first}–${last}`;
-  return `steered by editing ${path}:${where} (${by})`;
+  return `steered by editing ${rangeLabel({ path, from_line: first, to_line: last })} (${by})`;
 }
 
 // The transcript's line under the steered turn, with the region's diff folded under it
