@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from spark_ide.live.events import edit_steered_label
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
+    ROOT,
     IdeServer,
     create_file,
     open_new_workspace,
@@ -24,6 +26,7 @@ from tests.browser.conftest import (
     wait_for_server_text,
 )
 from tests.browser.test_live_pairing import _ask
+from tests.support.node import run_node
 
 pytestmark = pytest.mark.browser
 
@@ -105,9 +108,6 @@ console.log(JSON.stringify({ wanted: control.wanted(), sent }));
 def test_a_browser_that_refuses_storage_still_gets_the_page() -> None:
     # Reading window.localStorage throws where the browser's settings block storage: the
     # control (built with the live page) goes on with the switch on, as the server starts it.
-    from tests.browser.conftest import ROOT
-    from tests.support.node import run_node
-
     module = (ROOT / "static/src/live/edit_steer.js").as_uri()
     assert run_node(REFUSED_STORAGE_JS, MODULE=module) == {"wanted": True, "sent": []}
 
@@ -130,9 +130,6 @@ console.log(JSON.stringify({ taken, sent: sent.map((message) => message.type) })
 def test_keys_typed_in_the_ctrl_k_box_are_not_the_pending_steering_edit_s() -> None:
     # Esc in the inline prompt box over the editor closes the box; it does not also keep a
     # pending steering edit local (nor Ctrl+Enter commit it). In the editor itself it does.
-    from tests.browser.conftest import ROOT
-    from tests.support.node import run_node
-
     module = (ROOT / "static/src/live/edit_steer.js").as_uri()
     assert run_node(INLINE_BOX_KEYS_JS, MODULE=module) == {
         "taken": [False, False, True], "sent": ["edit_steer.cancel"],
@@ -142,10 +139,6 @@ def test_keys_typed_in_the_ctrl_k_box_are_not_the_pending_steering_edit_s() -> N
 def test_the_steered_line_names_its_lines_as_the_server_s_label_does() -> None:
     # One wording: the transcript's line (edit_steer.js) and the steer's prompt, the replay's
     # mark (events.edit_steered_label).
-    from spark_ide.live.events import edit_steered_label
-    from tests.browser.conftest import ROOT
-    from tests.support.node import run_node
-
     script = """
 const { steeredLine } = await import(MODULE);
 console.log(JSON.stringify(CASES.map(([path, lines, by]) => steeredLine({ path, lines, by }))));
