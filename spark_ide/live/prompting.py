@@ -331,12 +331,17 @@ def request_tokens(request: TurnRequest) -> int:
     return estimate_tokens(request.instructions) + sum(estimate_tokens(text) for text in texts)
 
 
+def lines_named(first: int, last: int) -> str:
+    """Lines of a file as a request names them: ``line 4``, ``lines 4-9``."""
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
 def focus_section(focus: Focus, style: PromptStyle) -> str:
     """What a request says of the lines its prompt is about: their numbers and text, and to
     change only them. A small model (whole files) sees the file whole already: a sentence
     naming the lines, no more prose for it to echo."""
     span = focus.span
-    lines = f"line {span.from_line}" if span.from_line == span.to_line else f"lines {span.from_line}-{span.to_line}"
+    lines = lines_named(span.from_line, span.to_line)
     if style.whole_file_only:
         return f"Change only {lines} of {span.path}; keep every other line of the file as it is.\n"
     text = as_data(focus.text)
