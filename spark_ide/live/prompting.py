@@ -23,7 +23,8 @@ CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context bu
 
 
 def estimate_tokens(text: str) -> int:
-    """The tokens ``text`` is taken to cost: the packer's estimate, and the context strip's."""
+    """The tokens ``text`` is taken to cost when the packer shares out the context budget (a
+    whole request's estimate, for the context strip and a turn's usage: ``usage.request_tokens``)."""
     return len(text) // CHARS_PER_TOKEN
 
 # The instructions of each edit dialect live with its tool (upstream.dialects); these two names
@@ -321,14 +322,6 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, P
         edit_style=None if turn.explain_only else style.edit_style,  # explain-only: no editing tool
         runs=runs,
     ), packing
-
-
-def request_tokens(request: TurnRequest) -> int:
-    """The tokens ``request`` is estimated to cost (``estimate_tokens``): its instructions and
-    every message it sends."""
-    messages = request.full_context or request.input
-    texts = (item.text for item in messages if isinstance(item, Message))  # (a turn starts with messages only)
-    return estimate_tokens(request.instructions) + sum(estimate_tokens(text) for text in texts)
 
 
 def lines_named(first: int, last: int) -> str:
