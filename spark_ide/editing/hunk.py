@@ -21,11 +21,11 @@ from pycrdt import Doc, Map, Text
 
 from spark_ide.editing.block import BlockFailure, EditBlock
 from spark_ide.editing.limits import FileLimits
-from spark_ide.editing.lines import utf8_length
 from spark_ide.editing.locator import MatchStrategy
 from spark_ide.editing.parse_events import BlockKind, BlockOpened
 from spark_ide.editing.paths import block_path, path_conflict
 from spark_ide.editing.reasons import FailureReason
+from spark_ide.editing.runner import shift_through
 from spark_ide.editing.snapshot import FileSnapshot
 from spark_ide.editing.status import BlockOperation, BlockStatus, EditState
 from spark_ide.editing.v4a_match import LEVELS, describe_miss, fold, matches_at, seek, shown
@@ -40,20 +40,7 @@ class FileCursor:
         self.eol: str | None = None  # the file's line end, as its operation's first hunk found it
 
     def on_delta(self, delta: list[dict[str, Any]]) -> None:
-        position, cursor = self.position, 0
-        for op in delta:
-            if cursor >= position:
-                break
-            if "retain" in op:
-                cursor += op["retain"]
-            elif "insert" in op:
-                inserted = op["insert"]
-                size = utf8_length(inserted) if isinstance(inserted, str) else 1
-                position += size
-                cursor += size
-            elif "delete" in op:
-                position -= min(op["delete"], position - cursor)
-        self.position = position
+        self.position = shift_through(self.position, delta, pushed_at=False)
 
     def line(self, text: str) -> int:
         """The 0-based line of ``text`` (the file now) the cursor is on."""

@@ -345,19 +345,20 @@ def _net(region: tuple[int, int], old: str | None) -> int:
     return region[1] - region[0] - (utf8_length(old) if old is not None else 0)
 
 
-def shift_through(position: int, delta: list[dict[str, Any]]) -> int:
-    """``position`` (bytes) after the change ``delta``: text inserted at or before it pushes it on."""
+def shift_through(position: int, delta: list[dict[str, Any]], *, pushed_at: bool = True) -> int:
+    """``position`` (bytes) after the change ``delta``: text inserted before it pushes it on,
+    and text inserted right at it too unless ``pushed_at`` is False (it then stays after the
+    position)."""
     cursor = 0
     for op in delta:
-        if cursor > position:
+        if cursor > position or (cursor == position and not pushed_at):
             break
         if "retain" in op:
             cursor += op["retain"]
         elif "insert" in op:
             inserted = op["insert"]
             size = utf8_length(inserted) if isinstance(inserted, str) else 1
-            if cursor <= position:
-                position += size
+            position += size
             cursor += size
         elif "delete" in op:
             position -= min(op["delete"], max(position - cursor, 0))

@@ -76,10 +76,12 @@ class CommandItem:
     turns: tuple[str, ...] | None = None
     range: AskedRange | None = None  # prompt, steer: the lines it is about (``live.focus``)
     on: bool | None = None  # edit_steer.switch
+    block: int | None = None  # review: which block (None: all those waiting)
+    decision: str | None = None  # review: keep or undo
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint")
+    FIELDS: ClassVar[tuple[str, ...]] = ("text", "effort", "path", "turn", "checkpoint", "decision")
     FLAGS: ClassVar[tuple[str, ...]] = ("code", "conversation", "on")
-    NUMBERS: ClassVar[tuple[str, ...]] = ("position",)
+    NUMBERS: ClassVar[tuple[str, ...]] = ("position", "block")
     LISTS: ClassVar[tuple[str, ...]] = ("mentions", "exclude", "turns")  # lists of strings
 
     NAMES: ClassVar[tuple[str, ...]] = (*FIELDS, *FLAGS, *NUMBERS, *LISTS, "range")  # what a replica forwards

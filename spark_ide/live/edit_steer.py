@@ -42,7 +42,7 @@ from spark_ide.editing.runner import shift_through
 
 from .events import DRIVER_ROLES, EditSteerState, ErrorEvent, Event, TurnEditSteered
 from .policy import AiPolicy
-from .prompting import as_data, path_attribute
+from .prompting import as_data, lines_named, path_attribute
 from .seen import file_diff
 from .transport import Connection
 from .turns import Command, CommandKind, TurnRun
@@ -150,8 +150,7 @@ def region_change(before: str, after: str, lines: tuple[int, int]) -> RegionChan
 
 def steer_text(path: str, change: RegionChange, names: str) -> str:
     """The direction a steer by editing gives the model (after its interrupted answer)."""
-    first, last = change.lines
-    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    where = lines_named(*change.lines)
     return (
         f"{names} edited what you were writing in {path} ({where} now); their version is in the file now. "
         f"What you had written, and what they made of it:\n"

@@ -23,7 +23,8 @@ CHARS_PER_TOKEN = 4  # a cheap, conservative estimate for packing the context bu
 
 
 def estimate_tokens(text: str) -> int:
-    """The tokens ``text`` is taken to cost: the packer's estimate, and the context strip's."""
+    """The tokens ``text`` is taken to cost when the packer shares out the context budget (a
+    whole request's estimate, for the context strip and a turn's usage: ``usage.request_tokens``)."""
     return len(text) // CHARS_PER_TOKEN
 
 # The instructions of each edit dialect live with its tool (upstream.dialects); these two names
@@ -323,12 +324,9 @@ def request_showing(turn: TurnInput, style: PromptStyle) -> tuple[TurnRequest, P
     ), packing
 
 
-def request_tokens(request: TurnRequest) -> int:
-    """The tokens ``request`` is estimated to cost (``estimate_tokens``): its instructions and
-    every message it sends."""
-    messages = request.full_context or request.input
-    texts = (item.text for item in messages if isinstance(item, Message))  # (a turn starts with messages only)
-    return estimate_tokens(request.instructions) + sum(estimate_tokens(text) for text in texts)
+def lines_named(first: int, last: int) -> str:
+    """Lines of a file as a request names them: ``line 4``, ``lines 4-9``."""
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def focus_section(focus: Focus, style: PromptStyle) -> str:
@@ -336,7 +334,7 @@ def focus_section(focus: Focus, style: PromptStyle) -> str:
     change only them. A small model (whole files) sees the file whole already: a sentence
     naming the lines, no more prose for it to echo."""
     span = focus.span
-    lines = f"line {span.from_line}" if span.from_line == span.to_line else f"lines {span.from_line}-{span.to_line}"
+    lines = lines_named(span.from_line, span.to_line)
     if style.whole_file_only:
         return f"Change only {lines} of {span.path}; keep every other line of the file as it is.\n"
     text = as_data(focus.text)

@@ -23,13 +23,14 @@ from .events import ContextPreview, SymbolList, TurnStatus
 from .focus import AskedRange, Focus, settle
 from .model_runs import ModelRuns, RunFor, TurnRuns
 from .policy import AiPolicy
-from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing, request_tokens
+from .prompting import PastTurn, PromptStyle, TurnInput, build_request, request_showing
 from .rounds import ToolRounds, offered_tools
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .seen import SeenFiles
 from .test_rounds import Point, TestRounds
 from .turn_watch import TurnWatch
 from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
+from .usage import request_tokens
 
 DEFAULT_FENCE_PATH = "main.py"  # where a small model's code fence goes when no file is open
 

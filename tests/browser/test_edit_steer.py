@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from spark_ide.live.events import edit_steered_label
 from tests.browser.conftest import (
     LIVE_WAIT_MS,
+    ROOT,
     IdeServer,
     create_file,
     open_new_workspace,
@@ -24,6 +26,7 @@ from tests.browser.conftest import (
     wait_for_server_text,
 )
 from tests.browser.test_live_pairing import _ask
+from tests.support.node import run_node
 
 pytestmark = pytest.mark.browser
 
@@ -87,3 +90,60 @@ def test_a_person_fixes_the_line_being_written_and_the_model_follows(
         assert page.locator(".edit-steered").count() == 1
         # (a stop rolls back the block in flight: the person's typing in it stays)
         assert "# mine, not a steer" in page.locator(".cm-content").inner_text()
+
+
+REFUSED_STORAGE_JS = """
+const { EditSteerControl } = await import(MODULE);
+globalThis.window = {};
+Object.defineProperty(globalThis.window, "localStorage", {
+  get() { throw new Error("SecurityError: storage is refused"); },
+});
+const sent = [];
+const control = new EditSteerControl(null, { send: (message) => sent.push(message), tabs: {} });
+control.connected("ada");
+console.log(JSON.stringify({ wanted: control.wanted(), sent }));
+"""
+
+
+def test_a_browser_that_refuses_storage_still_gets_the_page() -> None:
+    # Reading window.localStorage throws where the browser's settings block storage: the
+    # control (built with the live page) goes on with the switch on, as the server starts it.
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    assert run_node(REFUSED_STORAGE_JS, MODULE=module) == {"wanted": True, "sent": []}
+
+
+INLINE_BOX_KEYS_JS = """
+const { EditSteerControl } = await import(MODULE);
+const sent = [];
+const control = new EditSteerControl(null, { send: (message) => sent.push(message), tabs: {}, storage: null });
+control.connected("ada");
+control.state({ type: "edit_steer", state: "pending", turn: "t1", path: "a.py", lines: [3, 4], by: ["ada"] });
+const key = (key, inBox) => {
+  const target = { closest: (selector) => (inBox && selector === ".inline-prompt" ? {} : null) };
+  return control.key({ key, ctrlKey: key === "Enter", target, preventDefault() {}, stopPropagation() {} });
+};
+const taken = [key("Escape", true), key("Enter", true), key("Escape", false)];
+console.log(JSON.stringify({ taken, sent: sent.map((message) => message.type) }));
+"""
+
+
+def test_keys_typed_in_the_ctrl_k_box_are_not_the_pending_steering_edit_s() -> None:
+    # Esc in the inline prompt box over the editor closes the box; it does not also keep a
+    # pending steering edit local (nor Ctrl+Enter commit it). In the editor itself it does.
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    assert run_node(INLINE_BOX_KEYS_JS, MODULE=module) == {
+        "taken": [False, False, True], "sent": ["edit_steer.cancel"],
+    }
+
+
+def test_the_steered_line_names_its_lines_as_the_server_s_label_does() -> None:
+    # One wording: the transcript's line (edit_steer.js) and the steer's prompt, the replay's
+    # mark (events.edit_steered_label).
+    script = """
+const { steeredLine } = await import(MODULE);
+console.log(JSON.stringify(CASES.map(([path, lines, by]) => steeredLine({ path, lines, by }))));
+"""
+    cases: list[tuple[str, list[int], str]] = [("a.py", [6, 6], "Ana"), ("src/b.py", [12, 14], "Ana, Bo")]
+    module = (ROOT / "static/src/live/edit_steer.js").as_uri()
+    expected = [edit_steered_label(path, lines, by) for path, lines, by in cases]
+    assert run_node(script, MODULE=module, CASES=cases) == expected

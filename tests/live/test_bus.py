@@ -4,6 +4,7 @@ not one of ours is refused with ``BadMessage``."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import msgpack
@@ -50,7 +51,7 @@ from spark_ide.live.bus_messages import (
 from spark_ide.live.events import DocumentReplaced, Role, TurnDelta, TurnProse
 from spark_ide.live.focus import AskedRange
 from spark_ide.live.outbox import DocUpdate, Frame, RawBinary, TextRun
-from spark_ide.live.turns import CommandKind
+from spark_ide.live.turns import Command, CommandKind
 
 CONN = RemoteConn(id="c1", session="s", user_id=7, username="ada", role=Role.COLLABORATOR, generation=None)
 
@@ -64,6 +65,8 @@ MESSAGES: list[Message] = [
         CommandItem("c1", CommandKind.REVERT, turn="t1"),
         CommandItem("c1", CommandKind.CHECKPOINT_RESTORE, checkpoint="cp1", code=True, conversation=False),
         CommandItem("c1", CommandKind.CHECKPOINT_CREATE, text="before refactor"),
+        CommandItem("c1", CommandKind.REVIEW, turn="t1", block=3, decision="undo"),
+        CommandItem("c1", CommandKind.REVIEW, turn="t1", decision="keep"),
         CommandItem("c1", CommandKind.PROMPT, text="hi", mentions=("a.py", "b.py:f"), exclude=("c.md",)),
         CommandItem("c1", CommandKind.QUEUE_MOVE, turn="t2", position=3),
         CommandItem("c1", CommandKind.QUEUE_MERGE, turns=("t2", "t3")),
@@ -102,6 +105,14 @@ MESSAGES: list[Message] = [
 def test_every_message_comes_back_as_it_went(message: Message) -> None:
     carried: Any = msgpack.unpackb(msgpack.packb(encode(message), use_bin_type=True), raw=False)
     assert decode(carried) == message
+
+
+def test_every_field_a_person_gives_a_command_crosses_the_bus() -> None:
+    # What the owner fills in itself (who asked, when, how to answer) or makes itself (the
+    # watchdog's correction, a steer by editing's note) does not come from a page.
+    own = {"kind", "session", "user_id", "author", "received_at", "reply", "correction", "note"}
+    given = {field.name for field in dataclasses.fields(Command)} - own
+    assert given <= set(CommandItem.NAMES), given - set(CommandItem.NAMES)
 
 
 def test_every_room_kind_is_spelt_as_on_the_wire() -> None:

@@ -14,6 +14,7 @@ import { StateEffect, StateField } from "@codemirror/state";
 import { Decoration, EditorView } from "@codemirror/view";
 import { MESSAGE } from "../protocol.js";
 import { element } from "./dom.js";
+import { rangeLabel } from "./transcript_turns.js";
 
 const STORAGE = "spark:edit-steer"; // "off" when this browser's person turned it off
 export const PENDING_HINT = "Steering edit: pause to steer · Ctrl+Enter steers now · Esc keeps it local";
@@ -42,11 +43,10 @@ function lineMarks(doc, lines) {
   return Decoration.set(ranges);
 }
 
-// "steered by editing a.py:12–14 (Ana)"
+// "steered by editing a.py:12–14 (Ana)" (its lines named as a prompt's range is: rangeLabel)
 export function steeredLine({ path, lines, by }) {
   const [first, last] = Array.isArray(lines) ? lines : [0, 0];
-  const where = first === last ? `${first}` : `${first}–${last}`;
-  return `steered by editing ${path}:${where} (${by})`;
+  return `steered by editing ${rangeLabel({ path, from_line: first, to_line: last })} (${by})`;
 }
 
 // The transcript's line under the steered turn, with the region's diff folded under it
@@ -60,14 +60,24 @@ export function showEditSteered(transcript, event) {
   entry.article.insertBefore(row, entry.article.querySelector(":scope > .turn-foot"));
 }
 
+// This browser's localStorage, or null where reading it throws (storage refused by the
+// browser's settings): the page goes on without it.
+function pageStorage() {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
 export class EditSteerControl {
   // root: the switch's box (templates/pairing/_edit_steer.html), or null for a viewer;
   // send(message); tabs: the editor tabs; storage: where the switch is kept.
-  constructor(root, { send, tabs, storage = window.localStorage }) {
+  constructor(root, { send, tabs, storage = pageStorage() }) {
     this.root = root;
     this.send = send;
     this.tabs = tabs;
-    this.storage = storage;
+    this.storage = storage; // null: refused (its reads and writes below are in try)
     this.box = root ? root.querySelector('input[type="checkbox"]') : null;
     this.hint = root ? root.querySelector("[data-edit-steer=hint]") : null;
     this.course = root ? root.querySelector("[data-edit-steer=course]") : null;
@@ -136,9 +146,10 @@ export class EditSteerControl {
     return this.pending !== null && Array.isArray(this.pending.by) && this.pending.by.includes(this.me);
   }
 
-  // A key in the editor: Ctrl+Enter commits this person's pending edit, Esc keeps it local.
+  // A key in the editor: Ctrl+Enter commits this person's pending edit, Esc keeps it local
+  // (not a key typed in the Ctrl+K box over the editor: Esc closes that box).
   key(event) {
-    if (!this.mine()) return false;
+    if (!this.mine() || event.target?.closest?.(".inline-prompt")) return false; // the Ctrl+K box's own keys
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       this.send({ type: MESSAGE.EDIT_STEER_COMMIT, why: "key" });
     } else if (event.key === "Escape") {
@@ -163,7 +174,10 @@ export class EditSteerControl {
   // The editor's host: its keys (before CodeMirror's) and the cursor's moves.
   wire(host) {
     host.addEventListener("keydown", (event) => this.key(event), { capture: true });
-    host.addEventListener("keyup", (event) => { if (event.key.startsWith("Arrow") || event.key.startsWith("Page")) this.moved(); });
-    host.addEventListener("pointerup", () => this.moved());
+    const inBox = (event) => Boolean(event.target?.closest?.(".inline-prompt")); // the Ctrl+K box: not the cursor
+    host.addEventListener("keyup", (event) => {
+      if (!inBox(event) && (event.key.startsWith("Arrow") || event.key.startsWith("Page"))) this.moved();
+    });
+    host.addEventListener("pointerup", (event) => { if (!inBox(event)) this.moved(); });
   }
 }

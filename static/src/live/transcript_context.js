@@ -40,9 +40,9 @@ function summaryWords(context, metrics, usage) {
   let words = `Context: ${files} file${files === 1 ? "" : "s"} · ${tokenWords(context.tokens, context.budget)} (estimate)`;
   if (metrics) {
     const counted = [];
-    // The provider's own count of the request (turn.finished's usage; an estimate is not one).
-    const input = usage && !usage.estimated ? usage.input_tokens : metrics.input_tokens;
-    if (typeof input === "number") counted.push(`${input} in`);
+    // The provider's own count of the request (turn.finished's usage; an estimate is not one,
+    // and the metrics carry no input count).
+    if (usage && !usage.estimated && typeof usage.input_tokens === "number") counted.push(`${usage.input_tokens} in`);
     if (typeof metrics.tokens === "number") counted.push(`${metrics.tokens} out`);
     if (counted.length) words += ` · model: ${counted.join(", ")}`;
   }
@@ -55,6 +55,7 @@ export function paintContext(entry, context) {
   const missing = new Map((context.missing || []).map((item) => [item.mention, item.why]));
   const symbols = new Map((context.symbols || []).map((item) => [item.mention, item.path]));
   const excluded = new Set(context.excluded || []);
+  for (const chip of entry.header.querySelectorAll(".mention-chip")) chip.remove(); // told twice: once
   for (const mention of mentions) {
     const path = symbols.get(mention) || (excluded.has(mention) ? mention : mention.split(":")[0]);
     const why = missing.get(mention) || (excluded.has(path) ? "taken out before sending" : "");
