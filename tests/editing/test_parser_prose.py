@@ -17,7 +17,7 @@ from spark_ide.editing.parse_events import (
     ProseText,
     WriteChunk,
 )
-from spark_ide.editing.preamble import fence_language
+from spark_ide.editing.preamble import LineKind, classify, fence_language, may_hold, path_in_line
 
 from .support import merged
 
@@ -162,3 +162,18 @@ def test_with_a_fence_path_a_fence_at_the_very_end_is_prose() -> None:
 )
 def test_a_fence_names_its_language_in_its_first_word(line: str, language: str | None) -> None:
     assert fence_language(line) == language
+
+
+WHITESPACE = [chr(code) for code in range(0x3100) if chr(code).isspace()]  # every one str knows
+
+
+@pytest.mark.parametrize("space", WHITESPACE)
+def test_a_line_with_any_whitespace_inside_is_no_path_and_not_held(space: str) -> None:
+    """A line is a path only when it is one word, whatever character separates two words
+    (the check runs in one scan, as ``str.isspace`` defines whitespace)."""
+    line = f"src/app.py{space}and more"
+    assert path_in_line(line) is None
+    assert classify(line) is LineKind.OTHER
+    assert not may_hold(line)
+    assert path_in_line(f"**src/app.py**:{space}") == "src/app.py"
+    assert may_hold(f"{space}src/app.py")
