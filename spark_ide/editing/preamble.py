@@ -86,6 +86,11 @@ class Preamble:
         self._lines: list[HeldLine] = []
 
     @property
+    def empty(self) -> bool:
+        """Nothing is held."""
+        return not self._lines
+
+    @property
     def fence(self) -> HeldLine | None:
         return next((line for line in self._lines if line.kind is LineKind.FENCE), None)
 

@@ -177,3 +177,17 @@ def test_a_line_with_any_whitespace_inside_is_no_path_and_not_held(space: str) -
     assert not may_hold(line)
     assert path_in_line(f"**src/app.py**:{space}") == "src/app.py"
     assert may_hold(f"{space}src/app.py")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_paragraph_of_short_lines_passes_whole_and_what_follows_it_still_opens(size: int) -> None:
+    """Plain lines go on in one piece; a path line, a fence, a tag or a blank among them is
+    still seen at its own line start, as if the lines had come one by one."""
+    paragraph = "".join(f"line {i} of the paragraph, words and more words\n" for i in range(40))
+    text = paragraph + SEARCH_REPLACE + paragraph + WRAPPED_EDIT + paragraph + "\n\n" + paragraph + "<<x\n"
+    events = parse(text, size)
+    assert events == parse(text, 1)
+    assert prose(events)[0] == paragraph + "Change it:\n"
+    assert BlockOpened(0, BlockKind.EDIT, "src/app.py") in events
+    assert BlockOpened(1, BlockKind.EDIT, "a.py") in events
+    assert "".join(prose(events)).endswith(paragraph + "\n\n" + paragraph + "<<x\n")
