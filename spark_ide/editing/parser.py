@@ -76,6 +76,22 @@ _CLOSERS: dict[_State, tuple[str, bool]] = {
 }
 
 
+def _plain_lines(buffer: str, newline: int) -> int:
+    """How much of ``buffer`` (from a line start; ``newline``: its first newline) is complete
+    lines that ``EditStreamParser._line_start`` would take for plain prose with nothing held
+    and no fence due: no ``<`` at the start (no block opens) and ``classify`` says OTHER (no
+    line to hold). What a line start does for each of them, in one step for a run of them: a
+    paragraph of short lines cost a chain of calls and a copy of the rest per line."""
+    start = 0
+    while newline >= 0:
+        line = buffer[start:newline]
+        if line.startswith("<") or classify(line) is not LineKind.OTHER:
+            break
+        start = newline + 1
+        newline = buffer.find("\n", start)
+    return start
+
+
 class EditStreamParser:
     """Feed chunks, get `ParseEvent`s; `finish()` closes the stream.
 
@@ -166,6 +182,12 @@ class EditStreamParser:
     def _step_prose(self) -> bool:
         buffer = self._buffer
         newline = buffer.find("\n")
+        if self._at_line_start and newline >= 0 and self._preamble.empty and not self._closing_fence_due:
+            plain = _plain_lines(buffer, newline)
+            if plain:  # complete lines that can be nothing but prose, passed on in one piece
+                self._emit_prose(buffer[:plain])
+                self._buffer = buffer[plain:]
+                return True
         if self._at_line_start:
             line = buffer if newline < 0 else buffer[:newline]
             verdict = self._line_start(line, complete=newline >= 0 or self._final)

@@ -35,6 +35,7 @@ MIN_FRAGMENT = 8  # the shortest fragment that loops inside a line
 MAX_FRAGMENT = 120  # ... and the longest
 MIN_INLINE_SPAN = 400  # characters a loop inside a line covers, at least
 WINDOW = max(MAX_FRAGMENT * MIN_REPEATS, MIN_INLINE_SPAN)  # the most an inline check reads
+KEPT_LINES = MAX_PERIOD * MIN_REPEATS  # the most lines a cycle check reads
 
 
 def inline_span(period: int) -> int:
@@ -58,9 +59,11 @@ class RepetitionGuard:
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
+        lines = self._lines
         for line in self._line.feed(text):  # most deltas end no line
-            self._lines.append(line.strip())
-            del self._lines[: -MAX_PERIOD * MIN_REPEATS]
+            lines.append(line.strip())
+            if len(lines) > 2 * KEPT_LINES:  # trimmed now and then, not at every line
+                del lines[:-KEPT_LINES]
             if self._looping():
                 return True
         return self._line.length >= LONG_LINE and self._inline_loop()
@@ -81,6 +84,10 @@ class RepetitionGuard:
     def _looping(self) -> bool:
         lines = self._lines
         last = lines[-1]
+        # A cycle of any period repeats the last line within the MAX_PERIOD lines before it:
+        # most lines of most answers are found in none of them (one C-level scan, no loop).
+        if last not in lines[-MAX_PERIOD - 1 : -1]:
+            return False
         for period in range(1, MAX_PERIOD + 1):
             span = period * MIN_REPEATS
             if len(lines) < span:

@@ -9,6 +9,7 @@ in order, off the critical path (``Records``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -32,7 +33,7 @@ from .records import Records
 from .reverts import RevertBook
 from .spend import SpendBook, SpendSource
 from .store import TurnOutcome, TurnRecord
-from .turns import CommandKind, TurnRun, meter_turn, turn_diff, turn_metrics
+from .turns import CommandKind, TurnRun, changed_files, meter_turn, turn_metrics, unified_diffs
 from .usage import TurnUsage, turn_usage
 
 Metrics = Mapping[str, float | int | str | None]
@@ -125,14 +126,16 @@ class TurnBook:
     ) -> None:
         """Write the record of ``run``'s end; its tokens and cost count in the policy's and the
         spend's next reads once written."""
-        now, ledger = self._texts(), run.editor.ledger.as_dicts()
+        changed, ledger = changed_files(run, self._texts()), run.editor.ledger.as_dicts()
 
         async def write() -> None:
             # The diff is made when the record is written, off a steer's way to its re-prompt
-            # (the texts are taken now: the next turn may change them before then).
+            # (the texts are taken now: the next turn may change them before then), and on a
+            # thread: difflib over a large file held every room's stream for its whole time.
+            diff = await asyncio.to_thread(unified_diffs, changed) if changed else {}
             await self._store.turn_finished(TurnOutcome(
                 turn=run.id, status=status.value, reason=reason.value, output=run.output, ledger=ledger,
-                diff=turn_diff(run, now), metrics=metrics, error=error, usage=usage,
+                diff=diff, metrics=metrics, error=error, usage=usage,
             ))
 
         def written() -> None:

@@ -307,16 +307,21 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def turn_diff(run: TurnRun, now: Mapping[str, str]) -> dict[str, str]:
-    """Unified diffs of the files the turn touched, as they are now against the turn's start."""
+def changed_files(run: TurnRun, now: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(path, text at the turn's start, text ``now``) of each file the turn touched that differs."""
     touched = {entry.path for entry in run.editor.ledger.entries}
+    pairs = ((path, run.before.get(path, ""), now.get(path, "")) for path in sorted(touched))
+    return [(path, before, after) for path, before, after in pairs if before != after]
+
+
+def unified_diffs(changed: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """Unified diffs of ``changed_files``: plain strings in, so it may run on a thread (difflib
+    takes milliseconds for a few hundred lines, more for a large file)."""
     diffs = {}
-    for path in sorted(touched):
-        before, after = run.before.get(path, ""), now.get(path, "")
-        if before != after:
-            lines = difflib.unified_diff(
-                before.splitlines(keepends=True), after.splitlines(keepends=True),
-                fromfile=f"a/{path}", tofile=f"b/{path}",
-            )
-            diffs[path] = "".join(lines)
+    for path, before, after in changed:
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True),
+            fromfile=f"a/{path}", tofile=f"b/{path}",
+        )
+        diffs[path] = "".join(lines)
     return diffs

@@ -20,7 +20,9 @@ production code:
 * ``SPARK_MEMTRACE_MALLOCSTATS=1``: each report also holds ``sys._debugmallocstats()``, the
   Python allocator's arenas and pools (how fragmented its own memory is).
 
-Every report shows glibc's counters (``mallinfo2``: bytes in use, free but kept, mmap-ed).
+Every report shows glibc's counters (``mallinfo2``: bytes in use, free but kept, mmap-ed) and its
+arenas' free chunks (``malloc_info``), or jemalloc's own counters when it is preloaded
+(``spark_ide.ops.allocator``).
 
 ``install_from_env()`` is the one call a process makes (the ASGI module, before serving). The
 report is built on the running event loop when there is one (between callbacks, so no
@@ -46,7 +48,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from spark_ide.ops import native_memory
+from spark_ide.ops import allocator, native_memory
 from spark_ide.ops.native_memory import rss_bytes as rss_bytes  # also imported from here by the soak
 
 ENV_SWITCH = "SPARK_MEMTRACE"
@@ -208,11 +210,14 @@ def _garbage_lines() -> list[str]:
 
 
 def _allocator_lines() -> list[str]:
+    if allocator.allocator_name() == "jemalloc":  # glibc's counters would describe an unused heap
+        return allocator.allocator_lines()
     info = native_memory.mallinfo()
     if info is None:
         return ["-- glibc allocator: not glibc"]
     return [f"-- glibc allocator: in use {info.in_use / 1e6:.1f} MB, free but kept {info.free / 1e6:.1f} MB "
-            f"(top {info.top_pad / 1e6:.1f} MB), arenas {info.arena / 1e6:.1f} MB, mmap-ed {info.mmapped / 1e6:.1f} MB"]
+            f"(top {info.top_pad / 1e6:.1f} MB), arenas {info.arena / 1e6:.1f} MB, mmap-ed {info.mmapped / 1e6:.1f} MB",
+            *allocator.allocator_lines()]
 
 
 def _server_trim_lines() -> list[str]:

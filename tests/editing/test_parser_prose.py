@@ -17,7 +17,7 @@ from spark_ide.editing.parse_events import (
     ProseText,
     WriteChunk,
 )
-from spark_ide.editing.preamble import fence_language
+from spark_ide.editing.preamble import LineKind, classify, fence_language, may_hold, path_in_line
 
 from .support import merged
 
@@ -162,3 +162,32 @@ def test_with_a_fence_path_a_fence_at_the_very_end_is_prose() -> None:
 )
 def test_a_fence_names_its_language_in_its_first_word(line: str, language: str | None) -> None:
     assert fence_language(line) == language
+
+
+WHITESPACE = [chr(code) for code in range(0x3100) if chr(code).isspace()]  # every one str knows
+
+
+@pytest.mark.parametrize("space", WHITESPACE)
+def test_a_line_with_any_whitespace_inside_is_no_path_and_not_held(space: str) -> None:
+    """A line is a path only when it is one word, whatever character separates two words
+    (the check runs in one scan, as ``str.isspace`` defines whitespace)."""
+    line = f"src/app.py{space}and more"
+    assert path_in_line(line) is None
+    assert classify(line) is LineKind.OTHER
+    assert not may_hold(line)
+    assert path_in_line(f"**src/app.py**:{space}") == "src/app.py"
+    assert may_hold(f"{space}src/app.py")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_paragraph_of_short_lines_passes_whole_and_what_follows_it_still_opens(size: int) -> None:
+    """Plain lines go on in one piece; a path line, a fence, a tag or a blank among them is
+    still seen at its own line start, as if the lines had come one by one."""
+    paragraph = "".join(f"line {i} of the paragraph, words and more words\n" for i in range(40))
+    text = paragraph + SEARCH_REPLACE + paragraph + WRAPPED_EDIT + paragraph + "\n\n" + paragraph + "<<x\n"
+    events = parse(text, size)
+    assert events == parse(text, 1)
+    assert prose(events)[0] == paragraph + "Change it:\n"
+    assert BlockOpened(0, BlockKind.EDIT, "src/app.py") in events
+    assert BlockOpened(1, BlockKind.EDIT, "a.py") in events
+    assert "".join(prose(events)).endswith(paragraph + "\n\n" + paragraph + "<<x\n")

@@ -144,3 +144,16 @@ async def test_document_updates_merge_while_busy() -> None:
 def test_a_frame_is_encoded_once_for_every_connection() -> None:
     frame = Frame(TurnDelta(turn="t", text="x"), 7)
     assert frame.text is frame.text
+
+
+def test_a_delta_is_encoded_as_the_json_encoder_writes_its_payload() -> None:
+    """Deltas and prose are written directly (no dict, no encoder dispatch): the same text
+    as every other event's way, quotes, controls, non-ASCII and lone surrogates included."""
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    texts = ["", "plain words ", 'a "quoted" \\ back\\slash', "\x00\x01\n\t\r\x1f\x7f", "héllo wörld ✓ 漢字 🚀",
+             "\ud800 lone \udfff", "</script>\u2028\u2029"]
+    for kind in (TurnDelta, TurnProse):
+        for text in texts:
+            for seq in (0, 7, 10**15):
+                event = kind(turn=f"t-{text[:2]}", text=text)
+                assert Frame(event, seq).text == encoder.encode({**event.payload(), "seq": seq})

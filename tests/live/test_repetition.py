@@ -110,6 +110,16 @@ def test_a_loop_of_a_few_long_lines_is_caught() -> None:
     assert looping_at("Sure.\n" + block * 8) is not None
 
 
+def test_a_cycle_after_hundreds_of_distinct_lines_is_caught_and_they_are_not() -> None:
+    """The guard keeps only the lines a cycle check reads (trimmed now and then): what came
+    long before changes nothing, either way."""
+    distinct = "".join(f"step {i}: the value is now {i * 7}\n" for i in range(500))
+    assert looping_at(distinct) is None
+    cycle = "first line of the cycle\nsecond one\nthird one\n"
+    at = looping_at(distinct + cycle * 10)
+    assert at is not None and at > len(distinct)
+
+
 def reference_line_cycle(keys: list[str]) -> bool:
     """Whether the lines (stripped) end in a cycle: every period tried, every line compared."""
     seen = keys[-MAX_PERIOD * MIN_REPEATS :]
