@@ -133,3 +133,16 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     assert _document(page, "big.py").splitlines()[:49] == BIG.splitlines()[:49]
     range_badge = page.locator(".turn .turn-range")
     assert range_badge.inner_text() == "big.py:50\u201352"
+
+    # The strip under the prompt box names the selection as the Ctrl+K box does: from the start
+    # of line 50 to the start of line 53 is lines 50-52.
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+Home")
+    for _ in range(49):
+        page.keyboard.press("ArrowDown")
+    for _ in range(3):
+        page.keyboard.press("Shift+ArrowDown")
+    page.get_by_label("Prompt").focus()
+    page.locator("#context-strip .context-chip.active", has_text="big.py \u00b7 lines 50\u201352 selected").wait_for(
+        timeout=LIVE_WAIT_MS
+    )
