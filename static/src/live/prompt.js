@@ -30,10 +30,10 @@ export function enterIntent(alt) {
   return alt !== enterQueues() ? "queue" : "steer";
 }
 
-// The keys in words, for the hints (idle, Enter asks; steer and queue are for a running turn).
+// The keys in words, for the hints (idle, Enter asks: "ask / steer" until a turn runs).
 export function keysHint() {
-  const keys = enterQueues() ? "Enter: queue · Alt+Enter: steer" : "Enter: steer · Alt+Enter: queue";
-  return turnRunning ? keys : `${enterQueues() ? "Enter or Alt+Enter" : "Enter"}: ask · in a turn, ${keys}`;
+  const [enter, alt] = enterQueues() ? ["queue", "steer"] : ["steer", "queue"];
+  return `Enter: ${turnRunning ? "" : "ask / "}${enter} · Alt+Enter: ${alt}`;
 }
 
 export class PromptBox {
