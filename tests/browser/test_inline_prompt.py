@@ -78,7 +78,7 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     box = page.get_by_label("Ask about these lines")
     box.wait_for(timeout=LIVE_WAIT_MS)
     assert page.locator(".inline-prompt-where").inner_text() == "Line 1 (its block)"
-    idle_keys = "Enter: ask / steer \u00b7 Alt+Enter: queue \u00b7 Esc: close"  # no turn runs: Enter asks
+    idle_keys = "Enter: ask \u00b7 Alt+Enter: queue \u00b7 Esc: close"  # no turn runs: Enter asks
     assert page.locator(".inline-prompt-keys").inner_text() == idle_keys
     placed, editor = page.locator(".inline-prompt").bounding_box(), page.locator(".cm-editor").bounding_box()
     assert placed and editor

@@ -30,10 +30,11 @@ export function enterIntent(alt) {
   return alt !== enterQueues() ? "queue" : "steer";
 }
 
-// The keys in words, for the hints (idle, Enter asks: "ask / steer" until a turn runs).
+// The keys in words, for the hints: the steering key asks when no turn runs (as Send does).
 export function keysHint() {
-  const [enter, alt] = enterQueues() ? ["queue", "steer"] : ["steer", "queue"];
-  return `Enter: ${turnRunning ? "" : "ask / "}${enter} · Alt+Enter: ${alt}`;
+  const steer = turnRunning ? "steer" : "ask";
+  const [enter, alt] = enterQueues() ? ["queue", steer] : [steer, "queue"];
+  return `Enter: ${enter} · Alt+Enter: ${alt}`;
 }
 
 export class PromptBox {
