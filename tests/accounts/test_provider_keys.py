@@ -162,6 +162,7 @@ def test_use_my_keys_only_refuses_a_provider_without_a_key(client: Client, user:
     assert user_key(user.pk, "openai") is None  # no key: the server's is used
     page = client.post(PAGE, {"own_keys_only": "on"})
     assert "only your keys" in page.content.decode()
+    assert "your rooms use the server's" not in page.content.decode()  # the empty table says so too
     assert KeyPreference.objects.get(user=user).own_keys_only
     with pytest.raises(OwnKeyRequired, match="no openai key stored"):
         user_key(user.pk, "openai")

@@ -38,6 +38,9 @@ def test_teacher_dashboard_shows_a_students_live_edit(ide_server: IdeServer, pag
     page.wait_for_url("**/classroom/*/")
     code = page.locator("#join-code").inner_text()
     page.locator("#students", has_text="No student has joined yet").wait_for()
+    # The rules' drop-downs are drawn like the fields beside them (not the browser's bare ones).
+    steer, budget = (page.locator(f"#policy [name={name}]").bounding_box() for name in ("ai_edit_steer", "budget_usd"))
+    assert steer and budget and abs(steer["height"] - budget["height"]) <= 4, (steer, budget)
 
     context = chromium.new_context(viewport={"width": 1280, "height": 800})  # not signed in
     try:

@@ -70,12 +70,21 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     page.keyboard.insert_text(BIG)
     wait_for_server_text(page, "big.py", BIG)
 
-    # Esc closes the box; the editor's keys and typing go on as before.
+    # Esc closes the box; the editor's keys and typing go on as before. On the first line, in
+    # a small window, the box opens below it, inside the editor (not over the tabs or header).
+    page.set_viewport_size({"width": 1024, "height": 700})
     page.keyboard.press("Control+Home")
     page.keyboard.press("Control+k")
     box = page.get_by_label("Ask about these lines")
     box.wait_for(timeout=LIVE_WAIT_MS)
     assert page.locator(".inline-prompt-where").inner_text() == "Line 1 (its block)"
+    idle_keys = "Enter: ask \u00b7 Alt+Enter: queue \u00b7 Esc: close"  # no turn runs: Enter asks
+    assert page.locator(".inline-prompt-keys").inner_text() == idle_keys
+    placed, editor = page.locator(".inline-prompt").bounding_box(), page.locator(".cm-editor").bounding_box()
+    assert placed and editor
+    assert editor["y"] <= placed["y"] and placed["y"] + placed["height"] <= editor["y"] + editor["height"], placed
+    assert editor["x"] <= placed["x"] and placed["x"] + placed["width"] <= editor["x"] + editor["width"], placed
+    page.set_viewport_size({"width": 1280, "height": 800})
     box.press_sequentially("ab")  # keys typed in the box stay in it (the file is checked below)
     for key in ("Backspace", "ArrowLeft", "Home"):
         box.press(key)
@@ -123,3 +132,16 @@ def test_select_three_lines_ctrl_k_ask_and_the_edit_stays_inside_them(
     assert _document(page, "big.py").splitlines()[:49] == BIG.splitlines()[:49]
     range_badge = page.locator(".turn .turn-range")
     assert range_badge.inner_text() == "big.py:50\u201352"
+
+    # The strip under the prompt box names the selection as the Ctrl+K box does: from the start
+    # of line 50 to the start of line 53 is lines 50-52.
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+Home")
+    for _ in range(49):
+        page.keyboard.press("ArrowDown")
+    for _ in range(3):
+        page.keyboard.press("Shift+ArrowDown")
+    page.get_by_label("Prompt").focus()
+    page.locator("#context-strip .context-chip.active", has_text="big.py \u00b7 lines 50\u201352 selected").wait_for(
+        timeout=LIVE_WAIT_MS
+    )

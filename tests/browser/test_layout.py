@@ -114,6 +114,7 @@ def test_the_live_and_replay_pages_fit_from_1024_px_with_one_three_and_ten_peopl
     ide_server: IdeServer, page: Any
 ) -> None:
     open_new_workspace(ide_server, page, NAME)
+    assert page.locator("#context-strip .context-meter").is_hidden()  # nothing to carry: no empty gauge
     create_file(page, "wide.py")
     _ask(page, WRITE_WIDE)
     page.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=LIVE_WAIT_MS)

@@ -9,6 +9,7 @@
 // the same question.
 import { MESSAGE } from "../protocol.js";
 import { element } from "./dom.js";
+import { rangeOf } from "./inline_prompt.js";
 import { mentionsIn } from "./mentions.js";
 
 const DEBOUNCE_MS = 350;
@@ -185,11 +186,12 @@ export class ContextStrip {
   }
 }
 
-// The lines selected in the editor ({first, last}), or null when nothing is selected.
+// The lines selected in the editor ({first, last}), or null when nothing is selected: as
+// Ctrl+K names them (a selection ending at the start of a line leaves that line out).
 export function selectedLines(view) {
   if (!view) return null;
-  const range = view.state.selection.main;
-  if (range.empty) return null;
-  const doc = view.state.doc;
-  return { first: doc.lineAt(range.from).number, last: doc.lineAt(range.to).number };
+  const { from, to, empty } = view.state.selection.main;
+  if (empty) return null;
+  const range = rangeOf(view.state.doc, { from, to, cursor: false }, "");
+  return { first: range.from_line, last: range.to_line };
 }

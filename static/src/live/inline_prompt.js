@@ -7,7 +7,7 @@
 // the text as others (or the model) change it. The editor's own keys are untouched: typing in
 // the box is not typing in the editor.
 import { Prec, StateEffect, StateField } from "@codemirror/state";
-import { Decoration, EditorView, keymap, showTooltip } from "@codemirror/view";
+import { Decoration, EditorView, keymap, showTooltip, tooltips } from "@codemirror/view";
 import { element } from "./dom.js";
 import { enterIntent, keysHint } from "./prompt.js";
 
@@ -72,6 +72,7 @@ export function inlinePrompt(path, send) {
       where.textContent = range.line ? `Line ${range.line} (its block)` : range.from_line === range.to_line
         ? `Line ${range.from_line}` : `Lines ${range.from_line}–${range.to_line}`;
       hint.textContent = `${keysHint()} · Esc: close`;
+      dom.style.maxWidth = `${Math.max(view.dom.clientWidth - 8, 160)}px`; // never wider than the editor
     };
     const close = () => {
       view.dispatch({ effects: closed.of(null) });
@@ -102,5 +103,8 @@ export function inlinePrompt(path, send) {
     return true;
   };
 
-  return [field, Prec.high(keymap.of([{ key: "Mod-k", run: open, preventDefault: true }]))];
+  // Tooltips stay inside the editor: on the first lines the box opens below them, not over the
+  // tabs and the page's header.
+  const inside = tooltips({ tooltipSpace: (view) => view.dom.getBoundingClientRect() });
+  return [field, inside, Prec.high(keymap.of([{ key: "Mod-k", run: open, preventDefault: true }]))];
 }

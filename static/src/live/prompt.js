@@ -7,6 +7,7 @@
 // long, rate limited, the connection lost) is still there to fix and send again.
 
 const ENTER_QUEUES = "spark.enterQueues"; // localStorage: "1" when Enter queues and Alt+Enter steers
+let turnRunning = false; // a turn runs: the keys steer and queue (idle, they ask)
 
 export function enterQueues() {
   try {
@@ -29,9 +30,11 @@ export function enterIntent(alt) {
   return alt !== enterQueues() ? "queue" : "steer";
 }
 
-// The keys in words, for the hints.
+// The keys in words, for the hints: the steering key asks when no turn runs (as Send does).
 export function keysHint() {
-  return enterQueues() ? "Enter: queue · Alt+Enter: steer" : "Enter: steer · Alt+Enter: queue";
+  const steer = turnRunning ? "steer" : "ask";
+  const [enter, alt] = enterQueues() ? ["queue", steer] : [steer, "queue"];
+  return `Enter: ${enter} · Alt+Enter: ${alt}`;
 }
 
 export class PromptBox {
@@ -100,6 +103,7 @@ export class PromptBox {
   // The labels tell what Enter will do right now.
   running(isRunning) {
     this.isRunning = isRunning;
+    turnRunning = isRunning;
     const swapped = enterQueues();
     const [steerKey, queueKey] = swapped ? ["Alt+Enter", "Enter"] : ["Enter", "Alt+Enter"];
     this.form.classList.toggle("running", isRunning);
