@@ -291,6 +291,9 @@ def test_a_person_types_in_the_lines_the_model_is_writing_and_both_are_kept(
     typed = "cole = 'here'"
     expected = "".join(f"{row}\n" + (f"{typed}\n" if row == "row_2 = 2" else "") for row in rows)
     with second_person(ide_server, page, chromium, role="collaborator", username="cole") as mate:
+        # With steering by editing on, typing there would redirect the model (tests/browser/
+        # test_edit_steer.py); with it off, it is ordinary concurrent typing, kept beside the model's.
+        mate.locator("#edit-steer input[name=edit_steer]").uncheck()
         _ask(page, f'[rate:20][say]Rows.\n<write path="a.py">\n{body}</write>\n[/say]')
         mate.locator(".cm-line", has_text="row_3 = 3").wait_for(timeout=WAIT_MS)  # written as far as row_3
         mate.locator(".cm-line", has_text="row_2 = 2").click()  # into the lines being written
