@@ -7,17 +7,9 @@
 // workspace follows a change at once: the server tells them (workspace.settings, which the
 // session hands on as the document's SETTINGS_CHANGED event).
 import { SETTINGS_CHANGED } from "./settings_changed.js";
+import { patchWorkspace } from "./workspace_patch.js";
 
 const SAVED = "saved: it applies from the next turn";
-
-// The CSRF token every page carries for htmx (base.html: the body's hx-headers).
-export function csrfToken() {
-  try {
-    return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
-  } catch {
-    return "";
-  }
-}
 
 // "true" | "false" | "null" (the template's data-choice) -> true | false | null.
 export function parseChoice(raw) {
@@ -53,14 +45,7 @@ export function wireAutoTest(root) {
     box.disabled = true;
     status.textContent = "saving…";
     try {
-      const response = await fetch(root.dataset.url, {
-        method: "PATCH",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-        body: JSON.stringify({ auto_test: value }),
-      });
-      const body = await response.json().catch(() => null);
-      if (!response.ok) throw new Error(body?.error?.message || `the server answered ${response.status}`);
+      const body = await patchWorkspace(root.dataset.url, { auto_test: value });
       choice = typeof body?.auto_test === "boolean" ? body.auto_test : null;
       status.textContent = SAVED;
     } catch (error) {

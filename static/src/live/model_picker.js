@@ -3,7 +3,7 @@
 // through the workspace API (PATCH `model`), and the room opens that model's connection at once.
 // Every page on the room follows its `model` event (sent on join and at each switch), so all of
 // them show the model the next turn runs on.
-import { csrfToken } from "./auto_test.js";
+import { patchWorkspace } from "./workspace_patch.js";
 
 export function wireModelPicker(root) {
   const select = root.querySelector("select");
@@ -14,14 +14,7 @@ export function wireModelPicker(root) {
     select.disabled = true;
     status.textContent = "switching…";
     try {
-      const response = await fetch(root.dataset.url, {
-        method: "PATCH",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-        body: JSON.stringify({ model: name }),
-      });
-      const body = await response.json().catch(() => null);
-      if (!response.ok) throw new Error(body?.error?.message || `the server answered ${response.status}`);
+      const body = await patchWorkspace(root.dataset.url, { model: name });
       showModel({ name: body.model });
       status.textContent = "the next turn runs on it";
     } catch (error) {
