@@ -40,7 +40,7 @@ from benchmarks.pairing.stack import Stack, fresh_postgres_database
 
 SCENARIO = "rooms"
 LEVELS = (5, 10, 20, 40, 60, 80, 100, 130, 160, 200, 250, 300, 400)
-QUICK = ["--tokens", "1000", "--budget-s", "30"]
+QUICK = ["--tokens", "1000", "--budget-s", "30", "--databases", "sqlite,postgres"]
 LIMIT_MS = 50.0
 TARGET_RATIO = 0.8
 OPEN_BATCH = 20  # rooms opened at once while a level fills up
@@ -102,15 +102,56 @@ class Side:
             watcher.close()
 
 
+DATABASES = {"sqlite": "SQLite (the embedded default)", "postgres": "PostgreSQL"}
+POSTGRES_NAME = "spark_bench_rooms"  # the fresh database ``--databases ...,postgres`` makes
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """One ramp on each of ``args.databases``; the first measured one's figures at the top
+    (its rows first), every one's under ``databases``."""
     setup = report.Setup()
     levels = [n for n in args.levels if n <= args.max]
     texts = {script(room): answer(room, args.tokens) for room in range(levels[-1])}
     this_run = asyncio.current_task()
     assert this_run is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
-    database = fresh_postgres_database(args.postgres) if args.postgres else ""
-    async with Stack(texts, database_url=database) as stack:
+    measured: dict[str, dict[str, Any]] = {}
+    for database in args.databases:
+        if database == "postgres":
+            try:
+                url = fresh_postgres_database(args.postgres or POSTGRES_NAME)
+            except Exception as exc:  # no server, no driver: said in its row
+                measured[database] = {"database": DATABASES[database], "not_measured": _why(exc)}
+                continue
+        else:
+            url = ""
+        measured[database] = await _ramp_on(url, texts, levels, args)
+        measured[database]["database"] = DATABASES[database]
+    first = next((figures for figures in measured.values() if "not_measured" not in figures), None)
+    figures = dict(first) if first is not None else {}
+    figures["databases"] = measured
+    figures["rows"] = [row for one in measured.values() for row in rows(one, args.limit_ms)]
+    figures["charts"] = {}
+    for database, one in measured.items():
+        if "not_measured" not in one:
+            suffix = "" if one is first else f"_{database}"
+            figures["charts"].update({f"{stem}{suffix}": chart for stem, chart in charts(one, args.limit_ms).items()})
+    figures["setup"] = setup.finish(
+        tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=levels, databases=args.databases,
+    )
+    return figures
+
+
+def _why(exc: Exception) -> str:
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return f"PostgreSQL not reachable at 127.0.0.1:5432 ({type(exc).__name__}: {first_line})"[:240]
+
+
+async def _ramp_on(
+    database_url: str, texts: dict[str, str], levels: list[int], args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The IDE (on ``database_url``; "": SQLite) and the bare relay ramped up ``levels``."""
+    async with Stack(texts, database_url=database_url) as stack:
         ide, bare = Side("ide", stack, texts), Side("bare", stack, texts)
         try:
             measures = {"ide": ide.measure, "bare": bare.measure}
@@ -118,12 +159,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             ide.close()
             bare.close()
-    figures = ramp_figures(ramps)
-    figures["database"] = "PostgreSQL" if args.postgres else "SQLite (the embedded default)"
-    figures["rows"] = rows(figures, args.limit_ms)
-    figures["charts"] = charts(figures, args.limit_ms)
-    figures["setup"] = setup.finish(tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=levels)
-    return figures
+    return ramp_figures(ramps)
 
 
 def _at_largest(side: dict[str, Any]) -> dict[str, Any] | None:
@@ -131,6 +167,11 @@ def _at_largest(side: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
+    figure = (f"rooms at {PACED_RATE:,} tokens/s each, one socket each, on {figures['database']}: largest count "
+              f"with p99 <= {limit_ms:g} ms")
+    if "not_measured" in figures:
+        return [report.row(figure, None, unit="rooms", target=f">= {TARGET_RATIO}x bare",
+                           note=f"not measured: {figures['not_measured']}")]
     ide, bare, ratio = figures["ide"], figures["bare"], figures["ratio"]
     at_ide, at_bare = _at_largest(ide), _at_largest(bare)
 
@@ -139,15 +180,16 @@ def rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
 
     out = [
         report.row(
-            f"rooms at {PACED_RATE:,} tokens/s each, one socket each, on {figures['database']}: largest count with "
-            f"p99 <= {limit_ms:g} ms",
-            ide["largest"], unit="rooms", baseline=bare["largest"], ratio=ratio, target=f">= {TARGET_RATIO}x bare",
+            figure, ide["largest"], unit="rooms", baseline=bare["largest"], ratio=ratio,
+            target=f">= {TARGET_RATIO}x bare",
             met=report.at_least(ratio, TARGET_RATIO),
             note=f"IDE stopped: {ide['stopped']}; bare stopped: {bare['stopped']}; generator CPU share at the "
             f"largest count: IDE {share(at_ide)}, bare {share(at_bare)}",
         ),
     ]
     cpu = cpu_row(figures, "rooms")
+    if cpu is not None:
+        cpu["figure"] += f", on {figures['database']}"
     return out + ([cpu] if cpu is not None else [])
 
 
@@ -174,10 +216,21 @@ def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "rooms", LEVELS, LIMIT_MS)
     parser.add_argument("--postgres", metavar="NAME", default="",
-                        help="run the IDE on this PostgreSQL database, made afresh on 127.0.0.1:5432 (default: SQLite)")
+                        help="run the IDE on this PostgreSQL database, made afresh on 127.0.0.1:5432 (default: SQLite; "
+                        f"with --databases: the PostgreSQL ramp's database, default {POSTGRES_NAME})")
+    parser.add_argument("--databases", metavar="LIST", default="",
+                        help="the IDE's databases, one ramp each in this run: comma-separated, of "
+                        f"{', '.join(DATABASES)} (PostgreSQL on a fresh database; when the server cannot be "
+                        "reached its row says so); default: sqlite, or postgres with --postgres")
     args = parse_ramp(parser, argv)
     if args.postgres and not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.postgres):
         parser.error("--postgres must be a plain PostgreSQL name: lower-case letters, digits, _")
+    databases = [name for name in args.databases.split(",") if name] or ["postgres" if args.postgres else "sqlite"]
+    if unknown := [name for name in databases if name not in DATABASES]:
+        parser.error(f"--databases: unknown {', '.join(unknown)} (known: {', '.join(DATABASES)})")
+    if len(set(databases)) != len(databases):
+        parser.error("--databases names each database once")
+    args.databases = databases
     return args
 
 

@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import os
@@ -47,6 +48,7 @@ from spark_ide.upstream.catalogue import ModelEntry, provider_config
 from spark_ide.upstream.dialects import EditStyle, default_edit_style, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.catalogue import entry_for, environment_entry
+from spark_ide.workspaces.models import DocumentUpdate
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
 from . import checkpoints, past, ports, services, usage
@@ -56,6 +58,7 @@ from .models import Room as RoomRow
 from .models import RoomEvent, Turn
 from .owner_keys import owner_api_key, owner_keys_stamp
 from .runs import CeleryRunner
+from .write_thread import run_write
 
 T = TypeVar("T")
 
@@ -65,52 +68,129 @@ class StaleOwner(Exception):
 
 
 class _Appends:
-    """The document updates of every room of this process, written together: each trip to the
-    database thread takes every update waiting then, in one transaction (a savepoint, its own
-    fence and its row per update). A room sends an update only once it is saved, and with one
-    trip per update every room waited behind every other's (60 rooms writing code: each
-    update behind 59 others). A room's updates still go one at a time, in order (its pipeline
-    awaits each); one room's refused write (a stale owner) fails that room alone."""
+    """The document updates and turn-event rows of every room of this process, written
+    together: each trip to the rooms' own database thread (``write_thread``: never behind the
+    requests' and prompts' calls) takes every write waiting then, in one transaction (one
+    fence for the rooms of the trip, one INSERT per table). A room sends an update only once
+    it is saved, and with one trip per update every room waited behind every other's (60 rooms
+    writing code: each update behind 59 others). A room's updates still go one at a time, in
+    order (its pipeline awaits each); one room's refused write (a stale owner) fails that
+    room alone.
+
+    Before each trip the writer lets the rooms whose writes the last trip saved take their
+    turn: their next update (what came while that trip was in flight) joins this trip, so a
+    room's update waits for at most the trip in flight and its own (issued at once it would
+    have waited for the next trip too, the one the other rooms' writes had started)."""
 
     def __init__(self) -> None:
-        self._waiting: list[tuple[DatabaseRoomStore, bytes, asyncio.Future[int]]] = []
+        self._waiting: list[_Job] = []
         self._writer: asyncio.Task[None] | None = None
         self.trips = 0  # trips to the database thread so far (tests)
 
     async def append(self, store: DatabaseRoomStore, update: bytes) -> int:
-        saved: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting.append((store, update, saved))
+        result = await self._submit(_Job(store, update=update))
+        assert result is not None
+        return result
+
+    async def append_events(self, store: DatabaseRoomStore, events: Sequence[StoredEvent]) -> None:
+        await self._submit(_Job(store, events=tuple(events)))
+
+    async def _submit(self, job: _Job) -> int | None:
+        self._waiting.append(job)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write())
-        return await saved  # a room that stops waiting does not stop the others' write
+        return await job.saved  # a room that stops waiting does not stop the others' write
 
     async def _write(self) -> None:
-        while self._waiting:
+        while True:
+            await asyncio.sleep(0)  # the rooms the last trip answered add their next writes
+            if not self._waiting:
+                return
             batch, self._waiting = self._waiting, []
             self.trips += 1
             try:
-                results = await database_sync_to_async(_append_all)([(store, update) for store, update, _ in batch])
+                results = await run_write(functools.partial(_write_all, batch))
             except Exception as exc:  # the transaction itself failed: every write of it
                 results = [exc] * len(batch)
-            for (_, _, saved), result in zip(batch, results, strict=True):
-                if saved.done():
+            for job, result in zip(batch, results, strict=True):
+                if job.saved.done():
                     continue
                 if isinstance(result, Exception):
-                    saved.set_exception(result)
+                    job.saved.set_exception(result)
                 else:
-                    saved.set_result(result)
+                    job.saved.set_result(result)
 
 
-def _append_all(writes: list[tuple[DatabaseRoomStore, bytes]]) -> list[int | Exception]:
-    results: list[int | Exception] = []
+@dataclasses.dataclass
+class _Job:
+    """One write of a trip: a document update (its row id is the answer) or turn-event rows."""
+
+    store: DatabaseRoomStore
+    update: bytes | None = None
+    events: tuple[StoredEvent, ...] = ()
+    saved: asyncio.Future[int | None] = dataclasses.field(
+        default_factory=lambda: asyncio.get_running_loop().create_future(),
+    )
+
+
+def _write_all(jobs: list[_Job]) -> list[int | Exception | None]:
+    """Every job's write, in one transaction; a job refused (its room's owner is stale) or
+    failing takes back its own rows only."""
+    # When one of them fails, the transaction is rolled back and each goes in a savepoint of
+    # its own below, to fail alone.
+    with contextlib.suppress(Exception), transaction.atomic():
+        return _write_together(jobs)
+    results: list[int | Exception | None] = []
     with transaction.atomic():
-        for store, update in writes:
+        for job in jobs:
             try:
                 with transaction.atomic():  # a savepoint: a refused write takes back its own rows only
-                    results.append(store.append_now(update))
+                    results.append(job.store.write_now(job))
             except Exception as exc:
                 results.append(exc)
     return results
+
+
+def _write_together(jobs: list[_Job]) -> list[int | Exception | None]:
+    """The jobs' writes with one fence for all their rooms and one INSERT per table; a write
+    of a room opened again since its store opened it is refused (``StaleOwner``)."""
+    rooms = {job.store.workspace for job in jobs}
+    # The rows locked (PostgreSQL; SQLite's IMMEDIATE transaction holds the whole database) as
+    # each write's fence did: an opening elsewhere waits for this transaction, or this sees it.
+    epochs = dict(
+        RoomRow.objects.select_for_update().filter(workspace_id__in=rooms).order_by("workspace_id")
+        .values_list("workspace_id", "epoch")
+    )
+    results: list[int | Exception | None] = []
+    updates: list[tuple[int, DocumentUpdate]] = []
+    events: list[RoomEvent] = []
+    for job in jobs:
+        store = job.store
+        if epochs.get(store.workspace) != store.epoch:
+            results.append(StaleOwner(f"room {store.workspace} was opened again since epoch {store.epoch}"))
+        elif job.update is not None:
+            updates.append((len(results), DocumentUpdate(workspace_id=store.workspace, data=job.update)))
+            results.append(None)
+        else:
+            events += _event_rows(store.workspace, job.events)
+            results.append(None)
+    DocumentUpdate.objects.bulk_create([row for _, row in updates])
+    RoomEvent.objects.bulk_create(events)
+    for index, row in updates:
+        results[index] = int(row.pk)
+    return results
+
+
+def _event_rows(workspace: uuid.UUID, events: Sequence[StoredEvent]) -> list[RoomEvent]:
+    """The event log's rows of ``events`` (made in the database thread, off the loop)."""
+    return [
+        RoomEvent(
+            workspace_id=workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
+            kind=entry.event.type, data=entry.event.payload(), at=entry.at,
+            until=None if entry.until == entry.at else entry.until,  # a single event: null
+        )
+        for entry in events
+    ]
 
 
 # Per event loop: tests run several loops one after another, Daphne one.
@@ -176,9 +256,14 @@ class DatabaseRoomStore:
     async def append_update(self, update: bytes) -> int:
         return await appends().append(self, update)
 
-    def append_now(self, update: bytes) -> int:
-        """Append ``update`` in the transaction the caller holds (``_Appends``), fenced."""
-        return self._fenced_now(lambda: documents.document_append(self.workspace, update))
+    def write_now(self, job: _Job) -> int | None:
+        """``job``'s write (``_Appends``) in the transaction the caller holds, fenced."""
+        if job.update is not None:
+            update = job.update
+            return self._fenced_now(lambda: documents.document_append(self.workspace, update))
+        rows = _event_rows(self.workspace, job.events)
+        self._fenced_now(lambda: RoomEvent.objects.bulk_create(rows))
+        return None
 
     async def compact(self, state: bytes, *, through_id: int) -> None:
         await self._write(lambda: documents.document_compact(self.workspace, state, through_id=through_id))
@@ -200,17 +285,7 @@ class DatabaseRoomStore:
         await self._write(lambda: documents.files_materialize(self.workspace, dict(texts)))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
-        def write() -> None:  # rows and their JSON are made in the database thread, off the loop
-            RoomEvent.objects.bulk_create([
-                RoomEvent(
-                    workspace_id=self.workspace, seq=entry.seq, first_seq=entry.first_seq, turn=entry.event.turn,
-                    kind=entry.event.type, data=entry.event.payload(), at=entry.at,
-                    until=None if entry.until == entry.at else entry.until,  # a single event: null
-                )
-                for entry in events
-            ])
-
-        await self._write(write)
+        await appends().append_events(self, events)  # with the rooms' document updates, one trip
 
     async def events_after(self, seq: int, *, limit: int) -> list[StoredEvent]:
         def read() -> list[StoredEvent]:

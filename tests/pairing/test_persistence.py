@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import connections
+from django.db import IntegrityError, connections
 from django.test import Client
 
+from spark_ide.live.events import TurnDelta
+from spark_ide.live.store import StoredEvent
 from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore, StaleOwner, appends
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import DocumentUpdate, File, Workspace
@@ -185,11 +187,17 @@ async def test_the_updates_of_many_rooms_are_written_together_each_room_in_order
     writer = appends()
     trips = writer.trips
     results = await asyncio.gather(
-        *(store.append_update(f"{i}".encode()) for i, store in enumerate(stores)), return_exceptions=True,
+        *(store.append_update(f"{i}".encode()) for i, store in enumerate(stores)),
+        *(store.append_events([_event(i)]) for i, store in enumerate(stores)),  # the event log's rows too
+        return_exceptions=True,
     )
     assert writer.trips == trips + 1
-    assert isinstance(results[3], StaleOwner)
+    assert isinstance(results[3], StaleOwner) and isinstance(results[7], StaleOwner)
     assert all(isinstance(result, int) for result in results[:3])
+    assert results[4:7] == [None, None, None]
+    for i, store in enumerate(stores):
+        logged = await store.events_after(0, limit=10)
+        assert [(entry.seq, entry.event) for entry in logged] == ([] if store is stale else [(i + 1, _event(i).event)])
     second = await asyncio.gather(*(store.append_update(b"second") for store in stores[:3]))
     for i, store in enumerate(stores[:3]):
         rows = await database_sync_to_async(
@@ -199,6 +207,61 @@ async def test_the_updates_of_many_rooms_are_written_together_each_room_in_order
         assert second[i] > results[i]  # type: ignore[operator]
     stale_rows = await database_sync_to_async(DocumentUpdate.objects.filter(workspace_id=stale.workspace).count)()
     assert stale_rows == 0
+    await database_sync_to_async(connections.close_all)()
+
+
+def _event(i: int) -> StoredEvent:
+    delta = TurnDelta(turn="t1", text=f"text {i}")
+    return StoredEvent(seq=i + 1, first_seq=i + 1, event=delta, at=1000 + i, until=1000 + i)
+
+
+async def test_a_write_that_fails_in_a_trip_fails_alone(transactional_db: None, django_user_model: Any) -> None:
+    """A row the database refuses (an event-log seq stored already) fails that write only:
+    the trip's other writes, of that room and others, are saved."""
+    owner = await database_sync_to_async(django_user_model.objects.create_user)(username="barbara")
+    stores = []
+    for name in ("p", "q"):
+        workspace = await database_sync_to_async(workspace_create)(owner=owner, name=name, files={"a.py": ""})
+        stores.append(DatabaseRoomStore(workspace.id))
+        await database_sync_to_async(stores[-1]._open)()
+    await stores[0].append_events([_event(0)])
+    results = await asyncio.gather(
+        stores[0].append_events([_event(0)]), stores[0].append_update(b"p1"), stores[1].append_update(b"q1"),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], IntegrityError)
+    assert isinstance(results[1], int) and isinstance(results[2], int)
+    assert len(await stores[0].events_after(0, limit=10)) == 1
+    await database_sync_to_async(connections.close_all)()
+
+
+async def test_a_rooms_next_update_joins_the_trip_after_the_one_that_saved_its_last(
+    transactional_db: None, django_user_model: Any,
+) -> None:
+    """A room sends its next update to be saved as soon as its last is: that update goes in
+    the very next trip, with what the other rooms put while the last trip was in flight (not
+    in a trip of its own after theirs)."""
+    owner = await database_sync_to_async(django_user_model.objects.create_user)(username="ada")
+    stores = []
+    for name in ("a", "b"):
+        workspace = await database_sync_to_async(workspace_create)(owner=owner, name=name, files={"a.py": ""})
+        stores.append(DatabaseRoomStore(workspace.id))
+        await database_sync_to_async(stores[-1]._open)()
+    first, other = stores
+    writer = appends()
+    trips = writer.trips
+
+    async def room_a() -> None:
+        await first.append_update(b"a1")
+        await first.append_update(b"a2")  # at once, as a pipeline with more waiting does
+
+    async def room_b() -> None:
+        while writer.trips == trips:  # a1's trip is in flight
+            await asyncio.sleep(0)
+        await other.append_update(b"b1")
+
+    await asyncio.gather(room_a(), room_b())
+    assert writer.trips == trips + 2  # a1; then b1 and a2 together
     await database_sync_to_async(connections.close_all)()
 
 

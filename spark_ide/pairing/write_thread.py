@@ -1,0 +1,104 @@
+"""A database thread of the rooms' own, for their document updates and event-log rows.
+
+Every other database call of the process (``database_sync_to_async``: the requests, a
+prompt's reads of the course's policy, the guard's mode, the spend, the file rows' refresh,
+the turn records) shares one thread, first come first served. The rooms' writes are the ones
+frames wait for (a document update is sent only once it is saved), and behind a burst of
+those calls (twenty rooms prompting at once: six reads each) they waited hundreds of
+milliseconds for a write of a few. On this thread they wait only for each other.
+
+It has its own connection: PostgreSQL runs its transactions beside the other thread's;
+SQLite (WAL) lets the other thread read meanwhile and makes the two writers take turns (the
+connection's busy timeout). An in-memory SQLite database (the tests') cannot be shared that
+way: there the rooms' writes stay on the shared thread (``usable``).
+
+The connection is closed after ``IDLE_CLOSE_S`` without work (a test database can then be
+dropped, a restarted server is reconnected to).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from channels.db import database_sync_to_async
+from django.db import close_old_connections, connections
+
+T = TypeVar("T")
+
+IDLE_CLOSE_S = 1.0
+
+
+def usable() -> bool:
+    """Whether the database can take a second connection writing beside the shared thread's."""
+    connection = connections["default"]
+    return connection.vendor != "sqlite" or not bool(connection.is_in_memory_db())  # type: ignore[attr-defined]
+
+
+_Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
+
+class WriteThread:
+    """Runs functions on one thread of its own (started at the first), in the order given."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((fn, loop, done))
+        self._start()
+        return await done
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+                self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                fn, loop, done = self._jobs.get(timeout=IDLE_CLOSE_S)
+            except queue.Empty:
+                connections.close_all()  # this thread's own connection
+                fn, loop, done = self._jobs.get()
+            close_old_connections()  # one that broke (a database restart) or aged is opened again
+            try:
+                outcome: tuple[bool, Any] = (True, fn())
+            except BaseException as exc:  # handed to the awaiting side
+                outcome = (False, exc)
+            finally:
+                close_old_connections()
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, done, outcome)
+
+
+def _settle(done: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if done.done():  # the awaiting side was cancelled
+        return
+    ok, value = outcome
+    if ok:
+        done.set_result(value)
+    else:
+        done.set_exception(value)
+
+
+_THREAD = WriteThread("spark-room-writes")
+
+
+async def run_write(fn: Callable[[], T]) -> T:
+    """``fn()`` on the rooms' write thread, or on the shared database thread where a second
+    connection cannot be had (``usable``)."""
+    if usable():
+        return await _THREAD.run(fn)
+    result: T = await database_sync_to_async(fn)()
+    return result
