@@ -4,7 +4,6 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import os
@@ -16,7 +15,7 @@ from typing import TypeVar
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import Q
 
 from spark_ide.editing.limits import FileLimits
@@ -48,7 +47,6 @@ from spark_ide.upstream.catalogue import ModelEntry, provider_config
 from spark_ide.upstream.dialects import EditStyle, default_edit_style, parse_edit_style
 from spark_ide.workspaces import documents
 from spark_ide.workspaces.catalogue import entry_for, environment_entry
-from spark_ide.workspaces.models import DocumentUpdate
 from spark_ide.workspaces.services import auto_test_for, guard_mode_for
 
 from . import checkpoints, past, ports, services, usage
@@ -134,19 +132,22 @@ class _Job:
 
 
 def _write_all(jobs: list[_Job]) -> list[int | Exception | None]:
-    """Every job's write, in one transaction; a job refused (its room's owner is stale) or
-    failing takes back its own rows only."""
-    # When one of them fails, the transaction is rolled back and each goes in a savepoint of
-    # its own below, to fail alone.
-    with contextlib.suppress(Exception), transaction.atomic():
-        return _write_together(jobs)
+    """Every job's write, in one transaction. A job whose rows the database refuses (an
+    ``IntegrityError``, ``DataError``) or whose room's owner is stale fails alone: the others
+    are written again each in a savepoint of its own. Any other failure (a locked or lost
+    database) is every job's: each room tries again."""
+    try:
+        with transaction.atomic():
+            return _write_together(jobs)
+    except (IntegrityError, DataError):
+        pass
     results: list[int | Exception | None] = []
     with transaction.atomic():
         for job in jobs:
             try:
                 with transaction.atomic():  # a savepoint: a refused write takes back its own rows only
                     results.append(job.store.write_now(job))
-            except Exception as exc:
+            except (IntegrityError, DataError, StaleOwner) as exc:
                 results.append(exc)
     return results
 
@@ -162,22 +163,23 @@ def _write_together(jobs: list[_Job]) -> list[int | Exception | None]:
         .values_list("workspace_id", "epoch")
     )
     results: list[int | Exception | None] = []
-    updates: list[tuple[int, DocumentUpdate]] = []
+    updates: list[tuple[int, uuid.UUID, bytes]] = []
     events: list[RoomEvent] = []
     for job in jobs:
         store = job.store
         if epochs.get(store.workspace) != store.epoch:
             results.append(StaleOwner(f"room {store.workspace} was opened again since epoch {store.epoch}"))
         elif job.update is not None:
-            updates.append((len(results), DocumentUpdate(workspace_id=store.workspace, data=job.update)))
+            updates.append((len(results), store.workspace, job.update))
             results.append(None)
         else:
             events += _event_rows(store.workspace, job.events)
             results.append(None)
-    DocumentUpdate.objects.bulk_create([row for _, row in updates])
+    if updates:
+        ids = documents.document_append_many([(workspace, update) for _, workspace, update in updates])
+        for (index, _, _), row_id in zip(updates, ids, strict=True):
+            results[index] = row_id
     RoomEvent.objects.bulk_create(events)
-    for index, row in updates:
-        results[index] = int(row.pk)
     return results
 
 

@@ -13,7 +13,9 @@ connection's busy timeout). An in-memory SQLite database (the tests') cannot be 
 way: there the rooms' writes stay on the shared thread (``usable``).
 
 The connection is closed after ``IDLE_CLOSE_S`` without work (a test database can then be
-dropped, a restarted server is reconnected to).
+dropped); it is checked (and opened again if it broke: a database restart) after such a pause
+and after a failed job, not before every job, as each check is one more round trip to the
+database, and on a loaded machine every round trip waits to be scheduled.
 """
 
 from __future__ import annotations
@@ -65,19 +67,22 @@ class WriteThread:
                 self._thread.start()
 
     def _serve(self) -> None:
+        check = True
         while True:
             try:
                 fn, loop, done = self._jobs.get(timeout=IDLE_CLOSE_S)
             except queue.Empty:
                 connections.close_all()  # this thread's own connection
                 fn, loop, done = self._jobs.get()
-            close_old_connections()  # one that broke (a database restart) or aged is opened again
+                check = True
+            if check:  # after a pause or a failure: a broken connection (a database restart) is opened
+                close_old_connections()  # again; not before every job (PostgreSQL: a health check's trip)
             try:
                 outcome: tuple[bool, Any] = (True, fn())
+                check = False
             except BaseException as exc:  # handed to the awaiting side
                 outcome = (False, exc)
-            finally:
-                close_old_connections()
+                check = True
             with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(_settle, done, outcome)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from django.db import transaction
@@ -100,7 +100,15 @@ def document_load(workspace_id: uuid.UUID) -> Doc[Any]:
 
 def document_append(workspace_id: uuid.UUID, update: bytes) -> int:
     """Persist one update; returns its row id (compaction deletes up to an id)."""
-    return int(DocumentUpdate.objects.create(workspace_id=workspace_id, data=update).pk)
+    return document_append_many([(workspace_id, update)])[0]
+
+
+def document_append_many(updates: Sequence[tuple[uuid.UUID, bytes]]) -> list[int]:
+    """Persist updates (of one or several workspaces) in one INSERT, in order; their row ids."""
+    rows = DocumentUpdate.objects.bulk_create(
+        [DocumentUpdate(workspace_id=workspace_id, data=update) for workspace_id, update in updates]
+    )
+    return [int(row.pk) for row in rows]
 
 
 def document_compact(workspace_id: uuid.UUID, state: bytes, *, through_id: int, **fields: Any) -> None:

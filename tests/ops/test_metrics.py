@@ -185,7 +185,7 @@ async def test_each_document_write_that_fails_after_its_retries_counts_once(
     def broken(*args: object, **kwargs: object) -> int:
         raise OSError("disk full")
 
-    monkeypatch.setattr(documents, "document_append", broken)
+    monkeypatch.setattr(documents, "document_append_many", broken)
     await client.type_text("util.py", 0, "# typed\n")
     error = await client.until(lambda e: e["type"] == "error" and e["code"] == ErrorCode.STORAGE_FAILED)
     assert "cannot be saved" in error["message"]

@@ -266,7 +266,7 @@ async def test_a_write_that_fails_once_is_retried_and_nobody_notices(
     a = await connect(live)
     b = await connect(live)
     await a.pump(0.2)
-    monkeypatch.setattr(documents, "document_append", failing(1, documents.document_append))
+    monkeypatch.setattr(documents, "document_append_many", failing(1, documents.document_append_many))
     await a.type_text("util.py", 0, "# kept\n")
     await b.until_true(lambda: b.text("util.py") == "# kept\nX = 1\n")
     assert not a.of("error") and not b.of("error")
@@ -284,7 +284,7 @@ async def test_a_write_that_keeps_failing_is_reported_the_model_stopped_and_noth
     turn = (await a.until(lambda e: e["type"] == "turn.started"))["turn"]
     await a.until(lambda e: e["type"] == "edit.status" and e["state"] == "applied")
     # Every try of the next write fails (1 + 3 retries); the one after that works.
-    monkeypatch.setattr(documents, "document_append", failing(4, documents.document_append))
+    monkeypatch.setattr(documents, "document_append_many", failing(4, documents.document_append_many))
     await a.type_text("app.py", 0, "# mine\n")
     error = await b.until(lambda e: e["type"] == "error", timeout=10)
     assert error["code"] == "storage_failed"
