@@ -13,6 +13,10 @@ next); a relay stops at the first level whose p99 passes ``--limit-ms`` or where
 lost text. The figures: the largest R within the limit and its ratio to the bare relay's; the
 server's CPU milliseconds per 1,000 tokens relayed (its ``/proc/<pid>/stat`` clock over the
 answers); the load generator's own CPU share beside each (it shares the 2 cores).
+
+``--databases sqlite,postgres`` (the quick run's) ramps the IDE on each database in turn, a
+stack of its own each, PostgreSQL on a fresh database at 127.0.0.1:5432: a row per database;
+when PostgreSQL cannot be reached its row says "not measured" and why.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks import rooms
 from benchmarks.rooms import main
 from tests.benchmarks.test_fanout import check_ramp
 
@@ -34,3 +35,27 @@ def test_each_room_gets_its_own_answer_and_cpu_is_counted_per_token() -> None:
     both = min(figures["ide"]["largest"], figures["bare"]["largest"])
     assert [row["unit"] for row in rows[1:]] == (["ms"] if both in LEVELS else [])
     assert set(figures["charts"]) == {"rooms_p99", "rooms_cpu"}
+
+
+def test_a_database_that_cannot_be_reached_gets_a_row_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(name: str) -> str:
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr(rooms, "fresh_postgres_database", unreachable)
+    figures = main(["--databases", "postgres", "--levels", "1", "--tokens", "10"])
+    [row] = figures["rows"]
+    assert row["measured"] is None and row["met"] is None
+    assert "PostgreSQL" in row["figure"]
+    assert row["note"].startswith("not measured: PostgreSQL not reachable") and "connection refused" in row["note"]
+    assert figures["databases"]["postgres"]["not_measured"]
+    assert figures["setup"]["databases"] == ["postgres"]
+
+
+def test_the_databases_flag() -> None:
+    assert rooms.parse([]).databases == ["sqlite"]
+    assert rooms.parse(["--postgres", "bench_x"]).databases == ["postgres"]
+    assert rooms.parse(["--databases", "sqlite,postgres"]).databases == ["sqlite", "postgres"]
+    assert "--databases" in rooms.QUICK
+    for bad in (["--databases", "mysql"], ["--databases", "sqlite,sqlite"]):
+        with pytest.raises(SystemExit):
+            rooms.parse(bad)
