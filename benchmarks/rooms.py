@@ -208,11 +208,11 @@ def charts(figures: dict[str, Any], limit_ms: float) -> dict[str, report.Chart]:
     }
     return {
         "rooms_p99": report.chart(
-            f"Rooms at {PACED_RATE:,} tokens/s each", "rooms", "p99 added latency (ms)", p99,
+            f"Rooms at {PACED_RATE:,} tokens/s each, on {figures['database']}", "rooms", "p99 added latency (ms)", p99,
             log_y=True, hline=limit_ms,
         ),
         "rooms_cpu": report.chart(
-            "Server CPU per 1,000 tokens relayed", "rooms", "CPU ms per 1,000 tokens", cpu,
+            f"Server CPU per 1,000 tokens relayed, on {figures['database']}", "rooms", "CPU ms per 1,000 tokens", cpu,
         ),
     }
 
