@@ -12,10 +12,11 @@ SQLite (WAL) lets the other thread read meanwhile and makes the two writers take
 connection's busy timeout). An in-memory SQLite database (the tests') cannot be shared that
 way: there the rooms' writes stay on the shared thread (``usable``).
 
-The connection is closed after ``IDLE_CLOSE_S`` without work (a test database can then be
-dropped); it is checked (and opened again if it broke: a database restart) after such a pause
-and after a failed job, not before every job, as each check is one more round trip to the
-database, and on a loaded machine every round trip waits to be scheduled.
+The connection is closed after ``IDLE_CLOSE_S`` without work, as Django closes the others
+(``CONN_MAX_AGE``); not sooner: on PostgreSQL a new connection costs a few round trips, and a
+person typing after a pause would wait for them. It is checked (and opened again if it broke:
+a database restart) after a failed job, not before every job, as each check is one more round
+trip to the database, and on a loaded machine every round trip waits to be scheduled.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from django.db import close_old_connections, connections
 
 T = TypeVar("T")
 
-IDLE_CLOSE_S = 1.0
+IDLE_CLOSE_S = 60.0
 
 
 def usable() -> bool:
