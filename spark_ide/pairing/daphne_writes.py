@@ -5,9 +5,9 @@ Through the ASGI ``send`` every message to every socket goes through Daphne's ``
 ``sendMessage`` (framing, counters, a debug line built per call) and one Twisted write: per
 frame and per socket. A room's event is the same bytes for all of its sockets, so
 ``live.outbox`` frames it once (``live.wsframe``) and hands each socket what waits for it in
-one list; ``DaphneWriter`` writes that list to the connection's Twisted transport in one
-``writeSequence``, where autobahn's own frames (pings, the close) go too, in the order
-written.
+one list; ``DaphneWriter`` writes that list to the connection at once (to its socket when
+Twisted holds nothing for it, else to Twisted's buffer behind what waits there), where
+autobahn's own frames (pings, the close) go too, in the order written.
 
 The seam is the ``send`` Daphne gives the application: ``functools.partial(server.handle_reply,
 protocol)``, reached directly (token sockets) or through Channels' session middleware (cookie
@@ -81,15 +81,28 @@ def unusual(protocol: Any) -> str:
     return ""
 
 
-class DaphneWriter:
-    """``live.outbox.Writer`` over a Daphne connection: pre-framed frames, one Twisted write."""
+def _plain_tcp(transport: Any) -> bool:
+    """Twisted's own TCP connection (not TLS, not a test's transport): its socket can be sent to."""
+    tcp = sys.modules.get("twisted.internet.tcp")
+    return tcp is not None and isinstance(transport, tcp.Connection) and hasattr(transport, "writeSomeData")
 
-    __slots__ = ("_open", "connections", "protocol")
+
+class DaphneWriter:
+    """``live.outbox.Writer`` over a Daphne connection: pre-framed frames, one write.
+
+    On a plain TCP connection whose Twisted buffer is empty (a reader that keeps up) the bytes
+    go to the socket at once (Twisted's ``writeSomeData``, what its own write does once the loop
+    finds the socket writable) and only what the kernel did not take is left to Twisted: no
+    registering for writability and no callback per socket per round. Else (data already
+    buffered, TLS, closing) one ``writeSequence``, behind what waits: the order is kept."""
+
+    __slots__ = ("_open", "_tcp", "connections", "protocol")
 
     def __init__(self, protocol: Any) -> None:
         self.protocol = protocol
         self.connections: dict[Any, dict[str, Any]] = protocol.server.connections  # Daphne's, by protocol
         self._open = protocol.STATE_OPEN
+        self._tcp = _plain_tcp(protocol.transport)
 
     def write(self, frames: list[bytes]) -> None:
         protocol = self.protocol
@@ -102,7 +115,19 @@ class DaphneWriter:
             for frame in frames:
                 protocol.sendData(frame)
             return
-        protocol.transport.writeSequence(frames)
+        transport = protocol.transport
+        if (
+            self._tcp and transport.connected and not transport.disconnecting and not transport.dataBuffer
+            and not transport._tempDataBuffer
+        ):
+            data = frames[0] if len(frames) == 1 else b"".join(frames)
+            sent = transport.writeSomeData(data)
+            if not isinstance(sent, int) or sent < 0:
+                sent = 0  # the connection is lost: Twisted's own write meets it and closes it
+            if sent < len(data):
+                transport.write(data[sent:])
+            return
+        transport.writeSequence(frames)
 
 
 def daphne_writer(send: Callable[..., Any]) -> DaphneWriter | None:
