@@ -16,8 +16,9 @@ A socket that takes pre-framed bytes (a ``Writer``: under Daphne, ``pairing.daph
 has no task of its own: what waits for it is written by the process's ``Flush`` once the
 event loop gets to it, everything in one write, together with every other such socket that
 has something waiting (a room's batch to 500 sockets: one callback, one write per socket).
-Each event is framed once for all of them (``Frame.wire``), and so is a merged run, a
-document update or a binary message that several sockets take in the same round.
+Each event is framed once for all of them in a round, and so is a merged run, a document
+update or a binary message that several sockets take in the same round (the frames are
+not kept past it: the room's replay log holds its events' text only).
 """
 
 from __future__ import annotations
@@ -41,14 +42,13 @@ class Frame:
     """A JSON event as sent, encoded on first use and then shared by every connection.
     ``at``: when the room's pipeline took it (ms since the Unix epoch; the event log keeps it)."""
 
-    __slots__ = ("_text", "_wire", "at", "event", "seq")
+    __slots__ = ("_text", "at", "event", "seq")
 
     def __init__(self, event: Event, seq: int, at: int | None = None) -> None:
         self.event = event
         self.seq = seq
         self.at = at
         self._text: str | None = None
-        self._wire: bytes | None = None
 
     @classmethod
     def encoded(cls, event: Event, seq: int, text: str) -> Frame:
@@ -62,13 +62,6 @@ class Frame:
         if self._text is None:
             self._text = encode(self.event, self.seq)
         return self._text
-
-    @property
-    def wire(self) -> bytes:
-        """The text as a WebSocket frame (``live.wsframe``), framed on first use and then shared."""
-        if self._wire is None:
-            self._wire = text_frame(self.text)
-        return self._wire
 
 
 @dataclass(slots=True)
@@ -240,9 +233,9 @@ class Writer(Protocol):
 class Flush:
     """The outboxes with a ``Writer`` that have something waiting, written in one callback of
     the event loop (one per loop: ``Flush.current()``). What several of them take in the same
-    round is framed once: a ``Frame`` keeps its own bytes; a merged run, a document update and
-    a binary message are kept here for the round (the same run: the same turn, kind, seqs and
-    parts; the same update or message: the same bytes object, as a room hands every outbox)."""
+    round is framed once, kept here for the round: an event (the same ``Frame``), a merged run
+    (the same turn, kind, seqs and parts), a document update or a binary message (the same
+    bytes object, as a room hands every outbox)."""
 
     _of_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Flush] = weakref.WeakKeyDictionary()
 
@@ -251,6 +244,7 @@ class Flush:
         self._due: list[Outbox] = []
         self._scheduled = False
         self._runs: dict[tuple[object, ...], tuple[list[str], bytes]] = {}
+        self._frames: dict[int, tuple[Frame, bytes]] = {}
         self._binary: dict[int, tuple[bytes, bytes]] = {}
         self.rounds = 0  # callbacks run so far (tests)
         self.writes = 0  # writes handed to writers so far (tests)
@@ -282,19 +276,25 @@ class Flush:
                     except Exception:  # one socket's failure is its own: the others are written
                         log.exception("could not write to a session socket")
         finally:
+            self._frames.clear()
             self._runs.clear()
             self._binary.clear()
 
     def wire(self, item: Item) -> bytes | None:
         """``item`` as a frame (None: nothing to send, a barrier)."""
         if type(item) is Frame:
-            return item.wire
+            kept = self._frames.get(id(item))
+            if kept is not None and kept[0] is item:  # kept holds the frame: its id is not reused meanwhile
+                return kept[1]
+            wire = text_frame(item.text)
+            self._frames[id(item)] = (item, wire)
+            return wire
         if type(item) is TextRun:
             key = (item.kind, item.turn, item.first_seq, item.seq)
             run = self._runs.get(key)
             if run is not None and run[0] == item.parts:
                 return run[1]
-            wire = item.frame().wire
+            wire = text_frame(item.frame().text)
             self._runs[key] = (list(item.parts), wire)
             return wire
         if type(item) is DocUpdate:
