@@ -15,6 +15,14 @@ whose p99 passes ``--limit-ms`` or where a watcher lost text. The figure is the 
 within the limit, and its ratio to the bare relay's. Watchers are ``client.Watcher``: they
 only time and keep frames, JSON is parsed afterwards.
 
+**direct** (issue 26, item 3: a class watching one room). On the ramp's stack (after the ramp
+when both run), each of ``--direct-levels`` (200, 500) is measured directly, whatever the ramp
+reached: the room is brought to exactly that many watchers (the last ones closed, or more
+joined), then ``--direct-reps`` answers per relay, IDE and bare alternating. A level's p99 is
+over every delta of every answer at every watcher; the target (p99 <= 100 ms at 200, <= 250 ms
+at 500) is met only if every answer reached every watcher whole. Beside it the server's CPU per
+1,000 tokens delivered (each token counted once per watcher it reached), IDE and bare.
+
 **processes** (issue 13: one room served by several Daphne processes through Redis). A stack
 of its own: ``--takeovers`` + 1 Daphne processes (at least 2) sharing Redis
 (``--redis-url``, the Channels layer and the rooms' leases) and a fresh PostgreSQL database
@@ -73,14 +81,18 @@ from benchmarks.report import progress
 
 SCENARIO = "fanout"
 LEVELS = (10, 25, 50, 100, 200, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000)
-PARTS = ("ramp", "processes")
+PARTS = ("ramp", "direct", "processes")
 # Three answers per layout even in the quick version: the first one across processes pays for
 # cold connections (p99 154-200 ms against 76-87 ms for the next ones), and the row is a median.
+# Two answers of 1,000 tokens per relay at 200 and at 500 watchers: about 40 s.
 QUICK = [
-    "--tokens", "1000", "--budget-s", "30", "--cross-tokens", "2000", "--cross-reps", "3", "--takeovers", "1",
+    "--tokens", "1000", "--budget-s", "30", "--direct-reps", "2", "--cross-tokens", "2000", "--cross-reps", "3",
+    "--takeovers", "1",
 ]
 LIMIT_MS = 100.0
 TARGET_RATIO = 0.8
+DIRECT_LEVELS = (200, 500)
+DIRECT_TARGETS_MS = {200: 100.0, 500: 250.0}  # issue 26, item 3: p99 added latency, every answer whole
 
 CROSS_TARGET_MS = 100.0  # issue 13: p99 delivery latency across processes
 TAKEOVER_TARGET_S = 5.0  # issue 13: owner takeover after SIGKILL
@@ -114,13 +126,21 @@ class Side:
         if closed := sum(w.closed for w in self.watchers):
             raise ConnectionError(f"{closed} {self.name} watchers were closed by the server")
 
-    async def measure(self, count: int) -> dict[str, Any]:
-        await self.fill(count)
+    async def resize(self, count: int) -> None:
+        """Exactly ``count`` watchers: the last ones closed, or more joined."""
+        if len(self.watchers) > count:
+            for watcher in self.watchers[count:]:
+                watcher.close()
+            del self.watchers[count:]
+        await self.fill(count)  # also waits for the leaving ones' presence to reach everyone
+
+    async def measure(self, count: int, pool: list[float] | None = None) -> dict[str, Any]:
+        await self.resize(count)
 
         async def drive() -> None:
             await play(self.driver, paced(SCENARIO))
 
-        figures = await measure_level(self.stack, self.pids, self.watchers, drive, lambda _: self.text)
+        figures = await measure_level(self.stack, self.pids, self.watchers, drive, lambda _: self.text, pool)
         self.driver.events.clear()
         return figures
 
@@ -135,22 +155,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     assert this_run is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this_run.cancel)
     figures: dict[str, Any] = {}
-    if "ramp" in args.parts:
-        figures.update(await one_process_ramp(args))
+    if "ramp" in args.parts or "direct" in args.parts:
+        figures.update(await one_process(args))
     if "processes" in args.parts:
         figures["processes"] = await across_processes(args)
     figures["rows"] = rows(figures, args)
     figures["charts"] = charts(figures, args)
     figures["setup"] = setup.finish(
         tokens=args.tokens, rate=PACED_RATE, limit_ms=args.limit_ms, levels=args.levels, parts=args.parts,
+        direct_levels=args.direct_levels, direct_reps=args.direct_reps,
         cross_watchers=args.cross_watchers, cross_tokens=args.cross_tokens, cross_reps=args.cross_reps,
         takeovers=args.takeovers,
     )
     return figures
 
 
-async def one_process_ramp(args: argparse.Namespace) -> dict[str, Any]:
+async def one_process(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ramp`` and ``direct`` parts, on one stack (module docstring)."""
     text = mixed(args.tokens, salt=7)
+    figures: dict[str, Any] = {}
     async with Stack({SCENARIO: text}) as stack:
         _, ws_url = await stack.session(FILES)
         ide = Side("ide", ws_url, stack.token, await Browser.open(ws_url, stack.token), stack, text)
@@ -159,15 +182,59 @@ async def one_process_ramp(args: argparse.Namespace) -> dict[str, Any]:
         try:
             for side in (ide, bare):  # warm: the first turn, imports, connections
                 await play(side.driver, f"[say]warm up[/say][rate:{PACED_RATE}][ttft:0]")
-            ramps = await ramp(
-                SCENARIO, [n for n in args.levels if n <= args.max],
-                {"ide": ide.measure, "bare": bare.measure}, args.limit_ms, args.budget_s,
-            )
+            if "ramp" in args.parts:
+                ramps = await ramp(
+                    SCENARIO, [n for n in args.levels if n <= args.max],
+                    {"ide": ide.measure, "bare": bare.measure}, args.limit_ms, args.budget_s,
+                )
+                figures.update(ramp_figures(ramps))
+            if "direct" in args.parts:
+                figures["direct"] = [await direct_level(level, args.direct_reps, (ide, bare)) for level in
+                                     args.direct_levels]
         finally:
             for side in (ide, bare):
                 side.close()
                 await side.driver.close()
-    return ramp_figures(ramps)
+    return figures
+
+
+async def direct_level(level: int, reps: int, sides: tuple[Side, ...]) -> dict[str, Any]:
+    """One level of the ``direct`` part: ``reps`` answers per relay, alternating, pooled."""
+    pools: dict[str, list[float]] = {side.name: [] for side in sides}
+    answers: dict[str, list[dict[str, Any]]] = {side.name: [] for side in sides}
+    failed: dict[str, str] = {}
+    for _ in range(reps):
+        for side in sides:
+            if side.name in failed:
+                continue
+            try:
+                figures = await side.measure(level, pools[side.name])
+            except (ConnectionError, TimeoutError) as exc:  # a relay that cannot hold the level
+                failed[side.name] = f"{type(exc).__name__}: {exc}"
+                progress(SCENARIO, f"direct {level}: {side.name} failed: {failed[side.name]}")
+                continue
+            answers[side.name].append(figures)
+            progress(SCENARIO, f"direct {level}: {side.name} p99 {figures['added_ms'].get('p99')} ms, "
+                     f"{figures['lossy_sockets']} lossy sockets, server CPU {figures['server_cpu_ms_per_1k_tokens']} "
+                     f"ms per 1,000 tokens, generator CPU {figures['generator_cpu_share']:.0%}")
+    return {
+        "level": level, "target_ms": DIRECT_TARGETS_MS.get(level),
+        **{side.name: _pooled(pools[side.name], answers[side.name], failed.get(side.name, "")) for side in sides},
+    }
+
+
+def _pooled(latencies: list[float], answers: list[dict[str, Any]], failed: str) -> dict[str, Any]:
+    """A relay's figures at a ``direct`` level, over all its answers."""
+    cpu_s, tokens = sum(a["server_cpu_s"] for a in answers), sum(a["tokens"] for a in answers)
+    return {
+        "added_ms": report.summary(latencies), "answers": len(answers), "failed": failed,
+        "sockets": max((a["sockets"] for a in answers), default=0),
+        "lossy_sockets": sum(a["lossy_sockets"] for a in answers),
+        "server_cpu_ms_per_1k_tokens": round(cpu_s * 1e6 / tokens, 3) if tokens else None,
+        "p99_per_answer": [a["added_ms"].get("p99") for a in answers],
+        "generator_cpu_share": _median([a["generator_cpu_share"] for a in answers]),
+        "server_cpu_share": _median([a["server_cpu_share"] for a in answers]),
+    }
 
 
 # -- across processes -------------------------------------------------------------------------
@@ -275,6 +342,8 @@ def rows(figures: dict[str, Any], args: argparse.Namespace) -> list[report.Row]:
     out: list[report.Row] = []
     if "ide" in figures:
         out += ramp_rows(figures, args.limit_ms)
+    if "direct" in figures:
+        out += direct_rows(figures["direct"], args)
     if "processes" in figures:
         out += cross_rows(figures["processes"], args)
     return out
@@ -294,6 +363,44 @@ def ramp_rows(figures: dict[str, Any], limit_ms: float) -> list[report.Row]:
         ),
         *filter(None, [cpu_row(figures, "watchers")]),
     ]
+
+
+def direct_rows(levels: list[dict[str, Any]], args: argparse.Namespace) -> list[report.Row]:
+    out: list[report.Row] = []
+    for level in levels:
+        n, ide, bare, target = level["level"], level["ide"], level["bare"], level["target_ms"]
+        p99 = ide["added_ms"].get("p99")
+        whole = ide["answers"] == args.direct_reps and not ide["lossy_sockets"]
+        met = None if target is None or p99 is None else bool(p99 <= target and whole)
+        answers = f"{ide['answers']} answers of {args.tokens:,} tokens per relay, IDE and bare alternating"
+        if whole:
+            wholeness = "every answer whole at every watcher"
+        else:
+            wholeness = (f"NOT every answer whole: {ide['lossy_sockets']} watchers lost text"
+                         + (f", {ide['failed']}" if ide["failed"] else ""))
+        per_answer = (f"p99 per answer: IDE {_listed(ide['p99_per_answer'])}, bare {_listed(bare['p99_per_answer'])}"
+                      + (f" (bare: {bare['failed']})" if bare["failed"] else ""))
+        shares = "; ".join(
+            f"{what} CPU share: IDE {_percent(ide[key])}, bare {_percent(bare[key])}"
+            for what, key in (("generator", "generator_cpu_share"), ("server", "server_cpu_share"))
+        )
+        out += [
+            report.row(
+                f"one room, {n} watchers, p99 added latency at {PACED_RATE:,} tokens/s (every answer whole)", p99,
+                unit="ms", baseline=bare["added_ms"].get("p99"),
+                target=f"<= {target:g} ms, every answer whole" if target is not None else "", met=met,
+                note=f"{answers}; {wholeness}; {per_answer}",
+            ),
+            report.row(
+                f"one room, {n} watchers: server CPU per 1,000 tokens delivered", ide["server_cpu_ms_per_1k_tokens"],
+                unit="ms", baseline=bare["server_cpu_ms_per_1k_tokens"], note=shares,
+            ),
+        ]
+    return out
+
+
+def _listed(values: list[float | None]) -> str:
+    return "/".join("-" if v is None else f"{v:g}" for v in values) or "-"
 
 
 def _share(side: dict[str, Any]) -> str:
@@ -380,7 +487,11 @@ def charts(figures: dict[str, Any], args: argparse.Namespace) -> dict[str, repor
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = ramp_parser(f"spark_bench {SCENARIO}", __doc__.split("\n\n")[0], "watchers", LEVELS, LIMIT_MS)
-    parser.add_argument("--parts", default=",".join(PARTS), help="which parts run: ramp (one process), processes")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="which parts run: ramp (one process), direct (given levels), processes")
+    parser.add_argument("--direct-levels", default=",".join(map(str, DIRECT_LEVELS)),
+                        help="watcher counts the direct part measures (comma-separated)")
+    parser.add_argument("--direct-reps", type=int, default=3, help="answers per relay at each direct level")
     parser.add_argument("--cross-watchers", type=int, default=100, help="watchers of the room across processes")
     parser.add_argument("--cross-tokens", type=int, default=2_000, help="tokens per measured answer across processes")
     parser.add_argument("--cross-reps", type=int, default=3, help="measured answers per layout (2 processes, one)")
@@ -391,6 +502,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.parts = [part for part in args.parts.split(",") if part]
     if not args.parts or set(args.parts) - set(PARTS):
         parser.error(f"--parts takes a comma-separated choice of {', '.join(PARTS)}")
+    try:
+        args.direct_levels = [int(n) for n in args.direct_levels.split(",") if n]
+    except ValueError:
+        parser.error("--direct-levels takes comma-separated whole numbers")
+    if not args.direct_levels or min(args.direct_levels) < 1 or args.direct_reps < 1:
+        parser.error("--direct-levels must name counts >= 1, --direct-reps must be >= 1")
     if args.cross_watchers < 2 or args.cross_tokens < 1 or args.cross_reps < 1 or args.takeovers < 1:
         parser.error("--cross-watchers must be >= 2 (they are spread over 2 processes), --cross-tokens, "
                      "--cross-reps and --takeovers >= 1")

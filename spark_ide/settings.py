@@ -259,6 +259,9 @@ SPARK_CONTEXT_TOKENS = envint("SPARK_CONTEXT_TOKENS", 2500 if _SMALL_LOCAL_MODEL
 # Every turn's ceiling on output tokens (the small model's answers are short; a loop is not).
 SPARK_MAX_OUTPUT_TOKENS = envint("SPARK_MAX_OUTPUT_TOKENS", 600 if _SMALL_LOCAL_MODEL else 16_000)
 SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)
+# Under Daphne, session sockets are written pre-framed: each event framed once for all of them
+# (pairing.daphne_writes, docs/pairing.md). Off: every message through the ASGI send.
+SPARK_WS_DIRECT_WRITES = envbool("SPARK_WS_DIRECT_WRITES", True)
 # Per-user caps (docs/security.md; each refusal is a clear error, docs/protocol.md): session
 # sockets a user holds open at once (in one server process), workspaces a user owns, a
 # prompt's length, one Yjs update (a binary frame), and a workspace document's total text.

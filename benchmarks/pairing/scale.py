@@ -115,11 +115,12 @@ def level_figures(received: Received, usage: dict[str, float]) -> dict[str, Any]
 
 async def measure_level(
     stack: Stack, pids: dict[str, int], sockets: Sequence[Watcher], drive: Callable[[], Awaitable[None]],
-    expected: Callable[[int], str],
+    expected: Callable[[int], str], pool: list[float] | None = None,
 ) -> dict[str, Any]:
     """One level: ``drive()`` starts the answers, every socket's turn is awaited while the tap
     records and the processes' clocks run; then what socket ``i`` got is checked against the
-    answer ``expected(i)`` the model sent, and the frames kept are let go."""
+    answer ``expected(i)`` the model sent, and the frames kept are let go. ``pool``: gets every
+    added latency measured (for figures over several answers)."""
     tap = stack.tap
     assert tap is not None
     marks = [(w, len(w.frames), w.finished) for w in sockets]
@@ -138,6 +139,8 @@ async def measure_level(
         text = expected(index)
         received.add(watcher, mark, answers.get(text), text, len(split_tokens(text)))
         watcher.frames.clear()  # measured: what a level holds stays bounded
+    if pool is not None:
+        pool.extend(received.latencies_ms)
     return level_figures(received, usage)
 
 

@@ -11,17 +11,31 @@ across a ``document.replaced``: those before it are of the old document.
 A merged item moves to the end of the queue and takes the newest ``seq``, so frames always
 leave in ``seq`` order: a client that resumes after the highest ``seq`` it holds misses
 nothing and sees nothing twice. Merged text is kept as parts and joined once, when sent.
+
+A socket that takes pre-framed bytes (a ``Writer``: under Daphne, ``pairing.daphne_writes``)
+has no task of its own: what waits for it is written by the process's ``Flush`` once the
+event loop gets to it, everything in one write, together with every other such socket that
+has something waiting (a room's batch to 500 sockets: one callback, one write per socket).
+Each event is framed once for all of them in a round, and so is a merged run, a document
+update or a binary message that several sockets take in the same round (the frames are
+not kept past it: the room's replay log holds its events' text only).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pycrdt import create_update_message, merge_updates
 
 from .events import EditStatus, Event, Presence, TurnDelta, TurnProse, encode
+from .wsframe import binary_frame, text_frame
+
+log = logging.getLogger(__name__)
 
 
 class Frame:
@@ -209,9 +223,104 @@ def merged(frames: Iterable[Frame]) -> list[Frame]:
     return [item.frame() if isinstance(item, TextRun) else item for item in items if isinstance(item, Frame | TextRun)]
 
 
+class Writer(Protocol):
+    """A socket that takes pre-framed WebSocket frames (``live.wsframe``) as they are."""
+
+    def write(self, frames: list[bytes]) -> None:
+        """Write ``frames`` in order, in one write; nothing once the socket is no longer open."""
+
+
+class Flush:
+    """The outboxes with a ``Writer`` that have something waiting, written in one callback of
+    the event loop (one per loop: ``Flush.current()``). What several of them take in the same
+    round is framed once, kept here for the round: an event (the same ``Frame``), a merged run
+    (the same turn, kind, seqs and parts), a document update or a binary message (the same
+    bytes object, as a room hands every outbox)."""
+
+    _of_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Flush] = weakref.WeakKeyDictionary()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due: list[Outbox] = []
+        self._scheduled = False
+        self._runs: dict[tuple[object, ...], tuple[list[str], bytes]] = {}
+        self._frames: dict[int, tuple[Frame, bytes]] = {}
+        self._binary: dict[int, tuple[bytes, bytes]] = {}
+        self.rounds = 0  # callbacks run so far (tests)
+        self.writes = 0  # writes handed to writers so far (tests)
+
+    @classmethod
+    def current(cls) -> Flush:
+        """The running loop's flush (tests run several loops one after another, Daphne one)."""
+        loop = asyncio.get_running_loop()
+        found = cls._of_loop.get(loop)
+        if found is None:
+            found = cls._of_loop[loop] = cls(loop)
+        return found
+
+    def add(self, outbox: Outbox) -> None:
+        self._due.append(outbox)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run)
+
+    def _run(self) -> None:
+        self._scheduled = False
+        self.rounds += 1
+        try:
+            while self._due:  # an outbox given more while this round writes is written in it too
+                due, self._due = self._due, []
+                for outbox in due:
+                    try:
+                        self.writes += outbox.write_now(self)
+                    except Exception:  # one socket's failure is its own: the others are written
+                        log.exception("could not write to a session socket")
+        finally:
+            self._frames.clear()
+            self._runs.clear()
+            self._binary.clear()
+
+    def wire(self, item: Item) -> bytes | None:
+        """``item`` as a frame (None: nothing to send, a barrier)."""
+        if type(item) is Frame:
+            kept = self._frames.get(id(item))
+            if kept is not None and kept[0] is item:  # kept holds the frame: its id is not reused meanwhile
+                return kept[1]
+            wire = text_frame(item.text)
+            self._frames[id(item)] = (item, wire)
+            return wire
+        if type(item) is TextRun:
+            key = (item.kind, item.turn, item.first_seq, item.seq)
+            run = self._runs.get(key)
+            if run is not None and run[0] == item.parts:
+                return run[1]
+            wire = text_frame(item.frame().text)
+            self._runs[key] = (list(item.parts), wire)
+            return wire
+        if type(item) is DocUpdate:
+            return self._binary_wire(item.data, lambda data: binary_frame(create_update_message(data)))
+        if type(item) is RawBinary:
+            return self._binary_wire(item.data, binary_frame)
+        return None
+
+    def _binary_wire(self, data: bytes, frame: Callable[[bytes], bytes]) -> bytes:
+        kept = self._binary.get(id(data))
+        if kept is not None and kept[0] is data:  # kept holds ``data``: its id is not reused meanwhile
+            return kept[1]
+        wire = frame(data)
+        self._binary[id(data)] = (data, wire)
+        return wire
+
+
 class Outbox:
+    """A connection's outbound buffer (the module docstring). With a ``writer``, the process's
+    ``Flush`` writes what waits; else ``run`` sends it, a message at a time, through
+    ``send_text`` and ``send_bytes``. Either way ``run`` is the outbox's life: cancelling it
+    stops the sending."""
+
     def __init__(
-        self, send_text: Callable[[str], Awaitable[None]], send_bytes: Callable[[bytes], Awaitable[None]]
+        self, send_text: Callable[[str], Awaitable[None]], send_bytes: Callable[[bytes], Awaitable[None]],
+        writer: Writer | None = None,
     ) -> None:
         self._send_text = send_text
         self._send_bytes = send_bytes
@@ -219,6 +328,15 @@ class Outbox:
         # The run loop waits on this future while nothing waits to be sent: waking it costs
         # one ``set_result`` (a room wakes every connection's outbox for every batch).
         self._idle: asyncio.Future[None] | None = None
+        self._writer = writer
+        self._flush = Flush.current() if writer is not None else None
+        self._due = False  # in the flush's round
+        self._closed = False
+
+    @property
+    def direct(self) -> bool:
+        """Written by the process's ``Flush`` (pre-framed), not by ``run``."""
+        return self._writer is not None
 
     def put_frame(self, frame: Frame) -> None:
         self._pending.add_frame(frame)
@@ -233,15 +351,37 @@ class Outbox:
         self._wake()
 
     def _wake(self) -> None:
+        flush = self._flush
+        if flush is not None:
+            if not self._due and not self._closed:
+                self._due = True
+                flush.add(self)
+            return
         idle = self._idle
         if idle is not None:
             self._idle = None
             if not idle.done():
                 idle.set_result(None)
 
+    def write_now(self, flush: Flush) -> int:
+        """Write everything waiting in one write (``Flush``); the number of writes (0 or 1)."""
+        self._due = False
+        if self._closed or self._writer is None or not self._pending:
+            return 0
+        frames = [wire for item in self._pending.take() if (wire := flush.wire(item)) is not None]
+        if not frames:
+            return 0
+        self._writer.write(frames)
+        return 1
+
     async def run(self) -> None:
         """Send what waits, oldest first, until cancelled."""
         loop = asyncio.get_running_loop()
+        if self._writer is not None:
+            try:
+                await loop.create_future()  # the flush writes; this only waits to be cancelled
+            finally:
+                self._closed = True
         while True:
             if not self._pending:
                 self._idle = loop.create_future()

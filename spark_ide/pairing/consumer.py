@@ -31,6 +31,7 @@ from spark_ide.live.turns import CommandKind
 from spark_ide.ops import native_memory
 
 from .adapter import ROOMS
+from .daphne_writes import daphne_writer
 from .lookups import on_lookup_thread
 from .services import SessionError, role_for, session_get
 from .socket_cap import SocketCap
@@ -146,9 +147,12 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.binary_limit = RateLimit(*self.binary_rate)
         # Straight to the server's send (channels' ``send`` only wraps it in two more coroutines;
         # a room sends every event to every connection, so this runs per frame per socket).
+        # Under Daphne, past even that: each event framed once for every socket, and what
+        # waits for a socket written in one go (``daphne_writes``).
         outbox = Outbox(
             lambda text: self.base_send({"type": "websocket.send", "text": text}),
             lambda data: self.base_send({"type": "websocket.send", "bytes": data}),
+            writer=daphne_writer(self.base_send) if settings.SPARK_WS_DIRECT_WRITES else None,
         )
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),

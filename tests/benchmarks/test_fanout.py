@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.fanout import TAKEOVER_TARGET_S, main, parse
+from benchmarks.fanout import TAKEOVER_TARGET_S, direct_rows, main, parse
 from benchmarks.pairing.scale import Clocks, SeqOrder, cpu_seconds
 from tests.conftest import port_open, require
 
@@ -55,6 +55,44 @@ def test_every_watcher_gets_every_token_and_the_ramp_keeps_its_rule() -> None:
 
     check_ramp(figures, LEVELS, figures["setup"]["limit_ms"])
     assert set(figures["charts"]) == {"fanout_p99"}
+
+
+@pytest.mark.timeout(180)
+def test_the_direct_levels_bring_the_room_to_each_count_and_every_answer_is_whole() -> None:
+    """After the ramp (up to 5 watchers), 3 (the last ones closed) then 6 (more joined)."""
+    figures = main([*TINY, "--parts", "ramp,direct", "--direct-levels", "3,6", "--direct-reps", "2"])
+
+    json.dumps(figures)
+    assert [level["level"] for level in figures["direct"]] == [3, 6]
+    for level in figures["direct"]:
+        assert level["target_ms"] is None  # the issue's targets are for 200 and 500
+        for relay in ("ide", "bare"):
+            side = level[relay]
+            assert side["answers"] == 2 and not side["failed"] and side["lossy_sockets"] == 0
+            assert side["sockets"] == level["level"]
+            added = side["added_ms"]
+            assert added["n"] >= 2 * level["level"] and 0 <= added["p50"] <= added["p99"] <= added["max"]
+            assert max(side["p99_per_answer"]) <= added["max"] and side["server_cpu_ms_per_1k_tokens"] > 0
+    rows = [row for row in figures["rows"] if "p99 added latency at" in row["figure"]]
+    assert [row["measured"] for row in rows] == [level["ide"]["added_ms"]["p99"] for level in figures["direct"]]
+    assert [row["baseline"] for row in rows] == [level["bare"]["added_ms"]["p99"] for level in figures["direct"]]
+
+
+def test_a_direct_level_meets_its_target_only_with_every_answer_whole() -> None:
+    args = parse(["--direct-reps", "2"])
+
+    def level(p99: float, lossy: int = 0, answers: int = 2) -> dict[str, Any]:
+        side = {"added_ms": {"p99": p99}, "answers": answers, "failed": "", "lossy_sockets": lossy,
+                "server_cpu_ms_per_1k_tokens": 1.0, "p99_per_answer": [p99] * answers, "generator_cpu_share": 0.1,
+                "server_cpu_share": 0.5, "sockets": 200}
+        return {"level": 200, "target_ms": 100.0, "ide": side, "bare": {**side, "added_ms": {"p99": 300.0}}}
+
+    met = [direct_rows([level(*case)], args)[0]["met"] for case in ((90.0,), (110.0,), (90.0, 1), (90.0, 0, 1))]
+    assert met == [True, False, False, False]
+    latency, cpu = direct_rows([level(90.0)], args)
+    assert latency["figure"].startswith("one room, 200 watchers, p99 added latency")
+    assert latency["target"].startswith("<= 100 ms") and latency["baseline"] == 300.0
+    assert cpu["figure"] == "one room, 200 watchers: server CPU per 1,000 tokens delivered"
 
 
 @pytest.mark.processes
@@ -111,7 +149,9 @@ def test_without_redis_the_part_across_processes_says_why_it_was_not_measured() 
     (["--database", "x; DROP DATABASE test"], "--database must be a plain PostgreSQL name"),
     (["--redis-url", "http://127.0.0.1:6379"], "--redis-url must be a redis://"),
     (["--cross-watchers", "1"], "--cross-watchers must be >= 2"),
-    (["--parts", "ramp,soak"], "--parts takes a comma-separated choice of ramp, processes"),
+    (["--parts", "ramp,soak"], "--parts takes a comma-separated choice of ramp, direct, processes"),
+    (["--direct-levels", "200,x"], "--direct-levels takes comma-separated whole numbers"),
+    (["--direct-reps", "0"], "--direct-reps must be >= 1"),
 ])
 def test_bad_flags_are_refused_with_the_reason(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]

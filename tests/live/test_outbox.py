@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from pycrdt import Doc, Text
+from pycrdt import Doc, Text, create_update_message
 
 from spark_ide.live.events import (
     EditStatus,
@@ -19,7 +19,7 @@ from spark_ide.live.events import (
     TurnProse,
     TurnStatus,
 )
-from spark_ide.live.outbox import Frame, Outbox
+from spark_ide.live.outbox import Flush, Frame, Outbox
 
 
 class Link:
@@ -157,3 +157,135 @@ def test_a_delta_is_encoded_as_the_json_encoder_writes_its_payload() -> None:
             for seq in (0, 7, 10**15):
                 event = kind(turn=f"t-{text[:2]}", text=text)
                 assert Frame(event, seq).text == encoder.encode({**event.payload(), "seq": seq})
+
+
+# -- sockets that take pre-framed bytes (a ``Writer``: under Daphne, pairing.daphne_writes) -----
+
+
+class Wire:
+    """A socket's writer: keeps every write (a list of frames)."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.writes: list[list[bytes]] = []
+        self.fails = fails
+
+    def write(self, frames: list[bytes]) -> None:
+        if self.fails:
+            raise OSError("the socket broke")
+        self.writes.append(frames)
+
+    def messages(self) -> list[Any]:
+        """What was written, unframed: JSON events and binary messages, in order."""
+        out: list[Any] = []
+        for frame in (frame for write in self.writes for frame in write):
+            assert frame[0] in (0x81, 0x82)  # FIN, text or binary, no extension bits
+            size, head = frame[1], 2
+            assert size < 0x80  # a server's frames are not masked
+            if size == 126:
+                size, head = int.from_bytes(frame[2:4], "big"), 4
+            elif size == 127:
+                size, head = int.from_bytes(frame[2:10], "big"), 10
+            payload = frame[head:]
+            assert len(payload) == size
+            out.append(json.loads(payload) if frame[0] == 0x81 else payload)
+        return out
+
+
+def direct_outbox(wire: Wire) -> tuple[Outbox, asyncio.Task[None]]:
+    async def never(_: Any) -> None:
+        raise AssertionError("a socket with a writer never sends through the ASGI send")
+
+    outbox = Outbox(never, never, writer=wire)
+    return outbox, asyncio.create_task(outbox.run())
+
+
+async def test_a_round_goes_to_each_socket_in_one_write_framed_once_for_all() -> None:
+    flush = Flush.current()
+    rounds = flush.rounds
+    wires = [Wire() for _ in range(3)]
+    outboxes = [direct_outbox(wire) for wire in wires]
+    big = "y" * 70_000  # past a frame's 16-bit length
+    frames = [
+        Frame(TurnDelta(turn="t", text="x"), 1), Frame(TurnProse(turn="t", text=big), 2), status(3, 0, "locating"),
+    ]
+    update, raw = b"\x01\x00", b"\x01awareness"
+    for outbox, _ in outboxes:
+        for frame in frames:
+            outbox.put_frame(frame)
+        outbox.put_update(update)
+        outbox.put_raw(raw)
+    assert all(not wire.writes for wire in wires)  # nothing written until the loop gets to it
+    await settle()
+    assert flush.rounds == rounds + 1  # one callback for every socket
+    for wire in wires:
+        assert len(wire.writes) == 1  # everything waiting, in one write
+        messages = wire.messages()
+        assert [m["seq"] for m in messages[:3]] == [1, 2, 3]
+        assert messages[1]["text"] == big
+        assert messages[3:] == [create_update_message(update), raw]
+    first = wires[0].writes[0]
+    for wire in wires[1:]:  # the same bytes objects: each framed once
+        assert all(a is b for a, b in zip(first, wire.writes[0], strict=True))
+    for _, task in outboxes:
+        task.cancel()
+
+
+async def test_a_merged_run_is_framed_once_for_the_sockets_that_merged_it() -> None:
+    wires = [Wire(), Wire()]
+    outboxes = [direct_outbox(wire) for wire in wires]
+    for outbox, _ in outboxes:
+        for seq, text in enumerate("abc", start=1):
+            outbox.put_frame(Frame(TurnDelta(turn="t", text=text), seq))
+    await settle()
+    for wire in wires:
+        assert wire.messages() == [{"type": "turn.delta", "turn": "t", "text": "abc", "seq": 3}]
+    assert wires[0].writes[0][0] is wires[1].writes[0][0]
+    # A socket that merged other parts under the same seqs gets its own frame.
+    (one, _), (other, _) = outboxes
+    one.put_frame(Frame(TurnDelta(turn="u", text="p"), 4))
+    one.put_frame(Frame(TurnDelta(turn="u", text="q"), 5))
+    other.put_frame(Frame(TurnDelta(turn="u", text="P"), 4))
+    other.put_frame(Frame(TurnDelta(turn="u", text="Q"), 5))
+    await settle()
+    assert wires[0].messages()[-1]["text"] == "pq"
+    assert wires[1].messages()[-1]["text"] == "PQ"
+    for _, task in outboxes:
+        task.cancel()
+
+
+async def test_rounds_keep_coming_and_a_cancelled_outbox_writes_no_more() -> None:
+    wire = Wire()
+    outbox, task = direct_outbox(wire)
+    for seq in (1, 2):
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=str(seq)), seq))
+        await settle()
+    assert len(wire.writes) == 2
+    task.cancel()
+    await settle()
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="late"), 3))
+    await settle()
+    assert [m["text"] for m in wire.messages()] == ["1", "2"]
+
+
+async def test_one_broken_socket_does_not_stop_the_others() -> None:
+    broken, fine = Wire(fails=True), Wire()
+    outboxes = [direct_outbox(broken), direct_outbox(fine)]
+    for outbox, _ in outboxes:
+        outbox.put_frame(Frame(TurnDelta(turn="t", text="x"), 1))
+    await settle()
+    assert fine.messages() == [{"type": "turn.delta", "turn": "t", "text": "x", "seq": 1}]
+    broken.fails = False
+    outboxes[0][0].put_frame(Frame(TurnDelta(turn="t", text="y"), 2))
+    await settle()
+    assert broken.messages() == [{"type": "turn.delta", "turn": "t", "text": "y", "seq": 2}]  # it goes on
+    for _, task in outboxes:
+        task.cancel()
+
+
+async def test_a_lone_surrogate_goes_as_a_question_mark_not_as_a_failed_write() -> None:
+    wire = Wire()
+    outbox, task = direct_outbox(wire)
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="a\ud800b"), 1))
+    await settle()
+    assert wire.messages()[0]["text"] == "a?b"
+    task.cancel()
