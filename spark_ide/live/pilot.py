@@ -54,9 +54,10 @@ from .reviews import HunkReviews
 from .room_models import RoomModels
 from .spend import Budgets, SpendBook
 from .store import LiveSettings
-from .turn_book import TurnBook, TurnStore
+from .turn_book import Metrics, TurnBook, TurnStore
 from .turn_maker import TurnMaker
 from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
+from .usage import TurnUsage
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
@@ -72,6 +73,11 @@ class Halt:
 
     reason: FinishReason
     error: str
+
+
+# What writing a turn's record takes once it ended (``Pilot._finish``): its status, reason,
+# metrics, usage and error.
+Ended = tuple[TurnStatus, FinishReason, Metrics, TurnUsage, str]
 
 
 class Rechoose:
@@ -361,7 +367,9 @@ class Pilot:
             return  # the running turn goes on (a quota it passes stops it)
         if command.note is not None:  # a steer by editing: what it changed; its block in flight is kept
             self._publish(command.note)
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None)  # (a), (b)
+        ended = self._finish(  # (a), (b); its record is written once the re-prompt is out
+            old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None, record=False,
+        )
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
@@ -375,12 +383,20 @@ class Pilot:
             else:
                 run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
+            self._record_ended(old, ended, run.before)
             self._unavailable(run, exc)
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
+        # The old turn's record (its diff, a write queued for the database thread) is made from
+        # the texts the new request was made from: the document as the rollback left it.
+        self._record_ended(old, ended, run.before)
         self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
+
+    def _record_ended(self, run: TurnRun, ended: Ended | None, texts: dict[str, str]) -> None:
+        if ended is not None:
+            self._turns.record(run, *ended, texts=texts)
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
         reason, error = connect_failure(exc)
@@ -438,12 +454,14 @@ class Pilot:
 
     def _finish(
         self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
-        keep: bool = False,
-    ) -> None:
+        keep: bool = False, record: bool = True,
+    ) -> Ended | None:
         """Announce the end of ``run``; after this nothing of it is sent but its rollback. ``by``: the
-        person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering)."""
+        person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering).
+        ``record`` False: its record is not written here; what writing it takes is returned
+        (``_record_ended``, a steer's once its re-prompt is out). None: it had ended already."""
         if not run.live:
-            return
+            return None
         run.live = False
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
@@ -468,7 +486,10 @@ class Pilot:
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
-        self._turns.record(run, status, reason, metrics, usage, error)
+        ended: Ended = (status, reason, metrics, usage, error)
+        if record:
+            self._turns.record(run, *ended)
+        return ended
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

@@ -109,9 +109,10 @@ class ResponsesClient(ModelClient):
         strategy = self._profile.cancel_strategy
         successor = self._new_stream(request)
         if strategy is CancelStrategy.NATIVE_CANCEL and connection.usable:
-            # The socket answers in order: cancel first, the re-prompt runs right after.
-            connection.request_cancel(attempt)
+            # The socket answers in order: the re-prompt waits behind the old response, which
+            # the cancel written right after it ends; it runs as soon as the old one stops.
             await self._submit(connection, successor)
+            await connection.cancel(attempt)
             return successor
         if strategy is CancelStrategy.NATIVE_STEER and attempt.response_id is not None:
             body = responses_steer(request, attempt.response_id)
