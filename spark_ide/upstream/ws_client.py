@@ -127,6 +127,20 @@ class ResponsesClient(ModelClient):
             return successor
         return await self._reconnect_and_submit(connection, successor)
 
+    def steers_at_once(self, stream: TurnStream | None) -> bool:
+        if self._closed or self._fallback is not None:
+            return False
+        attempt = stream.handle if stream is not None else None
+        if isinstance(attempt, Attempt) and not attempt.done and attempt.connection.alive:
+            connection, strategy = attempt.connection, self._profile.cancel_strategy
+            if strategy is CancelStrategy.NATIVE_CANCEL and connection.usable:
+                return True
+            if strategy is CancelStrategy.NATIVE_STEER and attempt.response_id is not None:
+                return True
+            return self._profile.keeps_spare and self.spare_ready
+        primary = self._primary  # a start: on the warm primary
+        return primary is not None and primary.usable
+
     async def close(self) -> None:
         self._closed = True
         pending = [t for t in (self._primary_task, self._spare_task) if t is not None]
