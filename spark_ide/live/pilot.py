@@ -392,7 +392,7 @@ class Pilot:
             else:
                 run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
-            ended = self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
+            self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
             self._unavailable(run, exc)
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
@@ -404,7 +404,7 @@ class Pilot:
     def _steered(
         self, old: TurnRun, run: TurnRun, policy: AiPolicy, settled: FinishReason | None,
         ended: tuple[Metrics, TurnUsage] | None, *, author: str, at_once: bool,
-    ) -> tuple[Metrics, TurnUsage] | None:
+    ) -> None:
         """After a steer's re-prompt (sent or failed): what was not announced before it is now
         (the old turn's end, the new one's start), and the old turn's record is written, made
         from the texts the new request was made from (the document as the rollback left it)."""
@@ -414,7 +414,6 @@ class Pilot:
             self._announce(run, policy)
         if settled is not None and ended is not None:
             self._turns.record(old, TurnStatus.STEERED, settled, *ended, "", texts=run.before)
-        return ended
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
         reason, error = connect_failure(exc)
