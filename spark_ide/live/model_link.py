@@ -42,6 +42,11 @@ class ModelLink:
             # A warm-up that fails is retried by the first turn; it must not log as unretrieved.
             self._connecting.add_done_callback(lambda task: task.cancelled() or task.exception())
 
+    @property
+    def open_client(self) -> ModelClient | None:
+        """The client when it is open (no wait), else None."""
+        return self._client
+
     async def client(self) -> ModelClient:
         """The warm client; raises UpstreamError/OSError when none can be had."""
         if self._client is not None:

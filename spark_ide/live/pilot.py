@@ -11,8 +11,10 @@ generation is then stopped upstream by the provider's strategy (``_stop_upstream
 the next queued prompt starts, so it never waits behind an abandoned answer.
 
 Steer, in the order DESIGN.md §2 fixes: stop forwarding the old turn, roll back its block in
-flight, announce its end, then re-prompt on a warm connection (the upstream client stops
-the old generation by the provider's strategy, re-prompt first).
+flight, re-prompt on a warm connection (the upstream client stops the old generation by the
+provider's strategy, re-prompt first). The old turn's end and the new one's start are
+announced before the re-prompt when it may wait on the network, else right after it: the
+same events in the same order, and nothing of the old turn after its ``turn.finished``.
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ from .reviews import HunkReviews
 from .room_models import RoomModels
 from .spend import Budgets, SpendBook
 from .store import LiveSettings
-from .turn_book import TurnBook, TurnStore
+from .turn_book import Metrics, TurnBook, TurnStore
 from .turn_maker import TurnMaker
 from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
+from .usage import TurnUsage
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
 from .watchdog import CORRECTOR
 
@@ -361,26 +364,56 @@ class Pilot:
             return  # the running turn goes on (a quota it passes stops it)
         if command.note is not None:  # a steer by editing: what it changed; its block in flight is kept
             self._publish(command.note)
-        self._finish(old, TurnStatus.STEERED, reason, by=command.author, keep=command.note is not None)  # (a), (b)
+        link = old.link or self.models.current  # a steer continues its turn: on its model
+        warm = link.open_client
+        # A re-prompt that goes out without waiting on the network goes out before the old
+        # turn's end and the new one's start are announced (the same events, in the same
+        # order, a moment later); one that may wait (a socket to open) goes out after them.
+        at_once = warm is not None and warm.steers_at_once(old.stream)
+        settled = self._settle(old, TurnStatus.STEERED, reason, keep=command.note is not None)  # (a), (b)
+        ended: tuple[Metrics, TurnUsage] | None = None
+        if settled is not None:
+            self._hand_over(old, TurnStatus.STEERED)
+            if not at_once:
+                ended = self._announce_end(old, TurnStatus.STEERED, settled, by=command.author)
         run = self._maker.make(
             command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
         )
-        run.link = link = old.link or self.models.current  # a steer continues its turn: on its model
-        self._announce(run, policy)
+        run.link = link
+        if at_once:
+            self._run = run  # announced once its re-prompt is out
+        else:
+            self._announce(run, policy)
         try:
-            client = await link.client()
+            client = warm if warm is not None else await link.client()
             # (c)+(d): the client re-prompts on a warm connection, then stops the old answer.
             if old.stream is not None:
                 run.stream = await client.steer(old.stream, run.request)
             else:
                 run.stream = await client.start(run.request)
         except (UpstreamError, OSError) as exc:
+            self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
             self._unavailable(run, exc)
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
         run.steer_ms = (time.monotonic() - command.received_at) * 1000
+        self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
         self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
+
+    def _steered(
+        self, old: TurnRun, run: TurnRun, policy: AiPolicy, settled: FinishReason | None,
+        ended: tuple[Metrics, TurnUsage] | None, *, author: str, at_once: bool,
+    ) -> None:
+        """After a steer's re-prompt (sent or failed): what was not announced before it is now
+        (the old turn's end, the new one's start), and the old turn's record is written, made
+        from the texts the new request was made from (the document as the rollback left it)."""
+        if at_once:
+            if settled is not None:
+                ended = self._announce_end(old, TurnStatus.STEERED, settled, by=author)
+            self._announce(run, policy)
+        if settled is not None and ended is not None:
+            self._turns.record(old, TurnStatus.STEERED, settled, *ended, "", texts=run.before)
 
     def _unavailable(self, run: TurnRun, exc: Exception) -> None:
         reason, error = connect_failure(exc)
@@ -442,8 +475,19 @@ class Pilot:
     ) -> None:
         """Announce the end of ``run``; after this nothing of it is sent but its rollback. ``by``: the
         person who stopped, steered or reverted it; ``keep``: its block in flight stays (edit steering)."""
-        if not run.live:
+        settled = self._settle(run, status, reason, keep=keep)
+        if settled is None:
             return
+        metrics, usage = self._announce_end(run, status, settled, error=error, by=by)
+        self._hand_over(run, status)
+        self._turns.record(run, status, settled, metrics, usage, error)
+
+    def _settle(self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, keep: bool) -> FinishReason | None:
+        """Stop forwarding ``run`` and settle its blocks (the last one completed when the answer
+        is, the one in flight rolled back, or kept: ``keep``); the reason its end is announced
+        with. None: it had ended already."""
+        if not run.live:
+            return None
         run.live = False
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
@@ -459,8 +503,17 @@ class Pilot:
                 reason = FinishReason.EXPLAIN_ONLY  # its blocks were shown, not applied
         else:
             publish_edits(self._publish, run.editor.cancel(keep_in_flight=keep))  # in flight: goes (or kept)
+        return reason
+
+    def _announce_end(
+        self, run: TurnRun, status: TurnStatus, reason: FinishReason, *, error: str = "", by: str = "",
+    ) -> tuple[Metrics, TurnUsage]:
+        """``turn.finished`` for ``run``; its metrics and usage, for its record."""
         model = None if run.link is None else run.link.model
-        metrics, usage = self._turns.finished(run, status, reason, error=error, by=by, model=model)
+        return self._turns.finished(run, status, reason, error=error, by=by, model=model)
+
+    def _hand_over(self, run: TurnRun, status: TurnStatus) -> None:
+        """``run`` no longer runs: the next turns carry what it did (history, ledger, notes)."""
         if self._run is run:
             self._run = None
         self._maker.ended(run, status)
@@ -468,7 +521,6 @@ class Pilot:
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends
             self._watchdog.chain_ended(run)
-        self._turns.record(run, status, reason, metrics, usage, error)
 
     async def _stop_upstream(self, run: TurnRun) -> None:
         if run.stream is not None:

@@ -123,10 +123,12 @@ class TurnBook:
 
     def record(
         self, run: TurnRun, status: TurnStatus, reason: FinishReason, metrics: Metrics, usage: TurnUsage, error: str,
+        *, texts: Mapping[str, str] | None = None,
     ) -> None:
         """Write the record of ``run``'s end; its tokens and cost count in the policy's and the
-        spend's next reads once written."""
-        changed, ledger = changed_files(run, self._texts()), run.editor.ledger.as_dicts()
+        spend's next reads once written. ``texts``: the files as the turn left them, when the
+        caller has them already (a steer: the texts its re-prompt was made from)."""
+        changed, ledger = changed_files(run, self._texts() if texts is None else texts), run.editor.ledger.as_dicts()
 
         async def write() -> None:
             # The diff is made when the record is written, off a steer's way to its re-prompt

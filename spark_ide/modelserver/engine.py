@@ -137,29 +137,51 @@ class ModelUnavailable(Exception):
 class CancelToken:
     """A stop flag readable from worker threads and awaitable from the event loop.
 
-    ``cancel`` must be called on the loop's thread (the asyncio event is not thread-safe);
+    ``cancel`` must be called on the loop's thread (the waiters are futures of the loop);
     worker threads only read :meth:`is_set`.
     """
 
     _flag: threading.Event = field(default_factory=threading.Event)
-    _event: asyncio.Event = field(default_factory=asyncio.Event)
+    _waiters: set[asyncio.Future[bool]] = field(default_factory=set)
 
     def cancel(self) -> None:
         self._flag.set()
-        self._event.set()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+        self._waiters.clear()
 
     def is_set(self) -> bool:
         return self._flag.is_set()
 
     async def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
+        return await self.wait_until(asyncio.get_running_loop().time() + timeout)
+
+    async def wait_until(self, deadline: float) -> bool:
+        """Sleep until the loop's clock reads ``deadline``; True as soon as the token is
+        cancelled. One future and one timer: a paced engine waits like this once a token, so
+        it wakes once (``asyncio.wait_for`` ran a task and took three more passes of the loop
+        to wake and tidy up). A deadline already past still lets the loop run once."""
         if self._flag.is_set():
             return True
+        loop = asyncio.get_running_loop()
+        if deadline <= loop.time():
+            await asyncio.sleep(0)
+            return self._flag.is_set()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiters.add(waiter)
+        timer = loop.call_at(deadline, _expire, waiter)
         try:
-            await asyncio.wait_for(self._event.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+            return await waiter
+        finally:
+            timer.cancel()
+            self._waiters.discard(waiter)
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 class Engine(Protocol):

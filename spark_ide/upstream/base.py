@@ -35,6 +35,12 @@ class ModelClient(ABC):
         """Stop ``stream`` (it yields nothing more, at once) and start ``request`` instead,
         re-prompt first, by the profile's cancel strategy."""
 
+    def steers_at_once(self, stream: TurnStream | None) -> bool:
+        """Whether ``steer(stream, ...)`` (``start`` when ``stream`` is None) writes its
+        request without waiting on the network (no socket to open, no answer to wait for).
+        False when the client cannot tell."""
+        return False
+
     @abstractmethod
     async def close(self) -> None:
         """Close every connection; running turns are stopped."""

@@ -158,6 +158,15 @@ class ResponsesConnection:
         if attempt.response_id is not None and not attempt.done:
             self._send_cancel(attempt)
 
+    async def cancel(self, attempt: Attempt) -> None:
+        """``request_cancel``, the cancel written before this returns (not by a task of its
+        own, a pass of the event loop later): a steer's re-prompt waits behind the response
+        it cancels, so every moment the cancel waits is added to the new answer's first token."""
+        attempt.cancel_wanted = True
+        if attempt.response_id is not None and not attempt.done:
+            attempt.cancel_sent_at_delta = attempt.deltas
+            await self._send({"type": protocol.CANCEL, "response_id": attempt.response_id})
+
     def retire(self) -> None:
         """Close without waiting: closing the socket is what stops a running response."""
         if not self.retired:

@@ -109,9 +109,10 @@ class ResponsesClient(ModelClient):
         strategy = self._profile.cancel_strategy
         successor = self._new_stream(request)
         if strategy is CancelStrategy.NATIVE_CANCEL and connection.usable:
-            # The socket answers in order: cancel first, the re-prompt runs right after.
-            connection.request_cancel(attempt)
+            # The socket answers in order: the re-prompt waits behind the old response, which
+            # the cancel written right after it ends; it runs as soon as the old one stops.
             await self._submit(connection, successor)
+            await connection.cancel(attempt)
             return successor
         if strategy is CancelStrategy.NATIVE_STEER and attempt.response_id is not None:
             body = responses_steer(request, attempt.response_id)
@@ -125,6 +126,20 @@ class ResponsesClient(ModelClient):
             self._ensure_spare()
             return successor
         return await self._reconnect_and_submit(connection, successor)
+
+    def steers_at_once(self, stream: TurnStream | None) -> bool:
+        if self._closed or self._fallback is not None:
+            return False
+        attempt = stream.handle if stream is not None else None
+        if isinstance(attempt, Attempt) and not attempt.done and attempt.connection.alive:
+            connection, strategy = attempt.connection, self._profile.cancel_strategy
+            if strategy is CancelStrategy.NATIVE_CANCEL and connection.usable:
+                return True
+            if strategy is CancelStrategy.NATIVE_STEER and attempt.response_id is not None:
+                return True
+            return self._profile.keeps_spare and self.spare_ready
+        primary = self._primary  # a start: on the warm primary
+        return primary is not None and primary.usable
 
     async def close(self) -> None:
         self._closed = True

@@ -114,3 +114,45 @@ async def test_a_steer_the_model_cannot_take_fails_the_new_turn_and_stops_the_ol
         assert (end.status, end.reason) == ("failed", "model_unavailable") and "gone" in end.error
         assert rig.model.stopped == [stream]
         assert rig.texts() == FILES
+
+
+async def test_a_re_prompt_that_goes_out_at_once_precedes_the_announcements_which_keep_their_order() -> None:
+    """On a warm socket the re-prompt is written before the old turn's ``turn.finished`` and the
+    new turn's ``turn.started`` are published: the same events in the same order, and the old
+    turn is still stopped and rolled back first."""
+    async with pilot_rig(FILES) as rig:
+        rig.model.at_once = True
+        published_at_steer: list[int] = []
+        rig.model.on_steer = lambda: published_at_steer.append(len(rig.published.items))
+        old = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta("Changing X.\n")
+        stream.delta(HALF_BLOCK)
+        await eventually(lambda: "streaming" in rig.states(old))
+
+        rig.steer("make it 3", author="cole", user_id=8)
+        stream.delta("stale: sent as the steer came\n")
+        new = await rig.started(lambda event: event.steered_from == old)
+        successor = await rig.model.next_stream()
+
+        finished = await rig.finished(old)
+        assert (finished.status, finished.reason, finished.by) == ("steered", "steered", "cole")
+        rolled_back = [e for e in rig.published.of(EditStatus, old) if e.state == "rolled_back"]
+        assert len(rolled_back) == 1
+        assert rig.published.index(rolled_back[0]) < published_at_steer[0] <= rig.published.index(finished)
+        assert rig.published.index(finished) < rig.published.index(new)
+        after_end = rig.published.items[rig.published.index(finished):]
+        assert not [e for e in after_end if isinstance(e, TurnDelta | EditStatus) and e.turn == old]
+        assert rig.model.stopped == [stream]
+        request = prompt_of(successor.request)
+        assert "The user redirects you: make it 3" in request and "Changing X." in request
+        assert "X = 2" not in rig.texts()["util.py"]  # the request was made after the rollback
+        steered = await rig.published.until(TurnSteered, lambda event: event.turn == new.turn)
+        assert rig.published.index(new) < rig.published.index(steered)
+
+        successor.delta(THREE)
+        successor.complete(None)
+        done = await rig.finished(new.turn)
+        assert (done.status, done.reason) == ("completed", "answered")
+        await rig.recorded(new.turn)
+        assert rig.store.outcome(old).status == "steered"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engine import CancelToken, EngineError, Job, Message, MessageStart, Piece, Tally
 from spark_ide.modelserver.engines.scripted import (
     ScriptedEngine,
+    count_tokens,
     load_scripts,
     split_tokens,
 )
@@ -28,6 +31,11 @@ def test_tokens_are_at_most_four_characters_and_rebuild_the_text(text: str) -> N
     tokens = split_tokens(text)
     assert "".join(tokens) == text
     assert all(1 <= len(token) <= 4 for token in tokens)
+
+
+@given(st.text())
+def test_counting_tokens_agrees_with_splitting(text: str) -> None:
+    assert count_tokens(text) == len(split_tokens(text))
 
 
 def test_tokens_break_at_whitespace() -> None:
@@ -167,3 +175,43 @@ def test_a_plain_follow_up_goes_on_with_a_script_the_model_has_begun() -> None:
     assert engine.plan(begun).steps == (Say("second"),)
     done = Job(messages=(*begun.messages, Message("assistant", "second"), Message("user", "plain")))
     assert engine.plan(done).steps == (Say("fallback"),)  # its rounds are over: the default again
+
+
+async def test_a_cancel_token_wakes_its_waiter_at_once() -> None:
+    token = CancelToken()
+    waiting = asyncio.ensure_future(token.wait(10.0))
+    await asyncio.sleep(0)
+    token.cancel()
+    assert await asyncio.wait_for(waiting, 1.0) is True
+    assert await token.wait(10.0) is True  # already cancelled: no wait
+
+
+async def test_a_cancel_token_times_out_false_and_a_past_deadline_still_yields() -> None:
+    token = CancelToken()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    assert await token.wait(0.02) is False
+    assert loop.time() - began >= 0.02
+    assert await token.wait_until(began) is False
+
+
+async def test_the_time_to_first_token_counts_from_when_the_engine_takes_the_job() -> None:
+    """Reading the prompt is part of the TTFT: the first piece comes ``ttft`` after the engine
+    began, however long the prompt took to read, not that long plus ``ttft``."""
+    engine = ScriptedEngine(ttft_s=0.05)
+    loop = asyncio.get_running_loop()
+    slow_plan = engine.plan
+
+    def plan(job: Job):  # type: ignore[no-untyped-def]
+        time.sleep(0.03)  # a prompt that takes 30 ms to read
+        return slow_plan(job)
+
+    engine.plan = plan  # type: ignore[method-assign]
+    began = loop.time()
+    outputs = engine.generate(job("[say]hi[/say]"), Tally(), CancelToken())
+    assert isinstance(await anext(outputs), MessageStart)
+    first = await anext(outputs)
+    took = loop.time() - began
+    await outputs.aclose()
+    assert isinstance(first, Piece)
+    assert 0.05 <= took < 0.075

@@ -9,7 +9,7 @@ with ``play_tool_call``), or raises what a refused connection raises.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spark_ide.upstream import (
@@ -52,6 +52,8 @@ class FakeModel:
     stopped: list[TurnStream] = field(default_factory=list)  # streams the IDE stopped upstream
     refuse: list[UpstreamError] = field(default_factory=list)  # raised by the next start/steer calls
     hold_starts: asyncio.Event | None = None  # set: each start waits for it before its request goes
+    at_once: bool = False  # what ``steers_at_once`` answers (a warm socket: the re-prompt goes first)
+    on_steer: Callable[[], None] | None = None  # called as each steer's request goes
     connects: int = 0
     closed: int = 0
 
@@ -99,7 +101,12 @@ class FakeClient(ModelClient):
             await self.model.hold_starts.wait()
         return self._stream(request)
 
+    def steers_at_once(self, stream: TurnStream | None) -> bool:
+        return self.model.at_once
+
     async def steer(self, stream: TurnStream, request: TurnRequest) -> TurnStream:
+        if self.model.on_steer is not None:
+            self.model.on_steer()
         new = self._stream(request)
         stream.detach()
         self.model.stopped.append(stream)

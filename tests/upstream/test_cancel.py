@@ -158,3 +158,17 @@ async def test_a_rejected_steer_falls_back_to_a_plain_request_on_another_socket(
             assert new.resends == 1
         finally:
             await client.close()
+
+
+@pytest.mark.parametrize("strategy", ALL_SOCKET_STRATEGIES)
+async def test_it_tells_whether_a_steer_goes_out_without_waiting_on_the_network(strategy: CancelStrategy) -> None:
+    """A warm socket (or spare) takes the re-prompt at once; the reconnect strategy opens a
+    socket first. The Pilot announces the steer's events before a re-prompt that may wait."""
+    async with session(strategy) as live:
+        assert live.client.steers_at_once(None)  # a start: on the warm primary
+        old = await live.client.start(turn(LONG))
+        await collect(old, limit=3)
+        assert live.client.steers_at_once(old) is (strategy is not CancelStrategy.RECONNECT)
+        new = await live.client.steer(old, turn(say("fresh answer")))
+        assert [e for e in await collect(new) if isinstance(e, Completed)]
+    assert not live.client.steers_at_once(None)  # closed
