@@ -163,6 +163,10 @@ class TurnRun:
             else:
                 waiting, more = stream.take_waiting_input(call_id, limit, most)
             text += waiting
+        if most is not None and len(text) > (most + 1) * CHARS_PER_TOKEN:
+            # A provider that fell behind may hand over many tokens in one delta: what passes
+            # the quota is not taken (the quota then ends the turn).
+            text = text[: (most + 1) * CHARS_PER_TOKEN]
         self.deltas += 1 + more
         self.chars += len(text)
         return text

@@ -17,7 +17,7 @@ from spark_ide.live.context import Packing
 from spark_ide.live.policy import AiMode, AiPolicy
 from spark_ide.live.prompting import EXPLAIN_ONLY, PromptStyle, TurnInput
 from spark_ide.modelserver.config import ServerConfig
-from spark_ide.modelserver.engine import CancelToken, Job, Output, Tally
+from spark_ide.modelserver.engine import CancelToken, Job, Output, Piece, Tally
 from spark_ide.modelserver.server import ModelServer
 from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore
 from spark_ide.upstream import TurnRequest
@@ -201,6 +201,28 @@ async def test_a_turn_passing_the_quota_is_stopped_and_the_next_refused(
     assert client.of("policy")[-1]["tokens_left"] == 0
     await client.until_true(lambda: engine.generations[0].end == "stopped")  # stopped upstream too
     assert len(engine.jobs) == 1
+    await client.close()
+
+
+async def test_a_delta_carrying_many_tokens_stops_at_the_quota(
+    live: Live, engine: JobEngine, course: Course, rooms: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider that fell behind hands many tokens over in one delta: what passes the quota
+    is not taken, however large the piece."""
+
+    async def whole(self: JobEngine, job: Job, tally: Tally, cancel: CancelToken) -> AsyncGenerator[Output, None]:
+        self.jobs.append(job)
+        yield Piece(LONG, tokens=600)  # the whole answer in one delta
+
+    monkeypatch.setattr(JobEngine, "generate", whole)
+    course.policy = AiPolicy(token_quota=1_030, tokens_used=1_000)
+    client = await connect(live)
+    await client.send({"type": "prompt", "text": "anything"})
+    finished = await client.until(lambda e: e["type"] == "turn.finished")
+    assert (finished["status"], finished["reason"]) == ("cancelled", "quota")
+    assert finished["metrics"]["tokens"] <= 31
+    shown = "".join(e["text"] for e in client.of("turn.delta", finished["turn"]))
+    assert LONG.startswith(shown) and len(shown) <= 31 * prompting.CHARS_PER_TOKEN
     await client.close()
 
 
