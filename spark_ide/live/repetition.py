@@ -74,13 +74,16 @@ class RepetitionGuard:
         dozens of lines each)."""
         lines = self._lines
         start = len(lines)
-        lines.extend([line.strip() for line in done])
+        lines.extend(map(str.strip, done))
         end = len(lines)
-        for group in range(start, end, MAX_PERIOD):
-            window = lines[max(0, group - MAX_PERIOD) : group + MAX_PERIOD]
-            if len(set(window)) == len(window):
-                continue
-            for at in range(group, min(end, group + MAX_PERIOD)):
+        # A delta that ends a line or two (a model keeping pace): each looked at alone.
+        step = MAX_PERIOD if end - start > 2 else 1
+        for group in range(start, end, step):
+            if step > 1:
+                window = lines[max(0, group - MAX_PERIOD) : group + MAX_PERIOD]
+                if len(set(window)) == len(window):
+                    continue
+            for at in range(group, min(end, group + step)):
                 if lines[at] in lines[max(0, at - MAX_PERIOD) : at] and self._looping_at(at):
                     return True
         if end > 2 * KEPT_LINES:  # trimmed now and then, never below what a cycle check reads
