@@ -137,15 +137,17 @@ def client_rate(turn: Turn) -> float | None:
     return round(len(split_tokens(turn.text)) / span, 1) if span > 0 else None
 
 
-def cpu_ns(pid: int) -> int:
-    """CPU nanoseconds of every live thread of process ``pid`` so far (``/proc/<pid>/task/*/schedstat``:
-    the scheduler's clock, where ``/proc/<pid>/stat`` counts 10 ms ticks, too coarse for a turn
-    of a few hundred ms)."""
-    total = 0
+def cpu_ns(pid: int) -> tuple[int, int]:
+    """CPU nanoseconds so far of every live thread of process ``pid``, and of its main thread (the
+    event loop's, in both relays): ``/proc/<pid>/task/*/schedstat``, the scheduler's clock, where
+    ``/proc/<pid>/stat`` counts 10 ms ticks, too coarse for a turn of a few hundred ms."""
+    total, main = 0, 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
-            total += int((task / "schedstat").read_text(encoding="ascii").split()[0])
-    return total
+            spent = int((task / "schedstat").read_text(encoding="ascii").split()[0])
+            total += spent
+            main = spent if task.name == str(pid) else main
+    return total, main
 
 
 # After ``turn.finished`` the IDE still writes the turn's end (its event log, the file's row):
@@ -158,18 +160,20 @@ async def throughput_run(
 ) -> dict[str, Any]:
     """One turn; with ``server_pid``, the relay's CPU milliseconds per 1,000 tokens over it (the
     load-independent side of a run: CPU time shifts less with other work on the machine)."""
-    began = cpu_ns(server_pid) if server_pid is not None else 0
+    began = cpu_ns(server_pid) if server_pid is not None else (0, 0)
     turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
-    cpu_ms_per_1k: float | None = None
+    cpu_ms_per_1k: list[float | None] = [None, None]  # the process, its event loop's thread
     if server_pid is not None:
         await asyncio.sleep(CPU_SETTLE_S)
-        cpu_ms_per_1k = round((cpu_ns(server_pid) - began) / 1e3 / max(len(split_tokens(turn.text)), 1), 4)
+        tokens = max(len(split_tokens(turn.text)), 1)
+        cpu_ms_per_1k = [round((end - start) / 1e3 / tokens, 4) for end, start in zip(cpu_ns(server_pid), began, strict=True)]
     return {
         "tokens_per_s": client_rate(turn),
         "lossless": turn.text == expected and turn.finished["status"] == TurnStatus.COMPLETED,
         "frames": len(turn.deltas),
         "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
-        "server_cpu_ms_per_1k_tokens": cpu_ms_per_1k,
+        "server_cpu_ms_per_1k_tokens": cpu_ms_per_1k[0],
+        "server_loop_cpu_ms_per_1k_tokens": cpu_ms_per_1k[1],
     }
 
 
@@ -209,6 +213,8 @@ async def measure_throughput(
         "ide_server_tokens_per_s": _medians(runs["ide"], "server_tokens_per_s"),
         "ide_server_cpu_ms_per_1k_tokens": _medians(runs["ide"], "server_cpu_ms_per_1k_tokens", 3),
         "bare_server_cpu_ms_per_1k_tokens": _medians(runs["bare"], "server_cpu_ms_per_1k_tokens", 3),
+        "ide_server_loop_cpu_ms_per_1k_tokens": _medians(runs["ide"], "server_loop_cpu_ms_per_1k_tokens", 3),
+        "bare_server_loop_cpu_ms_per_1k_tokens": _medians(runs["bare"], "server_loop_cpu_ms_per_1k_tokens", 3),
         "zero_loss": all(run["lossless"] for rs in runs.values() for run in rs),
         "edit_applied": written == expected,
         "ide_frames_per_turn": statistics.median(run["frames"] for run in runs["ide"]),
