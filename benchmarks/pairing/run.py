@@ -166,7 +166,8 @@ async def throughput_run(
     if server_pid is not None:
         await asyncio.sleep(CPU_SETTLE_S)
         tokens = max(len(split_tokens(turn.text)), 1)
-        cpu_ms_per_1k = [round((end - start) / 1e3 / tokens, 4) for end, start in zip(cpu_ns(server_pid), began, strict=True)]
+        ended = cpu_ns(server_pid)
+        cpu_ms_per_1k = [round((ended[i] - began[i]) / 1e3 / tokens, 4) for i in (0, 1)]
     return {
         "tokens_per_s": client_rate(turn),
         "lossless": turn.text == expected and turn.finished["status"] == TurnStatus.COMPLETED,
