@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import signal
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchmarks import report
@@ -135,19 +137,50 @@ def client_rate(turn: Turn) -> float | None:
     return round(len(split_tokens(turn.text)) / span, 1) if span > 0 else None
 
 
-async def throughput_run(browser: Browser, script: str, expected: str, rate: float) -> dict[str, Any]:
+def cpu_ns(pid: int) -> tuple[int, int]:
+    """CPU nanoseconds so far of every live thread of process ``pid``, and of its main thread (the
+    event loop's, in both relays): ``/proc/<pid>/task/*/schedstat``, the scheduler's clock, where
+    ``/proc/<pid>/stat`` counts 10 ms ticks, too coarse for a turn of a few hundred ms."""
+    total, main = 0, 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            spent = int((task / "schedstat").read_text(encoding="ascii").split()[0])
+            total += spent
+            main = spent if task.name == str(pid) else main
+    return total, main
+
+
+# After ``turn.finished`` the IDE still writes the turn's end (its event log, the file's row):
+# part of the turn's CPU, read this long after.
+CPU_SETTLE_S = 0.3
+
+
+async def throughput_run(
+    browser: Browser, script: str, expected: str, rate: float, server_pid: int | None = None
+) -> dict[str, Any]:
+    """One turn; with ``server_pid``, the relay's CPU milliseconds per 1,000 tokens over it (the
+    load-independent side of a run: CPU time shifts less with other work on the machine)."""
+    began = cpu_ns(server_pid) if server_pid is not None else (0, 0)
     turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
+    cpu_ms_per_1k: list[float | None] = [None, None]  # the process, its event loop's thread
+    if server_pid is not None:
+        await asyncio.sleep(CPU_SETTLE_S)
+        tokens = max(len(split_tokens(turn.text)), 1)
+        ended = cpu_ns(server_pid)
+        cpu_ms_per_1k = [round((ended[i] - began[i]) / 1e3 / tokens, 4) for i in (0, 1)]
     return {
         "tokens_per_s": client_rate(turn),
         "lossless": turn.text == expected and turn.finished["status"] == TurnStatus.COMPLETED,
         "frames": len(turn.deltas),
         "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
+        "server_cpu_ms_per_1k_tokens": cpu_ms_per_1k[0],
+        "server_loop_cpu_ms_per_1k_tokens": cpu_ms_per_1k[1],
     }
 
 
-def _medians(runs: list[dict[str, Any]], key: str) -> float | None:
+def _medians(runs: list[dict[str, Any]], key: str, digits: int = 1) -> float | None:
     values = [run[key] for run in runs if run[key] is not None]
-    return round(statistics.median(values), 1) if values else None
+    return round(statistics.median(values), digits) if values else None
 
 
 @dataclass
@@ -163,10 +196,11 @@ async def measure_throughput(
     ide: Browser, bare: Browser, load: Load, texts: dict[str, str], reps: int, stack: Stack, workspace_id: str
 ) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {"ide": [], "bare": []}
+    pids = {"ide": stack.pids["daphne"], "bare": stack.pids["relay"]}
     for rep in range(reps):
         for name, browser in (("ide", ide), ("bare", bare)):
             script = f"{load.name}-{rep + 1}"
-            runs[name].append(await throughput_run(browser, script, texts[script], load.rate))
+            runs[name].append(await throughput_run(browser, script, texts[script], load.rate, pids[name]))
             progress(f"{script} at rate {load.rate:g}, {name}: {runs[name][-1]['tokens_per_s']} tokens/s")
     expected = write_body(load.salt + reps)
     written = await stack.file_text(workspace_id, WRITE_PATH, expected)
@@ -178,6 +212,10 @@ async def measure_throughput(
         "bare_tokens_per_s": bare_median,
         "ratio": round(ide_median / bare_median, 3) if ide_median and bare_median else None,
         "ide_server_tokens_per_s": _medians(runs["ide"], "server_tokens_per_s"),
+        "ide_server_cpu_ms_per_1k_tokens": _medians(runs["ide"], "server_cpu_ms_per_1k_tokens", 3),
+        "bare_server_cpu_ms_per_1k_tokens": _medians(runs["bare"], "server_cpu_ms_per_1k_tokens", 3),
+        "ide_server_loop_cpu_ms_per_1k_tokens": _medians(runs["ide"], "server_loop_cpu_ms_per_1k_tokens", 3),
+        "bare_server_loop_cpu_ms_per_1k_tokens": _medians(runs["bare"], "server_loop_cpu_ms_per_1k_tokens", 3),
         "zero_loss": all(run["lossless"] for rs in runs.values() for run in rs),
         "edit_applied": written == expected,
         "ide_frames_per_turn": statistics.median(run["frames"] for run in runs["ide"]),
@@ -339,12 +377,14 @@ def rows(figures: dict[str, Any]) -> list[report.Row]:
             note="baseline: the bare websockets relay, same run",
         ))
     if capacity is not None:
+        cpu = {relay: capacity[f"{relay}_server_cpu_ms_per_1k_tokens"] for relay in ("ide", "bare")}
         out.append(report.row(
             "relay capacity, engine unpaced: ratio to the bare relay", capacity["ratio"],
             baseline=capacity["bare_tokens_per_s"], ratio=capacity["ratio"],
             target=f">= {TARGETS['capacity_ratio_min']}",
             met=report.at_least(capacity["ratio"], TARGETS["capacity_ratio_min"]),
-            note=f"IDE {capacity['ide_tokens_per_s']} vs bare {capacity['bare_tokens_per_s']} tokens/s (medians)",
+            note=f"IDE {capacity['ide_tokens_per_s']} vs bare {capacity['bare_tokens_per_s']} tokens/s (medians); "
+            f"server CPU {cpu['ide']} vs {cpu['bare']} ms per 1,000 tokens",
         ))
     latency = figures.get("latency_1000_tps")
     if latency is not None:

@@ -59,14 +59,36 @@ class RepetitionGuard:
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
-        lines = self._lines
-        for line in self._line.feed(text):  # most deltas end no line
-            lines.append(line.strip())
-            if len(lines) > 2 * KEPT_LINES:  # trimmed now and then, not at every line
-                del lines[:-KEPT_LINES]
-            if self._looping():
-                return True
+        done = self._line.feed(text)  # most deltas end no line
+        if done and self._cycle_in(done):
+            return True
         return self._line.length >= LONG_LINE and self._inline_loop()
+
+    def _cycle_in(self, done: list[str]) -> bool:
+        """Take the lines ``done`` completed: whether the answer became a loop at any of them.
+
+        A cycle of any period repeats its last line within the ``MAX_PERIOD`` lines before it,
+        and most lines of most answers equal none of them: a group of ``MAX_PERIOD`` new lines
+        whose window (the group and the ``MAX_PERIOD`` lines before it) holds no line twice
+        passes in one C-level set, without a look at each line (a fast answer's deltas end
+        dozens of lines each)."""
+        lines = self._lines
+        start = len(lines)
+        lines.extend(map(str.strip, done))
+        end = len(lines)
+        # A delta that ends a line or two (a model keeping pace): each looked at alone.
+        step = MAX_PERIOD if end - start > 2 else 1
+        for group in range(start, end, step):
+            if step > 1:
+                window = lines[max(0, group - MAX_PERIOD) : group + MAX_PERIOD]
+                if len(set(window)) == len(window):
+                    continue
+            for at in range(group, min(end, group + step)):
+                if lines[at] in lines[max(0, at - MAX_PERIOD) : at] and self._looping_at(at):
+                    return True
+        if end > 2 * KEPT_LINES:  # trimmed now and then, never below what a cycle check reads
+            del lines[:-KEPT_LINES]
+        return False
 
     def _inline_loop(self) -> bool:
         tail = self._line.tail(WINDOW)
@@ -81,22 +103,22 @@ class RepetitionGuard:
             found = tail.rfind(probe, lowest, found + MIN_FRAGMENT - 1)
         return False
 
-    def _looping(self) -> bool:
+    def _looping_at(self, at: int) -> bool:
+        """Whether the kept lines up to line ``at`` end in a cycle (line ``at`` equals one of the
+        ``MAX_PERIOD`` before it). Once lines were dropped, at least ``KEPT_LINES`` come before
+        ``at``: as many as the longest cycle reads."""
         lines = self._lines
-        last = lines[-1]
-        # A cycle of any period repeats the last line within the MAX_PERIOD lines before it:
-        # most lines of most answers are found in none of them (one C-level scan, no loop).
-        if last not in lines[-MAX_PERIOD - 1 : -1]:
-            return False
+        last = lines[at]
         for period in range(1, MAX_PERIOD + 1):
             span = period * MIN_REPEATS
-            if len(lines) < span:
+            if at + 1 < span:
                 break
-            if lines[-1 - period] != last:
+            if lines[at - period] != last:
                 continue  # most lines of most answers: one comparison per period, nothing built
-            cycle = lines[-period:]
+            cycle = lines[at - period + 1 : at + 1]
             if sum(map(len, cycle)) < MIN_CYCLE_CHARS:
                 continue
-            if all(lines[-span + i] == cycle[i % period] for i in range(span)):
+            first = at + 1 - span
+            if all(lines[first + i] == cycle[i % period] for i in range(span)):
                 return True
         return False

@@ -36,13 +36,12 @@ from spark_ide.upstream.errors import (
 )
 from spark_ide.upstream.frames import (
     Created,
-    Delta,
     Done,
     ErrorFrame,
     Frame,
     MalformedFrame,
     SteerFailed,
-    parse_frame,
+    read_frame,
 )
 from spark_ide.upstream.request import JSONObject
 from spark_ide.upstream.stream import TurnStream
@@ -230,16 +229,33 @@ class ResponsesConnection:
 
     def _dispatch(self, raw: str | bytes) -> None:
         try:
-            frame = parse_frame(raw)
+            frame = read_frame(raw)
         except MalformedFrame as exc:
             self._protocol_violation(str(exc))
             return
-        if isinstance(frame, ErrorFrame):
+        if isinstance(frame, str):  # a text delta: most frames
+            self._on_text(frame)
+        elif isinstance(frame, ErrorFrame):
             self._on_error(frame)
         elif isinstance(frame, SteerFailed):
             self._on_steer_failed(frame)
         else:
             self._on_response_frame(frame)
+
+    def _on_text(self, text: str) -> None:
+        """A ``response.output_text.delta`` (``read_frame`` gives its text alone): the stream
+        marks the frame and takes its text in one step."""
+        pending = self._pending
+        # Finished requests leave from the front (``_pop``): the head is nearly always first.
+        head = pending[0] if pending and not pending[0].done else next((a for a in pending if not a.done), None)
+        if head is None:
+            return
+        head.deltas += 1
+        if head.stream is not None:
+            head.stream.text_frame(text)
+        if head.cancel_wanted and head.cancel_sent_at_delta == 0 and head.deltas == 1:
+            # The first cancel may have raced the start of streaming and been refused.
+            self._send_cancel(head)
 
     def _on_response_frame(self, frame: Frame) -> None:
         head = next((a for a in self._pending if not a.done), None)
@@ -252,13 +268,6 @@ class ResponsesConnection:
             if head.stream is not None:
                 head.stream.response_id = frame.response_id
             if head.cancel_wanted:
-                self._send_cancel(head)
-        elif isinstance(frame, Delta):
-            head.deltas += 1
-            if head.stream is not None:
-                head.stream.delta(frame.text)
-            if head.cancel_wanted and head.cancel_sent_at_delta == 0 and head.deltas == 1:
-                # The first cancel may have raced the start of streaming and been refused.
                 self._send_cancel(head)
         elif isinstance(frame, ToolItemAdded | ToolItemDone | ToolDelta | ToolInputDone):
             if isinstance(frame, ToolDelta):

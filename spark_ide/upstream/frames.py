@@ -74,6 +74,13 @@ Frame = Created | Delta | Done | ErrorFrame | SteerAccepted | SteerFailed | Tool
 
 
 def parse_frame(raw: str | bytes) -> Frame:
+    frame = read_frame(raw)
+    return Delta(frame) if isinstance(frame, str) else frame
+
+
+def read_frame(raw: str | bytes) -> str | Frame:
+    """As ``parse_frame``, with a ``response.output_text.delta`` (nearly every frame of an
+    answer) given as its text alone: a transport's read path builds no object for it."""
     if isinstance(raw, bytes):
         raise MalformedFrame("binary frame on a Responses socket")
     try:
@@ -87,7 +94,7 @@ def parse_frame(raw: str | bytes) -> Frame:
         delta = obj.get("delta")
         if not isinstance(delta, str):
             raise MalformedFrame("output_text.delta without a string 'delta'")
-        return Delta(delta)
+        return delta
     if kind == protocol.CREATED:
         response_id = _response(obj).get("id")
         if not isinstance(response_id, str):

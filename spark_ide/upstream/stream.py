@@ -184,11 +184,30 @@ class TurnStream:
     def delta(self, text: str) -> None:
         if not self.accepting or not text:
             return
-        self.mark_first_byte()
+        self._push_text(text, time.monotonic())
+
+    def text_frame(self, text: str) -> None:
+        """A frame of this turn carrying ``text`` arrived: ``mark_first_byte`` and ``delta`` in
+        one step, on one reading of the clock (a transport's read path, once per frame)."""
+        now = time.monotonic()
+        self._last_activity_at = now
+        if self.first_byte_at is None:
+            self.first_byte_at = now
+        if text and self._state == "running" and not self._pushed_terminal:
+            self._push_text(text, now)
+
+    def _push_text(self, text: str, now: float) -> None:
+        """Queue ``text``, received at ``now``, as the next ``TextDelta`` (the stream accepts)."""
+        self._last_activity_at = now
+        if self.first_byte_at is None:
+            self.first_byte_at = now
         if self.first_token_at is None:
-            self.first_token_at = time.monotonic()
+            self.first_token_at = now
         self._pushed_text.append(text)
-        self._queue.put_nowait(TextDelta(text, self.response_id, self._marks()))
+        sent = self.sent_at if self.sent_at is not None else now
+        self._queue.put_nowait(
+            TextDelta(text, self.response_id, Marks(sent, self.first_byte_at, self.first_token_at, now))
+        )
 
     def tool_started(self, call: ToolCall) -> None:
         if self._tool_event():

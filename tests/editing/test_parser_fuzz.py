@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 
 from spark_ide.editing import EditStreamParser
 from spark_ide.editing.parse_events import BlockBroken, BlockClosed, BlockOpened, ParseEvent, ProseText
+from spark_ide.editing.parser import _plain_lines
+from spark_ide.editing.preamble import LineKind, classify
 
 from .support import chunk, merged
 
@@ -92,3 +94,35 @@ def test_text_that_opens_no_block_is_all_prose_unchanged(text: str, cut_points: 
     events = run(chunk(text, cut_points))
     if not any(isinstance(e, BlockOpened) for e in events):
         assert "".join(e.text for e in events if isinstance(e, ProseText)) == text
+
+
+def plain_lines_one_by_one(buffer: str) -> int:
+    """How much of ``buffer`` is complete prose lines, asked of each line as the parser's line
+    start does (no ``<`` at its start, ``classify`` says OTHER): the definition ``_plain_lines``
+    must keep, however it finds them."""
+    start = 0
+    newline = buffer.find("\n")
+    while newline >= 0:
+        line = buffer[start:newline]
+        if line.startswith("<") or classify(line) is not LineKind.OTHER:
+            break
+        start = newline + 1
+        newline = buffer.find("\n", start)
+    return start
+
+
+LINE_PIECES = ["a", "bc", " ", "\t", "\r", "\u00a0", "\x0b", "<", "`", "```", "*", "**", ":", "/", ".", "é", "\n", "\n"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.one_of(st.lists(st.sampled_from(LINE_PIECES), max_size=60).map("".join), st.text(max_size=200)))
+def test_plain_lines_are_what_the_line_by_line_test_takes(text: str) -> None:
+    assert _plain_lines(text, text.find("\n")) == plain_lines_one_by_one(text)
+
+
+def test_a_long_line_that_is_no_plain_prose_costs_one_scan() -> None:
+    """A line of 10^6 characters with blanks all over that ends with ':' (so the line-by-line
+    test reads it): the fast scan gives it up in linear time, not per blank."""
+    line = "word " * 200_000 + "end:"
+    text = line + "\nnext one\n`held.py`\n"
+    assert _plain_lines(text, len(line)) == text.index("`")  # (classify: too long to hold), then a path line

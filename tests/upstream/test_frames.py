@@ -18,6 +18,7 @@ from spark_ide.upstream.frames import (
     SteerFailed,
     parse_frame,
     parse_usage,
+    read_frame,
 )
 from spark_ide.upstream.tool_frames import ToolDelta, ToolInputDone, ToolItem, ToolItemAdded, ToolItemDone
 
@@ -30,6 +31,16 @@ def test_it_reads_a_text_delta() -> None:
     raw = frame(type="response.output_text.delta", delta="def ", item_id="m", output_index=0,
                 content_index=0, sequence_number=4)
     assert parse_frame(raw) == Delta("def ")
+    assert read_frame(raw) == "def "  # a transport's read path: the text alone
+
+
+def test_the_read_path_checks_a_text_delta_as_the_parser_does() -> None:
+    raw = frame(type="response.output_text.delta", delta=3)
+    for read in (parse_frame, read_frame):
+        with pytest.raises(MalformedFrame):
+            read(raw)
+    created = frame(type="response.created", response={"id": "resp_1"})
+    assert read_frame(created) == parse_frame(created) == Created("resp_1")
 
 
 def test_it_reads_the_response_id_from_created() -> None:

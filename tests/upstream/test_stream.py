@@ -198,3 +198,23 @@ async def test_a_consumer_behind_takes_at_most_the_deltas_it_may() -> None:
     assert stream.take_waiting_text(512, 2) == ("ab", 2)
     assert stream.take_waiting_text(512, 0) == ("", 0)
     assert stream.take_waiting_text(512) == ("cd", 2)
+
+
+async def test_a_text_frame_marks_the_frame_and_yields_its_text() -> None:
+    """``text_frame`` (a transport's read of a delta frame) is ``mark_first_byte`` then ``delta``:
+    an empty frame, or one after the terminal event, still counts as activity, and yields nothing."""
+    stream = make(Recorder())
+    stream.mark_sent()
+    stream.text_frame("")
+    assert stream.first_byte_at is not None and stream.first_token_at is None and stream.waiting == 0
+    stream.text_frame("ab")
+    stream.complete(None)
+    seen = stream.first_byte_at
+    stream.text_frame("late")
+    assert stream.first_byte_at == seen
+    events = await asyncio.wait_for(drain(stream), 5)
+    assert [type(e) for e in events] == [TextDelta, Completed]
+    delta = events[0]
+    assert isinstance(delta, TextDelta) and delta.text == "ab" and stream.text == "ab"
+    marks = delta.marks
+    assert marks.sent_at <= marks.first_byte_at <= marks.first_token_at == marks.received_at  # type: ignore[operator]
