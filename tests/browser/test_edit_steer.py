@@ -74,7 +74,9 @@ def test_a_person_fixes_the_line_being_written_and_the_model_follows(
         assert page.locator("[data-field=steer]").inner_text() != ""  # the status bar's steer latency
 
         # Esc in the region keeps the next edit local: the turn goes on, unsteered, until stopped.
-        lines = "".join(f"line_{i} = {i}\n" for i in range(80))
+        # Long enough (about 30 s at 60 tokens/s) to be still running when it is stopped, however
+        # slowly the page and the steps before get there.
+        lines = "".join(f"line_{i} = {i}\n" for i in range(400))
         _ask(page, f'[rate:60][say]Another.\n<write path="b.py">\n{lines}</write>\n[/say]')
         written = page.locator(".cm-line", has_text="line_1 = 1")
         written.wait_for(timeout=LIVE_WAIT_MS)
