@@ -112,8 +112,11 @@ def test_across_two_processes_every_watcher_gets_every_token_and_comes_back_afte
         added = turn["added_ms"]
         assert added["n"] >= 4 and 0 <= added["p50"] <= added["p99"] <= added["max"]
         assert turn["server_b_cpu_share"] >= 0 and 0 < turn["generator_cpu_share"] <= 1
-    # Nothing on B in the one-process layout: B's CPU there is (about) nothing, and below the spread's.
-    assert cross["one_process"][0]["server_b_cpu_s"] <= cross["spread"][0]["server_b_cpu_s"]
+    # Nothing on B in the one-process layout: B's CPU there is (about) nothing, and not above the spread's.
+    # The kernel counts CPU time in 10 ms clock ticks and a 150-token turn is a few ticks in all, so one
+    # tick of B's housekeeping (a Redis heartbeat) may land in either layout: allow two.
+    tick = 0.01
+    assert cross["one_process"][0]["server_b_cpu_s"] <= cross["spread"][0]["server_b_cpu_s"] + 2 * tick
     (takeover,) = cross["takeovers"]
     assert "failed" not in takeover, takeover.get("failed")
     assert takeover["stale_hello"] == takeover["without_owner_lost"] == 0
