@@ -272,6 +272,11 @@ SPARK_MAX_YJS_UPDATE_BYTES = envint("SPARK_MAX_YJS_UPDATE_BYTES", SPARK_WS_MAX_M
 SPARK_MAX_DOCUMENT_BYTES = envint("SPARK_MAX_DOCUMENT_BYTES", 5 * 1024 * 1024)
 # Turn events a reconnecting client may be sent to catch up; a client further behind resyncs.
 SPARK_REPLAY_LIMIT = envint("SPARK_REPLAY_LIMIT", 5000)
+# About what each room keeps of its recent turn events in memory for reconnecting pages
+# (live.replay); older ones are read from storage.
+SPARK_REPLAY_BYTES = envint("SPARK_REPLAY_BYTES", 1_000_000)
+if SPARK_REPLAY_BYTES < 0:
+    raise ConfigError(f"SPARK_REPLAY_BYTES must be 0 or more, got {SPARK_REPLAY_BYTES}")
 # A room looks every this many turns whether its document (the deleted items every rewritten
 # line leaves) has grown past this many times its text plus this many bytes, and if so
 # replaces it by one built from the text (docs/pairing.md, "Replacing the document").

@@ -83,6 +83,7 @@ class EventLog:
         self._wake = asyncio.Event()
         self._storing: asyncio.Future[None] | None = None  # the write in flight
         self._writes = asyncio.Lock()  # one write at a time, in order
+        self.stored_seq = 0  # the last event stored (the replay log keeps those after it)
 
     def add(self, frame: Frame) -> None:
         """A turn event was sent: it is stored with the next batch."""
@@ -122,3 +123,5 @@ class EventLog:
             log.warning("could not store %d turn events; kept for the next write: %s", len(batch), exc)
             self._settings.meter.persist_failed("events")
             self._kept = batch
+            return
+        self.stored_seq = max(self.stored_seq, batch[-1].seq)

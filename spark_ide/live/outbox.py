@@ -63,6 +63,11 @@ class Frame:
             self._text = encode(self.event, self.seq)
         return self._text
 
+    def forget_text(self) -> None:
+        """Drop the encoded text (a replay log's old frame): ``text`` encodes it again. Not
+        for a frame made by ``encoded`` from a relayed event, whose text is all it has."""
+        self._text = None
+
 
 @dataclass(slots=True)
 class TextRun:

@@ -345,6 +345,11 @@ class Pipeline:
         if self._files_stale:  # the document changed while they were written
             self._schedule_materialize()
 
+    @property
+    def stored_seq(self) -> int:
+        """The last turn event stored (``EventLog``)."""
+        return self._log.stored_seq
+
     async def store_log(self) -> None:
         """Every turn event sent so far, stored before this returns (``EventLog.store``)."""
         await self._log.store()

@@ -5,6 +5,12 @@ A reconnect (``?after=<seq>``) gets the events after its last one, merged as a b
 would merge them; when they are no longer kept (or it holds numbers we never gave out) it
 starts over (``resync``) with the recent transcript: the recent turns' events without the raw
 deltas of finished turns, newest turns first within a size budget.
+
+The memory log keeps at most ``LOG_KEPT`` events and about ``LiveSettings.replay_bytes`` of
+them (``kept_bytes``: a busy room's log fills in a few minutes, then its memory stays flat),
+never dropping one that is not stored yet; what is older is read from storage. A kept frame
+drops its encoded text once it is ``TEXT_KEPT`` events old (everyone was sent it by then; a
+replay encodes it again): the text is a third of a delta's frame.
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from .events import EditStatus, TurnDelta, TurnEvent, TurnProse, TurnStarted
+from .events import EditStatus, Event, TurnDelta, TurnEvent, TurnProse, TurnStarted
 from .outbox import Frame, merged
 from .store import LiveSettings, StoredEvent
 
-LOG_KEPT = 10_000  # turn events kept in memory for replay; older ones are read from storage
+LOG_KEPT = 10_000  # turn events kept in memory for replay at most; older ones are read from storage
+TEXT_KEPT = 256  # the newest kept frames keep their encoded text; older ones drop it
+# What a kept frame takes besides its text (the frame, its event, the strings' headers), in
+# bytes: measured with tracemalloc on a soak room's log (docs/benchmarks.md, the soak).
+FRAME_BYTES = 200
 
 
 class StoredEvents(Protocol):
@@ -30,18 +40,21 @@ class StoredEvents(Protocol):
 
 class ReplayLog:
     """The room's turn events for replay. ``sent()`` is the last seq the pipeline has sent
-    (what is still in the pipeline reaches a page from the transport); ``running()`` is the
-    turn going on, if any."""
+    (what is still in the pipeline reaches a page from the transport); ``stored()`` the last
+    seq in storage (the log keeps every event after it, whatever its size); ``running()`` is
+    the turn going on, if any."""
 
     def __init__(
         self, *, store: StoredEvents, settings: LiveSettings,
-        sent: Callable[[], int], running: Callable[[], str | None],
+        sent: Callable[[], int], stored: Callable[[], int], running: Callable[[], str | None],
     ) -> None:
         self._store = store
         self._settings = settings
         self._sent = sent
+        self._stored = stored
         self._running = running
         self._frames: deque[Frame] = deque()
+        self.bytes = 0  # the kept frames' ``kept_bytes``
         self.floor = 0  # replay from memory covers every event after this seq
         self.seq = 0  # the last seq given out (an owner's epoch in the high bits)
         self._recent_turns: deque[str] = deque(maxlen=settings.transcript_turns)
@@ -56,11 +69,23 @@ class ReplayLog:
     def keep(self, frame: Frame) -> None:
         """A turn event just published, numbered ``seq + 1``."""
         self.seq = frame.seq
-        self._frames.append(frame)
-        if len(self._frames) > LOG_KEPT:
-            self.floor = self._frames.popleft().seq
+        frames = self._frames
+        frames.append(frame)
+        self.bytes += kept_bytes(frame.event)
+        if len(frames) > TEXT_KEPT:
+            frames[-TEXT_KEPT - 1].forget_text()
+        stored = self._stored()
+        while len(frames) > LOG_KEPT or (self.bytes > self._settings.replay_bytes and frames[0].seq <= stored):
+            dropped = frames.popleft()
+            self.bytes -= kept_bytes(dropped.event)
+            self.floor = dropped.seq
         if isinstance(frame.event, TurnStarted):
             self._recent_turns.append(frame.event.turn)
+
+    @property
+    def kept(self) -> int:
+        """How many events the memory log holds."""
+        return len(self._frames)
 
     async def stored_for(self, after: int | None) -> list[StoredEvent]:
         """What must come from storage to bring a client from ``after`` up to the memory log."""
@@ -134,13 +159,7 @@ def within_budget(frames: list[Frame], running: str | None, budget: int) -> list
     for frame in frames:
         event = frame.event
         assert isinstance(event, TurnEvent)
-        if isinstance(event, TurnDelta | TurnProse):
-            text = event.text
-        elif isinstance(event, EditStatus) and isinstance(code := event.detail.get("code"), str):
-            text = code
-        else:
-            text = ""
-        size[event.turn] = size.get(event.turn, 0) + len(text) + 100
+        size[event.turn] = size.get(event.turn, 0) + len(text_of(event)) + 100
     kept = {running} if running is not None else set()
     for turn in reversed(list(size)):  # in order of first appearance, so newest last
         if turn != running:
@@ -149,3 +168,19 @@ def within_budget(frames: list[Frame], running: str | None, budget: int) -> list
                 break
             kept.add(turn)
     return [frame for frame in frames if isinstance(frame.event, TurnEvent) and frame.event.turn in kept]
+
+
+def text_of(event: Event) -> str:
+    """A turn event's text: a delta's or prose's, the code a fence's final status carries
+    (``detail.code``); "" for the others."""
+    if isinstance(event, TurnDelta | TurnProse):
+        return event.text
+    if isinstance(event, EditStatus) and isinstance(code := event.detail.get("code"), str):
+        return code
+    return ""
+
+
+def kept_bytes(event: Event) -> int:
+    """About what a frame of ``event`` takes in the memory log once its encoded text is
+    dropped (what ``LiveSettings.replay_bytes`` counts)."""
+    return FRAME_BYTES + len(text_of(event))

@@ -96,7 +96,8 @@ class Room:
         )
         self.files = RoomFiles(self.document, store_log=self.pipeline.store_log)  # for other threads
         self.log = ReplayLog(
-            store=store, settings=settings, sent=lambda: self.pipeline.sent_seq, running=lambda: self.running_turn,
+            store=store, settings=settings, sent=lambda: self.pipeline.sent_seq,
+            stored=lambda: self.pipeline.stored_seq, running=lambda: self.running_turn,
         )
         self.intake = YjsIntake(self.document, limits=settings.limits, relay=self._relay_awareness)
         self.replacements = Replacements(

@@ -243,6 +243,7 @@ class LiveSettings:
     prompt_style: PromptStyle = field(default_factory=PromptStyle)  # how turns are put to the model
     limits: FileLimits = field(default_factory=FileLimits)
     replay_limit: int = 5000  # events a reconnecting client may be sent; past it: resync
+    replay_bytes: int = 1_000_000  # about what a room's memory log of events keeps (live.replay)
     transcript_turns: int = 20  # turns a new page's transcript shows at most
     transcript_bytes: int = 512_000  # and at most this much of their text (whole turns)
     idle_close_s: float = 30.0  # a room with nobody in it and no turn closes after this
@@ -255,7 +256,7 @@ class LiveSettings:
     replace_slack_bytes: int = 64 * 1024
     materialize_after_s: float = 0.2  # file rows follow the document this long after a change
     # Turn events are stored at most this often: they were sent already, and the memory log
-    # replays the last LOG_KEPT of them. Each write holds the GIL in the database thread
+    # replays the last of them (``replay_bytes``). Each write holds the GIL in the database thread
     # (rows, JSON, the ORM) while the event loop waits for it, so with many rooms fewer,
     # larger writes (runs of deltas merged) keep the loop free (the rooms benchmark).
     log_batch_s: float = 0.5

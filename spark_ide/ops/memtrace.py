@@ -46,10 +46,13 @@ import tracemalloc
 from collections import Counter
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_ide.ops import allocator, native_memory
 from spark_ide.ops.native_memory import rss_bytes as rss_bytes  # also imported from here by the soak
+
+if TYPE_CHECKING:
+    from spark_ide.live.replay import ReplayLog
 
 ENV_SWITCH = "SPARK_MEMTRACE"
 ENV_TRACEMALLOC = "SPARK_TRACEMALLOC"
@@ -97,6 +100,7 @@ class MemTrace:
                          f"rss now {rss_bytes() / 1e6:.1f} MB")
             lines += self._type_lines()
             lines += _document_lines()
+            lines += _replay_lines()
             if tracemalloc.is_tracing():
                 lines += self._site_lines()
             lines += _allocator_lines()
@@ -181,6 +185,23 @@ def _document_lines() -> list[str]:
         return ["-- pycrdt documents: none"]
     return [f"-- pycrdt documents: {len(sizes)}, encoded state {sum(sizes) / 1e3:.1f} kB in all, "
             f"largest {max(sizes) / 1e3:.1f} kB"]
+
+
+def _replay_lines() -> list[str]:
+    """The rooms' memory logs of turn events (``live.replay``): events and bytes kept per room."""
+    from spark_ide.live.replay import ReplayLog
+
+    return [replay_line([obj for obj in gc.get_objects() if isinstance(obj, ReplayLog)])]
+
+
+def replay_line(logs: list[ReplayLog]) -> str:
+    if not logs:
+        return "-- replay logs: none"
+    kept = sorted(log.kept for log in logs)
+    size = sorted(log.bytes for log in logs)
+    return (f"-- replay logs: {len(logs)}, events kept per log min {kept[0]} median {kept[len(kept) // 2]} "
+            f"max {kept[-1]} ({sum(kept)} in all), counted bytes median {size[len(size) // 2] / 1e3:.1f} kB "
+            f"max {size[-1] / 1e3:.1f} kB ({sum(size) / 1e6:.1f} MB in all)")
 
 
 def _garbage_lines() -> list[str]:

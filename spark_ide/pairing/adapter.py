@@ -430,7 +430,7 @@ def live_settings() -> LiveSettings:
             max_files=settings.SPARK_MAX_WORKSPACE_FILES, max_file_bytes=settings.SPARK_MAX_FILE_BYTES,
             max_path_length=settings.SPARK_MAX_PATH_LENGTH, max_document_bytes=settings.SPARK_MAX_DOCUMENT_BYTES,
         ),
-        replay_limit=settings.SPARK_REPLAY_LIMIT,
+        replay_limit=settings.SPARK_REPLAY_LIMIT, replay_bytes=settings.SPARK_REPLAY_BYTES,
         replace_check_turns=settings.SPARK_REPLACE_CHECK_TURNS, replace_ratio=settings.SPARK_REPLACE_RATIO,
         replace_slack_bytes=settings.SPARK_REPLACE_SLACK_BYTES,
         meter=METER,

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from pycrdt import Doc, Text
 
+from spark_ide.live.events import TurnDelta
+from spark_ide.live.outbox import Frame
+from spark_ide.live.replay import ReplayLog, kept_bytes
+from spark_ide.live.store import LiveSettings
 from spark_ide.ops import memtrace
+from tests.support.fake_model import FakeModel
+from tests.support.memory_store import MemoryRoomStore
 
 
 class Growing:
@@ -45,6 +51,25 @@ def test_a_report_shows_what_grew_and_the_documents(tmp_path: Path) -> None:
     second = tracer.report()
     assert f"+{len(kept)} {__name__}.Growing (now {len(kept)})" in " ".join(second.split())
     assert "encoded state" in second
+
+
+def test_a_report_shows_the_rooms_replay_logs(tmp_path: Path) -> None:
+    settings = LiveSettings(connect_model=FakeModel().connect)
+    logs = [ReplayLog(store=MemoryRoomStore(), settings=settings, sent=lambda: 0, stored=lambda: 0,
+                      running=lambda: None) for _ in range(3)]
+    for count, log in enumerate(logs, start=1):
+        for seq in range(1, count * 10 + 1):
+            log.keep(Frame(TurnDelta(turn="t1", text="x" * 100), seq))
+    per_frame = kept_bytes(TurnDelta(turn="t1", text="x" * 100))
+    assert memtrace.replay_line(logs) == (
+        f"-- replay logs: 3, events kept per log min 10 median 20 max 30 (60 in all), counted bytes "
+        f"median {20 * per_frame / 1e3:.1f} kB max {30 * per_frame / 1e3:.1f} kB ({60 * per_frame / 1e6:.1f} MB in all)"
+    )
+    assert memtrace.replay_line([]) == "-- replay logs: none"
+    # A report finds them (with any other test's log still alive in this process).
+    line = next(line for line in memtrace.MemTrace(tmp_path / "trace.txt").report().splitlines()
+                if line.startswith("-- replay logs"))
+    assert int(line.split()[3].rstrip(",")) >= len(logs)
 
 
 def test_sigusr1_appends_a_report_with_allocation_sites(tmp_path: Path) -> None:
