@@ -25,9 +25,10 @@ from .store import LiveSettings, StoredEvent
 
 LOG_KEPT = 10_000  # turn events kept in memory for replay at most; older ones are read from storage
 TEXT_KEPT = 256  # the newest kept frames keep their encoded text; older ones drop it
-# What a kept frame takes besides its text (the frame, its event, the strings' headers), in
-# bytes: measured with tracemalloc on a soak room's log (docs/benchmarks.md, the soak).
-FRAME_BYTES = 200
+# What a kept frame takes besides its text, in bytes: the frame, its event and what the event
+# holds besides its text (a delta's 250, a block status's 540, a finished turn's 1,050), the
+# mean over the soak's answers (docs/benchmarks.md, "The 30-minute soak, each allocator").
+FRAME_BYTES = 360
 
 
 class StoredEvents(Protocol):
