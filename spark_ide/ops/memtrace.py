@@ -5,8 +5,9 @@ production code:
 
 * ``SPARK_MEMTRACE=1``: on ``SIGUSR1`` append a report to ``SPARK_MEMTRACE_FILE`` (default
   ``<tmp>/spark-memtrace-<pid>.txt``): RSS, live objects counted by type and their change
-  since the previous report, and every live pycrdt document with the size of its encoded
-  state (a document keeps deleted items as tombstones, which Python's allocator never sees).
+  since the previous report, every live pycrdt document with the size of its encoded
+  state (a document keeps deleted items as tombstones, which Python's allocator never sees),
+  and the rooms' replay logs (``live.replay``: events and counted bytes kept per room).
 * ``SPARK_TRACEMALLOC=N`` (N >= 1, frames per trace): the same, and ``tracemalloc`` is started
   at install time with N frames; each report then lists the allocation sites that grew most
   since the previous report and since the first one. Tracing slows the process down (about
