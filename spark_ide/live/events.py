@@ -271,19 +271,21 @@ class _LastText:
     was a fifth of the room's delivery). Equal texts cost one comparison, which stops at the
     first difference."""
 
-    __slots__ = ("_encoded", "_text")
+    __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._text = ""
-        self._encoded = _STRING("")
+        self._last = ("", _STRING(""))  # (text, its JSON string): one value, so any thread reads a pair
 
     def __call__(self, text: str) -> str:
-        if text != self._text:
-            self._text, self._encoded = text, _STRING(text)
-        return self._encoded
+        last = self._last
+        if text == last[0]:
+            return last[1]
+        encoded = _STRING(text)
+        self._last = (text, encoded)
+        return encoded
 
 
-_TEXT = _LastText()  # the room's texts are encoded on its event loop's thread only
+_TEXT = _LastText()
 
 
 def encode(event: Event, seq: int) -> str:
