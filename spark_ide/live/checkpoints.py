@@ -28,10 +28,12 @@ import hashlib
 import json
 import logging
 import math
+import threading
 import time
 import uuid
+import weakref
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -81,11 +83,41 @@ class Checkpoint:
 class Addressed:
     """A checkpoint as stored. ``manifest``: the keys of its buckets (each a blob: the JSON map
     path -> file key of the files whose path falls in it); ``history``: its past turns' keys;
-    ``blobs``: every text it refers to by key (files, buckets, past turns)."""
+    ``blobs``: every text it refers to by key (files, buckets, past turns; a past turn's text
+    is made when it is read: ``Blobs``)."""
 
     manifest: list[str]
     history: list[str]
-    blobs: dict[str, str]
+    blobs: Blobs
+
+
+class Blobs(Mapping[str, str]):
+    """Key -> text of a checkpoint's blobs. The past turns' texts (their JSON) are made only
+    when read: a store reads the texts of the blobs it does not hold yet (``plan_save``), and
+    it holds every past turn but the newest (each checkpoint carries up to the last 20 turns,
+    each maybe megabytes of answer)."""
+
+    __slots__ = ("_past", "_texts")
+
+    def __init__(self, texts: dict[str, str], past: dict[str, PastTurn]) -> None:
+        self._texts = texts
+        self._past = past
+
+    def __getitem__(self, key: str) -> str:
+        text = self._texts.get(key)
+        if text is not None:
+            return text
+        return _past_text(self._past[key])
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._texts
+        yield from (key for key in self._past if key not in self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts) + sum(key not in self._texts for key in self._past)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._texts or key in self._past
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +138,28 @@ def blob_key(text: str) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _past_text(turn: PastTurn) -> str:
+    return _json({"prompt": turn.prompt, "output": turn.output})
+
+
+# A past turn's key, kept while the turn is (the TurnMaker's history, the conversations of
+# the checkpoints not yet written): the next checkpoint carries the same turns again, and its
+# key would be their whole text encoded and hashed again, turn after turn.
+_past_keys: weakref.WeakKeyDictionary[PastTurn, str] = weakref.WeakKeyDictionary()
+_past_keys_lock = threading.Lock()  # a store addresses on its database thread
+
+
+def past_key(turn: PastTurn) -> str:
+    """The blob key of ``turn`` (``blob_key`` of its JSON), made once per turn."""
+    with _past_keys_lock:
+        key = _past_keys.get(turn)
+    if key is None:
+        key = blob_key(_past_text(turn))
+        with _past_keys_lock:
+            _past_keys[turn] = key
+    return key
 
 
 def _bucket_count(files: int) -> int:
@@ -131,12 +185,10 @@ def addressed(checkpoint: Checkpoint) -> Addressed:
             text = _json(bucket)
             manifest.append(key := blob_key(text))
             blobs[key] = text
-    history = []
-    for turn in checkpoint.history:
-        text = _json({"prompt": turn.prompt, "output": turn.output})
-        history.append(key := blob_key(text))
-        blobs[key] = text
-    return Addressed(manifest=manifest, history=history, blobs=blobs)
+    history = [past_key(turn) for turn in checkpoint.history]
+    return Addressed(
+        manifest=manifest, history=history, blobs=Blobs(blobs, dict(zip(history, checkpoint.history, strict=True))),
+    )
 
 
 def file_keys(buckets: Iterable[str]) -> dict[str, str]:
@@ -188,7 +240,7 @@ def plan_save(stored: Addressed, *, number: int, keep: int, used: Mapping[str, i
     slack = max(1, keep // 2)
     drop_through = number - keep
     return SavePlan(
-        number=number, new={key: text for key, text in stored.blobs.items() if key not in used},
+        number=number, new={key: stored.blobs[key] for key in stored.blobs if key not in used},
         mark=[key for key, mark in used.items() if mark < number - slack],
         drop_through=drop_through, drop_blobs_below=drop_through + 1 - slack,
     )

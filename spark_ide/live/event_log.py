@@ -73,7 +73,7 @@ class EventStore(Protocol):
 
 
 class EventLog:
-    """The turn events sent and not yet stored (``add``), written by ``run`` in batches."""
+    """The turn events sent and not yet stored (``add_all``), written by ``run`` in batches."""
 
     def __init__(self, *, store: EventStore, settings: LiveSettings) -> None:
         self._store = store
@@ -85,9 +85,13 @@ class EventLog:
         self._writes = asyncio.Lock()  # one write at a time, in order
         self.stored_seq = 0  # the last event stored (the replay log keeps those after it)
 
-    def add(self, frame: Frame) -> None:
-        """A turn event was sent: it is stored with the next batch."""
-        self._unstored.add_frame(frame)
+    def add_all(self, frames: Sequence[Frame]) -> None:
+        """Turn events were sent, in this order (a batch of the room's pipeline): they are
+        stored with the next batch."""
+        if not frames:
+            return
+        for frame in frames:
+            self._unstored.add_frame(frame)
         self._wake.set()
 
     async def run(self) -> None:

@@ -98,7 +98,12 @@ class Pipeline:
         self._texts = texts
         self._on_failed = on_failed
         self._on_recovered = on_recovered
-        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        # What waits to be delivered, in order, and the delivering task's wait while nothing
+        # does: every published event passes here (at capacity, twice per delta), so a put is
+        # an append and the delivery takes the whole list at once (an ``asyncio.Queue`` cost a
+        # put and a get per item, with their bookkeeping).
+        self._queue: list[Item] = []
+        self._ready: asyncio.Future[None] | None = None
         self._pending_update: bytes | None = None  # written and not yet sent: failed so far
         self._held: list[Frame] = []  # events waiting behind the pending update
         self._failures = 0
@@ -120,16 +125,36 @@ class Pipeline:
 
     def put_frame(self, frame: Frame) -> None:
         frame.at = now_ms()  # published now: the event log keeps the time (replay)
-        self._queue.put_nowait(frame)
+        self._put(frame)
 
     def put_update(self, update: bytes) -> None:
-        self._queue.put_nowait(update)
+        self._put(update)
+
+    def _put(self, item: Item) -> None:
+        self._queue.append(item)
+        ready = self._ready
+        if ready is not None:
+            self._ready = None
+            if not ready.done():
+                ready.set_result(None)
+
+    def _take(self) -> list[Item]:
+        """Everything queued now, in order (the queue is left empty)."""
+        items, self._queue = self._queue, []
+        return items
+
+    async def _next_items(self) -> list[Item]:
+        """What is queued, once something is."""
+        while not self._queue:
+            self._ready = asyncio.get_running_loop().create_future()
+            await self._ready
+        return self._take()
 
     def put_replace(self, prepare: Callable[[], Replacement | None], swap: Callable[[Replacement], bool]) -> None:
         """Replace the document once what is queued now is delivered: ``prepare()`` makes the
         new one (None: not now), it is saved, then ``swap`` makes it the room's (False: not
         any more, a turn began meanwhile) and everyone is told."""
-        self._queue.put_nowait(_Replace(prepare, swap))
+        self._put(_Replace(prepare, swap))
 
     async def close(self) -> None:
         """Deliver and write what waits, then stop. No write in flight is cancelled: a write
@@ -137,7 +162,7 @@ class Pipeline:
         an update or a batch of turn events would be lost."""
         delivering = self._tasks[0] if self._tasks else None
         if delivering is not None and not delivering.done():
-            self._queue.put_nowait(_Stop())
+            self._put(_Stop())
             with contextlib.suppress(Exception):
                 await delivering  # what was queued before, written and sent
         await self.flush()  # anything put after the stop (or all, when the pipeline never ran)
@@ -154,9 +179,7 @@ class Pipeline:
             await self._store.write_files(self._texts())
 
     async def flush(self) -> None:
-        items: list[Item] = []
-        while not self._queue.empty():
-            items.append(self._queue.get_nowait())
+        items = self._take()
         if items or self._pending_update is not None:
             await self._deliver(items)
 
@@ -164,9 +187,7 @@ class Pipeline:
 
     async def _run(self) -> None:
         while True:
-            items = [await self._queue.get()]
-            while not self._queue.empty():
-                items.append(self._queue.get_nowait())
+            items = await self._next_items()
             try:
                 await self._deliver_in_turn(items)
             except Exception:  # a bug must not end the room's only way out
@@ -206,9 +227,7 @@ class Pipeline:
             log.warning("could not save the replaced document; the room keeps its own", exc_info=True)
             await self._deliver_in_turn(after)
             return
-        late = list(after)
-        while not self._queue.empty():
-            late.append(self._queue.get_nowait())
+        late = [*after, *self._take()]
         controls = [other for other in late if not isinstance(other, Frame | bytes)]  # stop, retry: back in line
         late = [other for other in late if isinstance(other, Frame | bytes)]
         # From here nothing awaits: the swap, the announcement and the frames that came meanwhile.
@@ -224,7 +243,7 @@ class Pipeline:
             state = base64.b64encode(self._document_state()).decode()
             self._send([Frame(DocumentReplaced(generation=replacement.generation, state=state), self.sent_seq)])
         for other in controls:
-            self._queue.put_nowait(other)
+            self._put(other)
         if not swapped:
             await self._replace_refused(replacement, late)
 
@@ -270,9 +289,7 @@ class Pipeline:
 
     def _send(self, items: list[Item] | list[Frame]) -> None:
         frames = [item for item in items if isinstance(item, Frame)]
-        for frame in frames:
-            if not frame.event.ephemeral:
-                self._log.add(frame)
+        self._log.add_all([frame for frame in frames if not frame.event.ephemeral])
         # Merged once for the whole room (the outbox's rules): under load a batch holds many
         # deltas, and every connection then gets the same few frames, each encoded once.
         for frame in frames if len(frames) <= MERGE_FROM else merged(frames):
@@ -304,7 +321,7 @@ class Pipeline:
 
     def _wake_retry(self) -> None:
         self._retry = None
-        self._queue.put_nowait(_Retry())
+        self._put(_Retry())
 
     async def _after_persist(self, last_id: int) -> None:
         self._since_compact += 1

@@ -6,9 +6,20 @@ stay bounded."""
 
 from __future__ import annotations
 
+import json
 import random
 
-from spark_ide.live.checkpoints import Checkpoint, CheckpointKind, addressed, new_checkpoint_id, plan_save
+import pytest
+
+from spark_ide.live import checkpoints
+from spark_ide.live.checkpoints import (
+    Checkpoint,
+    CheckpointKind,
+    addressed,
+    blob_key,
+    new_checkpoint_id,
+    plan_save,
+)
 from spark_ide.live.prompting import PastTurn
 from tests.support.memory_store import MemoryRoomStore
 
@@ -65,3 +76,29 @@ async def test_a_long_random_run_keeps_every_kept_checkpoint_whole_and_the_blobs
         used = set().union(*(addressed(checkpoint(*taken[entry.checkpoint.id])).blobs for entry in store.checkpoints))
         assert used <= set(store.blobs)
         assert len(store.blobs) <= len(used) * 3
+
+
+def test_a_past_turn_is_encoded_and_hashed_once_and_its_text_made_only_for_a_store_that_lacks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[str] = []
+    real_text = checkpoints._past_text
+
+    def counted(turn: PastTurn) -> str:
+        made.append(turn.prompt)
+        return real_text(turn)
+
+    monkeypatch.setattr(checkpoints, "_past_text", counted)
+    old, new = PastTurn("first", "a long answer " * 1000), PastTurn("second", "Done.")
+    first = addressed(checkpoint({"a.py": "a\n"}, (old,)))
+    assert made == ["first"]  # its key
+    held = {key: 1 for key in first.blobs}  # a store that saved the first checkpoint
+    second = addressed(checkpoint({"a.py": "a\n"}, (old, new)))
+    assert made == ["first", "second"]  # the old turn's key is kept, the new one's made
+    plan = plan_save(second, number=2, keep=10, used={key: held[key] for key in second.blobs if key in held})
+    assert set(plan.new) == {second.history[1]}
+    assert plan.new[second.history[1]] == json.dumps({"output": "Done.", "prompt": "second"}, separators=(",", ":"))
+    assert made == ["first", "second", "second"]  # the text of the one blob the store lacks
+    # Every key is the hash of the text the store would hold, as before.
+    assert second.history == [blob_key(second.blobs[key]) for key in second.history]
+    assert len(second.blobs) == len(set(second.blobs)) == 4  # the file, its bucket, the two turns

@@ -6,8 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from pycrdt import Doc, Text, create_update_message
 
+from spark_ide.live import events
 from spark_ide.live.events import (
     EditStatus,
     FinishReason,
@@ -157,6 +159,35 @@ def test_a_delta_is_encoded_as_the_json_encoder_writes_its_payload() -> None:
             for seq in (0, 7, 10**15):
                 event = kind(turn=f"t-{text[:2]}", text=text)
                 assert Frame(event, seq).text == encoder.encode({**event.payload(), "seq": seq})
+
+
+def test_a_text_encoded_again_right_after_is_its_own_payload_however_it_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step of prose publishes a delta and a prose of the same text, and the JSON string of
+    the last text is kept for the next (escaped once): equal texts (other objects), texts that
+    differ at the end, in case, in length or in one non-ASCII character, each is written as its
+    payload."""
+    assert Frame(TurnDelta(turn="t", text="before"), 1).text  # the text kept now: none of those below
+    escaped: list[str] = []
+    real = events._STRING
+
+    def counted(text: str) -> str:
+        escaped.append(text)
+        return real(text)
+
+    monkeypatch.setattr(events, "_STRING", counted)
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    texts = ["one line\n", "one line\n", "one line.", "One line\n", "one line\n" * 3, "", "", "été\n", "ete\n",
+             "été\n", 'say "hi"\n', 'say "hi"\n']
+    for index, text in enumerate(texts):
+        for kind in (TurnDelta, TurnProse):
+            event = kind(turn="t", text="".join(list(text)))  # an equal text, not the same object
+            assert Frame(event, index).text == encoder.encode({**event.payload(), "seq": index})
+    # Each run of equal texts was escaped once (the type and turn fields are escaped apart).
+    assert [text for text in escaped if text not in ("turn.delta", "turn.prose", "t")] == [
+        "one line\n", "one line.", "One line\n", "one line\n" * 3, "", "été\n", "ete\n", "été\n", 'say "hi"\n',
+    ]
 
 
 # -- sockets that take pre-framed bytes (a ``Writer``: under Daphne, pairing.daphne_writes) -----
