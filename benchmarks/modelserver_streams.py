@@ -32,8 +32,11 @@ from typing import Any
 
 from benchmarks.report import summary
 from spark_ide import responses_protocol as protocol
+from spark_ide.modelserver.engines.scripted import split_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
+PACED_RATE = 1000.0
+STREAM_TOKENS = 2000
 _TERMINAL = tuple(
     json.dumps({"type": kind})[:-1].encode() for kind in (protocol.COMPLETED, protocol.INCOMPLETE, protocol.FAILED)
 )
@@ -149,7 +152,7 @@ async def _open(port: int) -> _Stream:
     return stream
 
 
-def _text(tokens: int, salt: int) -> str:
+def answer_text(tokens: int, salt: int) -> str:
     """``tokens`` tokens of prose and code (the rooms benchmark's kind of answer)."""
     from benchmarks.pairing.run import mixed
 
@@ -192,9 +195,7 @@ async def paced_streams(
     counts: list[int], tokens: int, rate: float, root: Path = ROOT, rounds: int = 1
 ) -> list[dict[str, Any]]:
     """For each N of ``counts`` (``rounds`` times each): N streams at once, the server's CPU."""
-    from spark_ide.modelserver.engines.scripted import split_tokens
-
-    scripts = {f"s{i}": _text(tokens, i) for i in range(max(counts))}
+    scripts = {f"s{i}": answer_text(tokens, i) for i in range(max(counts))}
     sizes = [len(split_tokens(text)) for text in scripts.values()]
     streams: list[_Stream] = []
     async with _server(scripts, rate, root) as (pid, port):
@@ -236,7 +237,7 @@ async def steers(count: int, ttft_ms: float = 20.0, root: Path = ROOT) -> dict[s
     ``response.cancel`` for the running one (the new request waits behind it, as on OpenAI's
     socket). Per steer: the re-prompt sent -> the new answer's first delta, minus the TTFT
     asked for; and the server's CPU (its thread's run time) over that span."""
-    async with _server({"long": _text(50_000, 0)}, 1000.0, root) as (pid, port):
+    async with _server({"long": answer_text(5_000, 0)}, PACED_RATE, root) as (pid, port):
         stream = await _open(port)
         await stream.ask("[say]warm[/say][rate:1e6]")
         gaps, cpus = [], []
@@ -295,9 +296,9 @@ def main(argv: list[str]) -> None:
         print(json.dumps(asyncio.run(steers(int(argv[2]) if len(argv) > 2 else 30, root=Path(argv[0])))))
         return
     root, counts = Path(argv[0]), [int(n) for n in argv[1].split(",")]
-    tokens = int(argv[2]) if len(argv) > 2 else 2000
+    tokens = int(argv[2]) if len(argv) > 2 else STREAM_TOKENS
     rounds = int(argv[3]) if len(argv) > 3 else 1
-    for result in asyncio.run(paced_streams(counts, tokens, 1000.0, root, rounds)):
+    for result in asyncio.run(paced_streams(counts, tokens, PACED_RATE, root, rounds)):
         print(json.dumps(result), flush=True)
 
 
