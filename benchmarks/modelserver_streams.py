@@ -217,6 +217,7 @@ async def paced_streams(
 
 _DELTA = json.dumps({"type": protocol.OUTPUT_TEXT_DELTA})[:-1].encode()
 _CREATED = json.dumps({"type": protocol.CREATED})[:-1].encode()
+_COMPLETED = json.dumps({"type": protocol.COMPLETED})[:-1].encode()
 _ID = re.compile(rb'"id": "(resp_[0-9a-f]+)"')
 
 
@@ -243,7 +244,6 @@ async def steers(count: int, ttft_ms: float = 20.0, root: Path = ROOT) -> dict[s
         gaps, cpus = [], []
         for index in range(count):
             stream.recording = []
-            stream.done = asyncio.get_running_loop().create_future()
             stream.send({"type": protocol.CREATE, "model": "smollm2", "input": "[script:long][ttft:0]"})
             created = await _until(stream, lambda frame: frame.startswith(_CREATED))
             match = _ID.search(stream.recording[created][1])
@@ -258,8 +258,7 @@ async def steers(count: int, ttft_ms: float = 20.0, root: Path = ROOT) -> dict[s
             first = await _until(stream, lambda frame: frame.startswith(_DELTA), second)
             cpus.append((run_seconds(pid) - cpu) * 1000)
             gaps.append((stream.recording[first][0] - sent) * 1000 - ttft_ms)
-            stream.done = asyncio.get_running_loop().create_future()
-            await stream.done  # the steered answer's end
+            await _until(stream, lambda frame: frame.startswith(_COMPLETED), first)  # the steered answer's end
         stream.recording = None
         assert stream.transport is not None
         stream.transport.close()

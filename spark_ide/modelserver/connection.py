@@ -66,8 +66,10 @@ class CachedResponse:
 
 
 class SocketWriter:
-    """The socket's synchronous side, for paced answers (``pacing.FrameWriter``): a frame
-    is written now, as ``send`` writes it before it waits for the buffer to drain.
+    """The socket's synchronous side (``pacing.FrameWriter``): a frame is written now, as
+    ``send`` writes it before it waits for the buffer to drain. The pacer writes paced deltas
+    through it; every other event goes through it too while the buffer is below its
+    high-water mark (``send``, with its own machinery, waits for the drain otherwise).
 
     Without extensions (no ``permessage-deflate``; the IDE's client offers none) the frame
     is made here, header and text, and handed to the transport in one write: a server's
@@ -139,7 +141,11 @@ class Connection:
             await self._stop_worker(worker)
 
     async def _send(self, event: dict[str, Any]) -> None:
-        await self._socket.send(json.dumps(event))
+        frame = json.dumps(event)
+        if self._writer.ready():
+            self._writer.write(frame)  # as send writes it, without its async machinery
+        else:
+            await self._socket.send(frame)  # written, then waits for the buffer to drain
 
     async def _stop_worker(self, worker: asyncio.Task[None]) -> None:
         worker.cancel()

@@ -24,7 +24,7 @@ import heapq
 import itertools
 import weakref
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from spark_ide.modelserver.engine import Job, MessageStart, Tally, ToolCall
 
@@ -108,6 +108,19 @@ class TimedEngine(Protocol):
         sent ``response.created``: the time a served model's prefill overlaps); None: serve
         this engine through ``generate``."""
         ...
+
+
+_TIMED: dict[type, bool] = {}
+
+
+def timed(engine: object) -> TimedEngine | None:
+    """``engine`` if it is a :class:`TimedEngine` (checked once per class: an ``isinstance``
+    of a runtime protocol reads the class's attributes each time)."""
+    kind = type(engine)
+    known = _TIMED.get(kind)
+    if known is None:
+        known = _TIMED[kind] = isinstance(engine, TimedEngine)
+    return cast(TimedEngine, engine) if known else None
 
 
 class FrameWriter(Protocol):

@@ -37,7 +37,7 @@ from spark_ide.modelserver.engine import (
     Tally,
     ToolCall,
 )
-from spark_ide.modelserver.pacing import FrameWriter, Playing, TimedEngine, Timetable, pacer
+from spark_ide.modelserver.pacing import FrameWriter, Playing, Timetable, pacer, timed
 from spark_ide.modelserver.wire import Event, ItemStatus, OutputItem, ResponseRecord, event
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,9 @@ class Responder:
         self._taken_at = asyncio.get_running_loop().time()
         tally = Tally()
         self.record.tally = tally
-        await self.emit(protocol.CREATED, response=self.record.to_json())
-        await self.emit(protocol.IN_PROGRESS, response=self.record.to_json())
+        announced = self.record.to_json()  # the same object in both events
+        await self.emit(protocol.CREATED, response=announced)
+        await self.emit(protocol.IN_PROGRESS, response=announced)
         try:
             if not self.record.request.generate:
                 await self._engine.prepare(self.job, tally)
@@ -113,10 +114,10 @@ class Responder:
             await self._finish(tally)
 
     async def _stream(self, tally: Tally) -> None:
-        writer, timetable = self._writer, None
-        if writer is not None and isinstance(self._engine, TimedEngine):
+        writer, engine, timetable = self._writer, timed(self._engine), None
+        if writer is not None and engine is not None:
             try:
-                timetable = self._engine.timetable(self.job, tally, self._taken_at)
+                timetable = engine.timetable(self.job, tally, self._taken_at)
             except BaseException:
                 self._ended()
                 raise
