@@ -84,11 +84,14 @@ class SocketWriter:
         transport = self._socket.transport
         return transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]
 
+    async def drained(self) -> None:
+        await self._socket.drain()  # returns once the transport resumes writing
+
     def write(self, frame: str) -> None:
         socket = self._socket
         protocol = socket.protocol
         if protocol.state is not State.OPEN:  # closing: the reader sees it and ends the connection
-            raise ConnectionClosed(protocol.close_rcvd, protocol.close_sent)
+            raise ConnectionClosed(protocol.close_rcvd, protocol.close_sent, protocol.close_rcvd_then_sent)
         if protocol.extensions:
             protocol.send_text(frame.encode())
             socket.send_data()

@@ -31,10 +31,6 @@ from spark_ide.modelserver.engine import Job, MessageStart, Tally, ToolCall
 # A delta carries at most this many tokens; beyond the rate this allows (several
 # hundred thousand tokens/s) the engine falls behind schedule rather than send huge frames.
 MAX_PIECE_TOKENS = 256
-# A socket whose writes are paused (its buffer above the high-water mark) is tried again this
-# much later; its due tokens wait and go out together.
-PAUSED_RETRY_S = 0.001
-
 Item = tuple[ToolCall | MessageStart, list[str]]
 
 
@@ -127,7 +123,11 @@ class FrameWriter(Protocol):
     """A socket's synchronous side, for the pacer."""
 
     def ready(self) -> bool:
-        """False while the socket's writes are paused (flow control): try again later."""
+        """False while the socket's buffer is above its high-water mark (flow control)."""
+        ...
+
+    async def drained(self) -> None:
+        """Return once the buffer has drained (at once if it is not above the mark)."""
         ...
 
     def write(self, frame: str) -> None:
@@ -137,8 +137,9 @@ class FrameWriter(Protocol):
 
 class Playing:
     """One item's tokens being played: ``piece(text)`` takes each piece taken (it writes the
-    frame); ``finished`` resolves when the item is out (False), is stopped (True, through the
-    response's cancel token) or its write fails (the exception)."""
+    frame); ``finished`` resolves when the item is out or its socket's buffer is full (False;
+    ``paused`` tells them apart: the waiting task lets the buffer drain, then plays on), is
+    stopped (True, through the response's cancel token) or its write fails (the exception)."""
 
     def __init__(self, timetable: Timetable, writer: FrameWriter, piece: Callable[[str], None],
                  finished: asyncio.Future[bool]) -> None:
@@ -146,14 +147,17 @@ class Playing:
         self.writer = writer
         self.piece = piece
         self.finished = finished
+        self.paused = False
 
     def tick(self, now: float) -> float | None:
         """Hand over what is due at ``now``; when to come back (None: the item is over)."""
         finished = self.finished
         if finished.done():  # stopped, or the task waiting for it went away
             return None
-        if not self.writer.ready():
-            return now + PAUSED_RETRY_S
+        if not self.writer.ready():  # the due tokens wait, and go out together
+            self.paused = True
+            finished.set_result(False)
+            return None
         timetable = self.timetable
         due = timetable.due(now)
         if due > 0:

@@ -170,7 +170,6 @@ class Responder:
 
     async def _play_item(self, item: OutputItem, timetable: Timetable, writer: FrameWriter) -> bool:
         """Play the open item's tokens; True if the response was stopped meanwhile."""
-        finished: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         parts: list[str] = []
         piece: Callable[[str], None] = parts.append
         if item.streamed:
@@ -184,14 +183,22 @@ class Responder:
 
             piece = send_piece
 
-        self.cancel.attach(finished)
         try:
-            pacer().play(Playing(timetable, writer, piece, finished))
-            return await finished
+            while True:
+                finished: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+                playing = Playing(timetable, writer, piece, finished)
+                self.cancel.attach(finished)
+                try:
+                    pacer().play(playing)
+                    stopped = await finished
+                finally:
+                    self.cancel.detach(finished)
+                    finished.cancel()  # if this task was cancelled: the pacer drops the item
+                if stopped or not playing.paused:
+                    return stopped
+                await writer.drained()  # as send waits for the drain
         finally:
             item.text += "".join(parts)
-            self.cancel.detach(finished)
-            finished.cancel()  # if this task was cancelled: the pacer drops the item
 
     def _open_item(self) -> OutputItem | None:
         items = self.record.items

@@ -14,7 +14,7 @@ import pytest
 from websockets.frames import Frame, Opcode
 
 from spark_ide import responses_protocol as protocol
-from spark_ide.modelserver.connection import text_frame
+from spark_ide.modelserver.connection import SocketWriter, text_frame
 from spark_ide.modelserver.engine import CancelToken, Job, Output, Tally, ToolCall
 from spark_ide.modelserver.engines.scripted import ScriptedEngine, split_tokens
 from spark_ide.modelserver.pacing import TimedEngine, Timetable
@@ -169,3 +169,37 @@ async def test_the_time_to_first_token_counts_from_when_the_request_is_taken_up(
         events = await client.run("[say]hi[/say]")
     assert [e["type"] for e in events][:2] == [protocol.CREATED, protocol.IN_PROGRESS]
     assert sent <= engine.begun <= announced[0]  # before response.created was made
+
+
+async def test_a_full_socket_buffer_waits_for_the_drain_and_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    drains = 0
+    drained = SocketWriter.drained
+
+    async def counted(writer: SocketWriter) -> None:
+        nonlocal drains
+        drains += 1
+        await drained(writer)
+
+    monkeypatch.setattr(SocketWriter, "drained", counted)
+    text = "abcd" * 3_000_000  # 12 MB unpaced: far more than the socket buffers hold
+    engine = ScriptedEngine({"s": text}, tokens_per_s=1e12, ttft_s=0.0)
+    options: dict[str, Any] = {"compression": None, "max_queue": 4, "max_size": None}
+    async with running_server(engine) as server, client_for(server, **options) as client:
+        await client.create("[script:s]")
+        await asyncio.sleep(0.3)  # not reading: the buffers fill, the server waits
+        events = await client.response()
+    assert drains > 0
+    assert "".join(e["delta"] for e in events if e["type"] == protocol.OUTPUT_TEXT_DELTA) == text
+    assert events[-1]["type"] == protocol.COMPLETED
+    assert [e["sequence_number"] for e in events[1:]] == list(range(1, len(events)))
+
+
+async def test_a_client_that_goes_away_mid_answer_ends_it_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    engine = ScriptedEngine({"s": "abcd" * 5000}, tokens_per_s=1e5, ttft_s=0.0)
+    async with running_server(engine) as server:
+        for _ in range(5):
+            async with client_for(server, compression=None) as client:
+                await client.create("[script:s]")
+                await client.until(protocol.OUTPUT_TEXT_DELTA)
+            await asyncio.sleep(0.05)  # the pacer's next writes meet a closed socket
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]
