@@ -10,7 +10,12 @@
   the input of an ``apply_patch`` custom tool call, and the server's own time to first token
   (``response.create`` -> first delta with ``ttft_s=0``).
 
-``manage.py spark_bench modelserver [--tokens N] [--rounds R] [--no-llama]`` prints JSON.
+* ``--streams 20,60``: the server's own CPU per delta and per token with that many answers
+  paced at 1,000 tokens/s at once, the server in a process of its own
+  (:mod:`benchmarks.modelserver_streams`).
+
+``manage.py spark_bench modelserver [--tokens N] [--rounds R] [--no-llama] [--streams N,N]``
+prints JSON.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
+from benchmarks.modelserver_streams import PACED_RATE, STREAM_TOKENS, paced_streams
 from benchmarks.report import Setup, at_least, row
 from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.config import ServerConfig
@@ -218,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scripted-rate", type=float, default=SCRIPTED_TARGET,
                         help="tokens/s the paced scripted run is held at")
     parser.add_argument("--no-llama", dest="llama", action="store_false")
+    parser.add_argument("--streams", default="", metavar="N,N",
+                        help="also: the server's CPU with this many answers paced at 1,000 tokens/s at once")
     return parser
 
 
@@ -225,6 +233,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, object]:
     setup = Setup()
     scripted = await bench_scripted(args.scripted_tokens, args.scripted_rate)
     results: dict[str, Any] = {"scripted": scripted}
+    if args.streams:
+        results["streams"] = await paced_streams(args.streams, STREAM_TOKENS, PACED_RATE)
     if not args.llama:
         results["llama"] = {"skipped": "--no-llama"}
     elif not llama_cpp_available() or default_model_path() is None:
@@ -233,7 +243,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, object]:
         results["llama"] = await bench_llama(args.tokens, args.rounds, args.threads)
     results["rows"] = rows(results)
     results["setup"] = setup.finish(
-        tokens=args.tokens, rounds=args.rounds, scripted_tokens=args.scripted_tokens, scripted_rate=args.scripted_rate
+        tokens=args.tokens, rounds=args.rounds, scripted_tokens=args.scripted_tokens, scripted_rate=args.scripted_rate,
+        streams=args.streams,
     )
     return results
 
@@ -276,6 +287,14 @@ def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             note="custom_tool_call_input deltas, as a Codex-family model streams apply_patch",
         ),
     ]
+    for level in results.get("streams", []):
+        out.append(row(
+            f"scripted engine: server CPU per delta, {level['streams']} answers at {PACED_RATE:,.0f} tokens/s at once",
+            level["cpu_us_per_frame"], unit="µs",
+            note=f"{level['cpu_us_per_token']} µs per token at {level['frames_per_token']} deltas per token "
+            f"(a late wake-up sends the tokens then due in one delta); server CPU share "
+            f"{level['server_cpu_share']:.0%}",
+        ))
     return out
 
 
@@ -284,5 +303,11 @@ def main(argv: list[str]) -> dict[str, object]:
     args = parser.parse_args(argv)
     if args.scripted_tokens < 1 or not 0 < args.scripted_rate < math.inf:
         parser.error("--scripted-tokens must be >= 1 and --scripted-rate a positive number")
+    try:
+        args.streams = [int(n) for n in args.streams.split(",") if n]
+    except ValueError:
+        parser.error("--streams is a comma-separated list of counts, e.g. 20,60")
+    if any(n < 1 for n in args.streams):
+        parser.error("--streams counts must be >= 1")
     return asyncio.run(run_all(args))
 

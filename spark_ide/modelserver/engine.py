@@ -154,6 +154,18 @@ class CancelToken:
     def is_set(self) -> bool:
         return self._flag.is_set()
 
+    def attach(self, waiter: asyncio.Future[bool]) -> None:
+        """Resolve ``waiter`` with True when the token is cancelled (at once if it is);
+        :meth:`detach` it when it is no longer waited for."""
+        if self._flag.is_set():
+            if not waiter.done():
+                waiter.set_result(True)
+        else:
+            self._waiters.add(waiter)
+
+    def detach(self, waiter: asyncio.Future[bool]) -> None:
+        self._waiters.discard(waiter)
+
     async def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
         return await self.wait_until(asyncio.get_running_loop().time() + timeout)
@@ -170,13 +182,13 @@ class CancelToken:
             await asyncio.sleep(0)
             return self._flag.is_set()
         waiter: asyncio.Future[bool] = loop.create_future()
-        self._waiters.add(waiter)
+        self.attach(waiter)
         timer = loop.call_at(deadline, _expire, waiter)
         try:
             return await waiter
         finally:
             timer.cancel()
-            self._waiters.discard(waiter)
+            self.detach(waiter)
 
 
 def _expire(waiter: asyncio.Future[bool]) -> None:

@@ -6,6 +6,7 @@ checked against OpenAI's reference in one place.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -28,8 +29,17 @@ _DELTAS = {
 }
 
 
+# Stands for a delta's text while a delta event's JSON text is made (``OutputItem.delta_frame``).
+_PIECE = "\x00"
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def event(kind: str, fields: dict[str, Any], sequence_number: int) -> dict[str, Any]:
+    """An event as it goes on the wire (``json.dumps`` of this, default spacing)."""
+    return {"type": kind, **fields, "sequence_number": sequence_number}
 
 
 @dataclass
@@ -64,6 +74,15 @@ class OutputItem:
     def delta(self, index: int, text: str) -> Event:
         extra: dict[str, Any] = {"logprobs": []} if self.call is None else {}
         return self.delta_type, {**self.where(index), "delta": text, **extra}
+
+    def delta_frame(self, index: int) -> tuple[str, str]:
+        """The JSON text of this item's delta event around its piece: ``head``, then
+        ``json.dumps(piece)``, then ``tail``, the sequence number and ``}`` is exactly
+        ``json.dumps`` of :func:`event` of :meth:`delta` (a paced answer sends each piece so,
+        without building and encoding a dict per token)."""
+        kind, fields = self.delta(index, _PIECE)
+        head, tail = json.dumps(event(kind, fields, 0)).split(json.dumps(_PIECE))
+        return head, tail.removesuffix("0}")
 
     def opening(self, index: int) -> list[Event]:
         """The events from ``output_item.added`` up to the first delta."""

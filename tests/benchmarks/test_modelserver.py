@@ -9,7 +9,8 @@ import json
 import pytest
 
 from benchmarks.modelserver import Run, main, percentile
-from spark_ide.modelserver.engines.scripted import MAX_PIECE_TOKENS
+from benchmarks.modelserver_streams import answer_text, paced_streams
+from spark_ide.modelserver.engines.scripted import MAX_PIECE_TOKENS, split_tokens
 
 
 def test_it_measures_ttft_decode_rate_and_gaps() -> None:
@@ -43,7 +44,17 @@ def test_the_scripted_engine_plays_every_token_never_above_its_rate() -> None:
     assert results["llama"] == {"skipped": "--no-llama"}
 
 
-@pytest.mark.parametrize("argv", [["--scripted-rate", "0"], ["--scripted-tokens", "0"], ["--bogus"]])
+async def test_paced_streams_count_the_servers_cpu_per_delta_and_token() -> None:
+    (level,) = await paced_streams([3], 300, 1000.0)
+    assert level["streams"] == 3 and level["tokens"] == sum(len(split_tokens(answer_text(300, i))) for i in range(3))
+    # Every token arrived (the answers ended), none before its time (300 tokens at 1,000/s).
+    assert 0 < level["slowest_rate_share"] <= 1.02
+    assert level["cpu_us_per_frame"] > 0 and level["cpu_us_per_token"] > 0
+    assert 0 < level["frames_per_token"] <= 1 + 10 / 280  # a delta per token at most, and 8 other events
+
+
+@pytest.mark.parametrize("argv", [["--scripted-rate", "0"], ["--scripted-tokens", "0"], ["--bogus"],
+                                  ["--streams", "x"], ["--streams", "0"]])
 def test_it_rejects_bad_arguments(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--no-llama", *argv])

@@ -25,7 +25,9 @@ arguments or diff is cut the same way. Token *i* of the answer (counting every i
 at ``ttft + i / rate``; whenever the generator wakes it hands over every token of the
 current item that is due in one piece (at most ``MAX_PIECE_TOKENS``), so at high rates
 (beyond what one event-loop wake-up per token allows) a delta carries several tokens while
-the average rate stays exact.
+the average rate stays exact. The schedule is a :class:`~spark_ide.modelserver.pacing.Timetable`:
+the WebSocket server plays it with one timer for all its answers instead of iterating
+``generate`` (the same pieces at the same times).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from spark_ide.modelserver.engine import (
     Tally,
     ToolCall,
 )
+from spark_ide.modelserver.pacing import MAX_PIECE_TOKENS as MAX_PIECE_TOKENS
+from spark_ide.modelserver.pacing import Item, Timetable
 from spark_ide.modelserver.script import (
     CustomCall,
     FunctionCall,
@@ -64,9 +68,6 @@ from spark_ide.modelserver.script import (
 from spark_ide.modelserver.wire import new_id
 
 MAX_TOKEN_CHARS = 4
-# A delta carries at most this many tokens; beyond the rate this allows (several
-# hundred thousand tokens/s) the engine falls behind schedule rather than send huge frames.
-MAX_PIECE_TOKENS = 256
 DEFAULT_TEXT = (
     "Hello! I am the scripted engine of the Spark IDE model server. I play fixed text at a"
     " steady rate, so tests and demos can rely on every token."
@@ -196,43 +197,48 @@ class ScriptedEngine:
         except ScriptError as exc:
             raise EngineError(INVALID_SCRIPT, str(exc)) from None
 
+    def timetable(self, job: Job, tally: Tally, begun: float) -> Timetable | None:
+        """The answer to ``job`` on its schedule, its time to first token counted from
+        ``begun`` (:mod:`spark_ide.modelserver.pacing`); raises ``EngineError`` as ``generate``
+        does. None for a subclass that overrides ``generate`` (to watch or change what it
+        yields): it is served through its ``generate``."""
+        if type(self).generate is not ScriptedEngine.generate:
+            return None
+        return self._timetable(job, tally, begun)
+
+    def _timetable(self, job: Job, tally: Tally, begun: float) -> Timetable:
+        plan = self.plan(job)
+        tally.input_tokens = count_prompt_tokens(job)
+        items = _limited([_item(step) for step in plan.steps], job.max_output_tokens, tally)
+        return Timetable(items, begun, plan.ttft_s, plan.tokens_per_s, tally)
+
     async def generate(
         self, job: Job, tally: Tally, cancel: CancelToken
     ) -> AsyncGenerator[Output, None]:
         loop = asyncio.get_running_loop()
         # The time to first token counts from here, as a model's counts from when it takes the
         # request up: reading the prompt (the plan, the token count) is part of it.
-        begun = loop.time()
-        plan = self.plan(job)
-        tally.input_tokens = count_prompt_tokens(job)
-        items = _limited([_item(step) for step in plan.steps], job.max_output_tokens, tally)
-        if await cancel.wait_until(begun + plan.ttft_s):
+        timetable = self._timetable(job, tally, loop.time())
+        if await cancel.wait_until(timetable.first_at):
             return
-        start, sent, rate = loop.time(), 0, plan.tokens_per_s
-        for marker, tokens in items:
+        timetable.begin(loop.time())
+        while (marker := timetable.next_item()) is not None:
             yield marker
-            done = 0
-            while done < len(tokens):
-                due = min(len(tokens) - done, int((loop.time() - start) * rate) + 1 - sent, MAX_PIECE_TOKENS)
+            while not timetable.item_done:
+                due = timetable.due(loop.time())
                 if due > 0:
-                    tally.output_tokens += due
-                    yield Piece("".join(tokens[done : done + due]), due)
-                    done += due
-                    sent += due
+                    yield Piece(timetable.take(due), due)
                     # Behind schedule nothing below would suspend: yield to the event loop
                     # anyway, so other sockets (and this socket's cancel) are served.
-                    if start + sent / rate <= loop.time():
+                    if timetable.next_due() <= loop.time():
                         await asyncio.sleep(0)
                     if cancel.is_set():
                         return
-                elif await cancel.wait_until(start + sent / rate):
+                elif await cancel.wait_until(timetable.next_due()):
                     return
 
 
-_Item = tuple[ToolCall | MessageStart, list[str]]
-
-
-def _item(step: Step) -> _Item:
+def _item(step: Step) -> Item:
     """The marker that opens a step's output item, and the tokens of its text."""
     if isinstance(step, Say):
         return MessageStart(), split_tokens(step.text)
@@ -246,12 +252,12 @@ def _item(step: Step) -> _Item:
     return call, split_tokens(step.diff)
 
 
-def _limited(items: list[_Item], limit: int | None, tally: Tally) -> list[_Item]:
+def _limited(items: list[Item], limit: int | None, tally: Tally) -> list[Item]:
     """The items cut at ``limit`` tokens (counting every item); notes a cut in ``tally``."""
     if limit is None or sum(len(tokens) for _, tokens in items) <= limit:
         return items
     tally.hit_token_limit = True
-    kept: list[_Item] = []
+    kept: list[Item] = []
     for marker, tokens in items:
         if limit <= 0:
             break
