@@ -268,11 +268,13 @@ async def steers(count: int, ttft_ms: float = 20.0, root: Path = ROOT) -> dict[s
 async def _measure(pid: int, streams: list[_Stream], sizes: list[int], rate: float) -> dict[str, Any]:
     for stream in streams:
         stream.frames = 0
-    (user, system), began = cpu_seconds(pid), time.perf_counter()
+    (user, system), ran, began = cpu_seconds(pid), run_seconds(pid), time.perf_counter()
     ends = await asyncio.gather(*(s.ask(f"[script:s{i}]") for i, s in enumerate(streams)))
     user_after, system_after = cpu_seconds(pid)
     user, system = user_after - user, system_after - system
-    cpu = user + system
+    # The CPU time from schedstat (nanoseconds): /proc/<pid>/stat counts in clock ticks (10 ms),
+    # which a short run (a test's 900 tokens) can see as nothing. The ticks give the system share.
+    cpu = run_seconds(pid) - ran
     total = sum(sizes)
     slowest = max(ends) - began
     frames = sum(s.frames for s in streams)
@@ -281,7 +283,7 @@ async def _measure(pid: int, streams: list[_Stream], sizes: list[int], rate: flo
         "tokens": total,
         "cpu_us_per_token": round(cpu / total * 1e6, 2),
         "server_cpu_share": round(cpu / slowest, 3),
-        "system_share_of_cpu": round(system / cpu, 3) if cpu else 0.0,
+        "system_share_of_cpu": round(system / (user + system), 3) if user + system else 0.0,
         "cpu_us_per_frame": round(cpu / frames * 1e6, 2),
         "frames_per_token": round(frames / total, 3),
         "slowest_rate_share": round(max(sizes) / rate / slowest, 3),
