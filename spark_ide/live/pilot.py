@@ -106,6 +106,7 @@ class Pilot:
         runs: ModelRuns | None = None,
     ) -> None:
         self._publish = publish
+        self._texts = texts
         self.settings = settings
         self._announce_now = announce
         self.models = RoomModels(settings)  # the model's connection, per catalogue entry
@@ -373,14 +374,15 @@ class Pilot:
         # order, a moment later); one that may wait (a socket to open) goes out after them.
         at_once = warm is not None and warm.steers_at_once(old.stream)
         settled = self._settle(old, TurnStatus.STEERED, reason, keep=command.note is not None)  # (a), (b)
+        texts = self._texts()  # as the rollback left them: read once, for the old turn's hand-over and the request
         ended: tuple[Metrics, TurnUsage] | None = None
         if settled is not None:
-            self._hand_over(old, TurnStatus.STEERED)
+            self._hand_over(old, TurnStatus.STEERED, texts)
             if not at_once:
                 ended = self._announce_end(old, TurnStatus.STEERED, settled, by=command.author)
         # The new turn's request first; the rest of the turn (its edit engine, its context) is
         # made after the request is written when it goes out at once, else before it.
-        draft = self._maker.draft(command, steered_from=old, policy=policy)
+        draft = self._maker.draft(command, steered_from=old, policy=policy, texts=texts)
         run = None if at_once else self._new_turn(draft, old, link, policy, announced_after=False)
         try:
             client = warm if warm is not None else await link.client()
@@ -524,11 +526,12 @@ class Pilot:
         model = None if run.link is None else run.link.model
         return self._turns.finished(run, status, reason, error=error, by=by, model=model)
 
-    def _hand_over(self, run: TurnRun, status: TurnStatus) -> None:
-        """``run`` no longer runs: the next turns carry what it did (history, ledger, notes)."""
+    def _hand_over(self, run: TurnRun, status: TurnStatus, texts: dict[str, str] | None = None) -> None:
+        """``run`` no longer runs: the next turns carry what it did (history, ledger, notes);
+        ``texts``: the files as they are now, when read already."""
         if self._run is run:
             self._run = None
-        self._maker.ended(run, status)
+        self._maker.ended(run, status, texts)
         self._maker.reviewed(run.editor, run.editor.take_notes())  # undone blocks no round told the model of
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends

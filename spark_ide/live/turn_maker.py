@@ -92,10 +92,13 @@ class TurnMaker:
         draft = self.draft(command, steered_from=steered_from, policy=policy)
         return self.turn(draft, watch=watch, auto_test=auto_test)
 
-    def draft(self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy) -> Draft:
+    def draft(
+        self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, texts: dict[str, str] | None = None,
+    ) -> Draft:
         """The request of a turn for ``command``, made first: a steer writes it to the model
-        before the rest of its turn is made (``turn``), which must follow before the next draft."""
-        texts = self._texts()
+        before the rest of its turn is made (``turn``), which must follow before the next draft.
+        ``texts``: the files as they are now, when the caller read them."""
+        texts = self._texts() if texts is None else texts
         chain = chain_of(command, steered_from, keep_request=not self._style.steer_as_request)
         turn_id = command.turn or new_turn_id()
         runs = self._turn_runs(turn_id, chain, policy)
@@ -243,9 +246,9 @@ class TurnMaker:
         elif self.seen is None:
             self.seen = SeenFiles()
 
-    def ended(self, run: TurnRun, status: TurnStatus) -> None:
+    def ended(self, run: TurnRun, status: TurnStatus, texts: dict[str, str] | None = None) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its
-        ledger as the last one."""
+        ledger as the last one. ``texts``: the files as they are now, when the caller read them."""
         if status is not TurnStatus.STEERED:
             # A steered turn lives on in its successor's request (the steering note carries
             # its partial answer), so it is not history of its own.
@@ -253,7 +256,7 @@ class TurnMaker:
         self._last = run.editor
         touched = run.editor.take_touched()  # (also lets go of the texts it holds)
         if self.seen is not None and touched:
-            self.seen.absorb(self._texts(), touched)  # what the model wrote is what it saw
+            self.seen.absorb(self._texts() if texts is None else texts, touched)  # what the model wrote is what it saw
 
     def reviewed(self, editor: TurnEditor, notes: list[str]) -> None:
         """People undid blocks of ``editor``'s turn (``notes`` say which, for the model): the

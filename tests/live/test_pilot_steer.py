@@ -193,3 +193,32 @@ async def test_a_re_prompt_that_may_wait_is_sent_for_a_turn_already_made_and_ann
         assert rig.published.index(await rig.finished(old)) < rig.published.index(new)
         successor.complete(None)
         assert (await rig.finished(new.turn)).status == "completed"
+
+
+async def test_a_steer_reads_the_files_once_for_the_old_turns_hand_over_and_the_re_prompt() -> None:
+    """The old turn changed a file: what the model wrote is what it saw (``seen.absorb``) and the
+    re-prompt shows the files, both from one read of the document as the rollback left it."""
+    async with pilot_rig(FILES) as rig:
+        reads: list[int] = []
+        read = rig.pilot._maker._texts
+
+        def counted() -> dict[str, str]:
+            reads.append(1)
+            return read()
+
+        rig.pilot._texts = rig.pilot._maker._texts = counted
+        reads_at_steer: list[int] = []
+        rig.model.on_steer = lambda: reads_at_steer.append(len(reads))
+        old = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta(THREE)  # a whole block: applied, the file touched
+        stream.delta('<edit path="util.py">\n<old_text>\nX = 3\n</old_text>\n<new_text>\nX = 2\n')  # then one in flight
+        await eventually(lambda: "streaming" in rig.states(old))
+        reads.clear()
+        rig.steer("make it 4")
+        successor = await rig.model.next_stream()
+        assert reads_at_steer == [1]
+        request = prompt_of(successor.request)
+        assert '<file path="util.py">\nX = 3\n</file>' in request  # the block applied kept, the one in flight gone
+        assert "The user redirects you: make it 4" in request
+        assert rig.texts()["util.py"] == "X = 3\n"
