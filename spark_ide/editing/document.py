@@ -104,5 +104,8 @@ def _var_uint(n: int) -> bytes:
 
 
 def document_texts(doc: Doc[Any]) -> dict[str, str]:
-    """Every file's text: path -> content."""
-    return {path: str(text) for path, text in workspace_files(doc).items()}
+    """Every file's text: path -> content. Read in one transaction: each read on its own is a
+    transaction of its own, and each transaction's end passes by every undo manager of the
+    document (a room keeps one per kept turn)."""
+    with doc.transaction():
+        return {path: str(text) for path, text in workspace_files(doc).items()}

@@ -203,6 +203,20 @@ class BlockRunner:
             regions.append((path, start + shift, end + shift, False))
         return regions
 
+    def written_texts(self) -> dict[str, str]:
+        """The files the turn has written in so far (``written_regions``), as they are now:
+        read in one transaction through the turn's own handle on the files."""
+        paths = {region[0] for region in self.written_regions()}
+        texts: dict[str, str] = {}
+        if not paths:
+            return texts
+        with self._doc.transaction():
+            for path in paths:
+                text = self._files.get(path)
+                if isinstance(text, Text):
+                    texts[path] = str(text)
+        return texts
+
     def _shift_written(self, path: str, delta: list[dict[str, Any]]) -> None:
         """Move the applied blocks' spans in ``path`` through someone else's change."""
         for span in self._written.values():

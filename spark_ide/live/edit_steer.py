@@ -205,11 +205,7 @@ class EditSteering:
             self._end(pending, "dropped")
             pending = None
         if pending is None:  # the text a first steering change starts from
-            files = workspace_files(self._document())
-            for path in {region[0] for region in run.editor.written_regions()}:
-                text = files.get(path)
-                if isinstance(text, Text):
-                    self._before[path] = str(text)
+            self._before.update(run.editor.written_texts())
         self._conn, self._run, self._steered = conn, run, False
         try:
             return receive(conn, message)

@@ -14,7 +14,9 @@ Steer, in the order DESIGN.md §2 fixes: stop forwarding the old turn, roll back
 flight, re-prompt on a warm connection (the upstream client stops the old generation by the
 provider's strategy, re-prompt first). The old turn's end and the new one's start are
 announced before the re-prompt when it may wait on the network, else right after it: the
-same events in the same order, and nothing of the old turn after its ``turn.finished``.
+same events in the same order, and nothing of the old turn after its ``turn.finished``. In
+the second case the new turn is made of its request alone until the re-prompt is written
+(``TurnMaker.draft``); its edit engine and context follow (``TurnMaker.turn``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from .events import (
     TurnStatus,
     TurnSteered,
 )
-from .model_link import connect_failure, stop_answer
+from .model_link import ModelLink, connect_failure, stop_answer
 from .model_runs import ModelRuns
 from .policy import AiPolicy
 from .policy_gate import PolicyGate
@@ -57,7 +59,7 @@ from .room_models import RoomModels
 from .spend import Budgets, SpendBook
 from .store import LiveSettings
 from .turn_book import Metrics, TurnBook, TurnStore
-from .turn_maker import TurnMaker
+from .turn_maker import Draft, TurnMaker
 from .turns import ANSWERED_AT_ONCE, Command, CommandKind, TurnRun, new_turn_id, publish_edits
 from .usage import TurnUsage
 from .watch_gate import GuardHalt, RoomRules, WatchGate, given_up
@@ -104,6 +106,7 @@ class Pilot:
         runs: ModelRuns | None = None,
     ) -> None:
         self._publish = publish
+        self._texts = texts
         self.settings = settings
         self._announce_now = announce
         self.models = RoomModels(settings)  # the model's connection, per catalogue entry
@@ -371,35 +374,46 @@ class Pilot:
         # order, a moment later); one that may wait (a socket to open) goes out after them.
         at_once = warm is not None and warm.steers_at_once(old.stream)
         settled = self._settle(old, TurnStatus.STEERED, reason, keep=command.note is not None)  # (a), (b)
+        texts = self._texts()  # as the rollback left them: read once, for the old turn's hand-over and the request
         ended: tuple[Metrics, TurnUsage] | None = None
         if settled is not None:
-            self._hand_over(old, TurnStatus.STEERED)
+            self._hand_over(old, TurnStatus.STEERED, texts)
             if not at_once:
                 ended = self._announce_end(old, TurnStatus.STEERED, settled, by=command.author)
-        run = self._maker.make(
-            command, steered_from=old, policy=policy, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test,
-        )
-        run.link = link
-        if at_once:
-            self._run = run  # announced once its re-prompt is out
-        else:
-            self._announce(run, policy)
+        # The new turn's request first; the rest of the turn (its edit engine, its context) is
+        # made after the request is written when it goes out at once, else before it.
+        draft = self._maker.draft(command, steered_from=old, policy=policy, texts=texts)
+        run = None if at_once else self._new_turn(draft, old, link, policy, announced_after=False)
         try:
             client = warm if warm is not None else await link.client()
             # (c)+(d): the client re-prompts on a warm connection, then stops the old answer.
             if old.stream is not None:
-                run.stream = await client.steer(old.stream, run.request)
+                stream = await client.steer(old.stream, draft.request)
             else:
-                run.stream = await client.start(run.request)
+                stream = await client.start(draft.request)
         except (UpstreamError, OSError) as exc:
+            run = run or self._new_turn(draft, old, link, policy, announced_after=True)
             self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
             self._unavailable(run, exc)
             await self._stop_upstream(old)  # the steer never reached the model: stop the old answer
             return
-        run.steer_ms = (time.monotonic() - command.received_at) * 1000
+        steer_ms = (time.monotonic() - command.received_at) * 1000
+        run = run or self._new_turn(draft, old, link, policy, announced_after=True)
+        run.stream, run.steer_ms = stream, steer_ms
         self._steered(old, run, policy, settled, ended, author=command.author, at_once=at_once)
-        self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(run.steer_ms, 3)))  # as metrics
+        self._publish(TurnSteered(turn=run.id, steered_from=old.id, steer_ms=round(steer_ms, 3)))  # as metrics
         run.task = asyncio.create_task(self._consume(run))
+
+    def _new_turn(
+        self, draft: Draft, old: TurnRun, link: ModelLink, policy: AiPolicy, *, announced_after: bool,
+    ) -> TurnRun:
+        """The turn of a steer's ``draft``, on the model of the turn it steers (``link``),
+        announced now unless ``announced_after`` its re-prompt (by ``_steered``)."""
+        run = self._maker.turn(draft, watch=self._watchdog.watch_for(policy), auto_test=old.auto_test)
+        run.link = link
+        if not announced_after:
+            self._announce(run, policy)
+        return run
 
     def _steered(
         self, old: TurnRun, run: TurnRun, policy: AiPolicy, settled: FinishReason | None,
@@ -512,11 +526,12 @@ class Pilot:
         model = None if run.link is None else run.link.model
         return self._turns.finished(run, status, reason, error=error, by=by, model=model)
 
-    def _hand_over(self, run: TurnRun, status: TurnStatus) -> None:
-        """``run`` no longer runs: the next turns carry what it did (history, ledger, notes)."""
+    def _hand_over(self, run: TurnRun, status: TurnStatus, texts: dict[str, str] | None = None) -> None:
+        """``run`` no longer runs: the next turns carry what it did (history, ledger, notes);
+        ``texts``: the files as they are now, when read already."""
         if self._run is run:
             self._run = None
-        self._maker.ended(run, status)
+        self._maker.ended(run, status, texts)
         self._maker.reviewed(run.editor, run.editor.take_notes())  # undone blocks no round told the model of
         run.touched.update(entry.path for entry in run.editor.ledger.changed())
         if status is not TurnStatus.STEERED:  # a steered turn's files are scanned when its chain ends

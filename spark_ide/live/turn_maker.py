@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pycrdt import Doc
@@ -33,6 +34,23 @@ from .turns import Chain, Command, TurnRun, chain_of, new_turn_id
 from .usage import request_tokens
 
 DEFAULT_FENCE_PATH = "main.py"  # where a small model's code fence goes when no file is open
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A turn's request and what it was made from (``TurnMaker.draft``), before the turn itself."""
+
+    command: Command
+    turn_id: str
+    chain: Chain
+    policy: AiPolicy
+    texts: dict[str, str]  # the files the request shows (the turn's ``before``)
+    runs: TurnRuns | None
+    focus: Focus | None
+    focus_note: str
+    active_path: str
+    request: TurnRequest
+    packing: Packing
 
 
 class TurnMaker:
@@ -71,23 +89,41 @@ class TurnMaker:
         """A turn for ``command`` (``steered_from``: the turn it steers, ``turns.chain_of``),
         under ``policy``; ``watch``: the watchdog over its code (None: none); ``auto_test``:
         the IDE runs the tests after the model's changes (``test_rounds``)."""
-        texts = self._texts()
+        draft = self.draft(command, steered_from=steered_from, policy=policy)
+        return self.turn(draft, watch=watch, auto_test=auto_test)
+
+    def draft(
+        self, command: Command, *, steered_from: TurnRun | None, policy: AiPolicy, texts: dict[str, str] | None = None,
+    ) -> Draft:
+        """The request of a turn for ``command``, made first: a steer writes it to the model
+        before the rest of its turn is made (``turn``), which must follow before the next draft.
+        ``texts``: the files as they are now, when the caller read them."""
+        texts = self._texts() if texts is None else texts
         chain = chain_of(command, steered_from, keep_request=not self._style.steer_as_request)
         turn_id = command.turn or new_turn_id()
         runs = self._turn_runs(turn_id, chain, policy)
         focus, focus_note = _focus(command, chain, steered_from, texts)
         turn_input = self._input(chain, policy, texts, runs=runs is not None, focus=focus)
-        seen = self.seen
-        if seen is not None:
-            turn_input.changes = seen.note(texts, {})
-        fence_path = (turn_input.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
+        if self.seen is not None:
+            turn_input.changes = self.seen.note(texts, {})
         request, packing = request_showing(turn_input, self._style)
         self._notes = []  # told
+        return Draft(
+            command=command, turn_id=turn_id, chain=chain, policy=policy, texts=texts, runs=runs, focus=focus,
+            focus_note=focus_note, active_path=turn_input.active_path, request=request, packing=packing,
+        )
+
+    def turn(self, draft: Draft, *, watch: TurnWatch | None, auto_test: bool = False) -> TurnRun:
+        """The turn of ``draft``: its edit engine over the room's document, its tool rounds and
+        what its request carries of the workspace; ``watch`` and ``auto_test`` as ``make``'s."""
+        texts, chain, policy, runs, request = draft.texts, draft.chain, draft.policy, draft.runs, draft.request
+        seen = self.seen
         if seen is not None:
-            seen.showed(texts, packing.whole)
+            seen.showed(texts, draft.packing.whole)
+        fence_path = (draft.active_path or DEFAULT_FENCE_PATH) if self._style.whole_file_only else None
         editor = TurnEditor(
-            self._document(), turn_id, fence_path=fence_path, limits=self._limits, explain_only=not policy.edits_apply,
-            seen=seen.text if seen is not None else None,
+            self._document(), draft.turn_id, fence_path=fence_path, limits=self._limits,
+            explain_only=not policy.edits_apply, seen=seen.text if seen is not None else None,
         )
         tests = TestRounds(runs, self._run_budget, Point(0, texts)) if runs is not None and auto_test else None
         tools = ToolRounds(
@@ -95,12 +131,12 @@ class TurnMaker:
             runs=runs, tests=tests,
         )
         return TurnRun(
-            id=turn_id, command=command, origin=chain.origin, request=request, editor=editor, tools=tools,
+            id=draft.turn_id, command=draft.command, origin=chain.origin, request=request, editor=editor, tools=tools,
             before=texts, steering=chain.steering, redirects=chain.redirects, steered_from=chain.steered_from,
             watch=watch, corrections=chain.corrections, touched=chain.touched,
-            rebuild=self._rebuilder(chain, policy, focus) if self._style.steer_as_request else None,
-            auto_test=auto_test, changes=lambda: self._changes(editor), focus=focus, focus_note=focus_note,
-            context=self._context(chain, request, packing), mentions=chain.mentions, exclude=chain.exclude,
+            rebuild=self._rebuilder(chain, policy, draft.focus) if self._style.steer_as_request else None,
+            auto_test=auto_test, changes=lambda: self._changes(editor), focus=draft.focus, focus_note=draft.focus_note,
+            context=self._context(chain, request, draft.packing), mentions=chain.mentions, exclude=chain.exclude,
         )
 
     def _context(self, chain: Chain, request: TurnRequest, packing: Packing) -> dict[str, object]:
@@ -210,9 +246,9 @@ class TurnMaker:
         elif self.seen is None:
             self.seen = SeenFiles()
 
-    def ended(self, run: TurnRun, status: TurnStatus) -> None:
+    def ended(self, run: TurnRun, status: TurnStatus, texts: dict[str, str] | None = None) -> None:
         """``run`` ended with ``status``: the next requests carry it in their history and its
-        ledger as the last one."""
+        ledger as the last one. ``texts``: the files as they are now, when the caller read them."""
         if status is not TurnStatus.STEERED:
             # A steered turn lives on in its successor's request (the steering note carries
             # its partial answer), so it is not history of its own.
@@ -220,7 +256,7 @@ class TurnMaker:
         self._last = run.editor
         touched = run.editor.take_touched()  # (also lets go of the texts it holds)
         if self.seen is not None and touched:
-            self.seen.absorb(self._texts(), touched)  # what the model wrote is what it saw
+            self.seen.absorb(self._texts() if texts is None else texts, touched)  # what the model wrote is what it saw
 
     def reviewed(self, editor: TurnEditor, notes: list[str]) -> None:
         """People undid blocks of ``editor``'s turn (``notes`` say which, for the model): the

@@ -212,8 +212,17 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         task.add_done_callback(self.pending.discard)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """channels' ``AsyncConsumer.__call__`` without a channel layer (none is used here), each
+        message taken straight from the server's queue and handled in this task. channels wraps
+        every ``receive`` in a task of its own and waits for it with ``asyncio.wait``: three
+        passes of the event loop between a frame's arrival and its handler (a steer, a
+        keystroke) instead of one, each running whatever else was ready."""
+        self.scope, self.channel_layer, self.base_send = scope, None, send
         try:
-            await super().__call__(scope, receive, send)
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
         finally:
             # Daphne cancels an application that has not ended 10 s after its socket went
             # (``application_close_timeout``; a connect still waiting in a reconnect storm):

@@ -132,7 +132,8 @@ class ResponsesConnection:
 
     # -- sending ----------------------------------------------------------------------------
 
-    async def submit(self, body: JSONObject, stream: TurnStream, *, steer: bool = False) -> Attempt:
+    async def submit(self, body: JSONObject | str, stream: TurnStream, *, steer: bool = False) -> Attempt:
+        """Send ``body`` (a message, or its JSON text) for ``stream``."""
         attempt = Attempt(self, stream, steer=steer, tools=ToolCallAssembler(stream))
         stream.handle = attempt
         self._pending.append(attempt)
@@ -201,9 +202,9 @@ class ResponsesConnection:
         attempt.cancel_sent_at_delta = attempt.deltas
         self._spawn(self._send({"type": protocol.CANCEL, "response_id": attempt.response_id}))
 
-    async def _send(self, body: JSONObject) -> None:
+    async def _send(self, body: JSONObject | str) -> None:
         try:
-            await self._socket.send(json.dumps(body))
+            await self._socket.send(body if isinstance(body, str) else json.dumps(body))
         except ConnectionClosed:
             # The reader sees the same close and settles every pending attempt.
             log.debug("send on a closed upstream socket")

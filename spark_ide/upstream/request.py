@@ -105,6 +105,50 @@ def responses_create(
     request: TurnRequest, *, model: str, profile: ProviderProfile, store: bool, chain: bool
 ) -> JSONObject:
     """A ``response.create`` message; ``chain`` sends only the new input on the previous id."""
+    body = _responses_head(request, model=model, profile=profile, store=store, chain=chain)
+    body["input"] = [responses_item(item) for item in _responses_input(request, chain)]
+    return body
+
+
+class ResponsesEncoder:
+    """``responses_create`` as the JSON text that is sent, each input item's JSON kept for the
+    next request: a conversation's items (the past turns, a tool loop's rounds) are the same in
+    every request that carries them, and encoding them again was most of the encoding of a
+    steer's re-prompt. Only the items of the last request are kept (its size is bounded by the
+    context budget)."""
+
+    def __init__(self) -> None:
+        self._items: dict[InputItem, str] = {}
+
+    def create(self, request: TurnRequest, *, model: str, profile: ProviderProfile, store: bool, chain: bool) -> str:
+        """``json.dumps(responses_create(...))``, the same message (its ``input`` written last)."""
+        kept: dict[InputItem, str] = self._items
+        items: dict[InputItem, str] = {}
+        parts: list[str] = []
+        for item in _responses_input(request, chain):
+            try:
+                text = kept.get(item)
+            except TypeError:  # an item that cannot be a key: written each time
+                parts.append(json.dumps(responses_item(item)))
+                continue
+            if text is None:
+                text = json.dumps(responses_item(item))
+            items[item] = text
+            parts.append(text)
+        self._items = items
+        head = json.dumps(_responses_head(request, model=model, profile=profile, store=store, chain=chain))
+        return f'{head[:-1]}, "input": [{", ".join(parts)}]}}'
+
+
+def _responses_input(request: TurnRequest, chain: bool) -> tuple[InputItem, ...]:
+    """The input a ``response.create`` carries: the new items alone when it chains."""
+    return request.input if chain and request.previous_response_id else request.conversation
+
+
+def _responses_head(
+    request: TurnRequest, *, model: str, profile: ProviderProfile, store: bool, chain: bool
+) -> JSONObject:
+    """A ``response.create`` message without its ``input``."""
     body: JSONObject = {
         "type": protocol.CREATE,
         "model": model,
@@ -113,9 +157,6 @@ def responses_create(
     }
     if chain and request.previous_response_id:
         body["previous_response_id"] = request.previous_response_id
-        body["input"] = [responses_item(item) for item in request.input]
-    else:
-        body["input"] = [responses_item(item) for item in request.conversation]
     tools = responses_tools(request.edit_style, runs=request.runs)
     if tools:
         body["tools"] = tools

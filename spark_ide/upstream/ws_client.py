@@ -22,8 +22,8 @@ from spark_ide.upstream.errors import (
 )
 from spark_ide.upstream.profiles import CancelStrategy, ProviderProfile, Transport
 from spark_ide.upstream.request import (
+    ResponsesEncoder,
     TurnRequest,
-    responses_create,
     responses_steer,
     responses_warmup,
 )
@@ -52,6 +52,7 @@ class ResponsesClient(ModelClient):
         self._fallback: ChatCompletionsClient | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._encoder = ResponsesEncoder()  # each request's items kept encoded for the next one
 
     @property
     def transport(self) -> Transport:
@@ -215,7 +216,7 @@ class ResponsesClient(ModelClient):
             and previous is not None
             and (self.config.store or connection.last_response_id == previous)
         )
-        body = responses_create(
+        body = self._encoder.create(
             request, model=self.config.model, profile=self._profile,
             store=self.config.store, chain=chain,
         )

@@ -66,6 +66,21 @@ def test_the_turn_reports_its_block_in_flight_and_applied_blocks_and_hears_other
     assert moved == start + len("# top\n")
 
 
+def test_the_turn_reads_the_files_it_wrote_in_as_they_are_now() -> None:
+    doc: Doc[Any] = Doc()
+    files = workspace_files(doc)
+    with doc.transaction():
+        files["a.py"] = Text("x = 1\n")
+        files["b.py"] = Text("untouched\n")
+    editor = TurnEditor(doc, "t1")
+    assert editor.written_texts() == {}  # nothing written yet
+    editor.feed('<edit path="a.py">\n<old_text>\nx = 1\n</old_text>\n<new_text>\nx = 10\n')
+    assert editor.written_texts() == {"a.py": "x = 10\nx = 1\n"}  # the block in flight's file, as it is
+    with doc.transaction():
+        files["a.py"].insert(0, "# mine\n")
+    assert editor.written_texts() == {"a.py": "# mine\nx = 10\nx = 1\n"}
+
+
 def test_cut_short_keeps_the_block_in_flight_as_the_file_has_it() -> None:
     doc: Doc[Any] = Doc()
     files = workspace_files(doc)

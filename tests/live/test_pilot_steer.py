@@ -5,7 +5,7 @@ after its ``turn.finished``, and the old generation is stopped upstream."""
 
 from __future__ import annotations
 
-from spark_ide.live.events import EditStatus, TurnDelta, TurnSteered
+from spark_ide.live.events import EditStatus, TurnContext, TurnDelta, TurnSteered
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.upstream import UpstreamError
 from tests.support.pilot_rig import pilot_rig, prompt_of
@@ -123,7 +123,13 @@ async def test_a_re_prompt_that_goes_out_at_once_precedes_the_announcements_whic
     async with pilot_rig(FILES) as rig:
         rig.model.at_once = True
         published_at_steer: list[int] = []
-        rig.model.on_steer = lambda: published_at_steer.append(len(rig.published.items))
+        running_at_steer: list[object] = []
+
+        def at_steer() -> None:
+            published_at_steer.append(len(rig.published.items))
+            running_at_steer.append(rig.pilot.running)  # the new turn is made after its request is written
+
+        rig.model.on_steer = at_steer
         old = rig.prompt("change X", path="util.py")
         stream = await rig.model.next_stream()
         stream.delta("Changing X.\n")
@@ -149,6 +155,12 @@ async def test_a_re_prompt_that_goes_out_at_once_precedes_the_announcements_whic
         assert "X = 2" not in rig.texts()["util.py"]  # the request was made after the rollback
         steered = await rig.published.until(TurnSteered, lambda event: event.turn == new.turn)
         assert rig.published.index(new) < rig.published.index(steered)
+        assert running_at_steer == [None]  # the old turn handed over, the new one made after the write
+        running = rig.pilot.running
+        assert running is not None and running[0].id == new.turn and running[0].stream is successor
+        context = await rig.published.until(TurnContext, lambda event: event.turn == new.turn)
+        assert rig.published.index(new) < rig.published.index(context)
+        assert context.context["tokens"] > 0  # what the request carries, made after it was written
 
         successor.delta(THREE)
         successor.complete(None)
@@ -156,3 +168,57 @@ async def test_a_re_prompt_that_goes_out_at_once_precedes_the_announcements_whic
         assert (done.status, done.reason) == ("completed", "answered")
         await rig.recorded(new.turn)
         assert rig.store.outcome(old).status == "steered"
+
+
+async def test_a_re_prompt_that_may_wait_is_sent_for_a_turn_already_made_and_announced() -> None:
+    """A steer whose re-prompt may wait on the network (``steers_at_once`` False) makes and
+    announces its new turn first: while the request goes, the room has the new turn running."""
+    async with pilot_rig(FILES) as rig:
+        running_at_steer: list[tuple[str, bool]] = []
+
+        def at_steer() -> None:
+            running = rig.pilot.running
+            assert running is not None
+            running_at_steer.append((running[0].id, running[0].stream is None))
+
+        rig.model.on_steer = at_steer
+        old = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta("Changing X.\n")
+        await eventually(lambda: "Changing X." in rig.answer(old))
+        rig.steer("make it 3")
+        new = await rig.started(lambda event: event.steered_from == old)
+        successor = await rig.model.next_stream()
+        assert running_at_steer == [(new.turn, True)]  # made and announced before its request was written
+        assert rig.published.index(await rig.finished(old)) < rig.published.index(new)
+        successor.complete(None)
+        assert (await rig.finished(new.turn)).status == "completed"
+
+
+async def test_a_steer_reads_the_files_once_for_the_old_turns_hand_over_and_the_re_prompt() -> None:
+    """The old turn changed a file: what the model wrote is what it saw (``seen.absorb``) and the
+    re-prompt shows the files, both from one read of the document as the rollback left it."""
+    async with pilot_rig(FILES) as rig:
+        reads: list[int] = []
+        read = rig.pilot._maker._texts
+
+        def counted() -> dict[str, str]:
+            reads.append(1)
+            return read()
+
+        rig.pilot._texts = rig.pilot._maker._texts = counted
+        reads_at_steer: list[int] = []
+        rig.model.on_steer = lambda: reads_at_steer.append(len(reads))
+        old = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta(THREE)  # a whole block: applied, the file touched
+        stream.delta('<edit path="util.py">\n<old_text>\nX = 3\n</old_text>\n<new_text>\nX = 2\n')  # then one in flight
+        await eventually(lambda: "streaming" in rig.states(old))
+        reads.clear()
+        rig.steer("make it 4")
+        successor = await rig.model.next_stream()
+        assert reads_at_steer == [1]
+        request = prompt_of(successor.request)
+        assert '<file path="util.py">\nX = 3\n</file>' in request  # the block applied kept, the one in flight gone
+        assert "The user redirects you: make it 4" in request
+        assert rig.texts()["util.py"] == "X = 3\n"

@@ -321,7 +321,8 @@ async def test_a_replica_that_missed_stream_messages_sends_its_sockets_back(
     await driver.type_text("app.py", 0, "# seen\n")  # (taken by the receive already waiting)
     await cole.until_true(lambda: (cole.text("app.py") or "").startswith("# seen\n"))
     await driver.type_text("app.py", 0, "# lost on the way\n")
-    await driver.pump(0.3)
+    # Its stream message gone before the next edit is typed (typed at once, both go in one message).
+    await eventually(lambda: bool(lost))
     await driver.type_text("app.py", 0, "# after it\n")
     with pytest.raises(ConnectionError, match="4012"):
         await cole.until(lambda e: False, timeout=5)

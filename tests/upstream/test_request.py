@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from spark_ide.upstream import Message, TurnRequest, UpstreamError, profile_for
 from spark_ide.upstream.request import (
+    ResponsesEncoder,
     chat_completion,
     responses_create,
     responses_steer,
@@ -104,3 +108,41 @@ def test_it_rejects_bad_turns(kwargs: dict[str, object]) -> None:
     with pytest.raises(UpstreamError) as caught:
         request(**kwargs)
     assert caught.value.code == "bad_request"
+
+
+@pytest.mark.parametrize("chain", [True, False])
+@pytest.mark.parametrize("fields", [
+    {"previous_response_id": "resp_1"}, {"effort": "high", "max_output_tokens": 50, "metadata": {"turn": "t1"}},
+    {"full_context": ()},
+])
+def test_the_encoder_writes_the_message_responses_create_makes(chain: bool, fields: dict[str, object]) -> None:
+    encoder = ResponsesEncoder()
+    for _ in range(2):  # the second time from the items it kept
+        sent = encoder.create(request(**fields), model="m", profile=OPENAI, store=False, chain=chain)
+        assert json.loads(sent) == responses_create(request(**fields), model="m", profile=OPENAI, store=False,
+                                                    chain=chain)
+
+
+def test_the_encoder_encodes_each_item_once_while_the_next_request_carries_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[object] = []
+    dumps = json.dumps
+
+    def counted(value: Any, **kwargs: Any) -> str:
+        if isinstance(value, dict) and value.get("type") == "message":
+            encoded.append(value["content"])
+        return dumps(value, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", counted)
+    encoder = ResponsesEncoder()
+    encoder.create(request(), model="m", profile=OPENAI, store=False, chain=False)
+    assert encoded == ["first", "done", "second"]
+    encoded.clear()
+    steer = (Message("user", "second, steered"),)
+    encoder.create(request(input=steer, full_context=HISTORY + steer), model="m", profile=OPENAI, store=False,
+                   chain=False)
+    assert encoded == ["second, steered"]  # the history as it was encoded for the last request
+    encoded.clear()
+    encoder.create(request(input=NEW, full_context=NEW), model="m", profile=OPENAI, store=False, chain=False)
+    assert encoded == ["second"]  # only the last request's items are kept
