@@ -143,7 +143,8 @@ async def trim_report(pid: int, path: Path, reports: int) -> dict[str, Any]:
         text = path.read_text() if path.exists() else ""
         if text.count("== memtrace report") > reports and "malloc_trim" in text.rsplit("== memtrace report", 1)[-1]:
             last = text.rsplit("== memtrace report", 1)[-1]
-            trim, collect, head = _TRIM_LINE.search(last), _GC_LINE.search(last), _HEAD_LINE.search(last)
+            trim, collect = _TRIM_LINE.search(last), _GC_LINE.search(last)
+            head = _HEAD_LINE.search("== memtrace report" + last)
             allocs = _ALLOC_LINE.findall(last)
             if trim is None or collect is None or head is None:
                 return {"trim": last[-400:]}
