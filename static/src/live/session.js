@@ -1,5 +1,6 @@
 // The live pairing page: wires the socket, the Yjs peer, the editor tabs, the prompt box,
 // the transcript, the status bar and the panels together, and follows the model around.
+import { keepOpenDiffs } from "./history_diffs.js";
 import * as Y from "yjs";
 import { fromBase64 } from "lib0/buffer";
 import { FrameLoop } from "./frame.js";
@@ -106,6 +107,8 @@ class LiveSession {
       refreshHistory: () => this.historyChangedSoon(),
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
+    const history = document.getElementById("history");
+    if (history) keepOpenDiffs(history);
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     this.queue = new QueueList(root.querySelector("#queue"), { send, toast, canDrive: this.canDrive });

@@ -1,0 +1,75 @@
+"""An opened diff in the history panel survives the panel being drawn again (after every turn,
+and on a page's catch-up): it stays open and shows its diff, in a real browser. Before, a
+redraw put a closed, unloaded copy in its place, and a diff opened in the moment between a
+redraw's swap and htmx wiring the new panel stayed at "Loading the diff…" for good."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import LIVE_WAIT_MS, IdeServer, create_file, open_new_workspace
+
+pytestmark = pytest.mark.browser
+
+
+def _redraws(page: Any) -> int:
+    return int(page.evaluate("window.__historySwaps || 0"))
+
+
+def _wait_redraw(page: Any, before: int) -> None:
+    """Until the panel has been drawn again and settled (the page's policy allows no string
+    evaluation, so no ``wait_for_function``)."""
+    for _ in range(LIVE_WAIT_MS // 50):
+        if _redraws(page) > before:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the history panel was not drawn again")
+
+
+def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: IdeServer, page: Any) -> None:
+    open_new_workspace(ide_server, page, "history diffs")
+    create_file(page, "a.py")
+    box = page.get_by_label("Prompt")
+    box.fill('[rate:2000][say]Here.\n<write path="b.py">\nb = 2\n</write>\n[/say]')
+    box.press("Enter")
+    page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
+    history = page.locator("#history")
+    diff = history.locator(".history-diff").first
+    diff.wait_for(timeout=LIVE_WAIT_MS)
+    page.evaluate("""() => {
+        const history = document.getElementById("history");
+        history.addEventListener("htmx:afterSettle", () => { window.__historySwaps = (window.__historySwaps || 0) + 1; });
+    }""")
+
+    # Opened, loaded; then the panel is drawn again: the new copy is open and loaded again.
+    diff.locator("summary").click()
+    history.locator(".history-diff .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
+    before = _redraws(page)
+    page.evaluate("document.body.dispatchEvent(new CustomEvent('spark:history-changed'))")
+    _wait_redraw(page, before)
+    assert history.locator(".history-diff[open]").count() == 1
+    history.locator(".history-diff[open] .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
+    assert "b = 2" in history.locator(".history-diff[open] .diff-body").first.inner_text()
+
+    # Closed, a redraw: it stays closed (only what was open is opened again).
+    history.locator(".history-diff[open] summary").first.click()
+    before = _redraws(page)
+    page.evaluate("document.body.dispatchEvent(new CustomEvent('spark:history-changed'))")
+    _wait_redraw(page, before)
+    assert history.locator(".history-diff[open]").count() == 0
+
+    # Opened between a redraw's swap and its settle (htmx has not wired the new copy yet): its
+    # toggle goes unheard by htmx, and the settle loads it.
+    before = _redraws(page)
+    page.evaluate("""() => {
+        const history = document.getElementById("history");
+        history.addEventListener("htmx:afterSwap", () => {
+            const details = history.querySelector("details.history-diff");
+            if (details) details.open = true;
+        }, { once: true });
+        document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
+    }""")
+    _wait_redraw(page, before)
+    history.locator(".history-diff[open] .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
