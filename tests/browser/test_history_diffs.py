@@ -40,7 +40,8 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     diff.wait_for(timeout=LIVE_WAIT_MS)
     page.evaluate("""() => {
         const history = document.getElementById("history");
-        history.addEventListener("htmx:afterSettle", () => { window.__historySwaps = (window.__historySwaps || 0) + 1; });
+        const count = () => { window.__historySwaps = (window.__historySwaps || 0) + 1; };
+        history.addEventListener("htmx:afterSettle", count);
     }""")
 
     # Opened, loaded; then the panel is drawn again: the new copy is open and loaded again.
