@@ -37,6 +37,13 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
     history = page.locator("#history")
     diff = history.locator(".history-diff").first
+    # The panel is drawn on turn.finished, which may come before the turn's record (its files)
+    # is stored: then the row has no diff until the next redraw. Ask again until it has one.
+    for _ in range(LIVE_WAIT_MS // 1000):
+        if diff.count():
+            break
+        page.evaluate("document.body.dispatchEvent(new CustomEvent('spark:history-changed'))")
+        page.wait_for_timeout(1000)
     diff.wait_for(timeout=LIVE_WAIT_MS)
     page.evaluate("""() => {
         const history = document.getElementById("history");
