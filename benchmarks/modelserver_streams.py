@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.pairing.client import client_frame
 from benchmarks.report import summary
 from spark_ide import responses_protocol as protocol
 from spark_ide.modelserver.engines.scripted import split_tokens
@@ -53,19 +54,6 @@ def run_seconds(pid: int) -> float:
     """CPU time of process ``pid``'s main thread in nanoseconds' precision (the model server
     serves from one thread): ``/proc/<pid>/schedstat``."""
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
-
-
-def _masked_frame(payload: bytes, opcode: int = 0x1) -> bytes:
-    mask = secrets.token_bytes(4)
-    size = len(payload)
-    first = 0x80 | opcode
-    if size < 126:
-        header = bytes([first, 0x80 | size])
-    elif size < 65536:
-        header = bytes([first, 0x80 | 126]) + size.to_bytes(2, "big")
-    else:
-        header = bytes([first, 0x80 | 127]) + size.to_bytes(8, "big")
-    return header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
 @dataclass
@@ -113,7 +101,7 @@ class _Stream(asyncio.Protocol):
             if len(buffer) - start < head + size:
                 break
             if buffer[start] & 0x0F == 0x9 and self.transport is not None:  # ping: pong
-                self.transport.write(_masked_frame(bytes(buffer[start + head : start + head + size]), 0xA))
+                self.transport.write(client_frame(0xA, bytes(buffer[start + head : start + head + size])))
             payload = bytes(buffer[start + head : start + head + min(size, 140)])
             start += head + size
             self.frames += 1
@@ -129,7 +117,7 @@ class _Stream(asyncio.Protocol):
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.transport is not None
-        self.transport.write(_masked_frame(json.dumps(message).encode()))
+        self.transport.write(client_frame(0x1, json.dumps(message).encode()))
 
     async def ask(self, text: str) -> float:
         """Send a response.create for ``text``; the time its terminal event arrived."""

@@ -130,7 +130,7 @@ _TEXT, _BINARY, _CLOSE, _PING, _PONG, _CONTINUATION = 0x1, 0x2, 0x8, 0x9, 0xA, 0
 _FINISHED = b'"turn.finished"'  # in a text frame: a turn.finished event (inside a JSON string it is escaped)
 
 
-def _client_frame(opcode: int, payload: bytes) -> bytes:
+def client_frame(opcode: int, payload: bytes) -> bytes:
     """A masked client frame (RFC 6455 §5.3)."""
     size = len(payload)
     if size < 126:
@@ -266,7 +266,7 @@ class Watcher(asyncio.Protocol):
 
     def _write(self, opcode: int, payload: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
-            self._transport.write(_client_frame(opcode, payload))
+            self._transport.write(client_frame(opcode, payload))
 
     # -- the benchmark's side ------------------------------------------------------------------
 
