@@ -47,7 +47,13 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     diff.wait_for(timeout=LIVE_WAIT_MS)
     page.evaluate("""() => {
         const history = document.getElementById("history");
-        const count = () => { window.__historySwaps = (window.__historySwaps || 0) + 1; };
+        // Only the panel's own redraws: a diff loaded inside it settles too, and that event
+        // bubbles up to the panel.
+        const count = (event) => {
+            if (event.detail && event.detail.target === history) {
+                window.__historySwaps = (window.__historySwaps || 0) + 1;
+            }
+        };
         history.addEventListener("htmx:afterSettle", count);
     }""")
 

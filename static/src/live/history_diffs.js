@@ -13,13 +13,20 @@ export function keepOpenDiffs(history) {
     if (!mine(event)) return;
     open = new Set([...history.querySelectorAll(`${DIFF}[open]`)].map((details) => details.getAttribute("hx-get")));
   });
-  history.addEventListener("htmx:afterSettle", (event) => {
+  // Opened again as soon as the new copy is in the page, so it never shows closed.
+  history.addEventListener("htmx:afterSwap", (event) => {
     if (!mine(event)) return;
     for (const details of history.querySelectorAll(DIFF)) {
       if (open.has(details.getAttribute("hx-get"))) details.open = true;
-      // Its trigger is "toggle once": a second toggle after the one htmx heard sends nothing.
-      if (details.open) htmx.trigger(details, "toggle");
     }
     open = new Set();
+  });
+  // Loaded once htmx has wired the new copy. Its trigger is "toggle once": a second toggle
+  // after the one htmx heard sends nothing.
+  history.addEventListener("htmx:afterSettle", (event) => {
+    if (!mine(event)) return;
+    for (const details of history.querySelectorAll(DIFF)) {
+      if (details.open) htmx.trigger(details, "toggle");
+    }
   });
 }
