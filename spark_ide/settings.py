@@ -250,6 +250,11 @@ if SPARK_CHECKPOINTS_KEEP < 1:
 SPARK_EDIT_STEER_IDLE_MS = envint("SPARK_EDIT_STEER_IDLE_MS", 600)
 if not 0 <= SPARK_EDIT_STEER_IDLE_MS <= 60_000:
     raise ConfigError(f"SPARK_EDIT_STEER_IDLE_MS must be from 0 to 60000, got {SPARK_EDIT_STEER_IDLE_MS}")
+# A turn applies and sends what the model wrote at most once per this many milliseconds: the
+# deltas that arrive meanwhile go as one step (live.answer); 0: a step per delta.
+SPARK_STEP_MS = envint("SPARK_STEP_MS", 4)
+if not 0 <= SPARK_STEP_MS <= 100:
+    raise ConfigError(f"SPARK_STEP_MS must be from 0 to 100, got {SPARK_STEP_MS}")
 SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)
 if SPARK_RUN_OUTPUT_TO_MODEL < MIN_BUDGET:
     raise ConfigError(f"SPARK_RUN_OUTPUT_TO_MODEL must be at least {MIN_BUDGET} bytes, got {SPARK_RUN_OUTPUT_TO_MODEL}")

@@ -153,11 +153,18 @@ def test_the_replay_logs_budget_is_read_at_startup(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[0]", done.stderr
 
 
+def test_the_step_window_is_read_at_startup(tmp_path: Path) -> None:
+    assert settings_of(tmp_path, "SPARK_STEP_MS").stdout.strip() == "[4]"
+    done = settings_of(tmp_path, "SPARK_STEP_MS", SPARK_STEP_MS="0")
+    assert done.stdout.strip() == "[0]", done.stderr
+
+
 @pytest.mark.parametrize(("env", "said"), [
     ({"SPARK_AUTO_TEST": "sometimes"}, "SPARK_AUTO_TEST must be one of on, off, got 'sometimes'"),
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "255"}, "SPARK_RUN_OUTPUT_TO_MODEL must be at least 256 bytes, got 255"),
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "8k"}, "SPARK_RUN_OUTPUT_TO_MODEL must be an integer, got '8k'"),
     ({"SPARK_REPLAY_BYTES": "-1"}, "SPARK_REPLAY_BYTES must be 0 or more, got -1"),
+    ({"SPARK_STEP_MS": "101"}, "SPARK_STEP_MS must be from 0 to 100, got 101"),
     ({"SPARK_KEYS_OLD_SECRETS": "x" * 40 + ",short"},
      "SPARK_KEYS_SECRET and each of SPARK_KEYS_OLD_SECRETS must be at least 32 characters"),
     ({"SPARK_DAILY_BUDGET_USD": "ten"}, "SPARK_DAILY_BUDGET_USD must be an amount of US dollars, 0 or more (e.g. "

@@ -64,8 +64,10 @@ class AnswerReader:
 
     def __init__(
         self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate, budgets: Budgets,
+        step_ms: float = 0.0,
     ) -> None:
         self._publish = publish
+        self._step_s = step_ms / 1000
         self._policy = policy
         self._watchdog = watchdog
         self._budgets = budgets
@@ -93,9 +95,22 @@ class AnswerReader:
         """One response of the turn: its last event, or (None, what ended the turn first)."""
         assert run.stream is not None
         tools = run.tools
+        loop = asyncio.get_running_loop()
+        step_s = self._step_s
+        last_step = -step_s  # when the last step of the answer's text began (the first: at once)
         async for event in run.stream:
             if not run.live:
                 return None, None
+            if step_s and isinstance(event, TextDelta | ToolInputDelta):
+                # At most one step of the answer's text per ``step_s``: what arrives meanwhile
+                # is taken with it (``TurnRun.take_delta``), so a room's work per token shrinks
+                # as the model speeds up, at a cost of at most ``step_s`` of latency.
+                wait = last_step + step_s - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    if not run.live:
+                        return None, None
+                last_step = loop.time()
             if isinstance(event, TextDelta):
                 halted, ending = self._delta(run, event.text)
             elif isinstance(event, ToolInputDelta):

@@ -289,3 +289,7 @@ class LiveSettings:
     # SPARK_EDIT_STEER_IDLE_MS: a steering edit is committed this long after the last change
     # in its lines (live.edit_steer); 0 turns steering by editing off for the server.
     edit_steer_idle_ms: int = 600
+    # SPARK_STEP_MS: a turn applies and sends the model's text at most once per this many
+    # milliseconds; deltas that arrive meanwhile go in the same step (live.answer). 0: a step
+    # per delta.
+    step_ms: float = 4.0

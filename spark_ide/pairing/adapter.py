@@ -445,6 +445,7 @@ def live_settings() -> LiveSettings:
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
         daily_budget_usd=settings.SPARK_DAILY_BUDGET_USD,
         edit_steer_idle_ms=settings.SPARK_EDIT_STEER_IDLE_MS,
+        step_ms=settings.SPARK_STEP_MS,
         connect_entry=connect_entry,
         style_for=prompt_style,
     )

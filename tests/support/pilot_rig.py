@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -170,12 +171,13 @@ async def pilot_rig(
     daily_budget_usd: Decimal | None = None,
     connect_entry: EntryConnector | None = None,
     style_for: Callable[[ModelEntry], PromptStyle] | None = None,
+    step_ms: float | None = None,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
     given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds);
     ``model_entry``: the catalogue's entry of the model (its prices), ``daily_budget_usd``:
     ``SPARK_DAILY_BUDGET_USD``; ``connect_entry`` and ``style_for``: the catalogue's models
-    (``store.entry``: the room's)."""
+    (``store.entry``: the room's); ``step_ms``: ``SPARK_STEP_MS`` (None: the default)."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -187,6 +189,8 @@ async def pilot_rig(
         model_run_wait_s=run_wait_s, model_entry=model_entry, daily_budget_usd=daily_budget_usd,
         connect_entry=connect_entry, style_for=style_for,
     )
+    if step_ms is not None:
+        settings = dataclasses.replace(settings, step_ms=step_ms)
     def texts() -> dict[str, str]:
         return document_texts(doc)
 
