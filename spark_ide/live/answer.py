@@ -35,6 +35,7 @@ from .model_link import connect_failure, stop_answer, upstream_failure
 from .policy_gate import PolicyGate
 from .rounds import ToolRounds
 from .spend import Budgets
+from .steps import Steps
 from .test_rounds import TestRounds
 from .test_verdict import verdict_line
 from .turns import TurnRun
@@ -64,10 +65,10 @@ class AnswerReader:
 
     def __init__(
         self, *, publish: Callable[[TurnEvent], None], policy: PolicyGate, watchdog: WatchGate, budgets: Budgets,
-        step_ms: float = 0.0,
+        steps: Steps,
     ) -> None:
         self._publish = publish
-        self._step_s = step_ms / 1000
+        self._steps = steps
         self._policy = policy
         self._watchdog = watchdog
         self._budgets = budgets
@@ -94,18 +95,21 @@ class AnswerReader:
     async def _read_round(self, run: TurnRun) -> tuple[TerminalEvent | None, Ending | None]:
         """One response of the turn: its last event, or (None, what ended the turn first)."""
         assert run.stream is not None
+        with self._steps.answer():
+            return await self._read_events(run, run.stream)
+
+    async def _read_events(self, run: TurnRun, stream: TurnStream) -> tuple[TerminalEvent | None, Ending | None]:
         tools = run.tools
         loop = asyncio.get_running_loop()
-        step_s = self._step_s
-        last_step = -step_s  # when the last step of the answer's text began (the first: at once)
-        async for event in run.stream:
+        steps = self._steps
+        last_step = float("-inf")  # when the last step of the answer's text began (the first: at once)
+        async for event in stream:
             if not run.live:
                 return None, None
-            if step_s and isinstance(event, TextDelta | ToolInputDelta):
-                # At most one step of the answer's text per ``step_s``: what arrives meanwhile
-                # is taken with it (``TurnRun.take_delta``), so a room's work per token shrinks
-                # as the model speeds up, at a cost of at most ``step_s`` of latency.
-                wait = last_step + step_s - loop.time()
+            if isinstance(event, TextDelta | ToolInputDelta):
+                # At most one step of the answer's text per window (``live.steps``): what
+                # arrives meanwhile is taken with it (``TurnRun.take_delta``).
+                wait = last_step + steps.window_s() - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
                     if not run.live:

@@ -134,7 +134,7 @@ class Pilot:
         )
         self._answers = AnswerReader(
             publish=publish, policy=self._policy, watchdog=self._watchdog,
-            budgets=Budgets(self._policy, self._spend, self._turns.usage), step_ms=settings.step_ms,
+            budgets=Budgets(self._policy, self._spend, self._turns.usage), steps=settings.steps,
         )
         self.checkpoints = Checkpoints(
             store=store, records=self._records, document=document, texts=texts,

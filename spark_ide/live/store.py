@@ -25,6 +25,7 @@ from .prompting import PromptStyle
 from .reopen import StoredPast
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .spend import Spent
+from .steps import Steps
 from .usage import TurnUsage
 from .watchdog import GuardSettings
 
@@ -289,7 +290,6 @@ class LiveSettings:
     # SPARK_EDIT_STEER_IDLE_MS: a steering edit is committed this long after the last change
     # in its lines (live.edit_steer); 0 turns steering by editing off for the server.
     edit_steer_idle_ms: int = 600
-    # SPARK_STEP_MS: a turn applies and sends the model's text at most once per this many
-    # milliseconds; deltas that arrive meanwhile go in the same step (live.answer). 0: a step
-    # per delta.
-    step_ms: float = 4.0
+    # How often a turn applies the model's text (live.steps): one per process, shared by its
+    # rooms; its widest window is SPARK_STEP_MS.
+    steps: Steps = field(default_factory=lambda: Steps(4.0))

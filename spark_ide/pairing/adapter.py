@@ -30,6 +30,7 @@ from spark_ide.live.reopen import StoredPast
 from spark_ide.live.room import Room
 from spark_ide.live.rooms import Rooms
 from spark_ide.live.spend import Spent
+from spark_ide.live.steps import Steps
 from spark_ide.live.store import (
     LiveSettings,
     RoomState,
@@ -420,6 +421,7 @@ def prompt_style(entry: ModelEntry | None = None) -> PromptStyle:
 
 
 RUNNER = CeleryRunner()  # this process's code runs
+STEPS = Steps(settings.SPARK_STEP_MS)  # how often this process's rooms apply the model's text
 
 
 def live_settings() -> LiveSettings:
@@ -445,7 +447,7 @@ def live_settings() -> LiveSettings:
         checkpoints_keep=settings.SPARK_CHECKPOINTS_KEEP,
         daily_budget_usd=settings.SPARK_DAILY_BUDGET_USD,
         edit_steer_idle_ms=settings.SPARK_EDIT_STEER_IDLE_MS,
-        step_ms=settings.SPARK_STEP_MS,
+        steps=STEPS,
         connect_entry=connect_entry,
         style_for=prompt_style,
     )

@@ -31,6 +31,7 @@ from spark_ide.live.policy import AiPolicy
 from spark_ide.live.prompting import PromptStyle
 from spark_ide.live.room_guard import RoomGuard
 from spark_ide.live.runs import RoomRuns
+from spark_ide.live.steps import Steps
 from spark_ide.live.store import EntryConnector, LiveSettings, NoRunner, Runner
 from spark_ide.live.turns import Command, CommandKind
 from spark_ide.live.watchdog import GuardSettings
@@ -171,13 +172,13 @@ async def pilot_rig(
     daily_budget_usd: Decimal | None = None,
     connect_entry: EntryConnector | None = None,
     style_for: Callable[[ModelEntry], PromptStyle] | None = None,
-    step_ms: float | None = None,
+    steps: Steps | None = None,
 ) -> AsyncIterator[PilotRig]:
     """A started Pilot over a document made of ``files`` (or ``store``'s), shut down after;
     given a ``runner``, with the room's runs for the model (``auto_test``: its test rounds);
     ``model_entry``: the catalogue's entry of the model (its prices), ``daily_budget_usd``:
     ``SPARK_DAILY_BUDGET_USD``; ``connect_entry`` and ``style_for``: the catalogue's models
-    (``store.entry``: the room's); ``step_ms``: ``SPARK_STEP_MS`` (None: the default)."""
+    (``store.entry``: the room's); ``steps``: the process's step window (``live.steps``; None: its own default)."""
     store = store or MemoryRoomStore(files=dict(files), policy=policy, guard_mode_now=guard_mode)
     state = await store.open()
     doc: Doc[Any] = Doc()
@@ -189,8 +190,8 @@ async def pilot_rig(
         model_run_wait_s=run_wait_s, model_entry=model_entry, daily_budget_usd=daily_budget_usd,
         connect_entry=connect_entry, style_for=style_for,
     )
-    if step_ms is not None:
-        settings = dataclasses.replace(settings, step_ms=step_ms)
+    if steps is not None:
+        settings = dataclasses.replace(settings, steps=steps)
     def texts() -> dict[str, str]:
         return document_texts(doc)
 
