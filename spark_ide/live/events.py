@@ -808,6 +808,18 @@ class TurnFinished(TurnEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryChanged(Event):
+    """The history panel has more to show: turn ``turn``'s record (its outcome, the files it
+    changed, their diff) is stored. ``turn.finished`` goes out before the record is written,
+    so a panel drawn on it may not have the turn's files yet. For every page of the room; not
+    kept."""
+
+    type: ClassVar[str] = "history.changed"
+    ephemeral: ClassVar[bool] = True
+    turn: str
+
+
+@dataclass(frozen=True, slots=True)
 class TurnReverted(TurnEvent):
     type: ClassVar[str] = "turn.reverted"
 
@@ -868,6 +880,7 @@ class GuardFinding(TurnEvent):
 EVENTS: tuple[type[Event], ...] = (
     Hello, Pong, ErrorEvent, Policy, ModelChosen, Resync, DocumentReplaced, RunStarted, RunOutput, RunFinished,
     GuardDiagnostics, Presence, QueueState, EditSteerState, CheckpointCreated, CheckpointRestored, WorkspaceSettings,
+    HistoryChanged,
     ContextPreview, SymbolList, TurnStarted, TurnContext, TurnQueued, TurnDelta, TurnProse, EditStatus, TurnEditSteered,
     TurnSteered, TurnRound, TurnRan, TurnFinished, TurnReverted, TurnRestored, EditReviewed, GuardFinding,
 )

@@ -126,7 +126,8 @@ class Pilot:
         self._policy = PolicyGate(source=store, announce=announce)
         self._spend = SpendBook(source=store, daily_budget=settings.daily_budget_usd)
         self._turns = TurnBook(
-            store=store, records=self._records, publish=publish, texts=texts, policy=self._policy, spend=self._spend,
+            store=store, records=self._records, publish=publish, announce=announce, texts=texts, policy=self._policy,
+            spend=self._spend,
             prices=lambda run: None if run.link is None else run.link.prices(), meter=settings.meter,
         )
         self._watchdog = WatchGate(

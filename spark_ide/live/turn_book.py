@@ -18,7 +18,9 @@ from spark_ide.upstream.catalogue import ModelEntry, Prices
 
 from .events import (
     DEFAULT_EFFORT,
+    Event,
     FinishReason,
+    HistoryChanged,
     TurnContext,
     TurnEvent,
     TurnFinished,
@@ -60,6 +62,7 @@ class TurnBook:
         store: TurnStore,
         records: Records,
         publish: Callable[[TurnEvent], None],
+        announce: Callable[[Event], None],
         texts: Callable[[], dict[str, str]],
         policy: PolicyGate,
         spend: SpendBook,
@@ -69,6 +72,7 @@ class TurnBook:
         self._store = store
         self._records = records
         self._publish = publish
+        self._announce = announce
         self._texts = texts
         self._policy = policy
         self._spend = spend
@@ -143,5 +147,6 @@ class TurnBook:
         def written() -> None:
             self._policy.recorded(run.id)
             self._spend.recorded(run.id)
+            self._announce(HistoryChanged(turn=run.id))  # the history panel shows it from now
 
         self._records.put("turn finished", write, then=written)

@@ -26,6 +26,7 @@ export const EVENT = Object.freeze({
   CHECKPOINT_CREATED: "checkpoint.created",
   CHECKPOINT_RESTORED: "checkpoint.restored",
   WORKSPACE_SETTINGS: "workspace.settings",
+  HISTORY_CHANGED: "history.changed",
   CONTEXT: "context",
   SYMBOLS: "symbols",
   TURN_STARTED: "turn.started",
@@ -63,6 +64,7 @@ export const EPHEMERAL_EVENTS = new Set([
   "edit_steer",
   "checkpoint.created",
   "workspace.settings",
+  "history.changed",
   "context",
   "symbols",
 ]);

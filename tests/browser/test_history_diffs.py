@@ -1,4 +1,5 @@
-"""An opened diff in the history panel survives the panel being drawn again (after every turn,
+"""A finished turn's row in the history panel gets its diff once the turn's record is stored
+(``history.changed``), and an opened diff survives the panel being drawn again (after every turn,
 and on a page's catch-up): it stays open and shows its diff, in a real browser. Before, a
 redraw put a closed, unloaded copy in its place, and a diff opened in the moment between a
 redraw's swap and htmx wiring the new panel stayed at "Loading the diff…" for good."""
@@ -38,12 +39,7 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     history = page.locator("#history")
     diff = history.locator(".history-diff").first
     # The panel is drawn on turn.finished, which may come before the turn's record (its files)
-    # is stored: then the row has no diff until the next redraw. Ask again until it has one.
-    for _ in range(LIVE_WAIT_MS // 1000):
-        if diff.count():
-            break
-        page.evaluate("document.body.dispatchEvent(new CustomEvent('spark:history-changed'))")
-        page.wait_for_timeout(1000)
+    # is stored; history.changed draws it again once it is: the row gets its diff unasked.
     diff.wait_for(timeout=LIVE_WAIT_MS)
     page.evaluate("""() => {
         const history = document.getElementById("history");

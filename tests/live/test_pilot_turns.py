@@ -4,7 +4,15 @@ milliseconds; nothing here opens a database or a socket."""
 
 from __future__ import annotations
 
-from spark_ide.live.events import ErrorCode, TurnFinished, TurnQueued, TurnRestored, TurnReverted, TurnStarted
+from spark_ide.live.events import (
+    ErrorCode,
+    HistoryChanged,
+    TurnFinished,
+    TurnQueued,
+    TurnRestored,
+    TurnReverted,
+    TurnStarted,
+)
 from spark_ide.upstream import Message, Usage
 from tests.support.pilot_rig import pilot_rig, prompt_of
 from tests.support.waits import eventually
@@ -184,3 +192,18 @@ async def test_a_revert_of_an_unknown_turn_is_refused_to_the_one_who_asked() -> 
         await eventually(lambda: bool(rig.replies))
         assert rig.replies[0].code == ErrorCode.REVERT_UNAVAILABLE and rig.replies[0].ref == "no-such-turn"
         assert rig.published.items == []
+
+
+async def test_once_a_turns_record_is_stored_every_page_is_told_after_its_end() -> None:
+    async with pilot_rig(FILES) as rig:
+        turn = rig.prompt("change X", path="util.py")
+        stream = await rig.model.next_stream()
+        stream.delta(BLOCK)
+        stream.complete(None)
+        finished = await rig.finished(turn)
+        recorded = await rig.announced.until(HistoryChanged, lambda event: event.turn == turn)
+        assert recorded.payload() == {"type": "history.changed", "turn": turn}
+        # Told when the record holds the turn's end and its diff (what the history panel shows).
+        outcome = rig.store.outcome(turn)
+        assert outcome.status == finished.status.value and "+X = 2" in outcome.diff["util.py"]
+        assert len(rig.announced.of(HistoryChanged)) == 1

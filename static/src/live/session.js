@@ -228,7 +228,9 @@ class LiveSession {
       case EVENT.TURN_STEERED: return this.turnSteered(event);
       // Sent once the record says so: the Turns panel drawn now shows it (Revert / Undo revert).
       case EVENT.TURN_REVERTED:
-      case EVENT.TURN_RESTORED: return this.historyChanged();
+      case EVENT.TURN_RESTORED:
+      // A turn's record is stored after its turn.finished: its row gets its files and diff.
+      case EVENT.HISTORY_CHANGED: return this.historyChanged();
       case EVENT.GUARD_FINDING: return this.guardFinding(event);
       case EVENT.GUARD_DIAGNOSTICS:
         if (this.diagnostics.set(event)) this.tabs.showDiagnostics(event.path);
