@@ -11,6 +11,7 @@ import dj_database_url
 from spark_ide.editing.paths import MAX_PATH_LENGTH
 from spark_ide.env import ConfigError, envbool, envchoice, envint, envlist, envmoney, envstr, secret_key
 from spark_ide.live.run_report import MIN_BUDGET, RUN_OUTPUT_TO_MODEL
+from spark_ide.live.steps import MOST_MS
 from spark_ide.ops.multiproc import configure as metrics_directory
 from spark_ide.upstream.dialects import edit_style_from
 from spark_ide.upstream.errors import ConfigError as UpstreamConfigError
@@ -250,9 +251,10 @@ if SPARK_CHECKPOINTS_KEEP < 1:
 SPARK_EDIT_STEER_IDLE_MS = envint("SPARK_EDIT_STEER_IDLE_MS", 600)
 if not 0 <= SPARK_EDIT_STEER_IDLE_MS <= 60_000:
     raise ConfigError(f"SPARK_EDIT_STEER_IDLE_MS must be from 0 to 60000, got {SPARK_EDIT_STEER_IDLE_MS}")
-# A turn applies and sends what the model wrote at most once per this many milliseconds: the
-# deltas that arrive meanwhile go as one step (live.answer); 0: a step per delta.
-SPARK_STEP_MS = envint("SPARK_STEP_MS", 4)
+# The widest step window (live.steps): a room applies and sends what the model wrote in steps,
+# each taking the deltas that arrived since the last; alone in the process a step per delta,
+# each further answer streaming at once widens the window by 1 ms up to this; 0: a step per delta.
+SPARK_STEP_MS = envint("SPARK_STEP_MS", MOST_MS)
 if not 0 <= SPARK_STEP_MS <= 100:
     raise ConfigError(f"SPARK_STEP_MS must be from 0 to 100, got {SPARK_STEP_MS}")
 SPARK_RUN_OUTPUT_TO_MODEL = envint("SPARK_RUN_OUTPUT_TO_MODEL", RUN_OUTPUT_TO_MODEL)

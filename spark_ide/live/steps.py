@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+MOST_MS = 4  # the widest window, unless SPARK_STEP_MS says otherwise
 PER_ANSWER_MS = 1.0  # the window each answer streaming beside the first adds
 
 

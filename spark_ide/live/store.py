@@ -25,7 +25,7 @@ from .prompting import PromptStyle
 from .reopen import StoredPast
 from .run_report import RUN_OUTPUT_TO_MODEL
 from .spend import Spent
-from .steps import Steps
+from .steps import MOST_MS, Steps
 from .usage import TurnUsage
 from .watchdog import GuardSettings
 
@@ -292,4 +292,4 @@ class LiveSettings:
     edit_steer_idle_ms: int = 600
     # How often a turn applies the model's text (live.steps): one per process, shared by its
     # rooms; its widest window is SPARK_STEP_MS.
-    steps: Steps = field(default_factory=lambda: Steps(4.0))
+    steps: Steps = field(default_factory=lambda: Steps(MOST_MS))
