@@ -1,8 +1,14 @@
-"""A room's ordered way out: events and document updates leave in the order they happened,
-and a document update is persisted before anyone is sent it.
+"""A room's ordered way out: events leave in ``seq`` order, a document update is persisted
+before anyone is sent it, and an event that tells of the document (a block applied, a turn
+finished) follows the updates that came before it.
 
-Events that come before a batch's first update go out at once; the batch's updates are
-merged and written once (retried on failure), then they and the events after them follow.
+Text on its way (``overtakes``: a turn's deltas and prose, a block's progress) goes out at once
+when no event waits before it, even while document updates before it are being saved: what
+the model writes reaches the pages as it comes, and the code it writes follows once saved
+(the page shows it meanwhile as the block's ghost). Any other event waits for the updates
+before it, and the events after it wait behind it (``seq`` order). So a batch's events before
+its first update, and its text on its way, go out at once; its updates are merged and written
+once (retried on failure), then they and the events that waited follow.
 Turn events are written to the stored event log after they were sent, in batches, runs of
 deltas merged (``event_log``).
 
@@ -29,9 +35,11 @@ from typing import Any
 
 from pycrdt import merge_updates
 
+from spark_ide.editing.status import EditState
+
 from .background import Background
 from .event_log import EventLog, now_ms
-from .events import DocumentReplaced
+from .events import DocumentReplaced, EditStatus, Event, TurnDelta, TurnProse
 from .outbox import Frame, merged
 from .retry import with_retries
 from .store import LiveSettings, RoomStore
@@ -77,6 +85,16 @@ class _Replace:
 
 
 Item = Frame | bytes | _Retry | _Stop | _Replace
+_IN_FLIGHT = frozenset(state.value for state in EditState if not state.is_final)  # a block's progress
+
+
+def overtakes(event: Event) -> bool:
+    """Text on its way, which may go out before the document updates that came before it
+    (the module docstring): a turn's deltas and prose, a block's progress."""
+    kind = type(event)
+    if kind is TurnDelta or kind is TurnProse:
+        return True
+    return kind is EditStatus and isinstance(event, EditStatus) and event.state in _IN_FLIGHT
 
 
 class Pipeline:
@@ -106,6 +124,9 @@ class Pipeline:
         self._ready: asyncio.Future[None] | None = None
         self._pending_update: bytes | None = None  # written and not yet sent: failed so far
         self._held: list[Frame] = []  # events waiting behind the pending update
+        # Events put and not yet sent (queued, held, or in the batch being delivered): text on
+        # its way goes out at once only when this is 0, so events always leave in seq order.
+        self._waiting = 0
         self._failures = 0
         self._since_compact = 0
         # The highest seq handed to the transport: a joining connection is sent the frames up
@@ -125,6 +146,10 @@ class Pipeline:
 
     def put_frame(self, frame: Frame) -> None:
         frame.at = now_ms()  # published now: the event log keeps the time (replay)
+        if self._waiting == 0 and overtakes(frame.event):
+            self._emit([frame])  # nothing waits before it but document updates being saved
+            return
+        self._waiting += 1
         self._put(frame)
 
     def put_update(self, update: bytes) -> None:
@@ -192,6 +217,8 @@ class Pipeline:
                 await self._deliver_in_turn(items)
             except Exception:  # a bug must not end the room's only way out
                 log.exception("the room's pipeline failed on a batch")
+                # What the batch had not sent is lost: count again what still waits.
+                self._waiting = len(self._held) + sum(isinstance(item, Frame) for item in self._queue)
             if any(isinstance(item, _Stop) for item in items):
                 return
 
@@ -241,7 +268,7 @@ class Pipeline:
             # The room's document now: the new one with what came while it was saved carried
             # in, so a page's own keystrokes of that moment are in what it adopts.
             state = base64.b64encode(self._document_state()).decode()
-            self._send([Frame(DocumentReplaced(generation=replacement.generation, state=state), self.sent_seq)])
+            self._emit([Frame(DocumentReplaced(generation=replacement.generation, state=state), self.sent_seq)])
         for other in controls:
             self._put(other)
         if not swapped:
@@ -288,7 +315,12 @@ class Pipeline:
         self._held = []
 
     def _send(self, items: list[Item] | list[Frame]) -> None:
+        """Send the events among ``items``, which were put and waited (``_waiting``)."""
         frames = [item for item in items if isinstance(item, Frame)]
+        self._waiting -= len(frames)
+        self._emit(frames)
+
+    def _emit(self, frames: list[Frame]) -> None:
         self._log.add_all([frame for frame in frames if not frame.event.ephemeral])
         # Merged once for the whole room (the outbox's rules): under load a batch holds many
         # deltas, and every connection then gets the same few frames, each encoded once.

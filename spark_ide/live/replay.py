@@ -138,13 +138,17 @@ class ReplayLog:
         """A new page's transcript: the recent turns' events, without the raw deltas of
         finished turns (the prose and block statuses tell the story; the running turn's
         deltas are kept so its text has no gap), newest turns first within a size budget."""
-        frames = [Frame(entry.event, entry.seq) for entry in stored or () if entry.seq <= self.floor]
+        # A stored run of deltas may begin at or before the memory log's floor and end after
+        # it: it is taken whole, and the memory log's frames it holds are not.
+        older = [entry for entry in stored or () if entry.first_seq <= self.floor]
+        after = max((entry.seq for entry in older), default=self.floor)
+        frames = [Frame(entry.event, entry.seq) for entry in older]
         turns = {frame.event.turn for frame in frames if isinstance(frame.event, TurnStarted)}
         turns.update(self._recent_turns)
         sent = self._sent()  # what is still in the pipeline comes from the transport
         frames += [
             frame for frame in self._frames
-            if frame.seq <= sent and isinstance(frame.event, TurnEvent) and frame.event.turn in turns
+            if after < frame.seq <= sent and isinstance(frame.event, TurnEvent) and frame.event.turn in turns
         ]
         running = self._running()
         frames = [frame for frame in frames if not isinstance(frame.event, TurnDelta) or frame.event.turn == running]

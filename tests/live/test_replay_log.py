@@ -24,14 +24,14 @@ class Rig:
     """A log over a store, with the pipeline's part played by hand: ``publish`` keeps and
     sends an event, ``store`` writes what was sent as the event log does (runs merged)."""
 
-    def __init__(self, **settings: int) -> None:
+    def __init__(self, running: str | None = None, **settings: int) -> None:
         self.store = MemoryRoomStore()
         self.settings = LiveSettings(connect_model=FakeModel().connect, **settings)  # type: ignore[arg-type]
         self.sent = 0
         self.stored = 0
         self.unstored = EventLogBacklog()
         self.log = ReplayLog(store=self.store, settings=self.settings, sent=lambda: self.sent,
-                             stored=lambda: self.stored, running=lambda: None)
+                             stored=lambda: self.stored, running=lambda: running)
         self.log.start(0, ())
 
     def publish(self, event: TurnEvent) -> Frame:
@@ -75,6 +75,26 @@ async def test_past_its_bytes_the_log_drops_its_oldest_stored_events_and_a_recon
     assert answer_of(frames, "t1") == "".join(pieces)  # every piece once, in order
     seqs = [frame.seq for frame in frames]
     assert seqs == sorted(seqs) and min(seqs) > held and max(seqs) == rig.log.seq
+
+
+async def test_a_new_page_gets_a_stored_run_the_memory_logs_floor_cuts_through_whole() -> None:
+    """The event log stores a running turn's deltas as one run; the memory log then drops the
+    older part of that run (it is stored), so its floor falls inside the run. A page that joins
+    gets the run from storage whole and the memory log's frames after it: no gap, nothing twice."""
+    rig = Rig(running="t1", replay_bytes=20 * kept_bytes(TurnDelta(turn="t1", text="piece 00 ")))
+    rig.publish(started("t1"))
+    pieces = [f"piece {i:02d} " for i in range(45)]
+    for piece in pieces[:40]:
+        rig.publish(TurnDelta(turn="t1", text=piece))
+    await rig.write()  # one stored run: seqs 2-41
+    for piece in pieces[40:]:
+        rig.publish(TurnDelta(turn="t1", text=piece))
+    assert 2 < rig.log.floor < 41  # the floor cuts the stored run
+    frames = rig.log.catch_up(None, await rig.log.recent_stored())
+    assert frames is not None
+    assert answer_of(frames, "t1") == "".join(pieces)
+    seqs = [frame.seq for frame in frames]
+    assert seqs == sorted(set(seqs))
 
 
 async def test_events_not_stored_are_kept_whatever_the_budget() -> None:

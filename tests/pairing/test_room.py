@@ -372,10 +372,15 @@ async def test_a_participant_removed_from_the_workspace_is_hung_up_on(live: Live
 async def test_a_page_joining_while_events_wait_behind_a_save_gets_each_once(
     live: Live, model_server: object, rooms: None
 ) -> None:
-    """Events published while a document update is being saved wait in the pipeline; a page
+    """Events that tell of the document (the block's end, the turn's) wait in the pipeline
+    while the update before them is being saved, and so does everything after them; a page
     that joins then is sent the events up to what was sent, and the rest once, live."""
     writer = await connect(live)
-    await writer.send({"type": "prompt", "text": say("Writing it.\n" + LONG_WRITE, rate=3000)})
+    # The block's end waits for the save; the prose after it waits behind it, and the turn
+    # is still running when the page joins.
+    write = '<write path="long.py">\n' + "".join(f"x{i} = {i}\n" for i in range(600)) + "</write>\n"
+    answer = "Writing it.\n" + write + "After it: " + "and more words " * 800
+    await writer.send({"type": "prompt", "text": say(answer, rate=1500)})
     started = await writer.until(lambda e: e["type"] == "edit.status")
     room = ROOMS.owned(live.workspace_id)
     assert room is not None
@@ -387,8 +392,14 @@ async def test_a_page_joining_while_events_wait_behind_a_save_gets_each_once(
         return await saving(update)
 
     room.store.append_update = slow_save  # type: ignore[method-assign]
-    await asyncio.sleep(0.3)
+    # The model's text goes on meanwhile (it does not wait for the document); the block's
+    # final status waits for the save, and what comes after it waits behind it.
+    for _ in range(1000):
+        if room.seq > room.pipeline.sent_seq:
+            break
+        await asyncio.sleep(0.01)
     assert room.seq > room.pipeline.sent_seq, "nothing waited in the pipeline"
+    assert room.running_turn is not None
     page = await connect(live)
     assert page.events[0]["seq"] == room.pipeline.sent_seq  # hello: the cut
     room.store.append_update = saving  # type: ignore[method-assign]
