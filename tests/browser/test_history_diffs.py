@@ -70,8 +70,8 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     _wait_redraw(page, before)
     assert history.locator(".history-diff[open]").count() == 0
 
-    # Opened between a redraw's swap and its settle (htmx has not wired the new copy yet): its
-    # toggle goes unheard by htmx, and the settle loads it.
+    # Opened right after a redraw's swap, before htmx settles the new copy: the panel's own
+    # listener hears its toggle and loads it.
     before = _redraws(page)
     page.evaluate("""() => {
         const history = document.getElementById("history");
@@ -83,3 +83,15 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     }""")
     _wait_redraw(page, before)
     history.locator(".history-diff[open] .diff-body .diff").first.wait_for(timeout=LIVE_WAIT_MS)
+
+    # The panel's "show all" / "newest only" buttons (under hx-disable, like all the panel's
+    # content) load the panel through the panel's own listener.
+    before = _redraws(page)
+    page.evaluate("""() => {
+        const button = document.querySelector("#history .history-body").appendChild(document.createElement("button"));
+        button.dataset.historyLoad = document.getElementById("history").getAttribute("hx-get") + "?all=1";
+        button.id = "probe-show-all";
+    }""")
+    page.locator("#probe-show-all").click()
+    _wait_redraw(page, before)
+    assert history.locator(".history-turn").count() >= 1 and page.locator("#probe-show-all").count() == 0

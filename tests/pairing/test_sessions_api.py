@@ -207,7 +207,7 @@ def test_the_history_shows_each_changed_file_and_its_highlighted_diff_on_demand(
     assert response.context["turns"][0]["paths"] == ["a.py"]
     page = response.content.decode()
     diff_url = f"/sessions/{session.id}/history/t1/diff?path=a.py"
-    assert f'hx-get="{diff_url}"' in page
+    assert f'data-diff="{diff_url}"' in page
     assert 'class="diff"' not in page  # drawn only when the file is opened
 
     diff = client.get(diff_url)

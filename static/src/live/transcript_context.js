@@ -66,15 +66,24 @@ export function paintContext(entry, context) {
     box.append(element("p", "context-skipped", `@${mention}: ${why} — skipped`));
   }
   const details = element("details", "turn-context");
-  const summary = element("summary", "", summaryWords(context, null));
-  const list = element("ul", "context-rows");
-  list.append(...contextRows(context));
-  details.append(summary, list);
+  details.append(element("summary", "", summaryWords(context, null)));
+  // Its rows are drawn when the person opens it: a long session's closed boxes stay a few
+  // nodes each.
+  details.addEventListener("toggle", () => drawRows(details, context));
   box.append(details);
   if (entry.contextBox) entry.contextBox.remove(); // told twice (a replay): once on the page
   entry.header.after(box);
   entry.contextBox = box;
   entry.context = context;
+}
+
+// An opened context box's rows, once (a function of its own: a listener made in paintContext()
+// would keep that call's locals).
+function drawRows(details, context) {
+  if (!details.open || details.querySelector(":scope > .context-rows")) return;
+  const list = element("ul", "context-rows");
+  list.append(...contextRows(context));
+  details.append(list);
 }
 
 // The turn ended: the summary adds the model's own count.
