@@ -63,6 +63,12 @@ class Frame:
             self._text = encode(self.event, self.seq)
         return self._text
 
+    def renumber(self, seq: int) -> None:
+        """Give a frame not yet sent another ``seq`` (``live.pipeline``: text that goes ahead of
+        a block's end that waits)."""
+        self.seq = seq
+        self._text = None
+
     def forget_text(self) -> None:
         """Drop the encoded text (a replay log's old frame): ``text`` encodes it again. Not
         for a frame made by ``encoded`` from a relayed event, whose text is all it has."""

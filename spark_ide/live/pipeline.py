@@ -9,6 +9,12 @@ the model writes reaches the pages as it comes, and the code it writes follows o
 before it, and the events after it wait behind it (``seq`` order). So a batch's events before
 its first update, and its text on its way, go out at once; its updates are merged and written
 once (retried on failure), then they and the events that waited follow.
+
+One exception keeps the text of a turn flowing past the end of a block: when all that waits
+is block ends of the same turn (final ``edit.status``, waiting for their last update), text of
+that turn goes ahead of them, renumbered: it takes the first waiting ``seq`` and they move up
+one each (``Frame.renumber``; the room's memory log moves it too, ``moved_back``), so events
+still leave in ``seq`` order and the stored log keeps the order they were sent in.
 Turn events are written to the stored event log after they were sent, in batches, runs of
 deltas merged (``event_log``).
 
@@ -29,6 +35,7 @@ import base64
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +54,8 @@ from .transport import Transport
 
 log = logging.getLogger(__name__)
 
+# Text goes ahead of at most this many waiting block ends (``Pipeline._jump``: each is renumbered).
+JUMP_MOST = 16
 RETRY_LATER_S = (1.0, 2.0, 5.0, 10.0)  # after a batch failed for good: when to try again
 # A batch this small goes out as it is: a delta and its prose are the usual batch of a room
 # that keeps up, and there is nothing to merge in them.
@@ -108,6 +117,7 @@ class Pipeline:
         texts: Callable[[], Mapping[str, str]],
         on_failed: Callable[[Exception], None],
         on_recovered: Callable[[], None],
+        moved_back: Callable[[Frame, int], None] = lambda frame, past: None,
     ) -> None:
         self._store = store
         self._transport = transport
@@ -124,9 +134,10 @@ class Pipeline:
         self._ready: asyncio.Future[None] | None = None
         self._pending_update: bytes | None = None  # written and not yet sent: failed so far
         self._held: list[Frame] = []  # events waiting behind the pending update
-        # Events put and not yet sent (queued, held, or in the batch being delivered): text on
-        # its way goes out at once only when this is 0, so events always leave in seq order.
-        self._waiting = 0
+        # Events put and not yet sent (queued, held, or in the batch being delivered), in order:
+        # text on its way goes out at once only when none waits, or ahead of them (``_jump``).
+        self._unsent: deque[Frame] = deque()
+        self._moved_back = moved_back
         self._failures = 0
         self._since_compact = 0
         # The highest seq handed to the transport: a joining connection is sent the frames up
@@ -146,11 +157,42 @@ class Pipeline:
 
     def put_frame(self, frame: Frame) -> None:
         frame.at = now_ms()  # published now: the event log keeps the time (replay)
-        if self._waiting == 0 and overtakes(frame.event):
-            self._emit([frame])  # nothing waits before it but document updates being saved
-            return
-        self._waiting += 1
+        if overtakes(frame.event):
+            if not self._unsent:
+                self._emit([frame])  # nothing waits before it but document updates being saved
+                return
+            if self._may_jump(frame):
+                self._jump(frame)
+                return
+        self._unsent.append(frame)
         self._put(frame)
+
+    def _may_jump(self, frame: Frame) -> bool:
+        """Whether text on its way may go ahead of what waits: block ends of its own turn alone."""
+        unsent = self._unsent
+        if len(unsent) > JUMP_MOST:
+            return False
+        turn = frame.event.turn  # type: ignore[attr-defined]  # text on its way is a turn event
+        for waiting in unsent:
+            event = waiting.event
+            if type(event) is not EditStatus or event.turn != turn or event.state in _IN_FLIGHT:
+                return False
+        return True
+
+    def _jump(self, frame: Frame) -> None:
+        """Send ``frame`` ahead of the block ends that wait, with the first of their numbers;
+        each of them takes the next one (the last takes ``frame``'s)."""
+        unsent = self._unsent
+        seqs = [waiting.seq for waiting in unsent]
+        for waiting, seq in zip(unsent, [*seqs[1:], frame.seq], strict=True):
+            waiting.renumber(seq)
+            # Their time follows their number (the replay plays events in seq order): they go
+            # out after ``frame``, and count as published when it was.
+            if waiting.at is not None and frame.at is not None:
+                waiting.at = max(waiting.at, frame.at)
+        frame.renumber(seqs[0])
+        self._moved_back(frame, len(unsent))
+        self._emit([frame])
 
     def put_update(self, update: bytes) -> None:
         self._put(update)
@@ -217,8 +259,8 @@ class Pipeline:
                 await self._deliver_in_turn(items)
             except Exception:  # a bug must not end the room's only way out
                 log.exception("the room's pipeline failed on a batch")
-                # What the batch had not sent is lost: count again what still waits.
-                self._waiting = len(self._held) + sum(isinstance(item, Frame) for item in self._queue)
+                # What the batch had not sent is lost: what still waits is held or queued.
+                self._unsent = deque([*self._held, *(item for item in self._queue if isinstance(item, Frame))])
             if any(isinstance(item, _Stop) for item in items):
                 return
 
@@ -315,9 +357,12 @@ class Pipeline:
         self._held = []
 
     def _send(self, items: list[Item] | list[Frame]) -> None:
-        """Send the events among ``items``, which were put and waited (``_waiting``)."""
+        """Send the events among ``items``, which were put and waited (``_unsent``: the
+        oldest of them, in their order)."""
         frames = [item for item in items if isinstance(item, Frame)]
-        self._waiting -= len(frames)
+        unsent = self._unsent
+        for _ in range(min(len(frames), len(unsent))):
+            unsent.popleft()
         self._emit(frames)
 
     def _emit(self, frames: list[Frame]) -> None:

@@ -83,6 +83,15 @@ class ReplayLog:
         if isinstance(frame.event, TurnStarted):
             self._recent_turns.append(frame.event.turn)
 
+    def moved_back(self, frame: Frame, past: int) -> None:
+        """``frame``, the last event kept, was renumbered to go out before the ``past`` events
+        kept before it (``live.pipeline``): it takes its place among them, so the log stays in
+        ``seq`` order."""
+        frames = self._frames
+        if frames and frames[-1] is frame and 0 < past < len(frames):
+            frames.pop()
+            frames.insert(len(frames) - past, frame)
+
     @property
     def kept(self) -> int:
         """How many events the memory log holds."""

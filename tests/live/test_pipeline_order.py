@@ -119,22 +119,27 @@ async def test_text_on_its_way_goes_out_while_the_update_before_it_is_saved() ->
     assert transport.sent == [("turn.delta", 1), ("turn.delta", 2), ("edit.status", 3), ("turn.prose", 4)]
     assert pipeline.sent_seq == 4  # a page joining now is sent these, and the rest live
 
-    # A block's end tells of the document: it waits for the update before it, and so does
-    # everything after it, text included (seq order).
-    pipeline.put_frame(_status(5, "applied"))
-    pipeline.put_frame(Frame(TurnDelta(turn="t1", text="after"), 6))
+    # A block's end tells of the document: it waits for the update before it. Text of its
+    # turn goes ahead of it, renumbered (it takes the status's seq, the status the next one);
+    # the turn's end waits too, and nothing goes ahead of that.
+    applied = _status(5, "applied")
+    pipeline.put_frame(applied)
+    after = Frame(TurnDelta(turn="t1", text="after"), 6)
+    pipeline.put_frame(after)
+    assert transport.sent[-1] == ("turn.delta", 5) and (after.seq, applied.seq) == (5, 6)
     pipeline.put_frame(Frame(FINISHED, 7))
+    pipeline.put_frame(Frame(TurnDelta(turn="t1", text="late"), 8))
     await asyncio.sleep(0.05)
-    assert len(transport.sent) == 4 and pipeline.sent_seq == 4
+    assert len(transport.sent) == 5 and pipeline.sent_seq == 5
 
     store.may_save.set()
-    await _until(lambda: len(transport.sent) == 8)
-    assert transport.sent[4:] == [("update", -1), ("edit.status", 5), ("turn.delta", 6), ("turn.finished", 7)]
-    assert pipeline.sent_seq == 7
+    await _until(lambda: len(transport.sent) == 9)
+    assert transport.sent[5:] == [("update", -1), ("edit.status", 6), ("turn.finished", 7), ("turn.delta", 8)]
+    assert pipeline.sent_seq == 8
 
     # Nothing waits now: text goes out at once again.
-    pipeline.put_frame(Frame(TurnDelta(turn="t2", text="next"), 8))
-    assert transport.sent[-1] == ("turn.delta", 8)
+    pipeline.put_frame(Frame(TurnDelta(turn="t2", text="next"), 9))
+    assert transport.sent[-1] == ("turn.delta", 9)
     await pipeline.close()
     seqs = [seq for kind, seq in transport.sent if kind != "update"]
     assert seqs == sorted(seqs) and len(store.saved) == 1
@@ -157,4 +162,26 @@ async def test_events_before_the_first_update_are_not_held_and_nothing_overtakes
     store.may_save.set()
     await _until(lambda: len(transport.sent) == 5)
     assert transport.sent[2:] == [("update", -1), ("edit.status", 2), ("turn.delta", 3)]
+    await pipeline.close()
+
+
+async def test_only_a_turns_own_block_ends_are_gone_ahead_of_and_the_memory_log_follows() -> None:
+    store = Store()
+    transport = Transport(store)
+    moved: list[tuple[int, int]] = []
+    pipeline = _pipeline(store, transport)
+    pipeline._moved_back = lambda frame, past: moved.append((frame.seq, past))
+    pipeline.start()
+    pipeline.put_update(_update("x"))
+    await asyncio.wait_for(store.saving.wait(), 2)
+    pipeline.put_frame(_status(1, "applied"))
+    pipeline.put_frame(Frame(EditStatus(turn="t1", block=1, path="b.py", state="failed"), 2))
+    pipeline.put_frame(Frame(EditStatus(turn="t1", block=2, path="c.py", state="streaming"), 3))
+    assert transport.sent == [("edit.status", 1)] and moved == [(1, 2)]  # the next block's progress went ahead
+    pipeline.put_frame(Frame(TurnDelta(turn="t2", text="other turn"), 4))  # not its turn's block ends: waits
+    pipeline.put_frame(Frame(TurnDelta(turn="t1", text="own turn"), 5))  # behind an event of another turn: waits
+    assert len(transport.sent) == 1
+    store.may_save.set()
+    await _until(lambda: len(transport.sent) == 6)
+    assert [seq for kind, seq in transport.sent if kind != "update"] == [1, 2, 3, 4, 5]
     await pipeline.close()

@@ -166,3 +166,25 @@ async def test_a_room_with_a_tiny_budget_sends_a_reconnecting_page_everything_it
         assert before + back.answer(turn) == whole
         seqs = [frame.seq for frame in back.frames if isinstance(frame.event, TurnEvent)]
         assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)) and min(seqs) > held
+
+
+async def test_an_event_renumbered_ahead_of_those_waiting_takes_its_place_in_the_log() -> None:
+    """The pipeline sends a turn's text ahead of its block ends that wait for the document,
+    renumbered (``live.pipeline``): the memory log moves it too, and a reconnect that holds
+    what was sent gets the rest in order."""
+    rig = Rig()
+    rig.publish(started("t1"))
+    ends = [rig.publish(EditStatus(turn="t1", block=b, path="a.py", state="applied")) for b in (0, 1)]
+    text = rig.publish(TurnDelta(turn="t1", text="after the blocks"))
+    first = ends[0].seq
+    ends[0].renumber(first + 1)
+    ends[1].renumber(text.seq)
+    text.renumber(first)
+    rig.log.moved_back(text, 2)
+    rig.sent = text.seq  # what the pipeline has sent so far
+    frames = await rig.caught_up(first - 1)
+    assert frames is not None and [f.seq for f in frames] == [first]
+    rig.sent = rig.log.seq
+    frames = await rig.caught_up(first)
+    assert frames is not None and [f.seq for f in frames] == [first + 1, first + 2]
+    assert all(isinstance(f.event, EditStatus) for f in frames)
