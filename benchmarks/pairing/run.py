@@ -398,7 +398,7 @@ def rows(figures: dict[str, Any]) -> list[report.Row]:
             ))
         block, bare_block = latency["ide"]["added_ms_edit_block"], latency["bare"]["added_ms_edit_block"]
         out.append(report.row(
-            "added latency per edit-block delta (persisted before sent), p50 / p99",
+            "added latency per edit-block delta (its text; the document's update follows once saved), p50 / p99",
             f"{block.get('p50')} / {block.get('p99')}", unit="ms",
             baseline=f"{bare_block.get('p50')} / {bare_block.get('p99')}",
             note="reported apart, no target",
