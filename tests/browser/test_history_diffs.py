@@ -6,11 +6,12 @@ redraw's swap and htmx wiring the new panel stayed at "Loading the diff…" for 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LIVE_WAIT_MS, IdeServer, create_file, open_new_workspace
+from tests.browser.conftest import LIVE_WAIT_MS, IdeServer, create_file, open_new_workspace, second_person
 
 pytestmark = pytest.mark.browser
 
@@ -38,8 +39,8 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
     history = page.locator("#history")
     diff = history.locator(".history-diff").first
-    # The panel is drawn on turn.finished, which may come before the turn's record (its files)
-    # is stored; history.changed draws it again once it is: the row gets its diff unasked.
+    # The panel is drawn when the turn's record (its files) is stored: history.changed. The
+    # row gets its diff unasked.
     diff.wait_for(timeout=LIVE_WAIT_MS)
     page.evaluate("""() => {
         const history = document.getElementById("history");
@@ -95,3 +96,40 @@ def test_an_open_diff_stays_open_and_loaded_across_history_redraws(ide_server: I
     page.locator("#probe-show-all").click()
     _wait_redraw(page, before)
     assert history.locator(".history-turn").count() >= 1 and page.locator("#probe-show-all").count() == 0
+
+
+def test_a_page_that_catches_up_draws_the_history_of_the_turns_it_missed(
+    ide_server: IdeServer, page: Any, chromium: Any,
+) -> None:
+    """The panel redraws when the server says a turn's record is written (history.changed),
+    which is not replayed: a page that was away and catches up on the turns it missed (their
+    events replayed) draws the panel once after them."""
+    away = {"now": False}
+    sockets: list[Any] = []
+
+    def through(route: Any) -> None:  # the page's session socket, passed on to the server
+        if away["now"]:
+            route.close(code=1001, reason="away")  # the page tries again later
+            return
+        route.connect_to_server()
+        sockets.append(route)
+
+    page.route_web_socket(re.compile(r"/ws/sessions/"), through)
+    open_new_workspace(ide_server, page, "history catch-up")
+    create_file(page, "a.py")
+    history = page.locator("#history")
+    connection = page.locator("[data-field=connection]")
+    with second_person(ide_server, page, chromium, role="collaborator", username="bob") as person:
+        away["now"] = True
+        for route in sockets:
+            route.close(code=1001, reason="away")
+        connection.filter(has_text="live").wait_for(state="detached", timeout=LIVE_WAIT_MS)
+        box = person.get_by_label("Prompt")
+        box.fill('[rate:2000][say]Meanwhile.\n<write path="c.py">\nc = 3\n</write>\n[/say]')
+        box.press("Enter")
+        person.locator("#history .history-diff").first.wait_for(timeout=LIVE_WAIT_MS)
+        assert history.locator(".history-turn").count() == 0
+        away["now"] = False  # back: the page reconnects and catches up
+        connection.filter(has_text="live").wait_for(timeout=LIVE_WAIT_MS)
+        history.locator(".history-turn .history-diff").first.wait_for(timeout=LIVE_WAIT_MS)
+        assert "c.py" in history.locator(".history-turn").first.inner_text()

@@ -34,6 +34,9 @@ import { addressedPath, showPolicy, wirePage } from "./session_wire.js";
 import { showModel } from "./model_picker.js";
 
 const RUN_REFRESH_MS = 800;
+// A catch-up's replayed turns come in one burst: the history panel redraws once, this long
+// after the last of them.
+const CAUGHT_UP_MS = 50;
 const REVERT_ERRORS = new Set([ERROR_CODE.REVERT_UNAVAILABLE, ERROR_CODE.RESTORE_UNAVAILABLE]);
 
 class LiveSession {
@@ -355,6 +358,13 @@ class LiveSession {
     if (this.context) this.context.changed();
     this.loop.request();
     document.body.dispatchEvent(new CustomEvent("spark:turn-finished", { detail: event }));
+    // The history panel redraws when the server says the turn's record is written
+    // (history.changed), which is not replayed: a page catching up redraws it once after the
+    // turns it was sent.
+    if (this.replayed(event)) {
+      clearTimeout(this.caughtUpTimer);
+      this.caughtUpTimer = setTimeout(() => this.historyChanged(), CAUGHT_UP_MS);
+    }
   }
 
   // The server could not bring us up to date event by event: the transcript starts over (the
