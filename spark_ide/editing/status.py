@@ -51,7 +51,12 @@ class EditState(StrEnum):
 
     @property
     def is_final(self) -> bool:
-        return self in (EditState.APPLIED, EditState.ROLLED_BACK, EditState.FAILED)
+        return self in FINAL_STATES
+
+
+# Hashed, for the hot paths that test a status's state (a ``str``: a member hashes as its value).
+FINAL_STATES = frozenset({EditState.APPLIED, EditState.ROLLED_BACK, EditState.FAILED})
+IN_FLIGHT_STATES = frozenset(EditState) - FINAL_STATES  # the block is still being written
 
 
 class BlockOperation(StrEnum):

@@ -42,7 +42,7 @@ from typing import Any
 
 from pycrdt import merge_updates
 
-from spark_ide.editing.status import EditState
+from spark_ide.editing.status import IN_FLIGHT_STATES
 
 from .background import Background
 from .event_log import EventLog, now_ms
@@ -94,7 +94,6 @@ class _Replace:
 
 
 Item = Frame | bytes | _Retry | _Stop | _Replace
-_IN_FLIGHT = frozenset(state.value for state in EditState if not state.is_final)  # a block's progress
 
 
 def overtakes(event: Event) -> bool:
@@ -103,7 +102,7 @@ def overtakes(event: Event) -> bool:
     kind = type(event)
     if kind is TurnDelta or kind is TurnProse:
         return True
-    return kind is EditStatus and isinstance(event, EditStatus) and event.state in _IN_FLIGHT
+    return type(event) is EditStatus and event.state in IN_FLIGHT_STATES
 
 
 class Pipeline:
@@ -175,7 +174,7 @@ class Pipeline:
         turn = frame.event.turn  # type: ignore[attr-defined]  # text on its way is a turn event
         for waiting in unsent:
             event = waiting.event
-            if type(event) is not EditStatus or event.turn != turn or event.state in _IN_FLIGHT:
+            if type(event) is not EditStatus or event.turn != turn or event.state in IN_FLIGHT_STATES:
                 return False
         return True
 

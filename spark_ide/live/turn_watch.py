@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TypeGuard
 
 from spark_ide.editing import BlockStatus, CodeText, EditEvent, EditState
+from spark_ide.editing.status import FINAL_STATES
 from spark_ide.guard import FileScanner, Finding
 
 from .scan_process import Block
@@ -30,7 +31,6 @@ BANDIT_EVERY_S = 0.1
 # room (``TurnWatch.feed``): a few dozen lines, read together.
 HOLD_CHARS = 4096
 
-_FINAL = frozenset({EditState.APPLIED, EditState.ROLLED_BACK, EditState.FAILED})  # ``EditState.is_final``, hashed
 
 
 class TurnWatch:
@@ -131,7 +131,7 @@ class TurnWatch:
 
 def _ends(event: EditEvent) -> TypeGuard[BlockStatus]:
     """Whether ``event`` is a block's last status (applied, failed, rolled back...)."""
-    return isinstance(event, BlockStatus) and event.state in _FINAL
+    return isinstance(event, BlockStatus) and event.state in FINAL_STATES
 
 
 def _joined(code: list[CodeText]) -> list[CodeText]:

@@ -9,9 +9,9 @@ import itertools
 import time
 from typing import Any
 
-from spark_ide.live.pipeline import MATERIALIZE_SPACING, Pipeline
-from spark_ide.live.store import LiveSettings
+from spark_ide.live.pipeline import MATERIALIZE_SPACING
 from tests.live.test_pipeline_replace import Store, Transport, _update
+from tests.support.pipeline_rig import bare_pipeline
 
 
 class SlowFiles(Store):
@@ -28,14 +28,8 @@ class SlowFiles(Store):
 
 
 async def _refreshes_while_writing(store: SlowFiles, seconds: float) -> list[float]:
-    async def connect(_: str) -> Any:
-        raise AssertionError("no model here")
-
-    pipeline = Pipeline(
-        store=store, transport=Transport(),  # type: ignore[arg-type]
-        settings=LiveSettings(connect_model=connect, persist_retries=(), materialize_after_s=0.01),
-        document_state=lambda: b"state", texts=lambda: {"big.json": "x"}, on_failed=lambda exc: None,
-        on_recovered=lambda: None,
+    pipeline = bare_pipeline(
+        store, Transport(), state=b"state", texts=lambda: {"big.json": "x"}, materialize_after_s=0.01,
     )
     pipeline.start()
     ends = time.monotonic() + seconds

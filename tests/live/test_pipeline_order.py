@@ -20,8 +20,8 @@ from spark_ide.live.events import (
     TurnStatus,
 )
 from spark_ide.live.outbox import Frame
-from spark_ide.live.pipeline import Pipeline, overtakes
-from spark_ide.live.store import LiveSettings
+from spark_ide.live.pipeline import overtakes
+from tests.support.pipeline_rig import bare_pipeline
 
 
 class Store:
@@ -62,16 +62,6 @@ class Transport:
         self.sent.append(("update", -1))
 
 
-def _pipeline(store: Store, transport: Transport) -> Pipeline:
-    async def connect(_: str) -> Any:
-        raise AssertionError("no model here")
-
-    return Pipeline(
-        store=store, transport=transport, settings=LiveSettings(connect_model=connect, persist_retries=()),  # type: ignore[arg-type]
-        document_state=lambda: b"", texts=dict, on_failed=lambda exc: None, on_recovered=lambda: None,
-    )
-
-
 def _update(text: str) -> bytes:
     doc: Doc[Any] = Doc()
     doc["t"] = Text(text)
@@ -107,7 +97,7 @@ def test_which_events_may_overtake_the_document() -> None:
 async def test_text_on_its_way_goes_out_while_the_update_before_it_is_saved() -> None:
     store = Store()
     transport = Transport(store)
-    pipeline = _pipeline(store, transport)
+    pipeline = bare_pipeline(store, transport)
     pipeline.start()
     pipeline.put_frame(Frame(TurnDelta(turn="t1", text="<write a.py>"), 1))
     pipeline.put_update(_update("line 1\n"))
@@ -148,7 +138,7 @@ async def test_text_on_its_way_goes_out_while_the_update_before_it_is_saved() ->
 async def test_events_before_the_first_update_are_not_held_and_nothing_overtakes_a_waiting_event() -> None:
     store = Store()
     transport = Transport(store)
-    pipeline = _pipeline(store, transport)
+    pipeline = bare_pipeline(store, transport)
     pipeline.put_frame(Frame(Presence(participants=()), 0))  # not text on its way: queued
     pipeline.put_frame(Frame(TurnDelta(turn="t1", text="a"), 1))  # behind it, so queued too
     pipeline.put_update(_update("x"))
@@ -169,7 +159,7 @@ async def test_only_a_turns_own_block_ends_are_gone_ahead_of_and_the_memory_log_
     store = Store()
     transport = Transport(store)
     moved: list[tuple[int, int]] = []
-    pipeline = _pipeline(store, transport)
+    pipeline = bare_pipeline(store, transport)
     pipeline._moved_back = lambda frame, past: moved.append((frame.seq, past))
     pipeline.start()
     pipeline.put_update(_update("x"))

@@ -14,8 +14,8 @@ from pycrdt import Doc, Text
 
 from spark_ide.live.events import DocumentReplaced, Presence
 from spark_ide.live.outbox import Frame
-from spark_ide.live.pipeline import Pipeline, Replacement
-from spark_ide.live.store import LiveSettings
+from spark_ide.live.pipeline import Replacement
+from tests.support.pipeline_rig import bare_pipeline
 
 
 class Store:
@@ -56,16 +56,6 @@ class Transport:
         self.sent.append(update)
 
 
-def _pipeline(store: Store, transport: Transport) -> Pipeline:
-    async def connect(_: str) -> Any:
-        raise AssertionError("no model here")
-
-    return Pipeline(
-        store=store, transport=transport, settings=LiveSettings(connect_model=connect, persist_retries=()),  # type: ignore[arg-type]
-        document_state=lambda: b"room-state", texts=dict, on_failed=lambda exc: None, on_recovered=lambda: None,
-    )
-
-
 def _update(text: str) -> bytes:
     """A real Yjs update (the pipeline merges the updates of a batch)."""
     doc: Doc[Any] = Doc()
@@ -81,7 +71,7 @@ def _replacement() -> Replacement:
 
 
 async def _run(store: Store, transport: Transport, *, swap: bool) -> list[Any]:
-    pipeline = _pipeline(store, transport)
+    pipeline = bare_pipeline(store, transport, state=b"room-state")
     swapped: list[bool] = []
 
     def take(replacement: Replacement) -> bool:

@@ -361,10 +361,7 @@ class LiveSession {
     // The history panel redraws when the server says the turn's record is written
     // (history.changed), which is not replayed: a page catching up redraws it once after the
     // turns it was sent.
-    if (this.replayed(event)) {
-      clearTimeout(this.caughtUpTimer);
-      this.caughtUpTimer = setTimeout(() => this.historyChanged(), CAUGHT_UP_MS);
-    }
+    if (this.replayed(event)) this.historyChangedSoon(CAUGHT_UP_MS);
   }
 
   // The server could not bring us up to date event by event: the transcript starts over (the
@@ -453,10 +450,12 @@ class LiveSession {
     document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
   }
 
-  // A run is recorded after its events, and no event says when: the panel asks a moment later.
-  historyChangedSoon() {
+  // The panel redrawn once, `ms` from now (a later ask moves it): a run is recorded after its
+  // events, and no event says when, so the panel asks a moment later; a catch-up's burst of
+  // replayed turns redraws it once.
+  historyChangedSoon(ms = RUN_REFRESH_MS) {
     clearTimeout(this.historyTimer);
-    this.historyTimer = setTimeout(() => this.historyChanged(), RUN_REFRESH_MS);
+    this.historyTimer = setTimeout(() => this.historyChanged(), ms);
   }
 }
 
