@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -46,6 +47,15 @@ class _Wake:
     """Control item: wakes a reader blocked on the queue after a cancel."""
 
 
+# A text delta as queued: (text, received_at); a tool call's input delta: (text, received_at,
+# call_id). Most frames are these; each becomes its event only if it is yielded on its own
+# (``TurnStream._event_of``): a consumer that takes the waiting text (``take_waiting_text``)
+# joins the strings, and no frame pays for two objects it never needs.
+_Text = tuple[str, float]
+_Input = tuple[str, float, str]
+_Item = UpstreamEvent | _Resend | _Wake | _Text | _Input
+
+
 # (stream, abandon): abandon=True means the connection is suspect and must be dropped.
 Stopper = Callable[["TurnStream", bool], Awaitable[None]]
 Resender = Callable[["TurnStream", bool, str], Awaitable[None]]
@@ -76,11 +86,13 @@ class TurnStream:
         self.first_byte_at: float | None = None
         self.first_token_at: float | None = None
         self._last_activity_at: float | None = None
-        self._queue: asyncio.Queue[UpstreamEvent | _Resend | _Wake] = asyncio.Queue()
-        self._next: UpstreamEvent | _Resend | _Wake | None = None  # taken from the queue, not yet yielded
+        # What arrived and waits to be taken; the reader waits on ``_waiter`` when it is empty.
+        self._queue: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._next: _Item | None = None  # taken from the queue, not yet yielded
         self._state: State = "running"
         self._pushed_terminal = False
-        self._pushed_text: list[str] = []
+        self._pushed_text = False  # a text delta was pushed (output: no transparent resend)
         self._pushed_tool = False  # a tool event was pushed (output: no transparent resend)
         self._tool_order: list[str] = []  # the calls' ids as they started (output order)
         self._tool_done: dict[str, ToolCall] = {}  # finished calls, for the terminal event
@@ -118,7 +130,7 @@ class TurnStream:
     @property
     def waiting(self) -> int:
         """How many events have arrived and wait to be taken (0: the consumer keeps up)."""
-        return self._queue.qsize() + (self._next is not None)
+        return len(self._queue) + (self._next is not None)
 
     def __aiter__(self) -> TurnStream:
         return self
@@ -128,6 +140,11 @@ class TurnStream:
             item = await self._next_item()
             if self._state != "running":
                 break
+            if type(item) is tuple:
+                event = self._event_of(item)
+                if isinstance(event, TextDelta):
+                    self._yielded_text.append(event.text)
+                return event
             if isinstance(item, _Wake):
                 continue
             if isinstance(item, _Resend):
@@ -135,9 +152,8 @@ class TurnStream:
                 if self._resender is not None:
                     await self._resender(self, item.same_connection, item.reason)
                 continue
-            if isinstance(item, TextDelta):
-                self._yielded_text.append(item.text)
-            elif is_terminal(item):
+            assert not isinstance(item, tuple)
+            if is_terminal(item):
                 self._state = "finished"
                 self._disarm()
             return item
@@ -156,7 +172,7 @@ class TurnStream:
         if self._state == "running":
             self._state = "cancelled"
             self._disarm()
-            self._queue.put_nowait(_Wake())
+            self._put(_Wake())
 
     # -- what transports call --------------------------------------------------------------
 
@@ -167,7 +183,7 @@ class TurnStream:
     @property
     def has_output(self) -> bool:
         """True once any text was pushed; a transparent resend is impossible after that."""
-        return bool(self._pushed_text) or self._pushed_tool
+        return self._pushed_text or self._pushed_tool
 
     def mark_sent(self) -> None:
         if self.sent_at is None:
@@ -203,28 +219,28 @@ class TurnStream:
             self.first_byte_at = now
         if self.first_token_at is None:
             self.first_token_at = now
-        self._pushed_text.append(text)
-        sent = self.sent_at if self.sent_at is not None else now
-        self._queue.put_nowait(
-            TextDelta(text, self.response_id, Marks(sent, self.first_byte_at, self.first_token_at, now))
-        )
+        self._pushed_text = True
+        self._queue.append((text, now))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def tool_started(self, call: ToolCall) -> None:
         if self._tool_event():
             self._tool_order.append(call.call_id)
-            self._queue.put_nowait(ToolCallStarted(
+            self._put(ToolCallStarted(
                 call.call_id, call.item_id, call.name, call.kind, call.operation, call.path,
                 self.response_id, self._marks(),
             ))
 
     def tool_input(self, call_id: str, text: str) -> None:
         if text and self._tool_event():
-            self._queue.put_nowait(ToolInputDelta(call_id, text, self._marks()))
+            self._put((text, time.monotonic(), call_id))
 
     def tool_done(self, call: ToolCall) -> None:
         if self._tool_event():
             self._tool_done[call.call_id] = call
-            self._queue.put_nowait(ToolCallDone(call, self._marks()))
+            self._put(ToolCallDone(call, self._marks()))
 
     def complete(self, usage: Usage | None) -> None:
         if self.accepting:
@@ -244,7 +260,7 @@ class TurnStream:
 
     def resend(self, *, same_connection: bool, reason: str) -> None:
         if self.accepting and not self.has_output:
-            self._queue.put_nowait(_Resend(same_connection, reason))
+            self._put(_Resend(same_connection, reason))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -262,7 +278,7 @@ class TurnStream:
         if self.accepting:
             self.mark_first_byte()
             self._pushed_terminal = True
-            self._queue.put_nowait(event)
+            self._put(event)
 
     def take_waiting_text(self, limit: int, most: int | None = None) -> tuple[str, int]:
         """The text of the deltas already waiting, as one piece (up to about ``limit``
@@ -270,55 +286,66 @@ class TurnStream:
         step for all of them instead of one per token, so the more it falls behind the less
         each token costs it. With how many deltas it holds; ("", 0) when nothing waits (a
         consumer that keeps up). At most ``most`` deltas (None: no count limit)."""
-        text, count = self._take_waiting(lambda item: item.text if isinstance(item, TextDelta) else None, limit, most)
+        text, count = self._take_waiting(None, limit, most)
         if text:
             self._yielded_text.append(text)
         return text, count
 
     def take_waiting_input(self, call_id: str, limit: int, most: int | None = None) -> tuple[str, int]:
         """As :meth:`take_waiting_text`, for the ``ToolInputDelta``\\ s of call ``call_id``."""
-        return self._take_waiting(
-            lambda item: item.text if isinstance(item, ToolInputDelta) and item.call_id == call_id else None,
-            limit, most,
-        )
+        return self._take_waiting(call_id, limit, most)
 
-    def _take_waiting(
-        self, text_of: Callable[[UpstreamEvent | _Resend | _Wake], str | None], limit: int, most: int | None
-    ) -> tuple[str, int]:
-        """The waiting items ``text_of`` gives a text for, joined, up to the first it does not."""
+    def _take_waiting(self, call_id: str | None, limit: int, most: int | None) -> tuple[str, int]:
+        """The waiting text deltas (``call_id`` None) or input deltas of call ``call_id``,
+        joined, up to the first item that is not one."""
         if self._state != "running":
             return "", 0
+        queue = self._queue
         texts: list[str] = []
         size = 0
         while size < limit and (most is None or len(texts) < most):
             if self._next is not None:
                 item, self._next = self._next, None
-            elif not self._queue.empty():
-                item = self._queue.get_nowait()
+            elif queue:
+                item = queue.popleft()
             else:
                 break
-            text = text_of(item)
-            if text is None:
+            if type(item) is not tuple or (item[2] if len(item) == 3 else None) != call_id:
                 self._next = item
                 break
-            texts.append(text)
-            size += len(text)
+            texts.append(item[0])
+            size += len(item[0])
         return "".join(texts), len(texts)
 
-    async def _next_item(self) -> UpstreamEvent | _Resend | _Wake:
+    def _put(self, item: _Item) -> None:
+        self._queue.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _event_of(self, item: _Text | _Input) -> TextDelta | ToolInputDelta:
+        """The event a queued text (or input) delta stands for."""
+        at = item[1]
+        sent = self.sent_at if self.sent_at is not None else at
+        marks = Marks(sent, self.first_byte_at, self.first_token_at, at)
+        if len(item) == 3:
+            return ToolInputDelta(item[2], item[0], marks)
+        return TextDelta(item[0], self.response_id, marks)
+
+    async def _next_item(self) -> _Item:
         if self._next is not None:
             item, self._next = self._next, None
             return item
         while True:
-            if not self._queue.empty():  # at high rates events are usually waiting
-                item = self._queue.get_nowait()
+            if self._queue:  # at high rates events are usually waiting
+                item = self._queue.popleft()
             else:
                 if self._overdue() is not None:
                     break
                 deadline = self._deadline()
                 if self._deadline_timer is None or deadline < self._armed_for:  # (the first byte came)
                     self._arm(deadline)
-                item = await self._queue.get()
+                item = await self._wait_item()
             if not isinstance(item, _Wake) or self._state != "running":
                 return item
             # The deadline timer woke the reader (or a stale wake): look at the deadline again.
@@ -366,12 +393,22 @@ class TurnStream:
         if self._overdue() is None:
             self._arm(self._deadline())
         else:
-            self._queue.put_nowait(_Wake())
+            self._put(_Wake())
 
     def _disarm(self) -> None:
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
             self._deadline_timer = None
+
+    async def _wait_item(self) -> _Item:
+        """The next item, once one arrives (the queue is empty)."""
+        while not self._queue:
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._queue.popleft()
 
     def _marks(self) -> Marks:
         now = time.monotonic()
