@@ -20,15 +20,16 @@ from dataclasses import dataclass, field
 _HEADER_END = b"\r\n\r\n"
 
 
-def server_frame(opcode: int, payload: bytes) -> bytes:
-    """An unmasked (server-to-client) WebSocket frame with FIN set."""
+def server_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
+    """An unmasked (server-to-client) WebSocket frame (``fin``: the message's last frame)."""
     size = len(payload)
+    first = (0x80 if fin else 0) | opcode
     if size < 126:
-        header = struct.pack("!BB", 0x80 | opcode, size)
+        header = struct.pack("!BB", first, size)
     elif size < 1 << 16:
-        header = struct.pack("!BBH", 0x80 | opcode, 126, size)
+        header = struct.pack("!BBH", first, 126, size)
     else:
-        header = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+        header = struct.pack("!BBQ", first, 127, size)
     return header + payload
 
 
@@ -106,6 +107,15 @@ class LoopProxy:
         self._need_websocket()
         for link in self._links:
             link.to_client.put_nowait((self._due(), server_frame(0x1, text.encode())))
+
+    def inject_frames(self, frames: list[bytes]) -> None:
+        """Slip these raw frames (``server_frame``), in a row, into every server-to-client
+        stream, between two frames."""
+        self._need_websocket()
+        for link in self._links:
+            due = self._due()
+            for frame in frames:
+                link.to_client.put_nowait((due, frame))
 
     def close_all(self, code: int | None) -> None:
         """Send a close frame with ``code`` (None: empty payload) and drop the connections."""

@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed
 from spark_ide import responses_protocol as protocol
 from spark_ide.upstream.backoff import is_retryable_close
 from spark_ide.upstream.config import ProviderConfig
-from spark_ide.upstream.dial import dial
+from spark_ide.upstream.dial import FrameSocket, dial
 from spark_ide.upstream.errors import (
     AUTHENTICATION_FAILED,
     CLIENT_CLOSED,
@@ -91,6 +91,8 @@ class ResponsesConnection:
         self._on_lost = on_lost
         self._pending: deque[Attempt] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
+        if isinstance(socket, FrameSocket):
+            socket.on_message = self._dispatch  # frames come in the socket's own callback
         self._reader = asyncio.create_task(self._read())
         self._aged: asyncio.TimerHandle | None = None
         if on_aged is not None:
@@ -217,8 +219,14 @@ class ResponsesConnection:
     # -- receiving ------------------------------------------------------------------------
 
     async def _read(self) -> None:
+        """Until the socket closes: the messages its ``on_message`` does not take (all of them
+        on a plain ``ClientConnection``)."""
+        socket = self._socket
+        frames = socket if isinstance(socket, FrameSocket) else None
         try:
-            async for raw in self._socket:
+            async for raw in socket:
+                if frames is not None:
+                    frames.taken()
                 self._dispatch(raw)
         except ConnectionClosed:
             pass

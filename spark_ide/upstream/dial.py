@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Event
 
 from spark_ide.logsafe import redacting_logger
 from spark_ide.upstream.config import BETA_HEADER, ProviderConfig
@@ -24,9 +29,51 @@ _WIRE_LOG = redacting_logger("spark_ide.upstream.wire")
 # default (16, 4) paused and resumed the socket (two epoll calls) for every burst of small
 # frames, 4-6 % of a busy server's event loop with 20 rooms streaming.
 FRAMES_QUEUED = (256, 64)
+log = logging.getLogger(__name__)
 
 
-async def dial(config: ProviderConfig) -> ClientConnection:
+class FrameSocket(ClientConnection):
+    """A client socket that hands each whole text message to ``on_message`` as it is parsed,
+    in the protocol's own callback, when one is set: no queue, no ``recv`` and no task switch
+    per frame (a model writes a frame per token). What it cannot hand on so (a fragmented
+    message, a binary one, text that is not UTF-8, anything before ``on_message`` is set, and
+    every message after one of those until ``recv`` has taken it) takes websockets' own way,
+    to the reader's ``recv``, which calls ``taken`` for each: messages keep their order."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.on_message: Callable[[str], None] | None = None
+        self._queued = 0  # whole messages given to websockets' queue and not yet taken
+        self._fragmented = False  # a message given to the queue has more frames to come
+
+    def taken(self) -> None:
+        """The reader took a message from ``recv``."""
+        self._queued -= 1
+
+    def process_event(self, event: Event) -> None:
+        handler = self.on_message
+        if (
+            handler is not None and isinstance(event, Frame) and event.opcode is Opcode.TEXT and event.fin
+            and not self._queued and not self._fragmented and self.response is not None
+        ):
+            try:
+                text = str(event.data, "utf-8")
+            except UnicodeDecodeError:
+                pass  # websockets' own way fails the connection (1007)
+            else:
+                try:
+                    handler(text)
+                except Exception:
+                    log.exception("an upstream message's handler failed: dropping the socket")
+                    self.transport.abort()
+                return
+        if isinstance(event, Frame) and event.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            self._fragmented = not event.fin
+            self._queued += event.fin
+        super().process_event(event)
+
+
+async def dial(config: ProviderConfig) -> FrameSocket:
     """An open socket to the provider; :class:`UpgradeRefused` for HTTP 426 (use HTTP),
     another :class:`UpstreamError` when no socket can be had."""
     headers: dict[str, str] = {}
@@ -35,8 +82,9 @@ async def dial(config: ProviderConfig) -> ClientConnection:
     if config.profile.beta_header:
         headers[BETA_HEADER[0]] = BETA_HEADER[1]
     try:
-        return await connect(
+        socket = await connect(
             config.websocket_url,
+            create_connection=FrameSocket,
             additional_headers=headers,
             open_timeout=config.connect_timeout_s,
             ping_interval=config.ping_interval_s,
@@ -57,3 +105,5 @@ async def dial(config: ProviderConfig) -> ClientConnection:
         raise UpstreamError(
             PROVIDER_UNAVAILABLE, f"cannot open {config.websocket_url}: {detail}", retryable=True,
         ) from None
+    assert isinstance(socket, FrameSocket)
+    return socket
