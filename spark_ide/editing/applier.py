@@ -137,8 +137,12 @@ class LineApplier:
         return len(self._old)
 
     def feed(self, chunk: str) -> None:
+        """The lines ``chunk`` completes go in; the lines inserted one after another go in one
+        transaction (a step of a fast answer completes several)."""
+        inserts: list[str] = []
         for line in self._line.feed(chunk):
-            self._commit(line + "\n")
+            self._commit(line + "\n", inserts)
+        self._flush(inserts)
 
     def keep(self) -> None:
         """Literal: the next old line stays as it is."""
@@ -164,7 +168,9 @@ class LineApplier:
     def finish(self) -> tuple[int, ...]:
         """Write the last line and delete the old lines that were not kept."""
         if self._line:
-            self._commit(self._line.take())
+            inserts: list[str] = []
+            self._commit(self._line.take(), inserts)
+            self._flush(inserts)
         self._delete(self._next, len(self._old))
         self._next = len(self._old)
         self.close()
@@ -174,14 +180,17 @@ class LineApplier:
         """Stop following the document (the block is over, or being rolled back)."""
         self._closed = True
 
-    def _commit(self, line: str) -> None:
+    def _commit(self, line: str, inserts: list[str]) -> None:
+        """Keep, pass to or insert ``line``; an insert waits in ``inserts`` (they all go before
+        the next old line) until the next line is kept or passes some, or the chunk ends."""
         old = self._old
         current = self._next
         self._written += 1
         if self._literal:
-            self._insert(line)
+            inserts.append(line)
             return
         if current < len(old) and old[current] == line:
+            self._flush(inserts)
             self._next = current + 1
             return
         if line.strip():
@@ -191,22 +200,30 @@ class LineApplier:
             except ValueError:
                 passed_to = -1
             if passed_to > 0:
+                self._flush(inserts)
                 self._delete(current, passed_to)
                 self._next = passed_to + 1
                 return
-        self._insert(line)
+        inserts.append(line)
+
+    def _flush(self, inserts: list[str]) -> None:
+        if inserts:
+            self._insert(inserts)
+            inserts.clear()
 
     def _position(self, anchor: int) -> int:
         return self._anchors[anchor] + self._shift
 
-    def _insert(self, line: str) -> None:
+    def _insert(self, lines: list[str]) -> None:
+        """Insert ``lines`` before the next old line, in one transaction."""
         position = self._position(self._next)
+        text = "".join(lines)
         if self._literal and self._unended and self._next == len(self._old):
-            line = "\r\n" + line if line.endswith("\r\n") else "\n" + line
+            text = ("\r\n" if lines[0].endswith("\r\n") else "\n") + text
             self._unended = False
         with self._doc.transaction(origin=self._origin):
-            self._ytext.insert(position, line)
-        self._shift += utf8_length(line)
+            self._ytext.insert(position, text)
+        self._shift += utf8_length(text)
         self.transactions += 1
 
     def _delete(self, first: int, stop: int) -> None:

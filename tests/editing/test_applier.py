@@ -165,3 +165,25 @@ def test_it_leaves_text_typed_at_the_end_of_the_file_after_the_region() -> None:
     applier.feed("B\nC\n")
     applier.finish()
     assert read(doc, "f.txt") == "a\nB\nC\ntyped\n"
+
+
+def test_the_lines_a_chunk_inserts_one_after_another_go_in_one_transaction() -> None:
+    """A chunk that completes several lines (a step of a fast answer) inserts each run of new
+    lines in one transaction, split where an old line is kept or passed to; the file is the
+    same as fed line by line."""
+    new = "zero\nA\nB\ntwo\nC\nD\nE\nfour\nF\n"
+    by_line = make_doc({"f.txt": FILE})
+    one_by_one = applier_for(by_line, "two\nthree\nfour\n")
+    for line in new.splitlines(keepends=True):
+        one_by_one.feed(line)
+    one_by_one.finish()
+    doc = make_doc({"f.txt": FILE})
+    applier = applier_for(doc, "two\nthree\nfour\n")
+    updates: list[bytes] = []
+    doc.observe(lambda event: updates.append(event.update))
+    applier.feed(new)
+    # [zero A B] inserted, "two" kept, [C D E] inserted, "four" passes "three" (deleted), [F]
+    assert applier.transactions == len(updates) == 4
+    assert applier.finish() == ()
+    assert read(doc, "f.txt") == read(by_line, "f.txt") == "one\nzero\nA\nB\ntwo\nC\nD\nE\nfour\nF\nfive\n"
+    assert one_by_one.transactions == 8
