@@ -115,13 +115,6 @@ Item = Frame | TextRun | DocUpdate | RawBinary | Barrier
 _MERGEABLE = (TurnDelta, TurnProse, EditStatus)
 
 
-def _turn_structure(item: Item, turn: str) -> bool:
-    """Prose and block statuses of ``turn`` keep their order against each other."""
-    if isinstance(item, TextRun):
-        return item.kind is TurnProse and item.turn == turn
-    return isinstance(item, Frame) and isinstance(item.event, TurnProse | EditStatus) and item.event.turn == turn
-
-
 class Backlog:
     """Items waiting in order, merged as they arrive (the rules in the module docstring)."""
 
@@ -146,25 +139,33 @@ class Backlog:
         self.items.append(frame)
 
     # Both run once per event per connection (and for the room's batch and its event log):
-    # types are compared directly, nothing is built while scanning.
+    # types are compared directly, nothing is built while scanning, and each looks at the
+    # items after the one it merges with on its way back to it (once: a long backlog costs
+    # one pass). Prose and block statuses of a turn keep their order against each other: a
+    # prose run does not merge past a status of its turn, nor a progress past prose.
 
     def _merge_text(self, frame: Frame, event: TurnDelta | TurnProse) -> Item | None:
         """Take out the waiting delta (or prose) run ``frame`` joins and return it joined, or None."""
         items, turn, kind = self.items, event.turn, type(event)
+        prose = kind is TurnProse
         for index in range(len(items) - 1, -1, -1):
             older = items[index]
             if type(older) is TextRun:
                 if older.kind is not kind or older.turn != turn:
                     continue
                 run = older
-            elif type(older) is Frame and type(older.event) is kind and older.event.turn == turn:
-                run = TextRun(kind, turn, older.seq, older.seq, [older.event.text])
+            elif type(older) is Frame:
+                earlier = older.event
+                if type(earlier) is kind and earlier.turn == turn:
+                    run = TextRun(kind, turn, older.seq, older.seq, [earlier.text])
+                elif prose and type(earlier) is EditStatus and earlier.turn == turn:
+                    return None
+                else:
+                    continue
             elif type(older) is Barrier:
                 return None
             else:
                 continue
-            if kind is TurnProse and any(_turn_structure(item, turn) for item in items[index + 1 :]):
-                return None
             del items[index]
             run.parts.append(event.text)
             run.seq = frame.seq
@@ -190,13 +191,18 @@ class Backlog:
             older = items[index]
             if type(older) is Barrier:
                 return None
-            if isinstance(older, Frame) and isinstance(older.event, EditStatus) and older.event.turn == turn:
-                if older.event.block != event.block or older.event.final:
+            if type(older) is TextRun:
+                if older.kind is TurnProse and older.turn == turn:
                     return None
-                if any(_turn_structure(item, turn) for item in items[index + 1 :]):
+            elif type(older) is Frame:
+                earlier = older.event
+                if type(earlier) is TurnProse and earlier.turn == turn:
                     return None
-                del items[index]
-                return frame
+                if type(earlier) is EditStatus and earlier.turn == turn:
+                    if earlier.block != event.block or earlier.final:
+                        return None
+                    del items[index]
+                    return frame
         return None
 
     def add_update(self, update: bytes) -> None:

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pycrdt import Doc, Text, create_update_message
 
 from spark_ide.live import events
@@ -21,7 +23,7 @@ from spark_ide.live.events import (
     TurnProse,
     TurnStatus,
 )
-from spark_ide.live.outbox import Flush, Frame, Outbox
+from spark_ide.live.outbox import Backlog, Barrier, Flush, Frame, Outbox, TextRun
 
 
 class Link:
@@ -320,3 +322,68 @@ async def test_a_lone_surrogate_goes_as_a_question_mark_not_as_a_failed_write() 
     await settle()
     assert wire.messages()[0]["text"] == "a?b"
     task.cancel()
+
+
+_EVENT = st.one_of(
+    st.tuples(st.just("delta"), st.sampled_from("tu"), st.sampled_from(["a", "b", "cd"])),
+    st.tuples(st.just("prose"), st.sampled_from("tu"), st.sampled_from(["P", "Q", "RS"])),
+    st.tuples(st.just("status"), st.sampled_from("tu"), st.integers(0, 1), st.sampled_from(["streaming", "applied"])),
+    st.tuples(st.just("barrier")),
+)
+
+
+def _render(items: list[Any], turn: str) -> str:
+    """``turn``'s prose and block statuses in order (statuses as markers), each barrier too."""
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, Barrier):
+            out.append("|B|")
+        elif isinstance(item, TextRun):
+            if item.kind is TurnProse and item.turn == turn:
+                out.append("".join(item.parts))
+        elif isinstance(item.event, TurnProse) and item.event.turn == turn:
+            out.append(item.event.text)
+        elif isinstance(item.event, EditStatus) and item.event.turn == turn:
+            out.append(f"|S{item.event.block}{item.event.state[0]}|")
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EVENT, max_size=40))
+def test_a_backlog_merges_and_keeps_each_turns_prose_and_statuses_in_order(steps: list[tuple[Any, ...]]) -> None:
+    """Whatever waits: seqs only increase, every turn's deltas and prose are whole, and a turn's
+    prose and block statuses keep their order; only a block's progress followed by the block's
+    next status (nothing of its turn's prose or statuses, and no barrier, between them) is dropped."""
+    backlog = Backlog()
+    original: list[Any] = []
+    for seq, step in enumerate(steps, start=1):
+        if step[0] == "barrier":
+            item: Any = Barrier(seq)
+            backlog.items.append(item)
+            original.append(item)
+            continue
+        if step[0] == "status":
+            event: Any = EditStatus(turn=step[1], block=step[2], path="a.py", state=step[3])
+        else:
+            event = (TurnDelta if step[0] == "delta" else TurnProse)(turn=step[1], text=step[2])
+        frame = Frame(event, seq)
+        original.append(Frame(event, seq))
+        backlog.add_frame(frame)
+    seqs = [item.seq for item in backlog.items if not isinstance(item, Barrier)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    for turn in "tu":
+        for kind in (TurnDelta, TurnProse):
+            def text(items: list[Any], kind: type = kind, turn: str = turn) -> str:
+                return "".join(
+                    "".join(i.parts) if isinstance(i, TextRun) and i.kind is kind and i.turn == turn
+                    else i.event.text if isinstance(i, Frame) and type(i.event) is kind and i.event.turn == turn
+                    else ""
+                    for i in items
+                )
+            assert text(backlog.items) == text(original)
+        expected = _render(original, turn)
+        for block in (0, 1):  # a progress right before its block's next status stands for nothing
+            progress, next_status = f"|S{block}s|", f"|S{block}"
+            while progress + next_status in expected:
+                expected = expected.replace(progress + next_status, next_status)
+        assert _render(backlog.items, turn) == expected
