@@ -369,17 +369,20 @@ def test_a_backlog_merges_and_keeps_each_turns_prose_and_statuses_in_order(steps
         frame = Frame(event, seq)
         original.append(Frame(event, seq))
         backlog.add_frame(frame)
-    seqs = [item.seq for item in backlog.items if not isinstance(item, Barrier)]
+    seqs = [item.seq for item in backlog.items if isinstance(item, Frame | TextRun)]
+    assert len(seqs) == len(backlog.items) - sum(isinstance(item, Barrier) for item in backlog.items)
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     for turn in "tu":
         for kind in (TurnDelta, TurnProse):
             def text(items: list[Any], kind: type = kind, turn: str = turn) -> str:
-                return "".join(
-                    "".join(i.parts) if isinstance(i, TextRun) and i.kind is kind and i.turn == turn
-                    else i.event.text if isinstance(i, Frame) and type(i.event) is kind and i.event.turn == turn
-                    else ""
-                    for i in items
-                )
+                parts: list[str] = []
+                for i in items:
+                    if isinstance(i, TextRun) and i.kind is kind and i.turn == turn:
+                        parts.extend(i.parts)
+                    elif (isinstance(i, Frame) and isinstance(i.event, TurnDelta | TurnProse)
+                          and type(i.event) is kind and i.event.turn == turn):
+                        parts.append(i.event.text)
+                return "".join(parts)
             assert text(backlog.items) == text(original)
         expected = _render(original, turn)
         for block in (0, 1):  # a progress right before its block's next status stands for nothing
