@@ -4,6 +4,7 @@ Django settings and the environment, and this process's rooms."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import os
@@ -97,7 +98,10 @@ class _Appends:
     async def _submit(self, job: _Job) -> int | None:
         self._waiting.append(job)
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write())
+            # In a context of its own: it writes for every room, and must not inherit the state
+            # of whichever caller started it (asgiref's "a thread-sensitive call is running
+            # here" flag, copied into the task, fails every later call of it: "would deadlock").
+            self._writer = asyncio.get_running_loop().create_task(self._write(), context=contextvars.Context())
         return await job.saved  # a room that stops waiting does not stop the others' write
 
     async def _write(self) -> None:

@@ -11,6 +11,7 @@ Daphne runs the ASGI application on a Twisted reactor over asyncio: the closing 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import sys
 from typing import Any
@@ -47,7 +48,9 @@ def close_rooms_at_shutdown(rooms: Rooms, sockets: SocketCap) -> bool:
     from twisted.internet.defer import Deferred
 
     def close() -> Deferred[Any]:
-        return Deferred.fromFuture(asyncio.ensure_future(close_rooms(rooms, sockets)))
+        # A context of its own, not the one the reactor's trigger happens to run in (``_Appends``).
+        closing = asyncio.get_running_loop().create_task(close_rooms(rooms, sockets), context=contextvars.Context())
+        return Deferred.fromFuture(closing)
 
     running: Any = reactor  # its zope interface reads to mypy as a method without ``self``
     running.addSystemEventTrigger("before", "shutdown", close)

@@ -131,6 +131,7 @@ def test_mentions_complete_go_first_and_the_strip_is_what_the_model_gets(
     assert turn.locator(".mention-chip.struck").inner_text() == "@gone.py"
     assert turn.locator(".context-skipped").inner_text() == "@gone.py: no such file — skipped"
     turn.locator(".turn-context summary").click()
+    turn.locator(".context-row").first.wait_for(timeout=WAIT_MS)  # drawn on the box's toggle, a moment later
     rows = turn.locator(".context-row").all_inner_texts()
     assert any(row.startswith("symbol") and "lib.py:helper · lines 1\u20132" in row for row in rows), rows
     assert any(row.startswith("excluded") and "notes.md" in row for row in rows), rows

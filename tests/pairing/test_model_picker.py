@@ -7,6 +7,7 @@ model."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,10 @@ async def test_switching_warms_the_new_models_socket_at_once_and_the_next_turn_r
     assert [asked(g.prompt) for g in recording_engine(strong).generations] == [say("Second answer.\n")]
     assert len(recording_engine(fast).generations) == 1  # nothing more went to the fast model
     assert len(strong.sockets) == 1  # the turn ran on the socket the switch warmed
-    assert await stored_models(live) == {first: "fast", second: "strong"}
+    async with asyncio.timeout(10):  # the turn's record is written beside its events, not before them
+        while len(models := await stored_models(live)) < 2:
+            await asyncio.sleep(0.05)
+    assert models == {first: "fast", second: "strong"}
 
 
 async def test_a_turn_running_at_the_switch_keeps_its_model(

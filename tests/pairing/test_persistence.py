@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.db import database_sync_to_async
 from django.db import IntegrityError, connections
 from django.test import Client
@@ -284,4 +285,25 @@ async def test_a_room_that_stops_waiting_does_not_stop_the_others_write(
     written = await database_sync_to_async(
         lambda: sorted(bytes(d) for d in DocumentUpdate.objects.values_list("data", flat=True)))()
     assert written == [b"left", b"stayed"]  # the write it asked for was made: only the wait ended
+    await database_sync_to_async(connections.close_all)()
+
+
+async def test_the_rooms_writer_works_whatever_context_starts_it(
+    transactional_db: None, django_user_model: Any,
+) -> None:
+    """The writer of every room's rows runs in a context of its own: started by a caller whose
+    context says a thread-sensitive call is running (asgiref's flag, as a task inherits it),
+    its trips still go through (on SQLite they are such calls, and failed: "would deadlock")."""
+    owner = await database_sync_to_async(django_user_model.objects.create_user)(username="ada")
+    workspace = await database_sync_to_async(workspace_create)(owner=owner, name="w", files={"a.py": ""})
+    store = DatabaseRoomStore(workspace.id)
+    await database_sync_to_async(store._open)()
+
+    async def flagged() -> None:
+        SyncToAsync.deadlock_context.set(True)
+        await store.append_events([_event(0)])
+        assert isinstance(await store.append_update(b"u"), int)
+
+    await asyncio.create_task(flagged())  # the flag stays in that task's context
+    assert [entry.seq for entry in await store.events_after(0, limit=10)] == [1]
     await database_sync_to_async(connections.close_all)()
