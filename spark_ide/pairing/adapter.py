@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
@@ -67,6 +67,17 @@ class StaleOwner(Exception):
     """The room was opened again (by another process) since this store opened it."""
 
 
+def unmarked_context() -> contextvars.Context:
+    """A copy of the current context without asgiref's mark that a thread-sensitive call runs
+    in it. A task inherits its creator's context; one created while that mark was set (by code
+    that runs inside such a call's context: the rooms' writer started from it, a signal's
+    callback) has every thread-sensitive call it makes refused ("would deadlock"). The rest of
+    the context (a request's thread-sensitive executor, say) is kept."""
+    context = contextvars.copy_context()
+    context.run(SyncToAsync.deadlock_context.set, False)
+    return context
+
+
 class _Appends:
     """The document updates and turn-event rows of every room of this process, written
     together: each trip to the rooms' own database thread (``write_thread``: never behind the
@@ -98,10 +109,8 @@ class _Appends:
     async def _submit(self, job: _Job) -> int | None:
         self._waiting.append(job)
         if self._writer is None or self._writer.done():
-            # In a context of its own: it writes for every room, and must not inherit the state
-            # of whichever caller started it (asgiref's "a thread-sensitive call is running
-            # here" flag, copied into the task, fails every later call of it: "would deadlock").
-            self._writer = asyncio.get_running_loop().create_task(self._write(), context=contextvars.Context())
+            # It writes for every room: asgiref's mark of its starter's context is not its own.
+            self._writer = asyncio.get_running_loop().create_task(self._write(), context=unmarked_context())
         return await job.saved  # a room that stops waiting does not stop the others' write
 
     async def _write(self) -> None:

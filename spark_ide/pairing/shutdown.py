@@ -11,13 +11,13 @@ Daphne runs the ASGI application on a Twisted reactor over asyncio: the closing 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import sys
 from typing import Any
 
 from spark_ide.live.rooms import Rooms
 
+from .adapter import unmarked_context
 from .socket_cap import SocketCap
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ def close_rooms_at_shutdown(rooms: Rooms, sockets: SocketCap) -> bool:
     from twisted.internet.defer import Deferred
 
     def close() -> Deferred[Any]:
-        # A context of its own, not the one the reactor's trigger happens to run in (``_Appends``).
-        closing = asyncio.get_running_loop().create_task(close_rooms(rooms, sockets), context=contextvars.Context())
+        # The trigger runs in the context of whatever code the stop signal interrupted.
+        closing = asyncio.get_running_loop().create_task(close_rooms(rooms, sockets), context=unmarked_context())
         return Deferred.fromFuture(closing)
 
     running: Any = reactor  # its zope interface reads to mypy as a method without ``self``
