@@ -104,9 +104,7 @@ class LoopProxy:
 
     def inject_text(self, text: str) -> None:
         """Slip a text frame into every server-to-client stream, between two frames."""
-        self._need_websocket()
-        for link in self._links:
-            link.to_client.put_nowait((self._due(), server_frame(0x1, text.encode())))
+        self.inject_frames([server_frame(0x1, text.encode())])
 
     def inject_frames(self, frames: list[bytes]) -> None:
         """Slip these raw frames (``server_frame``), in a row, into every server-to-client

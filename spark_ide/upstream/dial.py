@@ -68,9 +68,13 @@ class FrameSocket(ClientConnection):
         else:
             super().data_received(data)
 
+    def _in_order(self) -> bool:
+        """A whole message may go to ``on_message`` now: nothing waits in websockets' queue."""
+        return self.on_message is not None and self.response is not None and not self._queued and not self._fragmented
+
     def _may_parse(self) -> bool:
         """websockets is between frames with nothing waiting: the frames may be parsed here."""
-        if self.on_message is None or self.response is None or self._queued or self._fragmented:
+        if not self._in_order():
             return False
         buffered = getattr(getattr(self.protocol, "reader", None), "buffer", None)  # its stream's
         return buffered is not None and len(buffered) == 0 and self.protocol.state is State.OPEN
@@ -146,11 +150,7 @@ class FrameSocket(ClientConnection):
         self._queued -= 1
 
     def process_event(self, event: Event) -> None:
-        handler = self.on_message
-        if (
-            handler is not None and isinstance(event, Frame) and event.opcode is Opcode.TEXT and event.fin
-            and not self._queued and not self._fragmented and self.response is not None
-        ):
+        if isinstance(event, Frame) and event.opcode is Opcode.TEXT and event.fin and self._in_order():
             try:
                 text = str(event.data, "utf-8")
             except UnicodeDecodeError:

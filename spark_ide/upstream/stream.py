@@ -220,10 +220,7 @@ class TurnStream:
         if self.first_token_at is None:
             self.first_token_at = now
         self._pushed_text = True
-        self._queue.append((text, now))
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._put((text, now))
 
     def tool_started(self, call: ToolCall) -> None:
         if self._tool_event():
@@ -325,9 +322,7 @@ class TurnStream:
 
     def _event_of(self, item: _Text | _Input) -> TextDelta | ToolInputDelta:
         """The event a queued text (or input) delta stands for."""
-        at = item[1]
-        sent = self.sent_at if self.sent_at is not None else at
-        marks = Marks(sent, self.first_byte_at, self.first_token_at, at)
+        marks = self._marks(item[1])
         if len(item) == 3:
             return ToolInputDelta(item[2], item[0], marks)
         return TextDelta(item[0], self.response_id, marks)
@@ -410,7 +405,8 @@ class TurnStream:
                 self._waiter = None
         return self._queue.popleft()
 
-    def _marks(self) -> Marks:
-        now = time.monotonic()
+    def _marks(self, at: float | None = None) -> Marks:
+        """The stream's marks for an event received at ``at`` (None: now)."""
+        now = time.monotonic() if at is None else at
         sent = self.sent_at if self.sent_at is not None else now
         return Marks(sent, self.first_byte_at, self.first_token_at, now)
