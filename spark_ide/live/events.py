@@ -607,11 +607,14 @@ class EditSteerState(Event):
 
 @dataclass(frozen=True, slots=True)
 class Presence(Event):
-    """Who is in the room: one entry per person and role, however many tabs they have open."""
+    """Who is in the room: one entry per person and role, however many tabs they have open;
+    ``joined``: how many sockets have joined the room since it opened (a join and a leave told
+    in one leave the counts as they were; this still grows)."""
 
     type: ClassVar[str] = "presence"
     ephemeral: ClassVar[bool] = True
     participants: tuple[Participant, ...]
+    joined: int = 0
 
 
 # -- turn events: numbered, logged, replayed ----------------------------------------------

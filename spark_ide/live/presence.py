@@ -66,6 +66,11 @@ class PresenceBoard:
         self._at = float("-inf")  # when presence was last announced (loop time)
         self._later: asyncio.TimerHandle | None = None
         self._stopped = False
+        self._joined = 0  # sockets that joined since the room opened
+
+    def joined(self) -> None:
+        self._joined += 1
+        self.changed()
 
     def changed(self) -> None:
         if self._later is not None or self._stopped:
@@ -92,7 +97,7 @@ class PresenceBoard:
         for key in keys:
             sockets[key] += 1
         people = tuple(Participant.of(*key, connections=count) for key, count in sockets.items())
-        self._announce(Presence(participants=people))
+        self._announce(Presence(participants=people, joined=self._joined))
         self._measured(len(members))
 
 
@@ -143,7 +148,7 @@ class Arrivals:
             conn.outbox.put_frame(Frame(event, sent))  # a run is going on: its panel, its stdin
         conn.joined_at = sent
         self._transport.add(conn)
-        self._presence.changed()
+        self._presence.joined()
 
     def _send_document(self, conn: Connection, held: int | None, previous: Doc[Any] | None, sent: int) -> None:
         document = self._document

@@ -1,7 +1,8 @@
 """Checkpoints in the history panel (issue 31, part 2), as a person uses them: the checkpoint
 taken before a turn is listed with the turn's prompt; its Code restores the files and the
 editor changes; the restore is undone by the checkpoint taken just before it; a named
-checkpoint is saved from the panel."""
+checkpoint is saved from the panel, its name kept as typed when the panel is drawn again
+meanwhile."""
 
 from __future__ import annotations
 
@@ -31,6 +32,15 @@ def wait_document(page: Any, path: str, text: str) -> None:
     while (now := server_text(page, path)) != text:
         assert time.monotonic() < deadline, f"{path} holds {now!r}, not {text!r}"
         page.wait_for_timeout(50)
+
+
+def redraw_history(page: Any) -> None:
+    """The history panel drawn again, as after any turn: returns once the new copy is in."""
+    page.evaluate("""() => {
+        document.querySelector("[data-checkpoint-create]").dataset.before = "1";
+        document.body.dispatchEvent(new CustomEvent("spark:history-changed"));
+    }""")
+    page.locator("[data-checkpoint-create]:not([data-before])").wait_for(timeout=WAIT_MS)
 
 
 def test_restore_code_from_the_history_panel_and_undo_it(ide_server: IdeServer, page: Any) -> None:
@@ -67,7 +77,14 @@ def test_restore_code_from_the_history_panel_and_undo_it(ide_server: IdeServer, 
     editor.filter(has_text='print("model")').wait_for(timeout=WAIT_MS)
     wait_document(page, "a.py", 'print("model")\n')
 
+    # A name half typed when the panel is drawn again (anyone's turn or restore redraws it)
+    # is still there, with the caret in it: the rest of it is typed on.
     name = panel.get_by_label("Checkpoint name")
-    name.fill("before refactor")
-    name.press("Enter")
+    name.click()
+    page.keyboard.type("before")
+    redraw_history(page)
+    assert name.input_value() == "before"
+    assert name.evaluate("(input) => document.activeElement === input")
+    page.keyboard.type(" refactor")
+    page.keyboard.press("Enter")
     panel.locator(".checkpoint.kind-named", has_text="before refactor").wait_for(timeout=WAIT_MS)

@@ -114,3 +114,51 @@ def test_people_land_on_the_rooms_file_and_their_own_tabs_come_back(
         page.locator("#present").click()
         page.locator("body:not(.presenting)").wait_for()
         assert check_alignment(page) == []
+
+
+def test_who_comes_while_a_collaborator_is_still_landing_takes_the_owners_file(
+    ide_server: IdeServer, page: Any, chromium: Any
+) -> None:
+    """A collaborator's page shows the file changed last until it hears where the owner is: it
+    tells the others it is only landing there, so a viewer who comes meanwhile waits for the
+    owner's file rather than taking the collaborator's. The owner's awareness is held back on
+    its way to the server (a slow link) until the viewer has heard the collaborator's."""
+    held: list[bytes] = []
+    holding = [False]
+    to_server: list[Any] = []
+
+    def route(socket_: Any) -> None:
+        server = socket_.connect_to_server()
+        to_server.append(server)
+
+        def from_page(message: str | bytes) -> None:
+            if holding[0] and isinstance(message, bytes) and message[:1] == b"\x01":  # awareness
+                held.append(message)
+            else:
+                server.send(message)
+
+        socket_.on_message(from_page)
+
+    page.route_web_socket(lambda url: "/ws/" in url, route)
+    open_new_workspace(ide_server, page, "landing-late")
+    create_file(page, "a.py")
+    page.locator(".cm-content").click()
+    page.keyboard.insert_text("a = 1\n")
+    box = page.get_by_label("Prompt")
+    box.fill('[rate:2000][say]Here.\n<write path="b.py">\nb = 2\n</write>\n[/say]')
+    box.press("Enter")
+    page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
+    page.locator(".tab", has_text="a.py").click()
+    front(page, "a.py")
+
+    holding[0] = True
+    with second_person(ide_server, page, chromium, role="collaborator", username="bob") as mate:
+        front(mate, "b.py")  # the file changed last: nobody's place heard of yet
+        with second_person(ide_server, page, chromium, role="viewer", username="vic") as viewer:
+            viewer.locator(".presence .person[data-files='b.py']", has_text="bob").wait_for(timeout=LIVE_WAIT_MS)
+            holding[0] = False
+            for message in held:
+                to_server[-1].send(message)
+            for person in (mate, viewer):
+                front(person, "a.py")
+                assert tab_names(person) == ["a.py"]

@@ -61,7 +61,7 @@ def test_a_name_label_in_white_stays_readable_on_every_colour() -> None:
 
 def test_presence_carries_each_person_once_with_colour_and_tab_count() -> None:
     event = Presence(participants=(Participant.of(3, "ada", Role.OWNER, connections=2),
-                                   Participant.of(4, "vera", Role.VIEWER)))
+                                   Participant.of(4, "vera", Role.VIEWER)), joined=5)
     sent = json.loads(encode(event, 12))
     assert sent == {
         "type": "presence", "seq": 12, "participants": [
@@ -69,7 +69,7 @@ def test_presence_carries_each_person_once_with_colour_and_tab_count() -> None:
              "connections": 2},
             {"user": "vera", "role": "viewer", "user_id": 4, "colour": Participant.colour_for(4, "vera"),
              "connections": 1},
-        ],
+        ], "joined": 5,
     }
 
 
@@ -112,10 +112,19 @@ async def test_presence_names_each_person_once_in_their_own_colour(live: Live, r
     seen_by_viewer = await viewer.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2)
     assert _people(seen_by_viewer)["ada"]["colour"] == people["ada"]["colour"]  # the same in every browser
 
+    assert event["joined"] == 3  # sockets that came since the room opened
+
     await second_tab.close()
-    event = await owner.until(lambda e: e["type"] == "presence" and _people(e)["ada"]["connections"] == 1)
+    event = await owner.until(lambda e: e["type"] == "presence" and len(e["participants"]) == 2
+                              and _people(e)["ada"]["connections"] == 1)
     assert _people(event)["ada"]["colour"] == people["ada"]["colour"]  # stable across joins and leaves
+    assert event["joined"] == 3
+    # A tab closed and another opened within one announcement: the counts are as they were,
+    # `joined` tells that someone came (their pages re-send their cursors on it).
+    third_tab = await connect(live)
     await viewer.close()
+    event = await owner.until(lambda e: e["type"] == "presence" and e["joined"] == 4)
+    await third_tab.close()
     await owner.close()
 
 

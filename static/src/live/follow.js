@@ -105,12 +105,13 @@ export class FollowMode {
     const states = this.awareness.getStates();
     for (const client of changed) {
       const state = states.get(client);
-      // Only a driver's cursor is followed (a viewer's, or one that names no role, is not).
+      // Only a driver's cursor is followed (a viewer's, or one that names no role, is not),
+      // and only a file they chose: not one their page just landed on (landing.js).
       if (client === own || !state || !state.user || !DRIVER_ROLES.has(state.user.role)) continue;
-      const where = JSON.stringify([state.file ?? null, state.cursor ?? null]);
+      const where = JSON.stringify([state.file ?? null, state.cursor ?? null, Boolean(state.landing)]);
       if (this.seen.get(client) === where) continue; // their name or colour changed, not their place
       this.seen.set(client, where);
-      if (typeof state.file !== "string" || !state.file) continue;
+      if (typeof state.file !== "string" || !state.file || state.landing) continue;
       this.target = { kind: "driver", path: state.file, client, name: state.user.name };
       this.onDriverAt(state.file);
       if (this.mode === "follow" && !this.modelWriting()) this.go();

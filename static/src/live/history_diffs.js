@@ -4,10 +4,12 @@
 // element lives (a long session's panel held more of those than elements). So this module
 // does the panel's own requests, from listeners on #history itself: a diff loads when it is
 // first opened, and the "show all" buttons load the panel. A diff someone opened stays open
-// across a redraw and is loaded again.
+// across a redraw and is loaded again, and a checkpoint's name being typed stays as typed
+// (its text, focus and caret): a redraw comes whenever anyone's turn or restore lands.
 import htmx from "htmx.org";
 
 const DIFF = "details.history-diff";
+const TYPED = "[data-checkpoint-create] input[name=name]";
 
 // One diff's highlighted text into its body, once.
 function loadDiff(details) {
@@ -26,8 +28,9 @@ function loadDiff(details) {
     });
 }
 
-export function keepOpenDiffs(history) {
+export function keepAcrossRedraws(history) {
   let open = new Set(); // the URL of each diff open when the redraw came
+  let typed = null; // the name being typed when the redraw came
   const mine = (event) => event.detail && event.detail.target === history;
   // "toggle" does not bubble: heard on its way down, for every copy of the panel.
   history.addEventListener("toggle", (event) => {
@@ -41,6 +44,7 @@ export function keepOpenDiffs(history) {
   history.addEventListener("htmx:beforeSwap", (event) => {
     if (!mine(event)) return;
     open = new Set([...history.querySelectorAll(`${DIFF}[open]`)].map((details) => details.dataset.diff));
+    typed = typing(history.querySelector(TYPED));
   });
   // Opened again as soon as the new copy is in the page, so it never shows closed (its
   // toggle loads it).
@@ -50,5 +54,22 @@ export function keepOpenDiffs(history) {
       if (open.has(details.dataset.diff)) details.open = true;
     }
     open = new Set();
+    const input = history.querySelector(TYPED);
+    if (typed && input) {
+      input.value = typed.value;
+      if (typed.focused) {
+        input.focus();
+        input.setSelectionRange(typed.start, typed.end);
+      }
+    }
+    typed = null;
   });
+}
+
+// What `input` holds, if anything, and whether the person is in it.
+function typing(input) {
+  if (!input) return null;
+  const focused = document.activeElement === input;
+  if (!input.value && !focused) return null;
+  return { value: input.value, focused, start: input.selectionStart, end: input.selectionEnd };
 }

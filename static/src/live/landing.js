@@ -12,7 +12,9 @@
 // (the page says which: `data-last-file`). The drivers' files arrive a moment after the
 // document does (their pages tell their place when someone joins), so a page that landed on
 // the file changed last, or on nothing, moves to a driver's file when it hears of one, until
-// the person opens a file themselves.
+// the person opens a file themselves. While it shows a file only so, its awareness says so
+// (`landing: true`): the pages of people who come meanwhile take a driver's place from the
+// drivers who chose it, not from a driver who just arrived (follow.js).
 
 const PREFIX = "spark:tabs";
 const KEPT_TABS = 30; // a tab bar longer than this is not kept whole: the most recent ones
@@ -61,12 +63,14 @@ function safeStorage() {
 
 export class Landing {
   // tabs: EditorTabs; saved: SavedTabs; exists(path): is the file in the document?;
-  // lastFile: the file changed last (the page's data-last-file), or "".
-  constructor({ tabs, saved, exists, lastFile }) {
+  // lastFile: the file changed last (the page's data-last-file), or ""; provisional(bool):
+  // tell the others whether the front file is only where this page landed (awareness).
+  constructor({ tabs, saved, exists, lastFile, provisional = () => {} }) {
     this.tabs = tabs;
     this.saved = saved;
     this.exists = exists;
     this.lastFile = lastFile || "";
+    this.tellProvisional = provisional;
     this.landed = false; // the document is here and the first file was chosen
     this.settled = false; // the person opened something, or a driver's file came: no more moves
     this.turnPath = null; // the file the running turn writes (its last block's)
@@ -92,14 +96,20 @@ export class Landing {
       if (this.tabs.active !== path) this.tabs.open(path, { focus: false });
       // The tab the page opened only to show something goes: it was nobody's choice.
       if (this.provisional && this.provisional !== path) this.tabs.close(this.provisional);
-      this.provisional = null;
+      this.settle();
     }
   }
 
   // The person opened or picked a file: where they landed is theirs now.
   byHand() {
     this.settled = true;
+    this.settle();
+  }
+
+  settle() {
+    if (this.provisional === null) return;
     this.provisional = null;
+    this.tellProvisional(false);
   }
 
   // The document arrived: open the kept tabs and bring one file to the front.
@@ -114,7 +124,10 @@ export class Landing {
     // The person's own choice, or where the action is, stays; the file changed last gives
     // way to a driver's file heard of a moment later.
     this.settled = Boolean(own || room);
-    if (!this.settled && front && !this.tabs.has(front)) this.provisional = front;
+    if (!this.settled && front && !this.tabs.has(front)) {
+      this.provisional = front;
+      this.tellProvisional(true); // before the file it names, so no page takes that as chosen
+    }
     if (front) this.tabs.open(front, { focus: false });
     this.landed = true;
     this.tabs.onTabsChanged = () => this.keep();

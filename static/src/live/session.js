@@ -1,6 +1,6 @@
 // The live pairing page: wires the socket, the Yjs peer, the editor tabs, the prompt box,
 // the transcript, the status bar and the panels together, and follows the model around.
-import { keepOpenDiffs } from "./history_diffs.js";
+import { keepAcrossRedraws } from "./history_diffs.js";
 import * as Y from "yjs";
 import { fromBase64 } from "lib0/buffer";
 import { FrameLoop } from "./frame.js";
@@ -47,7 +47,7 @@ class LiveSession {
     this.running = null; // id of the turn the model is writing, if any
     this.joinedSeq = null; // the room's seq at our hello: turn events up to it are a replay
     this.me = null; // {name, role} from hello
-    this.sockets = 0; // everyone's open sockets, as the last presence counted them
+    this.joins = null; // the sockets that joined the room, as the last presence counted them
     this.loop = new FrameLoop();
     this.doc = new Y.Doc();
     this.connection = new SessionConnection(data.wsPath, {
@@ -82,6 +82,7 @@ class LiveSession {
     this.landing = new Landing({
       tabs: this.tabs, saved: new SavedTabs(data.workspace, data.user), lastFile: data.lastFile,
       exists: (path) => this.doc.getMap("files").get(path) instanceof Y.Text,
+      provisional: (on) => this.provider.awareness.setLocalStateField("landing", on),
     });
     this.presenter = new PresenterMode(document.getElementById("present"), {
       onChange: (on) => this.presenting(on),
@@ -111,7 +112,7 @@ class LiveSession {
       onDone: () => this.tabs.view && this.tabs.view.focus(), confirm: document.getElementById("run-confirm"),
     });
     const history = document.getElementById("history");
-    if (history) keepOpenDiffs(history);
+    if (history) keepAcrossRedraws(history);
     this.reverts = new RevertControls({ dialog: document.getElementById("revert-confirm"), send, toast });
     this.checkpoints = new CheckpointControls({ send, toast, refresh: () => this.historyChanged() });
     this.queue = new QueueList(root.querySelector("#queue"), { send, toast, canDrive: this.canDrive });
@@ -208,7 +209,7 @@ class LiveSession {
         this.transcript.ran(event);
         return this.loop.request();
       case EVENT.TURN_FINISHED: return this.turnFinished(event);
-      case EVENT.PRESENCE: return this.presenceChanged(event.participants);
+      case EVENT.PRESENCE: return this.presenceChanged(event.participants, event.joined);
       case EVENT.WORKSPACE_SETTINGS: // someone changed the workspace's settings: each control follows
         return document.dispatchEvent(new CustomEvent(SETTINGS_CHANGED, { detail: event }));
       case EVENT.CHECKPOINT_RESTORED: case EVENT.CHECKPOINT_CREATED:
@@ -284,9 +285,10 @@ class LiveSession {
   }
 
   // Who is here. This page's own entry gives its colour to its cursor (Yjs awareness
-  // `user`); when someone came, a driver's page tells its cursor again, so the newcomer sees
-  // it before it moves (the server relays awareness, it does not keep it).
-  presenceChanged(participants) {
+  // `user`); when someone came (`joined` moved: a join told with a leave keeps the counts),
+  // a driver's page tells its file and cursor again, so the newcomer sees them before they
+  // move (the server relays awareness, it does not keep it).
+  presenceChanged(participants, joined) {
     this.presence.update(participants);
     const mine = this.presence.mine();
     if (mine && this.me) {
@@ -296,9 +298,8 @@ class LiveSession {
         this.provider.awareness.setLocalStateField("user", user);
       }
     }
-    const sockets = this.presence.participants.reduce((sum, person) => sum + (person.connections || 1), 0);
-    if (sockets > this.sockets && this.sockets > 0 && this.tabs.canEdit) this.provider.announce();
-    this.sockets = sockets;
+    if (this.joins !== null && joined !== this.joins && this.tabs.canEdit) this.provider.announce();
+    this.joins = joined;
   }
 
   turnStarted(event) {
