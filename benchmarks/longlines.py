@@ -37,6 +37,7 @@ import contextlib
 import json
 import random
 import signal
+import statistics
 import time
 from typing import Any
 
@@ -205,14 +206,25 @@ def stage_costs(text: str, budget_s: float) -> dict[str, float]:
 
 
 def measure_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
-    for kind in args.kinds:
-        for length in ([BASELINE_LENGTH, LITERAL_CHARS] if kind == "literal" else args.lengths):
-            text, _, _ = answer(kind, length, args.chars, seed=1)
-            costs = stage_costs(text, args.stage_budget_s)
-            results.append({"kind": kind, "length": length, "us_per_delta": costs})
-            report.progress(SCENARIO, f"stages, {kind} lines of {length:,}: {costs}")
-    return results
+    """Each answer's stage costs, ``--stage-reps`` times with the lengths taken in turn (a
+    moment of load on this machine falls on one rep of each, not on one length): the median
+    of each stage."""
+    answers = [
+        (kind, length, answer(kind, length, args.chars, seed=1)[0])
+        for kind in args.kinds
+        for length in ([BASELINE_LENGTH, LITERAL_CHARS] if kind == "literal" else args.lengths)
+    ]
+    reps: list[list[dict[str, float]]] = [[] for _ in answers]
+    for rep in range(args.stage_reps):
+        for (kind, length, text), costs in zip(answers, reps, strict=True):
+            costs.append(stage_costs(text, args.stage_budget_s))
+            report.progress(SCENARIO, f"stages, rep {rep + 1}, {kind} lines of {length:,}: {costs[-1]}")
+    return [
+        {"kind": kind, "length": length, "reps": len(costs), "us_per_delta": {
+            stage: round(statistics.median(cost[stage] for cost in costs), 3) for stage in (*STAGES, "deltas")
+        }}
+        for (kind, length, _), costs in zip(answers, reps, strict=True)
+    ]
 
 
 async def measure(stack: Stack, turn: dict[str, Any]) -> dict[str, Any]:
@@ -342,7 +354,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--kinds", default=",".join((*KINDS, "literal")), help="answer kinds: prose, json, literal")
     parser.add_argument("--chars", type=int, default=40_000, help="characters per answer at least (a line at most)")
     parser.add_argument("--max-turn-s", type=float, default=60.0, help="leave out a turn scheduled to take longer")
-    parser.add_argument("--stage-budget-s", type=float, default=3.0, help="seconds each in-process answer may take")
+    parser.add_argument("--stage-budget-s", type=float, default=1.0, help="seconds each in-process answer may take")
+    parser.add_argument("--stage-reps", type=int, default=3, help="times each in-process answer is fed (medians)")
     parser.add_argument("--phases", default="stages,stack", help="stages (in-process), stack (the IDE under Daphne)")
     parser.add_argument("--full", action="store_true", help="keep every turn, however long")
     args = parser.parse_args(argv)
@@ -359,7 +372,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error("--phases takes stages, stack or both")
     if not args.kinds or not set(args.kinds) <= {*KINDS, "literal"}:
         parser.error("--kinds takes a comma-separated subset of prose, json, literal")
-    if min(args.lengths) < 1 or not args.rates or min(args.rates) < 1 or args.chars < 1:
+    if min(args.lengths) < 1 or not args.rates or min(args.rates) < 1 or args.chars < 1 or args.stage_reps < 1:
         parser.error("lengths, rates and --chars must be >= 1")
     return args
 

@@ -40,17 +40,18 @@ class OpenLine:
     line; a string grown with ``+=`` on an attribute is copied whole at every delta).
 
     ``feed`` keeps the line in pieces and hands back the lines a delta completes (joined once,
-    at their end); ``tail`` is the line's last characters (at most ``tail_chars``, kept in a
-    string trimmed now and then), ``length`` its length so far.
+    at their end); ``kept`` is the line's last characters, a string trimmed now and then (all
+    of the line up to ``tail_chars``, else ``tail_chars`` to twice that), ``tail`` the last
+    ``chars`` of it, ``length`` the line's length so far.
     """
 
-    __slots__ = ("_loose", "_parts", "_tail", "_tail_chars", "length")
+    __slots__ = ("_loose", "_parts", "_tail_chars", "kept", "length")
     _COMPACT = 256  # pieces joined into one when this many have come (their own cost only)
 
     def __init__(self, tail_chars: int = 0) -> None:
         self._parts: list[str] = []
         self._loose = 0  # pieces at the end of _parts not joined yet
-        self._tail = ""
+        self.kept = ""
         self._tail_chars = tail_chars
         self.length = 0
 
@@ -78,12 +79,12 @@ class OpenLine:
         return line
 
     def _clear(self) -> None:
-        self._parts, self._loose, self._tail, self.length = [], 0, "", 0
+        self._parts, self._loose, self.kept, self.length = [], 0, "", 0
 
     def tail(self, chars: int) -> str:
         """The line's last ``chars`` characters (``chars`` at most ``tail_chars``)."""
         assert chars <= self._tail_chars
-        return self._tail[-chars:] if chars else ""
+        return self.kept[-chars:] if chars else ""
 
     def _add(self, piece: str) -> None:
         if not piece:
@@ -97,5 +98,5 @@ class OpenLine:
             self._loose = 0
         keep = self._tail_chars
         if keep:
-            tail = self._tail + piece if len(piece) < keep else piece[-keep:]
-            self._tail = tail[-keep:] if len(tail) > 2 * keep else tail
+            tail = self.kept + piece if len(piece) < keep else piece[-keep:]
+            self.kept = tail[-keep:] if len(tail) > 2 * keep else tail

@@ -59,10 +59,25 @@ class RepetitionGuard:
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
-        done = self._line.feed(text)  # most deltas end no line
+        line = self._line
+        done = line.feed(text)  # most deltas end no line
         if done and self._cycle_in(done):
             return True
-        return self._line.length >= LONG_LINE and self._inline_loop()
+        if line.length < LONG_LINE:
+            return False
+        # Inside a long line (here, not in a method of its own: this runs at every delta):
+        # a loop of period p puts the line's last MIN_FRAGMENT characters p characters back
+        # too, so only the periods where they are found are compared.
+        tail = line.kept  # LONG_LINE characters at least, WINDOW once the line is that long
+        edge = len(tail) - MIN_FRAGMENT
+        probe = tail[edge:]
+        lowest = edge - MAX_FRAGMENT
+        found = tail.rfind(probe, lowest, edge)  # the nearest: the shortest period
+        while found >= lowest:
+            if repeats_at_end(tail, edge - found):
+                return True
+            found = tail.rfind(probe, lowest, found + MIN_FRAGMENT - 1)
+        return False
 
     def _cycle_in(self, done: list[str]) -> bool:
         """Take the lines ``done`` completed: whether the answer became a loop at any of them.
@@ -88,19 +103,6 @@ class RepetitionGuard:
                     return True
         if end > 2 * KEPT_LINES:  # trimmed now and then, never below what a cycle check reads
             del lines[:-KEPT_LINES]
-        return False
-
-    def _inline_loop(self) -> bool:
-        tail = self._line.tail(WINDOW)
-        end = len(tail)
-        probe = tail[end - MIN_FRAGMENT :]
-        # A loop of period p puts the probe p characters back too: look only where it is.
-        lowest = max(0, end - MIN_FRAGMENT - MAX_FRAGMENT)
-        found = tail.rfind(probe, lowest, end - MIN_FRAGMENT)  # the nearest: the shortest period
-        while found >= lowest:
-            if repeats_at_end(tail, end - MIN_FRAGMENT - found):
-                return True
-            found = tail.rfind(probe, lowest, found + MIN_FRAGMENT - 1)
         return False
 
     def _looping_at(self, at: int) -> bool:

@@ -9,7 +9,8 @@ import pytest
 
 from benchmarks.longlines import BASELINE_LENGTH, STAGES, answer, json_lines, literal_file, main, prose_lines
 
-TINY = ["--lengths", "3000", "--rates", "20000", "--chars", "4000", "--stage-budget-s", "0.5", "--max-turn-s", "5"]
+TINY = ["--lengths", "3000", "--rates", "20000", "--chars", "4000", "--stage-budget-s", "0.5", "--stage-reps", "2",
+        "--max-turn-s", "5"]
 
 
 def test_its_answers_have_the_line_lengths_they_name() -> None:
@@ -36,6 +37,7 @@ def test_every_answer_and_file_arrives_whole_and_rows_compare_to_short_lines() -
         assert turn["added_ms"]["n"] > 0 and turn["server_cpu_ms_per_1k_tokens"] >= 0
     for stage in figures["stages"]:
         assert set(stage["us_per_delta"]) == {*STAGES, "deltas"} and stage["us_per_delta"]["deltas"] > 0
+        assert stage["reps"] == 2  # the lengths taken in turn, each stage's median
     rows = figures["rows"]
     assert len(rows) == 3 + 2 * 3  # a stages row per long answer, then CPU and latency per long turn
     assert all(row["baseline"] is not None for row in rows)

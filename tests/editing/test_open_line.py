@@ -40,5 +40,5 @@ def test_a_long_line_is_kept_in_few_pieces_and_a_short_tail() -> None:
         line.feed("abcd")
     assert line.length == 1_000_000
     assert len(line._parts) < 1_300  # joined now and then, each time only the newest pieces
-    assert len(line._tail) <= 512
+    assert len(line.kept) <= 512
     assert line.feed("e\n") == ["abcd" * 250_000 + "e"]
