@@ -234,6 +234,11 @@ class DatabaseRoomStore:
         self.workspace = workspace
         self.epoch = 0
         self.room: Room | None = None  # the room to hand HTTP requests to, once open
+        # A workspace is made a student's copy with its enrollment, in one transaction
+        # (``classroom.services.course_join``), never later: once a read found it is not one,
+        # a course's rules (its AI policy, its watchdog mode) are not looked for again. A
+        # streaming room reads them every 2 s (``POLICY_FRESH_S``, ``RULES_FRESH_S``).
+        self._outside_courses = False
 
     def _fenced(self, write: Callable[[], T]) -> T:
         with transaction.atomic():
@@ -354,7 +359,11 @@ class DatabaseRoomStore:
     async def ai_policy(self) -> AiPolicy:
         """The course's AI rules for this workspace (issue 14), from the classroom app; a
         workspace outside a course, or a server without the classroom app, is open."""
+        if self._outside_courses:
+            return AiPolicy.OPEN
         data = await database_sync_to_async(ports.classroom().ai_policy)(self.workspace)
+        if data is None:
+            self._outside_courses = True
         return AiPolicy.from_mapping(data)
 
     async def spent(self, session: str, user_id: int | None) -> Spent:
@@ -364,7 +373,8 @@ class DatabaseRoomStore:
 
     async def guard_mode(self) -> GuardMode:
         """The watchdog's mode: the course's for a student's copy, else the workspace's own."""
-        return GuardMode.parse(await database_sync_to_async(guard_mode_for)(self.workspace))
+        mode = await database_sync_to_async(guard_mode_for)(self.workspace, course=not self._outside_courses)
+        return GuardMode.parse(mode)
 
     async def auto_test(self) -> bool | None:
         """The workspace's own choice of test rounds (``Workspace.auto_test``: the live page's

@@ -121,10 +121,11 @@ def archived_copy(workspace_id: uuid.UUID) -> bool:
     return ports.courses().archived(workspace_id)
 
 
-def guard_mode_for(workspace_id: uuid.UUID) -> str:
+def guard_mode_for(workspace_id: uuid.UUID, *, course: bool = True) -> str:
     """The watchdog's mode for a workspace: its course's for a student's copy (a course's rules
-    win over its students'), else its own; a workspace that is gone: halt."""
-    by_course = ports.courses().guard_mode(workspace_id)
+    win over its students'), else its own; a workspace that is gone: halt. ``course=False``:
+    the caller knows it is no student's copy (the course is not looked for)."""
+    by_course = ports.courses().guard_mode(workspace_id) if course else None
     if by_course is not None:
         return by_course
     mode = Workspace.objects.filter(pk=workspace_id).values_list("guard_mode", flat=True).first()

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 
-from spark_ide.classroom.copies import ai_policy_for, course_notice_for
+from spark_ide.classroom.copies import Courses, ai_policy_for, course_notice_for
 from spark_ide.classroom.models import Course
 from spark_ide.classroom.services import policy_set, student_session
-from spark_ide.live.policy import AiPolicy
+from spark_ide.guard.modes import GuardMode
+from spark_ide.live.policy import AiMode, AiPolicy
+from spark_ide.pairing.adapter import DatabaseRoomStore
 from spark_ide.pairing.models import Turn
 from spark_ide.workspaces.models import Workspace
 
@@ -90,3 +95,41 @@ def test_the_courses_watchdog_mode_wins_over_its_students_copies(course: Course,
     assert guard_mode_for(kim.workspace_id) == "flag"
     with pytest.raises(ClassroomError):
         policy_set(course=course, ai_mode="on", max_effort="", token_quota=None, guard_mode="")
+
+
+def test_a_room_looks_for_the_courses_rules_only_while_its_workspace_is_a_students_copy(
+    course: Course, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace becomes a copy with its enrollment, in one transaction, never later: a room
+    on any other workspace stops looking the course up once it found none (a streaming room
+    read the policy and the watchdog's mode every 2 s); a copy's room reads them every time."""
+    kim = enrol(course, "kim")
+    other = Workspace.objects.create(owner=course.teacher, name="x")
+    looked: Counter[tuple[str, uuid.UUID]] = Counter()
+
+    def counting(name: str) -> Any:
+        real = getattr(Courses, name)
+
+        def counted(self: Courses, workspace_id: uuid.UUID) -> Any:
+            looked[(name, workspace_id)] += 1
+            return real(self, workspace_id)
+        return counted
+
+    for name in ("ai_policy", "guard_mode"):
+        monkeypatch.setattr(Courses, name, counting(name))
+    outside, copy = DatabaseRoomStore(other.pk), DatabaseRoomStore(kim.workspace_id)
+
+    assert async_to_sync(outside.guard_mode)() == GuardMode.HALT  # not known yet: the course looked for
+    for _ in range(3):
+        assert async_to_sync(outside.ai_policy)() == AiPolicy.OPEN
+        assert async_to_sync(outside.guard_mode)() == GuardMode.HALT
+    assert looked[("ai_policy", other.pk)] == 1 and looked[("guard_mode", other.pk)] == 1
+    Workspace.objects.filter(pk=other.pk).update(guard_mode="off")  # its owner's own choice still counts
+    assert async_to_sync(outside.guard_mode)() == GuardMode.OFF
+
+    assert async_to_sync(copy.ai_policy)().mode is AiMode.ON
+    policy_set(course=course, ai_mode="explain", max_effort="", token_quota=None)
+    Course.objects.filter(pk=course.pk).update(guard_mode="flag")
+    assert async_to_sync(copy.ai_policy)().mode is AiMode.EXPLAIN  # a teacher's change is read
+    assert async_to_sync(copy.guard_mode)() == GuardMode.FLAG
+    assert looked[("ai_policy", kim.workspace_id)] == 2 and looked[("guard_mode", kim.workspace_id)] == 1
