@@ -39,6 +39,7 @@ from spark_ide.pairing.shutdown import close_rooms_at_shutdown  # noqa: E402
 
 close_rooms_at_shutdown(ROOMS, SOCKETS)  # a stopping server closes its rooms first (lease, last writes)
 
-from spark_ide.ops.gc_freeze import freeze_startup_objects  # noqa: E402
+from spark_ide.ops.gc_freeze import freeze_startup_objects, set_thresholds  # noqa: E402
 
 freeze_startup_objects()  # the collector's full passes skip what start-up made (issue 26)
+set_thresholds()  # and come minutes apart, not seconds, while rooms stream

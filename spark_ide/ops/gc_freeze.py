@@ -7,6 +7,15 @@ tokens/s: 150-260 ms each, with every room's deltas waiting behind it (the added
 of ``spark_bench longlines``). What start-up made lives as long as the process: after one
 collection it is moved out of the collector's way (``gc.freeze``), and full passes walk only
 what came after. ``SPARK_GC_FREEZE=0`` turns it off.
+
+What came after still made full passes of 15-110 ms (the rooms' replay logs: a Frame and its
+event per delta kept, 145,000 objects at 20 rooms), five in a 12-second answer streamed to 20
+rooms: Python looks for a full pass every 10 middle ones (``gc.set_threshold(700, 10, 10)``),
+and runs it once a quarter more objects reached the old generation, which a streaming room's
+log does all the time. ``THRESHOLDS`` looks every 1,000 middle passes instead (some 7 million
+new containers: minutes under load); the young and middle passes stay Python's. The cost:
+garbage in reference cycles among old objects waits that much longer (the soak measures the
+memory); ``SPARK_GC_THRESHOLDS`` sets other ones ("700,10,10": Python's).
 """
 
 from __future__ import annotations
@@ -14,9 +23,25 @@ from __future__ import annotations
 import gc
 import os
 
+THRESHOLDS = (700, 10, 1000)  # young pass every 700 new containers, middle every 10, full looked for every 1,000
+
 
 def freeze_startup_objects() -> None:
     if os.environ.get("SPARK_GC_FREEZE", "1") == "0":
         return
     gc.collect()  # start-up's own garbage goes first: what is frozen is never collected
     gc.freeze()
+
+
+def set_thresholds() -> None:
+    """The collector's thresholds: ``SPARK_GC_THRESHOLDS`` ("young,middle,full"), else
+    ``THRESHOLDS``. A value that is not three whole numbers is refused at start-up."""
+    value = os.environ.get("SPARK_GC_THRESHOLDS", "").strip()
+    if not value:
+        gc.set_threshold(*THRESHOLDS)
+        return
+    parts = [part.strip() for part in value.split(",")]
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"SPARK_GC_THRESHOLDS must be three whole numbers >= 0, such as 700,10,1000: {value!r}")
+    young, middle, full = map(int, parts)
+    gc.set_threshold(young, middle, full)
