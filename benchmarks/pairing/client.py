@@ -84,6 +84,7 @@ class Turn:
     id: str
     deltas: list[tuple[float, str]]
     finished: Event
+    started_at: float = 0.0  # when its turn.started reached the client
 
     @property
     def text(self) -> str:
@@ -105,7 +106,7 @@ async def take_turn(browser: Browser, turn_id: str, began: int) -> Turn:
         (at, event["text"]) for at, event in browser.events[began:end]
         if event["type"] == "turn.delta" and event["turn"] == turn_id
     ]
-    return Turn(turn_id, deltas, browser.events[end][1])
+    return Turn(turn_id, deltas, browser.events[end][1], started_at=browser.events[began][0])
 
 
 def late_events(events: list[tuple[float, Event]]) -> int:

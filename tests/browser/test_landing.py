@@ -150,10 +150,20 @@ def test_who_comes_while_a_collaborator_is_still_landing_takes_the_owners_file(
     page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
     page.locator(".tab", has_text="a.py").click()
     front(page, "a.py")
+    # The file rows follow the document a moment later: b.py is the file changed last once
+    # the session page says so (what a newcomer's page lands on).
+    page.wait_for_function(
+        """async () => (await (await fetch(location.pathname)).text()).includes('data-last-file="b.py"')""",
+        polling=100, timeout=LIVE_WAIT_MS,
+    )
 
     holding[0] = True
     with second_person(ide_server, page, chromium, role="collaborator", username="bob") as mate:
-        front(mate, "b.py")  # the file changed last: nobody's place heard of yet
+        mate.locator(".tab.active").wait_for(timeout=LIVE_WAIT_MS)
+        assert mate.locator(".tab.active").get_attribute("data-path") == "b.py", (
+            "the collaborator landed on the file changed last (nobody's place heard of yet)",
+            tab_names(mate), mate.locator("#live").get_attribute("data-last-file"),
+        )
         with second_person(ide_server, page, chromium, role="viewer", username="vic") as viewer:
             viewer.locator(".presence .person[data-files='b.py']", has_text="bob").wait_for(timeout=LIVE_WAIT_MS)
             holding[0] = False
