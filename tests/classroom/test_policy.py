@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 
 from spark_ide.classroom.copies import Courses, ai_policy_for, course_notice_for
 from spark_ide.classroom.models import Course
@@ -97,14 +97,15 @@ def test_the_courses_watchdog_mode_wins_over_its_students_copies(course: Course,
         policy_set(course=course, ai_mode="on", max_effort="", token_quota=None, guard_mode="")
 
 
-def test_a_room_looks_for_the_courses_rules_only_while_its_workspace_is_a_students_copy(
+@pytest.mark.django_db(transaction=True)  # the store reads from the database's threads
+async def test_a_room_looks_for_the_courses_rules_only_while_its_workspace_is_a_students_copy(
     course: Course, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A workspace becomes a copy with its enrollment, in one transaction, never later: a room
     on any other workspace stops looking the course up once it found none (a streaming room
     read the policy and the watchdog's mode every 2 s); a copy's room reads them every time."""
-    kim = enrol(course, "kim")
-    other = Workspace.objects.create(owner=course.teacher, name="x")
+    kim = await database_sync_to_async(enrol)(course, "kim")
+    other = await database_sync_to_async(Workspace.objects.create)(owner_id=course.teacher_id, name="x")
     looked: Counter[tuple[str, uuid.UUID]] = Counter()
 
     def counting(name: str) -> Any:
@@ -119,17 +120,18 @@ def test_a_room_looks_for_the_courses_rules_only_while_its_workspace_is_a_studen
         monkeypatch.setattr(Courses, name, counting(name))
     outside, copy = DatabaseRoomStore(other.pk), DatabaseRoomStore(kim.workspace_id)
 
-    assert async_to_sync(outside.guard_mode)() == GuardMode.HALT  # not known yet: the course looked for
+    assert await outside.guard_mode() == GuardMode.HALT  # not known yet: the course looked for
     for _ in range(3):
-        assert async_to_sync(outside.ai_policy)() == AiPolicy.OPEN
-        assert async_to_sync(outside.guard_mode)() == GuardMode.HALT
+        assert await outside.ai_policy() == AiPolicy.OPEN
+        assert await outside.guard_mode() == GuardMode.HALT
     assert looked[("ai_policy", other.pk)] == 1 and looked[("guard_mode", other.pk)] == 1
-    Workspace.objects.filter(pk=other.pk).update(guard_mode="off")  # its owner's own choice still counts
-    assert async_to_sync(outside.guard_mode)() == GuardMode.OFF
+    # Its owner's own choice still counts.
+    await database_sync_to_async(Workspace.objects.filter(pk=other.pk).update)(guard_mode="off")
+    assert await outside.guard_mode() == GuardMode.OFF
 
-    assert async_to_sync(copy.ai_policy)().mode is AiMode.ON
-    policy_set(course=course, ai_mode="explain", max_effort="", token_quota=None)
-    Course.objects.filter(pk=course.pk).update(guard_mode="flag")
-    assert async_to_sync(copy.ai_policy)().mode is AiMode.EXPLAIN  # a teacher's change is read
-    assert async_to_sync(copy.guard_mode)() == GuardMode.FLAG
+    assert (await copy.ai_policy()).mode is AiMode.ON
+    await database_sync_to_async(policy_set)(course=course, ai_mode="explain", max_effort="", token_quota=None)
+    await database_sync_to_async(Course.objects.filter(pk=course.pk).update)(guard_mode="flag")
+    assert (await copy.ai_policy()).mode is AiMode.EXPLAIN  # a teacher's change is read
+    assert await copy.guard_mode() == GuardMode.FLAG
     assert looked[("ai_policy", kim.workspace_id)] == 2 and looked[("guard_mode", kim.workspace_id)] == 1
