@@ -42,4 +42,4 @@ close_rooms_at_shutdown(ROOMS, SOCKETS)  # a stopping server closes its rooms fi
 from spark_ide.ops.gc_freeze import freeze_startup_objects, set_thresholds  # noqa: E402
 
 freeze_startup_objects()  # the collector's full passes skip what start-up made (issue 26)
-set_thresholds()  # and come minutes apart, not seconds, while rooms stream
+set_thresholds()  # SPARK_GC_THRESHOLDS, else Python's own (docs/operations.md)

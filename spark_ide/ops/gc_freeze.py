@@ -8,14 +8,15 @@ of ``spark_bench longlines``). What start-up made lives as long as the process: 
 collection it is moved out of the collector's way (``gc.freeze``), and full passes walk only
 what came after. ``SPARK_GC_FREEZE=0`` turns it off.
 
-What came after still made full passes of 15-110 ms (the rooms' replay logs: a Frame and its
-event per delta kept, 145,000 objects at 20 rooms), five in a 12-second answer streamed to 20
-rooms: Python looks for a full pass every 10 middle ones (``gc.set_threshold(700, 10, 10)``),
-and runs it once a quarter more objects reached the old generation, which a streaming room's
-log does all the time. ``THRESHOLDS`` looks every 1,000 middle passes instead (some 7 million
-new containers: minutes under load); the young and middle passes stay Python's. The cost:
-garbage in reference cycles among old objects waits that much longer (the soak measures the
-memory); ``SPARK_GC_THRESHOLDS`` sets other ones ("700,10,10": Python's).
+What came after still makes full passes of 15-110 ms (the rooms' replay logs: a Frame and
+its event per delta kept, 145,000 objects at 20 rooms), five in a 12-second answer streamed to
+20 rooms: Python looks for a full pass every 10 middle ones and runs it once a quarter more
+objects reached the old generation, which a streaming room's log does all the time.
+``SPARK_GC_THRESHOLDS`` sets the collector's thresholds ("young,middle,full"); the default is
+Python's own (700, 10, 10). "700,10,1000" (a full pass looked for every 1,000 middle ones)
+lowered the IDE's p99 at 20 rooms from 44-72 to 30-49 ms, but garbage in reference cycles then
+waits minutes: RSS grew to 264 MB in a 5-minute soak against 185 MB with Python's, and to
+566 MB in 30 minutes (docs/benchmarks.md). It is not the default.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import gc
 import os
 
-THRESHOLDS = (700, 10, 1000)  # young pass every 700 new containers, middle every 10, full looked for every 1,000
+THRESHOLDS = (700, 10, 10)  # Python's: a young pass every 700 new containers, middle every 10, full looked for every 10
 
 
 def freeze_startup_objects() -> None:

@@ -1,6 +1,6 @@
 """Start-up's objects are moved out of the collector's full passes (``gc.freeze``), unless
 ``SPARK_GC_FREEZE=0``; the ASGI module does it once it has built the application, and sets
-the thresholds that look for a full pass every 1,000 middle ones (``SPARK_GC_THRESHOLDS``)."""
+the collector's thresholds (``SPARK_GC_THRESHOLDS``, else Python's own)."""
 
 from __future__ import annotations
 
@@ -46,15 +46,14 @@ def thresholds() -> Iterator[None]:
     gc.set_threshold(*before)
 
 
-def test_full_passes_are_looked_for_every_thousand_middle_ones(
-    thresholds: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_thresholds_are_pythons_unless_set(thresholds: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_GC_THRESHOLDS", raising=False)
+    gc.set_threshold(1, 2, 3)
     set_thresholds()
-    assert gc.get_threshold() == THRESHOLDS == (700, 10, 1000)
-    monkeypatch.setenv("SPARK_GC_THRESHOLDS", "700,10,10")  # Python's own
+    assert gc.get_threshold() == THRESHOLDS == (700, 10, 10)
+    monkeypatch.setenv("SPARK_GC_THRESHOLDS", "700,10,1000")  # full passes minutes apart (memory grows)
     set_thresholds()
-    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_threshold() == (700, 10, 1000)
 
 
 @pytest.mark.parametrize("value", ["700,10", "a,b,c", "700,10,-1", "700;10;10"])
