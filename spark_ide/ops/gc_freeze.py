@@ -43,6 +43,6 @@ def set_thresholds() -> None:
         return
     parts = [part.strip() for part in value.split(",")]
     if len(parts) != 3 or not all(part.isdigit() for part in parts):
-        raise ValueError(f"SPARK_GC_THRESHOLDS must be three whole numbers >= 0, such as 700,10,1000: {value!r}")
+        raise ValueError(f"SPARK_GC_THRESHOLDS must be three whole numbers >= 0, such as 700,10,10: {value!r}")
     young, middle, full = map(int, parts)
     gc.set_threshold(young, middle, full)

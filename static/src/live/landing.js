@@ -96,17 +96,18 @@ export class Landing {
       if (this.tabs.active !== path) this.tabs.open(path, { focus: false });
       // The tab the page opened only to show something goes: it was nobody's choice.
       if (this.provisional && this.provisional !== path) this.tabs.close(this.provisional);
-      this.settle();
+      this.endProvisional();
     }
   }
 
   // The person opened or picked a file: where they landed is theirs now.
   byHand() {
     this.settled = true;
-    this.settle();
+    this.endProvisional();
   }
 
-  settle() {
+  // The front file is no longer only where the page landed: the others are told.
+  endProvisional() {
     if (this.provisional === null) return;
     this.provisional = null;
     this.tellProvisional(false);
