@@ -7,6 +7,7 @@ teacher and student: test_classroom.py.)"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -141,9 +142,11 @@ def test_who_comes_while_a_collaborator_is_still_landing_takes_the_owners_file(
 
     page.route_web_socket(lambda url: "/ws/" in url, route)
     open_new_workspace(ide_server, page, "landing-late")
+    # a.py stays empty: typed in just before the prompt, its row could follow the document in
+    # the same refresh of the rows (200 ms) as the model's b.py, and a refresh stamps the rows
+    # it changes in the document's order (a.py could come out as the file changed last).
     create_file(page, "a.py")
     page.locator(".cm-content").click()
-    page.keyboard.insert_text("a = 1\n")
     box = page.get_by_label("Prompt")
     box.fill('[rate:2000][say]Here.\n<write path="b.py">\nb = 2\n</write>\n[/say]')
     box.press("Enter")
@@ -151,11 +154,13 @@ def test_who_comes_while_a_collaborator_is_still_landing_takes_the_owners_file(
     page.locator(".tab", has_text="a.py").click()
     front(page, "a.py")
     # The file rows follow the document a moment later: b.py is the file changed last once
-    # the session page says so (what a newcomer's page lands on).
-    page.wait_for_function(
-        """async () => (await (await fetch(location.pathname)).text()).includes('data-last-file="b.py"')""",
-        polling=100, timeout=LIVE_WAIT_MS,
-    )
+    # the session page says so (what a newcomer's page lands on). Polled from here: Playwright's
+    # wait_for_function takes a returned promise as a truthy answer at once.
+    fresh_page = """async () => (await (await fetch(location.pathname)).text()).includes('data-last-file="b.py"')"""
+    deadline = time.monotonic() + LIVE_WAIT_MS / 1000
+    while not page.evaluate(fresh_page):
+        assert time.monotonic() < deadline, "the session page never named b.py as the file changed last"
+        page.wait_for_timeout(100)
 
     holding[0] = True
     with second_person(ide_server, page, chromium, role="collaborator", username="bob") as mate:
