@@ -33,7 +33,7 @@ from spark_ide.ops import native_memory
 from .adapter import ROOMS
 from .daphne_writes import daphne_writer
 from .lookups import on_lookup_thread
-from .services import SessionError, role_for, session_get
+from .services import SocketPlace, socket_place
 from .socket_cap import SocketCap
 from .ws_auth import authorization, who
 
@@ -74,11 +74,8 @@ def _connecting(scope: dict[str, Any], session_id: str) -> tuple[Any, Any, str |
     user = who(scope)
     if user is None or not getattr(user, "is_authenticated", False):
         return user, None, None
-    try:
-        session = session_get(session_id)
-    except SessionError:
-        return user, None, None
-    return user, session, role_for(session=session, user=user)
+    place, role = socket_place(session_id, user)
+    return user, place, role
 
 
 _lookup = on_lookup_thread(_connecting)
@@ -138,7 +135,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             del self.counted
             raise
 
-    async def _open(self, session: Any, user: Any, role: Role) -> None:
+    async def _open(self, session: SocketPlace, user: Any, role: Role) -> None:
         await self.accept()
         self.limits = Limits(
             path_chars=settings.SPARK_MAX_PATH_LENGTH, prompt_chars=settings.SPARK_MAX_PROMPT_CHARS

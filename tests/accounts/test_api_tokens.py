@@ -50,3 +50,18 @@ def test_a_tokens_last_use_is_written_at_most_once_a_minute(user: Any, django_as
     assert api_token_user(key) == user
     again = ApiToken.objects.get().last_used_at
     assert again is not None and again > first  # a minute later it is written again
+
+
+def test_a_tokens_holder_is_the_user_as_the_orm_gives_them(user: Any, django_user_model: Any) -> None:
+    """One statement reads the token and its user's flags; what it leaves out loads when asked
+    for, as a deferred field does. An inactive user's token, or no such token: nobody."""
+    user.email, user.is_staff = "ada@example.org", True
+    user.save()
+    key = api_token_create(user=user, name="script")
+    found = api_token_user(key)
+    assert found is not None and found.pk == user.pk and found.get_username() == user.username
+    assert (found.is_active, found.is_staff, found.is_superuser) == (True, True, False)  # bools, not 1 and 0
+    assert "email" in found.get_deferred_fields() and found.email == "ada@example.org"
+    assert api_token_user(key + "x") is None and api_token_user("") is None and api_token_user("k" * 201) is None
+    django_user_model.objects.filter(pk=user.pk).update(is_active=False)
+    assert api_token_user(key) is None

@@ -13,7 +13,7 @@ from spark_ide.accounts.models import Guest
 from spark_ide.classroom.models import Course, Enrollment
 from spark_ide.classroom.services import course_archive
 from spark_ide.pairing.models import Role
-from spark_ide.pairing.services import role_for, session_get
+from spark_ide.pairing.services import role_for, session_get, socket_place
 
 from .conftest import TEMPLATE, enrol, signed_in
 
@@ -90,8 +90,12 @@ def test_an_archived_course_refuses_new_students_but_keeps_those_enrolled(course
     assert refused.status_code == 403 and "archived" in refused.content.decode()
     assert signed_in(user).get(f"/join/{course.code}").status_code == 403
     assert Enrollment.objects.count() == 1
-    # Someone already enrolled still reaches their copy.
-    assert session_id_of(signed_in(enrolled.student).get(f"/join/{course.code}"))
+    # Someone already enrolled still reaches their copy, read-only: a viewer there, on a
+    # session socket as on its page.
+    session_id = session_id_of(signed_in(enrolled.student).get(f"/join/{course.code}"))
+    assert role_for(session=session_get(session_id), user=enrolled.student) == Role.VIEWER
+    place, role = socket_place(session_id, enrolled.student)
+    assert place is not None and place.workspace_id == enrolled.workspace_id and role == Role.VIEWER
 
 
 def test_the_teacher_cannot_enrol_in_their_own_course(course: Course, teacher: User) -> None:
