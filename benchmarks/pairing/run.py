@@ -58,7 +58,7 @@ TARGETS = {  # issue 12
     "prose_p99_ms_max": 8.0, "steer_ms_p50_max": 1.0, "steer_first_token_p50_ms_max": 5.0,
 }
 # The quick version ``make bench`` runs (about 40 s): fewer and shorter runs, every phase.
-QUICK = ["--tokens", "20000", "--capacity-tokens", "100000", "--reps", "3", "--paced-tokens", "2000", "--steers", "12"]
+QUICK = ["--tokens", "20000", "--capacity-tokens", "100000", "--reps", "9", "--paced-tokens", "2000", "--steers", "12"]
 summary = report.summary
 
 
