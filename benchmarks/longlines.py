@@ -270,14 +270,16 @@ async def measure_pooled(stack: Stack, turn: dict[str, Any], min_samples: int, m
     slowest deltas, which one pause of the process (a collection, the file rows written) sets
     alone, in one take and not the next."""
     takes = [await measure(stack, turn)]
-    while sum(len(take["latencies"]) for take in takes) < min_samples and len(takes) < max_takes:
+    while (takes[-1]["whole"] and sum(len(take["latencies"]) for take in takes) < min_samples
+           and len(takes) < max_takes):  # a broken answer has no latencies: not played again
         takes.append(await measure(stack, turn))
     return pooled(takes)
 
 
 def pooled(takes: list[dict[str, Any]]) -> dict[str, Any]:
     """One turn's takes as one: the deltas' latencies pooled, the server's CPU over all of
-    their tokens, whole only if every take was, the five slowest deltas of them all."""
+    their tokens, whole only if every take was, the five slowest deltas of them all (``tokens``
+    and ``chars``: one take's answer; ``frames`` and ``wall_s``: all the takes')."""
     first = takes[0]
     tokens = first["tokens"] * len(takes)
     latencies = [ms for take in takes for ms in take["latencies"]]

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
+from django.db.models import BooleanField
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -55,7 +56,7 @@ def api_token_user(key: str) -> User | None:
     # One statement, not the ORM's select_related query (0.4 ms of building it, ten times the
     # read: a script's or a storm's every socket makes one). The user comes with the fields a
     # request or a socket reads; any other is loaded if asked for (a deferred field).
-    sql, names = _token_sql()
+    sql, names, flags = _token_sql()
     with connection.cursor() as cursor:
         cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now - TOKEN_USE_RECORDED_EVERY), sha256_hex(key)])
         found = cursor.fetchone()
@@ -63,7 +64,7 @@ def api_token_user(key: str) -> User | None:
         return None
     token_id, stale, *values = found
     # SQLite answers 1 for True: the flags as the ORM would give them.
-    values = [bool(value) if name.startswith("is_") else value for name, value in zip(names, values, strict=True)]
+    values = [bool(value) if flag else value for flag, value in zip(flags, values, strict=True)]
     user = User.from_db(connection.alias, names, values)
     if not user.is_active:
         return None
@@ -79,14 +80,16 @@ TOKEN_USER_FIELDS = frozenset({"id", "username", "first_name", "is_active", "is_
 
 
 @functools.cache
-def _token_sql() -> tuple[str, list[str]]:
-    """``api_token_user``'s statement, named from the models, and the user's fields it reads
-    (``TOKEN_USER_FIELDS`` in the model's order, as ``Model.from_db`` takes them): the token's
-    id, whether its last use is no later than the first parameter (or none), those fields."""
+def _token_sql() -> tuple[str, tuple[str, ...], tuple[bool, ...]]:
+    """``api_token_user``'s statement, named from the models, the user's fields it reads
+    (``TOKEN_USER_FIELDS`` in the model's order, as ``Model.from_db`` takes them), and which of
+    them are flags: the token's id, whether its last use is no later than the first parameter
+    (or none), those fields."""
     quote = connection.ops.quote_name
     token, user = ApiToken._meta, User._meta
     read = [field for field in user.concrete_fields if field.attname in TOKEN_USER_FIELDS]
-    names = [field.attname for field in read]
+    names = tuple(field.attname for field in read)
+    flags = tuple(isinstance(field, BooleanField) for field in read)
     used = quote(token.get_field("last_used_at").column)
     fields = ", ".join(f"u.{quote(field.column)}" for field in read)
     joined = f"{quote(user.db_table)} u ON u.{quote(user.pk.column)} = t.{quote(token.get_field('user').column)}"
@@ -94,7 +97,7 @@ def _token_sql() -> tuple[str, list[str]]:
         f"SELECT t.{quote(token.pk.column)}, CASE WHEN t.{used} IS NULL OR t.{used} <= %s THEN 1 ELSE 0 END, "  # noqa: S608
         f"{fields} FROM {quote(token.db_table)} t JOIN {joined} WHERE t.{quote(token.get_field('digest').column)} = %s"
     )
-    return sql, names
+    return sql, names, flags
 
 
 def user_from_authorization(header: str) -> User | None:

@@ -123,10 +123,10 @@ class SocketPlace:
 
 def socket_place(session_id: str, user: Any) -> tuple[SocketPlace | None, str | None]:
     """The session a socket connects to and the user's role in it (``role_for``), in one
-    statement: (None, None) for no such session. A reconnect storm (a server restart: every
-    page at once) makes one per socket; through the ORM, the session, then the participant,
-    cost some 0.6 ms of query building on the one thread every socket's lookups share, ten
-    times this."""
+    statement (and ``archived_copy``'s, for a role above viewer): (None, None) for no such
+    session. A reconnect storm (a server restart: every page at once) makes one per socket;
+    through the ORM, the session, then the participant, cost some 0.6 ms of query building on
+    the one thread every socket's lookups share, ten times this."""
     try:
         wanted = uuid.UUID(str(session_id))
     except ValueError:

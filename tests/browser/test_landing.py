@@ -156,7 +156,8 @@ def test_who_comes_while_a_collaborator_is_still_landing_takes_the_owners_file(
     # The file rows follow the document a moment later: b.py is the file changed last once
     # the session page says so (what a newcomer's page lands on). Polled from here: Playwright's
     # wait_for_function takes a returned promise as a truthy answer at once.
-    fresh_page = """async () => (await (await fetch(location.pathname)).text()).includes('data-last-file="b.py"')"""
+    fresh_page = """async () => (await (await fetch(location.pathname, { signal: AbortSignal.timeout(5000) })).text())
+        .includes('data-last-file="b.py"')"""
     deadline = time.monotonic() + LIVE_WAIT_MS / 1000
     while not page.evaluate(fresh_page):
         assert time.monotonic() < deadline, "the session page never named b.py as the file changed last"
