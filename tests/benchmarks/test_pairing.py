@@ -49,6 +49,8 @@ def test_it_relays_every_token_and_its_figures_obey_the_stack() -> None:
     # The engine waits its TTFT before the new turn's first token: the client cannot see it sooner.
     first_token = steer["client_first_token_minus_ttft_ms"]
     assert _is_summary(first_token) and first_token["p50"] >= 0
+    ide_share = steer["client_first_token_minus_model_ms"]  # less the model's measured time to first token
+    assert _is_summary(ide_share) and ide_share["p50"] >= 0
     for part in ("client_to_reprompt_ms", "relay_ms"):
         assert steer["parts_of_first_token_ms"][part]["p50"] >= 0
     assert figures["late_events"] == 0
