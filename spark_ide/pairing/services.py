@@ -139,7 +139,7 @@ def socket_place(session_id: str, user: Any) -> tuple[SocketPlace | None, str | 
     if found is None:
         return None, None
     workspace_value, owner_id, held = found
-    workspace_id = workspace_value if isinstance(workspace_value, uuid.UUID) else uuid.UUID(str(workspace_value))
+    workspace_id = Workspace._meta.pk.to_python(workspace_value)  # SQLite keeps it as hex text
     return SocketPlace(wanted, workspace_id), _role(user.pk, owner_id, held, workspace_id)
 
 
