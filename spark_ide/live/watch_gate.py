@@ -3,8 +3,9 @@ answer goes through on its way into the files.
 
 ``WatchGate`` applies each delta of a turn to the document with the turn's ``TurnWatch``
 reading the code it commits; with the watchdog on, a delta of several lines that may end a
-block goes in line by line, so that a flaw on a line is caught before the end of its block
-applies it (a halt rolls back only the block in flight). Flagged findings go to the
+block goes in cut before and after each line that may end one (a tool call's input, whose
+every line may end a hunk, line by line), so that a flaw on a line is caught before the end
+of its block applies it (a halt rolls back only the block in flight). Flagged findings go to the
 transcript; a halting one is handed to the Pilot's command loop (``GuardHalt``), which ends
 the turn and re-prompts the model with the correction this gate writes (``correction``), or,
 after ``max_corrections`` in a chain, stops it. Completed top-level blocks go to bandit in the
@@ -63,6 +64,28 @@ def _last_progress(events: list[EditEvent]) -> list[EditEvent]:
     ]
 
 
+def block_end_pieces(tail: str, text: str) -> list[str]:
+    """``text`` cut around each of its lines that may end a block (``tail``: the text before
+    it, for a marker cut in two at its start): the lines between such lines go in together,
+    one transaction for all of them (a delta of 100 code lines was 100), and the watchdog
+    still reads every line before any line that may end its block is applied."""
+    pieces: list[str] = []
+    start = 0
+    at = 0
+    before = tail
+    for line in text.splitlines(keepends=True):
+        if may_end_a_block(before + line):
+            if at > start:
+                pieces.append(text[start:at])
+            pieces.append(line)
+            start = at + len(line)
+        at += len(line)
+        before = ""
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
 class WatchGate:
     """``room``: the room's watchdog (its rules, its post-turn scan); ``publish``: the room's
     turn events; ``halt``: hands a halt to the Pilot's command loop; ``running``: the turn the
@@ -103,6 +126,7 @@ class WatchGate:
         halted the turn. ``feed``: where the delta goes when it is not answer text (a tool
         call's input, ``rounds.ToolRounds.delta``); any of its lines may end a hunk."""
         watch = run.watch
+        tail: str | None = None  # None: any line may end a hunk
         if feed is None:
             feed = run.editor.feed
             tail, run.tail = run.tail, text[-BLOCK_END_CHARS:]
@@ -123,7 +147,8 @@ class WatchGate:
             return self._watch(run, new) if new or watch.lines_ended else False
         held: list[EditEvent] = []
         found: list[Finding] = []
-        for piece in text.splitlines(keepends=True):
+        pieces = text.splitlines(keepends=True) if tail is None else block_end_pieces(tail, text)
+        for piece in pieces:
             edits = feed(piece)
             held += edits
             code = run.editor.take_code()
