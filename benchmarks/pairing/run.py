@@ -10,7 +10,11 @@ nothing for Yjs and only counts binary frames. Phases (``--phases``, all by defa
   over ``--reps`` alternating runs through the IDE and the bare relay, their ratio, and zero
   loss (the deltas concatenate to exactly the scripted text; the written file, read over
   HTTP, holds exactly the block's content);
-* ``capacity``: the same with ``--capacity-tokens`` and the engine unpaced, each relay's ceiling;
+* ``capacity``: the same with ``--capacity-tokens`` and the engine unpaced, each relay's ceiling,
+  counted end to end: tokens / (last delta at the client - the answer's first delta at the tap).
+  The client's first -> last delta alone credits a relay that merges for sending its first
+  frame late (the IDE's first frame left at a different point of the answer from run to run:
+  3.1 to 6.7 million tokens/s within one run);
 * ``latency``: at 1,000 tokens/s, for each upstream delta, when the client held the character
   that completes it minus when the tap saw its frame (p50/p99/max; overall, prose, edit block),
   and the rate the client received the turn at;
@@ -160,21 +164,41 @@ def cpu_ns(pid: int) -> tuple[int, int]:
 CPU_SETTLE_S = 0.3
 
 
+def end_to_end_rate(turn: Turn, upstream: list[tuple[float, str]] | None) -> float | None:
+    """Tokens / (last delta at the client - the answer's first delta at the tap): from the
+    model having the first token ready to the person having the last, whatever the relay
+    merges (a relay that sends its first frame late is not credited for it)."""
+    if not upstream or not turn.deltas:
+        return None
+    span = turn.deltas[-1][0] - upstream[0][0]
+    return round(len(split_tokens(turn.text)) / span, 1) if span > 0 else None
+
+
 async def throughput_run(
-    browser: Browser, script: str, expected: str, rate: float, server_pid: int | None = None
+    browser: Browser, script: str, expected: str, rate: float, server_pid: int | None = None,
+    tap: FrameTap | None = None,
 ) -> dict[str, Any]:
     """One turn; with ``server_pid``, the relay's CPU milliseconds per 1,000 tokens over it (the
     load-independent side of a run: CPU time shifts less with other work on the machine)."""
     began = cpu_ns(server_pid) if server_pid is not None else (0, 0)
-    turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
+    if tap is not None:
+        tap.recording = []
+    try:
+        turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
+    finally:
+        frames = tap.recording if tap is not None else None
+        if tap is not None:
+            tap.recording = None
     cpu_ms_per_1k: list[float | None] = [None, None]  # the process, its event loop's thread
     if server_pid is not None:
         await asyncio.sleep(CPU_SETTLE_S)
         tokens = max(len(split_tokens(turn.text)), 1)
         ended = cpu_ns(server_pid)
         cpu_ms_per_1k = [round((ended[i] - began[i]) / 1e3 / tokens, 4) for i in (0, 1)]
+    upstream = upstream_answer(frames, turn.text) if frames else None
     return {
         "tokens_per_s": client_rate(turn),
+        "end_to_end_tokens_per_s": end_to_end_rate(turn, upstream),
         "lossless": turn.text == expected and turn.finished["status"] == TurnStatus.COMPLETED,
         "frames": len(turn.deltas),
         "server_tokens_per_s": turn.finished.get("metrics", {}).get("tokens_per_s"),
@@ -205,16 +229,21 @@ async def measure_throughput(
     for rep in range(reps):
         for name, browser in (("ide", ide), ("bare", bare)):
             script = f"{load.name}-{rep + 1}"
-            runs[name].append(await throughput_run(browser, script, texts[script], load.rate, pids[name]))
+            runs[name].append(await throughput_run(browser, script, texts[script], load.rate, pids[name], stack.tap))
             progress(f"{script} at rate {load.rate:g}, {name}: {runs[name][-1]['tokens_per_s']} tokens/s")
     expected = write_body(load.salt + reps)
     written = await stack.file_text(workspace_id, WRITE_PATH, expected)
     ide_median, bare_median = _medians(runs["ide"], "tokens_per_s"), _medians(runs["bare"], "tokens_per_s")
+    ide_e2e = _medians(runs["ide"], "end_to_end_tokens_per_s")
+    bare_e2e = _medians(runs["bare"], "end_to_end_tokens_per_s")
     return {
         "engine_rate": load.rate,
         "tokens": len(split_tokens(texts[f"{load.name}-1"])),
         "ide_tokens_per_s": ide_median,
         "bare_tokens_per_s": bare_median,
+        "ide_end_to_end_tokens_per_s": ide_e2e,
+        "bare_end_to_end_tokens_per_s": bare_e2e,
+        "end_to_end_ratio": round(ide_e2e / bare_e2e, 3) if ide_e2e and bare_e2e else None,
         "ratio": round(ide_median / bare_median, 3) if ide_median and bare_median else None,
         "ide_server_tokens_per_s": _medians(runs["ide"], "server_tokens_per_s"),
         "ide_server_cpu_ms_per_1k_tokens": _medians(runs["ide"], "server_cpu_ms_per_1k_tokens", 3),
@@ -390,12 +419,16 @@ def rows(figures: dict[str, Any]) -> list[report.Row]:
         ))
     if capacity is not None:
         cpu = {relay: capacity[f"{relay}_server_cpu_ms_per_1k_tokens"] for relay in ("ide", "bare")}
+        ratio = capacity["end_to_end_ratio"]
         out.append(report.row(
-            "relay capacity, engine unpaced: ratio to the bare relay", capacity["ratio"],
-            baseline=capacity["bare_tokens_per_s"], ratio=capacity["ratio"],
+            "relay capacity, engine unpaced: ratio to the bare relay, the model's first token at the tap -> "
+            "the last at the client", ratio,
+            baseline=capacity["bare_end_to_end_tokens_per_s"], ratio=ratio,
             target=f">= {TARGETS['capacity_ratio_min']}",
-            met=report.at_least(capacity["ratio"], TARGETS["capacity_ratio_min"]),
-            note=f"IDE {capacity['ide_tokens_per_s']} vs bare {capacity['bare_tokens_per_s']} tokens/s (medians); "
+            met=report.at_least(ratio, TARGETS["capacity_ratio_min"]),
+            note=f"IDE {capacity['ide_end_to_end_tokens_per_s']} vs bare {capacity['bare_end_to_end_tokens_per_s']} "
+            f"tokens/s (medians); the client's first -> last delta alone {capacity['ratio']} "
+            f"({capacity['ide_tokens_per_s']} vs {capacity['bare_tokens_per_s']}); "
             f"server CPU {cpu['ide']} vs {cpu['bare']} ms per 1,000 tokens",
         ))
     latency = figures.get("latency_1000_tps")

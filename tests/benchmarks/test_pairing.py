@@ -35,6 +35,10 @@ def test_it_relays_every_token_and_its_figures_obey_the_stack() -> None:
         through: Any = figures[name]
         assert through["zero_loss"] is True
         assert through["edit_applied"] is True
+        for relay in ("ide", "bare"):  # from the first token at the tap: never faster than the client's own span
+            for run in through["runs"][relay]:  # (one merged frame: that span is from turn.started)
+                assert run["end_to_end_tokens_per_s"] > 0
+                assert run["frames"] == 1 or run["end_to_end_tokens_per_s"] <= run["tokens_per_s"]
     latency: Any = figures["latency_1000_tps"]
     for relay in ("ide", "bare"):
         assert latency[relay]["lossless"] is True

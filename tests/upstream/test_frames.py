@@ -16,6 +16,7 @@ from spark_ide.upstream.frames import (
     Other,
     SteerAccepted,
     SteerFailed,
+    loads,
     parse_frame,
     parse_usage,
     read_frame,
@@ -193,3 +194,23 @@ def test_other_items_and_the_calls_a_response_lists() -> None:
 def test_a_tool_event_that_breaks_the_protocol_is_malformed(raw: str) -> None:
     with pytest.raises(MalformedFrame):
         parse_frame(raw)
+
+
+@pytest.mark.parametrize("raw", [
+    '{"a": "\\ud800"}',  # a lone surrogate escape: orjson refuses it
+    '{"a": NaN, "b": -Infinity}',
+    '{"a": "\\ud83d\\ude00", "b": [1, 2.5, null, true], "c": {"d": "e\\n"}}',
+    '{"a": 1, "a": 2}',
+])
+def test_a_frame_is_read_as_json_reads_it(raw: str) -> None:
+    assert json.dumps(loads(raw)) == json.dumps(json.loads(raw))
+
+
+def test_a_text_delta_with_a_lone_surrogate_is_read_as_before() -> None:
+    assert read_frame('{"type": "response.output_text.delta", "delta": "a\\ud800b"}') == "a\ud800b"
+
+
+def test_a_number_past_64_bits_where_a_string_belongs_is_a_malformed_frame() -> None:
+    raw = '{"type": "response.created", "response": {"id": 12345678901234567890123}}'
+    with pytest.raises(MalformedFrame):
+        read_frame(raw)
