@@ -62,7 +62,10 @@ TARGETS = {  # issue 12
     "prose_p99_ms_max": 8.0, "steer_ms_p50_max": 1.0, "steer_first_token_p50_ms_max": 5.0,
 }
 # The quick version ``make bench`` runs (about 40 s): fewer and shorter runs, every phase.
-QUICK = ["--tokens", "20000", "--capacity-tokens", "100000", "--reps", "9", "--paced-tokens", "2000", "--steers", "12"]
+QUICK = [
+    "--tokens", "20000", "--capacity-tokens", "100000", "--reps", "9", "--capacity-reps", "25",
+    "--paced-tokens", "2000", "--steers", "12",
+]
 summary = report.summary
 
 
@@ -127,8 +130,8 @@ def scripts(args: argparse.Namespace) -> dict[str, str]:
     texts = {"paced": bulk(args.paced_tokens, salt=PACED_SALT, seed=3), "long": prose(5_000, salt=5)}
     for k in range(args.reps + 1):  # bulk-0 warms up
         texts[f"bulk-{k}"] = bulk(args.tokens, salt=k)
-        if k:
-            texts[f"capacity-{k}"] = bulk(args.capacity_tokens, salt=CAPACITY_SALT + k)
+    for k in range(1, args.capacity_reps + 1):
+        texts[f"capacity-{k}"] = bulk(args.capacity_tokens, salt=CAPACITY_SALT + k)
     return texts
 
 
@@ -493,7 +496,9 @@ async def measure(args: argparse.Namespace, texts: dict[str, str], stack: Stack)
             figures["throughput"] = await measure_throughput(ide, bare, load, texts, args.reps, stack, workspace_id)
         if "capacity" in args.phases:
             load = Load("capacity", UNPACED_RATE, salt=CAPACITY_SALT)
-            figures["capacity"] = await measure_throughput(ide, bare, load, texts, args.reps, stack, workspace_id)
+            figures["capacity"] = await measure_throughput(
+                ide, bare, load, texts, args.capacity_reps, stack, workspace_id
+            )
         if "latency" in args.phases:
             figures["latency_1000_tps"] = {
                 "ide": await measure_latency(ide, stack.tap, texts["paced"]),
@@ -528,7 +533,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures["rows"] = rows(figures)
     figures["charts"] = charts(samples)
     figures["setup"] = setup.finish(
-        reps=args.reps, paced_tokens=args.paced_tokens, tokens=args.tokens, capacity_tokens=args.capacity_tokens,
+        reps=args.reps, capacity_reps=args.capacity_reps, paced_tokens=args.paced_tokens, tokens=args.tokens,
+        capacity_tokens=args.capacity_tokens,
         phases=sorted(args.phases), steers=args.steers,
     )
     return figures
@@ -540,7 +546,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--capacity-tokens", type=int, default=200_000, help="prose tokens for the unpaced (capacity) runs"
     )
-    parser.add_argument("--reps", type=int, default=5, help="throughput and capacity runs per relay (median)")
+    parser.add_argument("--reps", type=int, default=5, help="throughput runs per relay (median)")
+    parser.add_argument(
+        "--capacity-reps", type=int, default=None,
+        help="capacity runs per relay (median; default --reps). A run is some 25 ms at the client, which one "
+        "pause of the process (a garbage collection, another process) can double: more runs steady the median",
+    )
     parser.add_argument(
         "--paced-tokens", type=int, default=2_000, help="prose tokens (then a write block) streamed at 1,000 tokens/s"
     )
@@ -553,7 +564,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.phases = set(filter(None, args.phases.split(",")))
     if not args.phases or not args.phases <= set(PHASES):
         parser.error(f"--phases takes a comma-separated subset of {', '.join(PHASES)}")
-    if min(args.tokens, args.capacity_tokens, args.reps, args.paced_tokens, args.steers) < 1 or args.steer_ttft_ms < 0:
+    if args.capacity_reps is None:
+        args.capacity_reps = args.reps
+    sizes = (args.tokens, args.capacity_tokens, args.reps, args.capacity_reps, args.paced_tokens, args.steers)
+    if min(sizes) < 1 or args.steer_ttft_ms < 0:
         parser.error("sizes must be >= 1 and --steer-ttft-ms >= 0")
     return args
 
