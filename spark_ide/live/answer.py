@@ -248,10 +248,15 @@ class AnswerReader:
         """Publish and apply a delta (with those waiting behind it, up to the quota): whether
         the watchdog halted the turn, and what else ends it (a loop, the quota)."""
         text = run.take_delta(delta, self._policy.tokens_left(run.streamed_tokens + 1))
+        # A step that makes the answer a loop is shown and applied up to where it became one
+        # (a step of deltas taken together may hold many more of its cycles).
+        looped = run.repetition.loop_end(text)
+        if looped is not None:
+            text = text[:looped]
         self._publish(TurnDelta(turn=run.id, text=text))
         if self._watchdog.apply(run, text):
             return True, None
-        if run.repetition.feed(text):
+        if looped is not None:
             return False, Ending(
                 TurnStatus.CANCELLED, FinishReason.REPETITION, "the model was repeating itself; it was stopped",
                 upstream_running=True,

@@ -59,12 +59,20 @@ class RepetitionGuard:
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
+        return self.loop_end(text) is not None
+
+    def loop_end(self, text: str) -> int | None:
+        """Take more of the answer: None while it is no loop, else how much of ``text`` it took
+        to become one (through the line that completed a cycle; all of it for a loop inside a
+        line). A step of many lines is cut there, so it shows no more of the loop."""
         line = self._line
         done = line.feed(text)  # most deltas end no line
-        if done and self._cycle_in(done):
-            return True
+        if done:
+            looped = self._cycle_in(done)
+            if looped is not None:
+                return _after_line(text, looped)  # ``done[i]`` ends at the text's i-th line end
         if line.length < LONG_LINE:
-            return False
+            return None
         # Inside a long line (here, not in a method of its own: this runs at every delta):
         # a loop of period p puts the line's last MIN_FRAGMENT characters p characters back
         # too, so only the periods where they are found are compared.
@@ -75,12 +83,13 @@ class RepetitionGuard:
         found = tail.rfind(probe, lowest, edge)  # the nearest: the shortest period
         while found >= lowest:
             if repeats_at_end(tail, edge - found):
-                return True
+                return len(text)
             found = tail.rfind(probe, lowest, found + MIN_FRAGMENT - 1)
-        return False
+        return None
 
-    def _cycle_in(self, done: list[str]) -> bool:
-        """Take the lines ``done`` completed: whether the answer became a loop at any of them.
+    def _cycle_in(self, done: list[str]) -> int | None:
+        """Take the lines ``done`` completed: the index in ``done`` of the first at which the
+        answer became a loop, if any.
 
         A cycle of any period repeats its last line within the ``MAX_PERIOD`` lines before it,
         and most lines of most answers equal none of them: a group of ``MAX_PERIOD`` new lines
@@ -100,10 +109,10 @@ class RepetitionGuard:
                     continue
             for at in range(group, min(end, group + step)):
                 if lines[at] in lines[max(0, at - MAX_PERIOD) : at] and self._looping_at(at):
-                    return True
+                    return at - start
         if end > 2 * KEPT_LINES:  # trimmed now and then, never below what a cycle check reads
             del lines[:-KEPT_LINES]
-        return False
+        return None
 
     def _looping_at(self, at: int) -> bool:
         """Whether the kept lines up to line ``at`` end in a cycle (line ``at`` equals one of the
@@ -124,3 +133,11 @@ class RepetitionGuard:
             if all(lines[first + i] == cycle[i % period] for i in range(span)):
                 return True
         return False
+
+
+def _after_line(text: str, index: int) -> int:
+    """The offset just past the ``index``-th (0-based) line end in ``text``."""
+    at = -1
+    for _ in range(index + 1):
+        at = text.index("\n", at + 1)
+    return at + 1

@@ -26,8 +26,10 @@ from .usage import TurnUsage
 # Behind the model (its deltas wait), the Pilot takes up to this many characters of them in
 # one step: the work per step (publish, apply, watchdog, guard, policy) is then shared by
 # many tokens, so a busy process spends less per token the busier it is; the watchdog still
-# reads a step line by line, the guard stops a loop within a step.
-MERGED_CHARS = 512
+# reads a step up to each line that may end a block before that line, and a step that makes
+# the answer a loop is cut where it became one. 512 until 2026-11-29: 4,096 took the
+# capacity run's server from 0.235-0.289 to 0.221-0.240 ms of its loop per 1,000 tokens.
+MERGED_CHARS = 4096
 
 
 def new_turn_id() -> str:

@@ -24,6 +24,7 @@ from spark_ide.live.events import (
     TurnStarted,
 )
 from spark_ide.live.policy import AiMode, AiPolicy
+from spark_ide.live.turns import MERGED_CHARS
 from tests.support.pilot_rig import pilot_rig, prompt_of
 from tests.support.room_rig import room_rig
 from tests.support.waits import eventually
@@ -115,14 +116,16 @@ async def test_the_watchdog_halts_a_flaw_as_it_is_written_and_re_prompts_the_mod
         turn = rig.prompt("write find")
         stream = await rig.model.next_stream()
         stream.delta(VULNERABLE)
-        for line in range(40):  # more of the answer, waiting behind the halting line
+        for line in range(100):  # more of the answer (9 KB), waiting behind the halting line
             stream.delta(f"# more of the answer, line {line:02}: " + "x" * 60 + "\n")
         halted = await rig.published.until(GuardFinding, lambda event: event.action == "halted")
         assert (halted.turn, halted.rule, halted.path, halted.line) == (turn, "sql-format", "users.py", 2)
         finished = await rig.finished(turn)
         assert (finished.status, finished.reason, finished.by) == ("steered", "guard_halt", "watchdog")
-        # The answer is not read past the step that halted (what waited went in that one step).
-        assert "line 39" not in rig.answer(turn)
+        # The answer is not read past the step that halted (what waited went in that one step:
+        # whole deltas, up to the one that passes MERGED_CHARS).
+        more = len(f"# more of the answer, line 00: {'x' * 60}\n")
+        assert "line 99" not in rig.answer(turn) and len(rig.answer(turn)) <= len(VULNERABLE) + MERGED_CHARS + more
         assert "fetchall" not in rig.texts().get("users.py", "")  # nothing past the halting line
         assert "users.py" not in rig.texts()  # its block was rolled back
         correction = await rig.started(lambda event: event.steered_from == turn)

@@ -217,3 +217,34 @@ def test_a_million_character_line_costs_each_delta_the_same(monkeypatch: pytest.
     assert len(calls) <= deltas  # on average under one per delta
     assert max(calls) <= 2 * WINDOW  # each over the kept tail, never the line
     assert len(guard._line.tail(WINDOW)) <= WINDOW
+
+
+def _loop_offset_line_by_line(text: str) -> int | None:
+    """Where a guard fed ``text`` a line at a time says it became a loop (the end of that line)."""
+    guard, at = RepetitionGuard(), 0
+    for line in text.splitlines(keepends=True):
+        at += len(line)
+        if guard.feed(line):
+            return at
+    return None
+
+
+@pytest.mark.parametrize("cycle", [
+    ["Turn 2a3ff0b1a1e6: no edit blocks.\n"],
+    ["def f():\n", "    return compute_the_value()\n", "\n"],
+])
+def test_a_step_of_many_cycles_is_cut_where_the_answer_became_a_loop(cycle: list[str]) -> None:
+    text = "Here is the plan.\nfirst\n" + "".join(cycle) * 30 + "and after\n"
+    end = RepetitionGuard().loop_end(text)  # the whole answer in one step, as a Pilot far behind takes it
+    assert end is not None and end == _loop_offset_line_by_line(text)
+    assert text[:end].endswith(cycle[-1]) and text[:end].count(cycle[0]) == MIN_REPEATS
+    guard = RepetitionGuard()  # the same where the loop completes in a later step
+    assert end > 200 and guard.loop_end(text[:200]) is None
+    assert guard.loop_end(text[200:]) == end - 200
+
+
+def test_a_loop_inside_a_long_line_takes_the_whole_step_and_no_loop_takes_none() -> None:
+    guard = RepetitionGuard()
+    assert guard.loop_end("word " * 100 + "\nplain prose, " + "ab cd " * 10) is None
+    step = "x" * 10 + "the same fragment! " * 60
+    assert guard.loop_end(step) == len(step)
