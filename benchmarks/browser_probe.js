@@ -31,6 +31,24 @@
     bench.longTasks = null; // not supported: reported as such, never as zero
   }
 
+  // Frames that took over 50 ms (Long Animation Frames): what ran in them, so a long gap
+  // between frames says where its time went (null where the API is missing).
+  bench.longFrames = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        bench.longFrames.push({
+          start: entry.startTime,
+          ms: entry.duration,
+          styleAndLayoutMs: entry.startTime + entry.duration - entry.styleAndLayoutStart,
+          scripts: entry.scripts.map((script) => [script.invoker, script.duration]),
+        });
+      }
+    }).observe({ type: "long-animation-frame", buffered: true });
+  } catch {
+    bench.longFrames = null;
+  }
+
   const onFrame = (at) => {
     if (bench.recording) {
       bench.frames += 1;
@@ -113,6 +131,8 @@
       swaps: swaps.map(([from, to, target]) => [to - from, target]),
       socketFrames: bench.socketFrames,
       binaryFrames: bench.binaryFrames,
+      longFrames: bench.longFrames === null ? null
+        : bench.longFrames.filter(({ start }) => start >= bench.startAt && start <= bench.endAt),
     };
   };
 

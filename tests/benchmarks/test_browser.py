@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.browser import CHROMIUM, main
+from benchmarks.browser import CHROMIUM, _longest_note, longest_frame, main
 from tests.conftest import require
 
 pytestmark = pytest.mark.browser
@@ -37,6 +37,8 @@ def test_it_measures_the_live_page_against_the_bare_page() -> None:
         assert 0 < run["fps"] <= 1000 / 8  # no screen draws faster than 120 Hz
         assert run["max_gap_ms"] >= run["p99_gap_ms"] > 0
         assert run["long_tasks"] is not None and run["long_tasks"] >= 0  # the API is there: never None
+        frame = run["longest_frame"]  # a frame over 50 ms, if any, with what ran in it
+        assert frame is None or (frame["ms"] >= 50 and all(ms >= 0 for _, ms in frame["scripts"]))
     # The IDE page gets the written file as Yjs updates; the bare relay sends only text.
     assert runs["ide"]["runs"][0]["binary_frames"] > 0
     assert runs["bare"]["runs"][0]["binary_frames"] == 0
@@ -53,3 +55,19 @@ def test_it_measures_the_live_page_against_the_bare_page() -> None:
     assert any(name.startswith("long tasks") for name in figures_named)
     assert any(name.startswith("editor holds") for name in figures_named)
     assert set(figures["charts"]) == {"browser_long_tasks", "browser_fps", "browser_max_frame_gap"}
+
+
+def test_the_longest_frame_says_what_ran_in_it() -> None:
+    frames = [
+        {"start": 1.0, "ms": 55.0, "styleAndLayoutMs": 5.0, "scripts": [["FrameRequestCallback", 30.0]]},
+        {"start": 9.0, "ms": 70.46, "styleAndLayoutMs": 7.91,
+         "scripts": [["TimerHandler:setTimeout", 11.6], ["DOMWebSocket.onmessage", 22.3]]},
+    ]
+    frame = longest_frame(frames)
+    assert frame == {"ms": 70.5, "style_and_layout_ms": 7.9,
+                     "scripts": [("DOMWebSocket.onmessage", 22.3), ("TimerHandler:setTimeout", 11.6)]}
+    assert longest_frame([]) is None and longest_frame(None) is None
+    note = _longest_note([{"longest_frame": frame}, {"longest_frame": None}])
+    assert note == ("its longest frame 70.5 ms: DOMWebSocket.onmessage 22.3, TimerHandler:setTimeout 11.6; "
+                    "style and layout 7.9")
+    assert _longest_note([{"longest_frame": None}]) == "no frame over 50 ms"
