@@ -184,14 +184,8 @@ async def throughput_run(
     """One turn; with ``server_pid``, the relay's CPU milliseconds per 1,000 tokens over it (the
     load-independent side of a run: CPU time shifts less with other work on the machine)."""
     began = cpu_ns(server_pid) if server_pid is not None else (0, 0)
-    if tap is not None:
-        tap.recording = []
-    try:
+    with tap.recorded() if tap is not None else contextlib.nullcontext(None) as frames:
         turn = await play(browser, f"[script:{script}][rate:{rate:g}][ttft:0]")
-    finally:
-        frames = tap.recording if tap is not None else None
-        if tap is not None:
-            tap.recording = None
     cpu_ms_per_1k: list[float | None] = [None, None]  # the process, its event loop's thread
     if server_pid is not None:
         await asyncio.sleep(CPU_SETTLE_S)
@@ -295,11 +289,8 @@ def upstream_answer(frames: list[Tapped], text: str) -> list[tuple[float, str]] 
 
 
 async def measure_latency(browser: Browser, tap: FrameTap, expected: str) -> dict[str, Any]:
-    tap.recording = []
-    try:
+    with tap.recorded() as frames:
         turn = await play(browser, f"[script:paced][rate:{PACED_RATE}][ttft:0]")
-    finally:
-        frames, tap.recording = tap.recording, None
     upstream = upstream_answer(frames, turn.text)
     lossless = turn.text == expected and upstream is not None
     latencies = added_latency_ms(upstream, turn.deltas) if upstream is not None and lossless else []
@@ -339,14 +330,13 @@ async def steer_once(browser: Browser, tap: FrameTap, index: int, ttft_ms: float
     await asyncio.sleep((5 + index * 7 % 40) / 1000)  # vary where in the 16 ms frame we land
     said = f"steered answer number {index}"
     mark = len(browser.events)
-    tap.recording = []
-    sent = await browser.send({"type": "steer", "text": f"[say]{said}[/say][rate:{PACED_RATE}][ttft:{ttft_ms:g}]"})
-    began = await browser.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, mark)
-    new = browser.events[began][1]["turn"]
-    first = await browser.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, began)
-    steered = await browser.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, began)
-    turn = await take_turn(browser, new, began)
-    frames, tap.recording = tap.recording, None
+    with tap.recorded() as frames:
+        sent = await browser.send({"type": "steer", "text": f"[say]{said}[/say][rate:{PACED_RATE}][ttft:{ttft_ms:g}]"})
+        began = await browser.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, mark)
+        new = browser.events[began][1]["turn"]
+        first = await browser.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, began)
+        steered = await browser.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, began)
+        turn = await take_turn(browser, new, began)
     asked, answered = upstream_steer_times(frames, said)
     received = browser.events[first][0]
     return {

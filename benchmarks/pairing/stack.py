@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -123,6 +124,16 @@ class FrameTap:
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
         return self.port
+
+    @contextlib.contextmanager
+    def recorded(self) -> Iterator[list[Tapped]]:
+        """The text frames that pass while the block runs, in the list it is given."""
+        frames: list[Tapped] = []
+        self.recording = frames
+        try:
+            yield frames
+        finally:
+            self.recording = None
 
     @property
     def port(self) -> int:
