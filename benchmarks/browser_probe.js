@@ -41,7 +41,12 @@
           start: entry.startTime,
           ms: entry.duration,
           styleAndLayoutMs: entry.startTime + entry.duration - entry.styleAndLayoutStart,
-          scripts: entry.scripts.map((script) => [script.invoker, script.duration]),
+          // Who ran, for how long, of which forced style and layout, and where (the function
+          // and its place in the bundle: named with an unminified --bundle).
+          scripts: entry.scripts.map((script) => [
+            script.invoker, script.duration, script.forcedStyleAndLayoutDuration,
+            `${script.sourceFunctionName || "?"}@${script.sourceCharPosition}`,
+          ]),
         });
       }
     }).observe({ type: "long-animation-frame", buffered: true });

@@ -38,7 +38,8 @@ def test_it_measures_the_live_page_against_the_bare_page() -> None:
         assert run["max_gap_ms"] >= run["p99_gap_ms"] > 0
         assert run["long_tasks"] is not None and run["long_tasks"] >= 0  # the API is there: never None
         frame = run["longest_frame"]  # a frame over 50 ms, if any, with what ran in it
-        assert frame is None or (frame["ms"] >= 50 and all(ms >= 0 for _, ms in frame["scripts"]))
+        assert frame is None or (frame["ms"] >= 50 and all(ms >= forced >= 0 for _, ms, forced, _ in frame["scripts"]))
+        assert frame is None or frame in run["long_frames"]
     # The IDE page gets the written file as Yjs updates; the bare relay sends only text.
     assert runs["ide"]["runs"][0]["binary_frames"] > 0
     assert runs["bare"]["runs"][0]["binary_frames"] == 0
@@ -59,13 +60,15 @@ def test_it_measures_the_live_page_against_the_bare_page() -> None:
 
 def test_the_longest_frame_says_what_ran_in_it() -> None:
     frames = [
-        {"start": 1.0, "ms": 55.0, "styleAndLayoutMs": 5.0, "scripts": [["FrameRequestCallback", 30.0]]},
+        {"start": 1.0, "ms": 55.0, "styleAndLayoutMs": 5.0, "scripts": [["FrameRequestCallback", 30.0, 0, "run@9"]]},
         {"start": 9.0, "ms": 70.46, "styleAndLayoutMs": 7.91,
-         "scripts": [["TimerHandler:setTimeout", 11.6], ["DOMWebSocket.onmessage", 22.3]]},
+         "scripts": [["TimerHandler:setTimeout", 11.6, 2.04, "activate@120"],
+                     ["DOMWebSocket.onmessage", 22.3, None, "?@-1"]]},
     ]
     frame = longest_frame(frames)
-    assert frame == {"ms": 70.5, "style_and_layout_ms": 7.9,
-                     "scripts": [("DOMWebSocket.onmessage", 22.3), ("TimerHandler:setTimeout", 11.6)]}
+    assert frame == {"ms": 70.5, "style_and_layout_ms": 7.9, "scripts": [
+        ["DOMWebSocket.onmessage", 22.3, 0, "?@-1"], ["TimerHandler:setTimeout", 11.6, 2.0, "activate@120"],
+    ]}
     assert longest_frame([]) is None and longest_frame(None) is None
     note = _longest_note([{"longest_frame": frame}, {"longest_frame": None}])
     assert note == ("its longest frame 70.5 ms: DOMWebSocket.onmessage 22.3, TimerHandler:setTimeout 11.6; "

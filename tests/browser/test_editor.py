@@ -91,6 +91,24 @@ def test_a_file_opens_from_the_address_fragment(ide_server: IdeServer, page: Any
     page.locator(".cm-content[data-language='markdown']", has_text="# Notes").wait_for(timeout=LIVE_WAIT_MS)
 
 
+def test_the_address_names_the_file_in_front_and_the_last_switch_wins(ide_server: IdeServer, page: Any) -> None:
+    """The fragment is written when the page is idle (not in the task that switches the tab),
+    once for several switches: it ends naming the file in front, and a reload opens that."""
+    workspace_url = open_new_workspace(ide_server, page, "address")
+    create_file(page, "a.py")
+    create_file(page, "docs/my notes.md")
+    page.wait_for_function("() => location.hash === '#docs/my%20notes.md'", timeout=LIVE_WAIT_MS)
+    for name in ("a.py", "my notes.md", "a.py"):  # three switches in a row
+        page.locator(".tab", has_text=name).click()
+    page.locator(".tab.active", has_text="a.py").wait_for(timeout=LIVE_WAIT_MS)
+    page.wait_for_function("() => location.hash === '#a.py'", timeout=LIVE_WAIT_MS)
+    page.locator(".tab.active .close").click()  # a.py closes: the other file is in front
+    page.wait_for_function("() => location.hash === '#docs/my%20notes.md'", timeout=LIVE_WAIT_MS)
+    page.goto(f"{ide_server.url}/")
+    page.goto(f"{workspace_url}#docs/my%20notes.md")
+    page.locator(".tab.active", has_text="my notes.md").wait_for(timeout=LIVE_WAIT_MS)
+
+
 def test_enter_indents_by_the_languages_convention(ide_server: IdeServer, page: Any) -> None:
     """Issue 27: the editor indented Python by 2 spaces; each language has its own unit."""
     open_new_workspace(ide_server, page, "indentation")

@@ -5,3 +5,23 @@ export function element(tag, className, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
+
+// Text, data attributes and titles written only when they change. Writing the same value
+// again is not free: a data attribute written invalidates the node's style whatever its
+// value, and the status bar and the edit chips are drawn again on every frame of a stream.
+export function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// `value` undefined or null: the attribute goes.
+export function setData(node, key, value) {
+  if (value === undefined || value === null) {
+    if (key in node.dataset) delete node.dataset[key];
+  } else if (node.dataset[key] !== value) {
+    node.dataset[key] = value;
+  }
+}
+
+export function setTitle(node, title) {
+  if (node.title !== title) node.title = title;
+}

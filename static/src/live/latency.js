@@ -5,6 +5,7 @@
 // It listens to the page's events on document.body: spark:turn-started, spark:turn-steered,
 // spark:turn-finished (each with the server event as detail); a replayed turn (a reload, a
 // resync) counts once.
+import { setText } from "./dom.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 export const KEEP_TURNS = 20; // turns on the chart
@@ -130,7 +131,7 @@ export class LatencyPanel {
 
   set(field, text) {
     const node = this.fields[field];
-    if (node && node.textContent !== text) node.textContent = text;
+    if (node) setText(node, text);
   }
 }
 

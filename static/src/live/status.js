@@ -6,6 +6,7 @@
 // estimate, and its rate counts from the first live delta. A finished turn's cost, and the
 // session's tokens and cost so far, come with turn.finished (spend.js).
 import { FINISH_REASON, MESSAGE, TURN_STATUS } from "../protocol.js";
+import { setData, setText } from "./dom.js";
 import { shortPrompt } from "./notices.js";
 import { costText, sessionText } from "./spend.js";
 import { REASON_LABELS } from "./transcript.js";
@@ -180,7 +181,7 @@ export class StatusBar {
   set(field, text, kind = "") {
     const node = this.fields[field];
     if (!node) return;
-    if (node.textContent !== text) node.textContent = text;
-    node.dataset.kind = kind;
+    setText(node, text);
+    setData(node, "kind", kind);
   }
 }

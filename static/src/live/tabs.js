@@ -7,6 +7,7 @@ import { ySyncAnnotation } from "y-codemirror.next";
 import { moveCursor, positionMap } from "./remote_selections.js";
 import { sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
+import { showAddress } from "./address.js";
 import { LARGE_TYPE, newTab, rebuiltState, tabExtensions } from "./tab_state.js";
 import { lineOfIndex, putCursorOnLine, regionEffects, revealLine } from "./tab_view.js";
 
@@ -170,7 +171,7 @@ export class EditorTabs {
     this.shown = { path, info: this.regions.get(path) };
     this.view.dispatch({ effects: [setLiveRegion.of(this.shown.info), scroll, ...found] });
     this.fileLabel.textContent = path;
-    if (window.location.hash !== `#${encodeURI(path)}`) history.replaceState(null, "", `#${path}`);
+    showAddress(path);
     this.render();
     if (focus) this.view.focus();
   }
@@ -212,7 +213,7 @@ export class EditorTabs {
     this.host.replaceChildren(hint);
     this.fileLabel.textContent = "";
     this.awareness.setLocalStateField("file", null);
-    history.replaceState(null, "", "#");
+    showAddress(null);
   }
 
   // The server renamed a file. Its removal may reach the document before the rename's answer

@@ -6,7 +6,7 @@ import { classHighlighter, highlightCode } from "@lezer/highlight";
 import { languageFor } from "../languages.js";
 import { BLOCK_KIND, EDIT_STATE, EDIT_STATES_IN_FLIGHT } from "../protocol.js";
 import { chipLabel, failureWords } from "./chips.js";
-import { element } from "./dom.js";
+import { element, setData, setText, setTitle } from "./dom.js";
 import { STATE_LABELS, mergeSummary } from "./transcript_labels.js";
 
 // In these states `detail.lines` is the region the block wrote: the chip counts its lines.
@@ -111,22 +111,22 @@ export function newBlockView(detail) {
 export function paintChip(view) {
   const { path, state, detail } = view.status;
   const chip = view.chip;
-  chip.dataset.state = state;
-  view.box.dataset.state = state;
+  setData(chip, "state", state);
+  setData(view.box, "state", state);
   const unfinished = view.ended && EDIT_STATES_IN_FLIGHT.has(state);
   chip.classList.toggle("unfinished", Boolean(unfinished));
-  view.state.textContent = unfinished ? "not finished" : STATE_LABELS[state] || state;
+  const stateText = unfinished ? "not finished" : STATE_LABELS[state] || state;
+  setText(view.state, stateText);
   const { kind, place, file } = chipLabel(path, state, detail);
-  view.kind.textContent = kind;
-  view.path.textContent = place;
-  if (file) chip.dataset.path = file;
-  else delete chip.dataset.path; // a deleted file: nothing to open
-  if (view.lines) view.count.textContent = `+${view.lines[1] - view.lines[0] + 1}`;
+  setText(view.kind, kind);
+  setText(view.path, place);
+  setData(chip, "path", file || null); // a deleted file: nothing to open
+  if (view.lines) setText(view.count, `+${view.lines[1] - view.lines[0] + 1}`);
   const merged = state === EDIT_STATE.APPLIED ? mergeSummary(detail.merge) : "";
-  view.note.textContent = state === EDIT_STATE.FAILED ? failureWords(detail) : merged;
-  const label = `${place} ${view.state.textContent}`;
+  setText(view.note, state === EDIT_STATE.FAILED ? failureWords(detail) : merged);
+  const label = `${place} ${stateText}`;
   const why = detail.message || detail.reason || merged;
-  chip.title = why ? `${label}: ${why}` : label;
+  setTitle(chip, why ? `${label}: ${why}` : label);
 }
 
 // A fence's code: drawn again only when it changed.
