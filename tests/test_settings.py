@@ -165,6 +165,7 @@ def test_the_step_window_is_read_at_startup(tmp_path: Path) -> None:
     ({"SPARK_RUN_OUTPUT_TO_MODEL": "8k"}, "SPARK_RUN_OUTPUT_TO_MODEL must be an integer, got '8k'"),
     ({"SPARK_REPLAY_BYTES": "-1"}, "SPARK_REPLAY_BYTES must be 0 or more, got -1"),
     ({"SPARK_STEP_MS": "101"}, "SPARK_STEP_MS must be from 0 to 100, got 101"),
+    ({"SPARK_WS_PACE_MS": "-1"}, "SPARK_WS_PACE_MS must be from 0 to 100, got -1"),
     ({"SPARK_KEYS_OLD_SECRETS": "x" * 40 + ",short"},
      "SPARK_KEYS_SECRET and each of SPARK_KEYS_OLD_SECRETS must be at least 32 characters"),
     ({"SPARK_DAILY_BUDGET_USD": "ten"}, "SPARK_DAILY_BUDGET_USD must be an amount of US dollars, 0 or more (e.g. "

@@ -12,6 +12,17 @@ A merged item moves to the end of the queue and takes the newest ``seq``, so fra
 leave in ``seq`` order: a client that resumes after the highest ``seq`` it holds misses
 nothing and sees nothing twice. Merged text is kept as parts and joined once, when sent.
 
+A dense stream is paced. A model at Spark's top speed (20,000 tokens/s) brings a page a
+thousand frames a second, a turn's delta, its prose and its statuses for every step: each
+one a task of the browser's main thread, for text it shows once per animation frame. Once the
+text written to a socket runs faster than ``DENSE_CHARS`` per ``DENSE_TAU_S`` (a model at
+about 2,000 tokens/s), what waits for it is written at most every ``pace_s`` (``PACE_S``, the
+server's ``SPARK_WS_PACE_MS``), merged. Anything else that
+comes (a turn's start or end, a steer, an error, sync and awareness messages) goes at once
+with what waits, and a turn's start or end starts the count again (a steered turn's first
+token is not held back). Below that rate nothing waits: a person reading at 1,000 tokens/s
+gets every delta as it comes.
+
 A socket that takes pre-framed bytes (a ``Writer``: under Daphne, ``pairing.daphne_writes``)
 has no task of its own: what waits for it is written by the process's ``Flush`` once the
 event loop gets to it, everything in one write, together with every other such socket that
@@ -25,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -114,6 +126,32 @@ class Barrier:
 Item = Frame | TextRun | DocUpdate | RawBinary | Barrier
 _MERGEABLE = (TurnDelta, TurnProse, EditStatus)
 
+# Pacing (the module docstring). The text written to a socket is counted with an exponential
+# decay of DENSE_TAU_S: a steady stream of r characters a second counts r * DENSE_TAU_S.
+PACE_S = 0.008  # at most one write per half frame of a 60 Hz screen while the stream is dense (the default)
+DENSE_TAU_S = 0.016
+# 16,000 characters a second. A model at 5,000 tokens/s brings some 20,000 a second in its
+# deltas, twice that in prose (its deltas and the prose events); one at 1,000 tokens/s, never
+# paced, 4,000 to 8,000.
+DENSE_CHARS = 256
+
+
+def paced_chars(item: Item) -> int | None:
+    """What ``item`` adds to its socket's dense-stream count: a turn's text, its characters; a
+    block's status or a document update, 0 (they come with the text of an edit block, which its
+    deltas count); None for an item that is never held back."""
+    if isinstance(item, TextRun):
+        return sum(len(part) for part in item.parts)
+    if isinstance(item, DocUpdate):
+        return 0
+    if isinstance(item, Frame):
+        event = item.event
+        if type(event) is TurnDelta or type(event) is TurnProse:
+            return len(event.text)
+        if type(event) is EditStatus:
+            return 0
+    return None
+
 
 class Backlog:
     """Items waiting in order, merged as they arrive (the rules in the module docstring)."""
@@ -123,6 +161,10 @@ class Backlog:
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+    def paceable(self) -> bool:
+        """Everything waiting may wait for the pace (a stream's text, statuses and updates)."""
+        return all(paced_chars(item) is not None for item in self.items)
 
     def add_frame(self, frame: Frame) -> None:
         event = frame.event
@@ -257,7 +299,7 @@ class Flush:
     _of_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Flush] = weakref.WeakKeyDictionary()
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self.loop = loop
         self._due: list[Outbox] = []
         self._scheduled = False
         self._runs: dict[tuple[object, ...], tuple[list[str], bytes]] = {}
@@ -279,7 +321,7 @@ class Flush:
         self._due.append(outbox)
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._run)
+            self.loop.call_soon(self._run)
 
     def _run(self) -> None:
         self._scheduled = False
@@ -337,7 +379,7 @@ class Outbox:
 
     def __init__(
         self, send_text: Callable[[str], Awaitable[None]], send_bytes: Callable[[bytes], Awaitable[None]],
-        writer: Writer | None = None,
+        writer: Writer | None = None, pace_s: float = PACE_S,
     ) -> None:
         self._send_text = send_text
         self._send_bytes = send_bytes
@@ -349,6 +391,13 @@ class Outbox:
         self._flush = Flush.current() if writer is not None else None
         self._due = False  # in the flush's round
         self._closed = False
+        # Pacing (written by the flush only): the decayed count of text written, when it was
+        # last updated, the last write, and the timer of a paced write.
+        self._pace_s = pace_s  # 0: never paced
+        self._dense = 0.0
+        self._dense_at = 0.0
+        self._written_at = 0.0
+        self._pace_timer: asyncio.TimerHandle | None = None
 
     @property
     def direct(self) -> bool:
@@ -370,9 +419,17 @@ class Outbox:
     def _wake(self) -> None:
         flush = self._flush
         if flush is not None:
-            if not self._due and not self._closed:
-                self._due = True
-                flush.add(self)
+            if self._due or self._closed:
+                return
+            # The count is compared undecayed first: below the threshold, no clock is read.
+            if self._dense >= DENSE_CHARS and self._pace_s and self._pending.paceable():
+                wait = self._pace_wait(flush)
+                if wait > 0:
+                    if self._pace_timer is None:
+                        self._pace_timer = flush.loop.call_later(wait, self._paced)
+                    return
+            self._due = True
+            flush.add(self)
             return
         idle = self._idle
         if idle is not None:
@@ -380,16 +437,48 @@ class Outbox:
             if not idle.done():
                 idle.set_result(None)
 
+    def _pace_wait(self, flush: Flush) -> float:
+        """How long what waits is held (0: written in this round): the rest of the pace, while
+        the stream is dense."""
+        now = flush.loop.time()
+        if self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S) < DENSE_CHARS:
+            return 0.0
+        return self._written_at + self._pace_s - now
+
+    def _paced(self) -> None:
+        self._pace_timer = None
+        if not self._due and not self._closed and self._pending and self._flush is not None:
+            self._due = True
+            self._flush.add(self)
+
     def write_now(self, flush: Flush) -> int:
         """Write everything waiting in one write (``Flush``); the number of writes (0 or 1)."""
         self._due = False
+        if self._pace_timer is not None:  # something that may not wait came: written now
+            self._pace_timer.cancel()
+            self._pace_timer = None
         if self._closed or self._writer is None or not self._pending:
             return 0
-        frames = [wire for item in self._pending.take() if (wire := flush.wire(item)) is not None]
+        items = self._pending.take()
+        frames = [wire for item in items if (wire := flush.wire(item)) is not None]
         if not frames:
             return 0
         self._writer.write(frames)
+        self._count(items, flush.loop.time())
         return 1
+
+    def _count(self, items: list[Item], now: float) -> None:
+        """Add what was written to the dense-stream count; a turn's start or end (any item
+        never held back) starts it again from what follows."""
+        chars = 0
+        for item in items:
+            paced = paced_chars(item)
+            if paced is None:
+                chars, self._dense = 0, 0.0
+            else:
+                chars += paced
+        self._dense = self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S) + chars if self._dense else chars
+        self._dense_at = self._written_at = now
 
     async def run(self) -> None:
         """Send what waits, oldest first, until cancelled."""
@@ -399,6 +488,9 @@ class Outbox:
                 await loop.create_future()  # the flush writes; this only waits to be cancelled
             finally:
                 self._closed = True
+                if self._pace_timer is not None:
+                    self._pace_timer.cancel()
+                    self._pace_timer = None
         while True:
             if not self._pending:
                 self._idle = loop.create_future()

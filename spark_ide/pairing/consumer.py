@@ -150,6 +150,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             lambda text: self.base_send({"type": "websocket.send", "text": text}),
             lambda data: self.base_send({"type": "websocket.send", "bytes": data}),
             writer=daphne_writer(self.base_send) if settings.SPARK_WS_DIRECT_WRITES else None,
+            pace_s=settings.SPARK_WS_PACE_MS / 1000,
         )
         self.conn = Connection(
             id=uuid.uuid4().hex, session=str(session.id), user_id=user.pk, username=user.get_username(),

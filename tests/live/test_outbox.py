@@ -23,7 +23,7 @@ from spark_ide.live.events import (
     TurnProse,
     TurnStatus,
 )
-from spark_ide.live.outbox import Backlog, Barrier, Flush, Frame, Outbox, TextRun
+from spark_ide.live.outbox import PACE_S, Backlog, Barrier, Flush, Frame, Outbox, TextRun
 
 
 class Link:
@@ -330,6 +330,126 @@ _EVENT = st.one_of(
     st.tuples(st.just("status"), st.sampled_from("tu"), st.integers(0, 1), st.sampled_from(["streaming", "applied"])),
     st.tuples(st.just("barrier")),
 )
+
+
+# -- a dense stream is paced ---------------------------------------------------------------
+
+
+class TimedWire(Wire):
+    """A writer that notes the loop's time of each write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at: list[float] = []
+
+    @staticmethod
+    async def never(_: Any) -> None:
+        raise AssertionError("a socket with a writer never sends through the ASGI send")
+
+    def write(self, frames: list[bytes]) -> None:
+        super().write(frames)
+        self.at.append(asyncio.get_running_loop().time())
+
+
+async def stream(outbox: Outbox, chunks: list[str], every_s: float, first_seq: int = 1) -> int:
+    """Each chunk as a turn's delta, one every ``every_s``; the next seq."""
+    seq = first_seq
+    for chunk in chunks:
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=chunk), seq))
+        seq += 1
+        await asyncio.sleep(every_s)
+    return seq
+
+
+async def test_a_dense_stream_is_written_at_most_once_per_pace_whole_and_in_order() -> None:
+    wire = TimedWire()
+    outbox, task = direct_outbox(wire)
+    chunks = [f"{k:03d}" + "x" * 97 for k in range(150)]  # 100 characters a millisecond or more
+    await stream(outbox, chunks, 0.001)
+    await asyncio.sleep(PACE_S * 2)
+    messages = wire.messages()
+    assert "".join(m["text"] for m in messages) == "".join(chunks)  # nothing lost, in order
+    seqs = [m["seq"] for m in messages]
+    assert seqs == sorted(seqs) and seqs[-1] == 150
+    # Written as they came until the (decaying) count passed DENSE_CHARS (256), some 3 deltas in:
+    # after 10 deltas, at most once per pace.
+    gaps = [b - a for a, b in zip(wire.at[10:], wire.at[11:], strict=False)]
+    assert gaps and min(gaps) >= PACE_S - 0.001
+    assert len(wire.writes) < 150 / 2  # far fewer writes than deltas
+    task.cancel()
+
+
+async def test_a_stream_slower_than_the_dense_rate_gets_every_delta_at_once() -> None:
+    """A model at 1,000 tokens/s: a delta and its prose every millisecond, each written in the
+    round it came, never held."""
+    wire = TimedWire()
+    outbox, task = direct_outbox(wire)
+    chunks = [f"w{k:02d} " for k in range(80)]
+    for seq, chunk in enumerate(chunks):
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=chunk), 2 * seq + 1))
+        outbox.put_frame(Frame(TurnProse(turn="t", text=chunk), 2 * seq + 2))
+        await asyncio.sleep(0.001)
+    await settle()
+    assert len(wire.writes) == len(chunks)
+    assert [m["text"] for m in wire.messages()] == [chunk for chunk in chunks for _ in range(2)]
+    # An edit block at that rate: a delta, the document's update and the block's status each
+    # millisecond (the updates' bytes do not count: the deltas count the block's text).
+    seq = 2 * len(chunks) + 1
+    for k in range(60):
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=f"x{k:02d} "), seq))
+        outbox.put_update(b"\x01" * 60)
+        outbox.put_frame(status(seq + 1, 0, "writing"))
+        seq += 2
+        await asyncio.sleep(0.001)
+    await settle()
+    assert len(wire.writes) == len(chunks) + 60
+    task.cancel()
+
+
+async def test_what_may_not_wait_goes_at_once_with_the_held_text_and_starts_the_count_again() -> None:
+    wire = TimedWire()
+    outbox, task = direct_outbox(wire)
+    seq = await stream(outbox, ["y" * 300] * 4, 0.0005)  # dense now, and just written
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="held"), seq))
+    await settle()
+    written = len(wire.writes)
+    assert "held" not in wire.messages()[-1]["text"]  # held for the pace
+    finished = TurnFinished(turn="t", status=TurnStatus.COMPLETED, reason=FinishReason.ANSWERED, metrics={})
+    outbox.put_frame(Frame(finished, seq + 1))
+    await settle()
+    assert len(wire.writes) == written + 1  # at once, the held text first
+    assert [m["type"] for m in wire.messages()[-2:]] == ["turn.delta", "turn.finished"]
+    assert wire.messages()[-2]["text"].endswith("held")
+    # The next turn's first delta is not held back, however dense the last turn was.
+    outbox.put_frame(Frame(TurnDelta(turn="u", text="z" * 300), seq + 2))
+    await settle()
+    assert len(wire.writes) == written + 2
+    task.cancel()
+
+
+async def test_pacing_off_writes_a_dense_stream_as_it_comes() -> None:
+    wire = TimedWire()
+    outbox = Outbox(wire.never, wire.never, writer=wire, pace_s=0)
+    task = asyncio.create_task(outbox.run())
+    for seq in range(1, 41):  # 300 characters every half millisecond
+        outbox.put_frame(Frame(TurnDelta(turn="t", text="y" * 300), seq))
+        await asyncio.sleep(0.0005)
+    await settle()
+    assert len(wire.writes) == 40
+    task.cancel()
+
+
+async def test_a_closed_outbox_writes_nothing_it_held() -> None:
+    wire = TimedWire()
+    outbox, task = direct_outbox(wire)
+    seq = await stream(outbox, ["y" * 600] * 2, 0.0005)
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="held"), seq))
+    await settle()
+    written = len(wire.writes)
+    task.cancel()
+    await asyncio.sleep(PACE_S * 2)
+    assert len(wire.writes) == written
+    assert "held" not in [m["text"] for m in wire.messages()]
 
 
 def _render(items: list[Any], turn: str) -> str:
