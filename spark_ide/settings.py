@@ -269,7 +269,7 @@ SPARK_WS_MAX_MESSAGE_BYTES = envint("SPARK_WS_MAX_MESSAGE_BYTES", 256 * 1024)
 # Under Daphne, session sockets are written pre-framed: each event framed once for all of them
 # (pairing.daphne_writes, docs/pairing.md). Off: every message through the ASGI send.
 SPARK_WS_DIRECT_WRITES = envbool("SPARK_WS_DIRECT_WRITES", True)
-# A dense stream (a model past about 2,000 tokens/s) is written to a socket at most once per
+# A dense stream (a model's deltas past 20,000 characters a second) is written to a socket at most once per
 # this many ms, merged (live.outbox, docs/pairing.md); 0: every step at once, whatever the rate.
 SPARK_WS_PACE_MS = envint("SPARK_WS_PACE_MS", 8)
 if not 0 <= SPARK_WS_PACE_MS <= 100:

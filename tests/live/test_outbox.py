@@ -371,7 +371,7 @@ async def test_a_dense_stream_is_written_at_most_once_per_pace_whole_and_in_orde
     assert "".join(m["text"] for m in messages) == "".join(chunks)  # nothing lost, in order
     seqs = [m["seq"] for m in messages]
     assert seqs == sorted(seqs) and seqs[-1] == 150
-    # Written as they came until the (decaying) count passed DENSE_CHARS (256), some 3 deltas in:
+    # Written as they came until the (decaying) count passed DENSE_CHARS (320), some 4 deltas in:
     # after 10 deltas, at most once per pace.
     gaps = [b - a for a, b in zip(wire.at[10:], wire.at[11:], strict=False)]
     assert gaps and min(gaps) >= PACE_S - 0.001
@@ -380,8 +380,8 @@ async def test_a_dense_stream_is_written_at_most_once_per_pace_whole_and_in_orde
 
 
 async def test_a_stream_slower_than_the_dense_rate_gets_every_delta_at_once() -> None:
-    """A model at 1,000 tokens/s: a delta and its prose every millisecond, each written in the
-    round it came, never held."""
+    """A model at 1,000 tokens/s: a delta and its prose every millisecond (or a block's delta,
+    update and status), each written in the round it came, never held."""
     wire = TimedWire()
     outbox, task = direct_outbox(wire)
     chunks = [f"w{k:02d} " for k in range(80)]
@@ -403,6 +403,14 @@ async def test_a_stream_slower_than_the_dense_rate_gets_every_delta_at_once() ->
         await asyncio.sleep(0.001)
     await settle()
     assert len(wire.writes) == len(chunks) + 60
+    # Minified JSON at that rate: ten characters a token, with its prose.
+    for k in range(60):
+        outbox.put_frame(Frame(TurnDelta(turn="t", text=f'"k{k:03d}":1,'), seq))
+        outbox.put_frame(Frame(TurnProse(turn="t", text=f'"k{k:03d}":1,'), seq + 1))
+        seq += 2
+        await asyncio.sleep(0.001)
+    await settle()
+    assert len(wire.writes) == len(chunks) + 120
     task.cancel()
 
 
