@@ -17,11 +17,11 @@ thousand frames a second, a turn's delta, its prose and its statuses for every s
 one a task of the browser's main thread, for text it shows once per animation frame. Once the
 model's deltas written to a socket run faster than ``DENSE_CHARS`` per ``DENSE_TAU_S`` (prose
 at some 4,000 tokens/s), what waits for it is written at most every ``pace_s`` (``PACE_S``, the
-server's ``SPARK_WS_PACE_MS``), merged. Anything else that
-comes (a turn's start or end, a steer, an error, sync and awareness messages) goes at once
-with what waits, and a turn's start or end starts the count again (a steered turn's first
-token is not held back). Below that rate nothing waits: a person reading at 1,000 tokens/s
-gets every delta as it comes.
+server's ``SPARK_WS_PACE_MS``), merged. Anything else that comes (a turn's start or end, a
+steer, an error, sync and awareness messages) goes at once with what waits, and a turn's start,
+steer or end starts the count again (a steered turn's first token is not held back; someone's
+cursor moving, an awareness message, does not). Below that rate nothing waits: a person
+reading at 1,000 tokens/s gets every delta as it comes.
 
 A socket that takes pre-framed bytes (a ``Writer``: under Daphne, ``pairing.daphne_writes``)
 has no task of its own: what waits for it is written by the process's ``Flush`` once the
@@ -44,7 +44,7 @@ from typing import Protocol
 
 from pycrdt import create_update_message, merge_updates
 
-from .events import EditStatus, Event, Presence, TurnDelta, TurnProse, encode
+from .events import EditStatus, Event, Presence, TurnDelta, TurnFinished, TurnProse, TurnStarted, TurnSteered, encode
 from .wsframe import binary_frame, text_frame
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,7 @@ class Barrier:
 
 Item = Frame | TextRun | DocUpdate | RawBinary | Barrier
 _MERGEABLE = (TurnDelta, TurnProse, EditStatus)
+_TURN_BOUNDS = (TurnStarted, TurnSteered, TurnFinished)  # a new stream of text begins after each
 
 # Pacing (the module docstring). The text written to a socket is counted with an exponential
 # decay of DENSE_TAU_S: a steady stream of r characters a second counts r * DENSE_TAU_S.
@@ -467,15 +468,14 @@ class Outbox:
         return 1
 
     def _count(self, items: list[Item], now: float) -> None:
-        """Add what was written to the dense-stream count; a turn's start or end (any item
-        never held back) starts it again from what follows."""
+        """Add what was written to the dense-stream count; a turn's start, steer or end starts
+        it again from what follows."""
         chars = 0
         for item in items:
-            paced = paced_chars(item)
-            if paced is None:
+            if isinstance(item, Frame) and isinstance(item.event, _TURN_BOUNDS):
                 chars, self._dense = 0, 0.0
             else:
-                chars += paced
+                chars += paced_chars(item) or 0
         self._dense = self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S) + chars if self._dense else chars
         self._dense_at = self._written_at = now
 

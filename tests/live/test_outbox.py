@@ -435,6 +435,22 @@ async def test_what_may_not_wait_goes_at_once_with_the_held_text_and_starts_the_
     task.cancel()
 
 
+async def test_an_awareness_message_goes_at_once_and_the_stream_stays_paced() -> None:
+    wire = TimedWire()
+    outbox, task = direct_outbox(wire)
+    seq = await stream(outbox, ["y" * 300] * 4, 0.0005)
+    outbox.put_raw(b"\x01awareness")  # someone's cursor moved
+    await settle()
+    assert wire.messages()[-1] == b"\x01awareness"
+    written = len(wire.writes)
+    outbox.put_frame(Frame(TurnDelta(turn="t", text="held"), seq))
+    await settle()
+    assert len(wire.writes) == written  # still dense: held for the pace
+    await asyncio.sleep(PACE_S * 1.5)
+    assert wire.messages()[-1]["text"] == "held"
+    task.cancel()
+
+
 async def test_pacing_off_writes_a_dense_stream_as_it_comes() -> None:
     wire = TimedWire()
     outbox = Outbox(wire.never, wire.never, writer=wire, pace_s=0)
