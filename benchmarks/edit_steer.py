@@ -130,18 +130,17 @@ async def steer_once(
     await page.until_text(path, lambda text: line in text)
     said = f"steered answer {name}"
     directive = f"[say]{said}[/say][ttft:{ttft_ms:g}][rate:1000]"
-    tap.recording = []
-    if typed:
-        sent = await page.send({"type": "steer", "text": directive})
-    else:
-        text = page.text(path) or ""
-        sent = await page.type(path, text.index(line) + len(line) - 1, f"  # {directive}")
-    new_at = await page.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, began)
-    new = page.events[new_at][1]["turn"]
-    steered = await page.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, new_at)
-    first = await page.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, new_at)
-    done = await page.first(lambda e: e["type"] == "turn.finished" and e["turn"] == new, new_at)
-    frames, tap.recording = tap.recording, None
+    with tap.recorded() as frames:
+        if typed:
+            sent = await page.send({"type": "steer", "text": directive})
+        else:
+            text = page.text(path) or ""
+            sent = await page.type(path, text.index(line) + len(line) - 1, f"  # {directive}")
+        new_at = await page.first(lambda e: e["type"] == "turn.started" and e.get("steered_from") == old, began)
+        new = page.events[new_at][1]["turn"]
+        steered = await page.first(lambda e: e["type"] == "turn.steered" and e["turn"] == new, new_at)
+        first = await page.first(lambda e: e["type"] == "turn.delta" and e["turn"] == new, new_at)
+        done = await page.first(lambda e: e["type"] == "turn.finished" and e["turn"] == new, new_at)
     asked, answered = upstream_steer_times(frames, said)
     steer_ms = page.events[steered][1]["steer_ms"]
     # The commit (a typed steer: its arrival) on this clock: the re-prompt passing the tap, less

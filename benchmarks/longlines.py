@@ -235,13 +235,12 @@ async def measure(stack: Stack, turn: dict[str, Any]) -> dict[str, Any]:
         tap = stack.tap
         assert tap is not None
         clocks = Clocks(server_pids(stack, "ide"))
-        tap.recording = []
-        clocks.start()
-        try:
-            played = await play(browser, f"[script:{turn['script']}][rate:{turn['rate']}][ttft:0]")
-        finally:
-            usage = clocks.stop()
-            frames, tap.recording = tap.recording, None
+        with tap.recorded() as frames:
+            clocks.start()
+            try:
+                played = await play(browser, f"[script:{turn['script']}][rate:{turn['rate']}][ttft:0]")
+            finally:
+                usage = clocks.stop()
     finally:
         await browser.close()
     upstream = upstream_answer(frames, turn["text"])

@@ -251,16 +251,13 @@ def run_ends(path: Path) -> dict[str, dict[str, float]]:
 
 async def ide_turn(browser: Browser, tap: FrameTap, ends: Path, name: str, rate: float) -> PageTurn:
     """Prompt ``name``'s script and take the turn to its ``turn.finished``, the tap recording."""
-    tap.recording = []
-    try:
+    with tap.recorded() as frames:
         start = len(browser.events)
         sent_at = await browser.send({"type": "prompt", "text": prompt(name, rate), "path": "app.py"})
         began = await browser.first(lambda e: e["type"] == "turn.started", start)
         turn_id = browser.events[began][1]["turn"]
         played = await take_turn(browser, turn_id, began)
         end = await browser.first(lambda e: e["type"] == "turn.finished" and e["turn"] == turn_id, began)
-    finally:
-        frames, tap.recording = tap.recording, None
     seen = browser.events[start:end + 1]
     return PageTurn(
         turn_id, sent_at, browser.events[end][0], played.finished,
@@ -314,43 +311,42 @@ async def bare_turn(client: ModelClient, tap: FrameTap, sandbox: Any, name: str,
         instructions="bench", input=(Message("user", prompt(name, rate)),), edit_style=EditStyle.APPLY_PATCH,
         runs=True,
     )
-    tap.recording = []
-    ok = False
-    sent_at = time.monotonic()
-    try:
-        for _ in range(ROUNDS):
-            stream = await client.start(request)
-            last = None
-            async with asyncio.timeout(60):
-                async for event in stream:
-                    last = event
-            if not isinstance(last, Completed):
-                break
-            if not last.tool_calls:
-                ok = True
-                break
-            outputs = []
-            for call in last.tool_calls:
-                if call.name == APPLY_PATCH:
-                    files = apply_reference(files, call.input)
-                    outputs.append(ToolOutput(call, "Applied."))
-                    continue
-                command = parse_run_command(call.input, files=files)
-                began = time.monotonic()
-                result, returned = await asyncio.to_thread(
-                    _run_stamped, sandbox, files, path=command.path or None, tests=command.tests, args=command.args,
+    with tap.recorded() as frames:
+        ok = False
+        sent_at = time.monotonic()
+        try:
+            for _ in range(ROUNDS):
+                stream = await client.start(request)
+                last = None
+                async with asyncio.timeout(60):
+                    async for event in stream:
+                        last = event
+                if not isinstance(last, Completed):
+                    break
+                if not last.tool_calls:
+                    ok = True
+                    break
+                outputs = []
+                for call in last.tool_calls:
+                    if call.name == APPLY_PATCH:
+                        files = apply_reference(files, call.input)
+                        outputs.append(ToolOutput(call, "Applied."))
+                        continue
+                    command = parse_run_command(call.input, files=files)
+                    began = time.monotonic()
+                    result, returned = await asyncio.to_thread(
+                        _run_stamped, sandbox, files, path=command.path or None, tests=command.tests, args=command.args,
+                    )
+                    output = result.stdout + result.stderr
+                    runs.append(BareRun(began, returned, result.duration_ms, result.status.value, output))
+                    end = finished(uuid.uuid4().hex, result)
+                    text = run_report(command.text, end, output, budget=RUN_OUTPUT_TO_MODEL)
+                    outputs.append(ToolOutput(call, text, "completed" if end.status == "ok" else "failed"))
+                request = request.next_round(
+                    response_id=last.response_id, answer=stream.text, calls=last.tool_calls, outputs=outputs,
                 )
-                output = result.stdout + result.stderr
-                runs.append(BareRun(began, returned, result.duration_ms, result.status.value, output))
-                end = finished(uuid.uuid4().hex, result)
-                text = run_report(command.text, end, output, budget=RUN_OUTPUT_TO_MODEL)
-                outputs.append(ToolOutput(call, text, "completed" if end.status == "ok" else "failed"))
-            request = request.next_round(
-                response_id=last.response_id, answer=stream.text, calls=last.tool_calls, outputs=outputs,
-            )
-    finally:
-        ended_at = time.monotonic()
-        frames, tap.recording = tap.recording, None
+        finally:
+            ended_at = time.monotonic()
     return BareTurn(sent_at, ended_at, ok, runs, tapped_events(frames))
 
 

@@ -175,11 +175,8 @@ class Side:
 
 async def recorded(tap: FrameTap, play_turn: Callable[[], Awaitable[bool]]) -> tuple[list[RoundTrip], bool]:
     """Play one turn with the tap recording; its round trips and whether it went as scripted."""
-    tap.recording = []
-    try:
+    with tap.recorded() as frames:
         ok = await play_turn()
-    finally:
-        frames, tap.recording = tap.recording, None
     trips = list(round_trips(tapped_events(frames)))
     return trips, ok and len(trips) == CALLS
 

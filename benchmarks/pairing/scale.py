@@ -125,14 +125,13 @@ async def measure_level(
     assert tap is not None
     marks = [(w, len(w.frames), w.finished) for w in sockets]
     clocks = Clocks(pids)
-    tap.recording = []
-    clocks.start()
-    try:
-        await drive()
-        await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
-    finally:
-        usage = clocks.stop()
-        frames, tap.recording = tap.recording, None
+    with tap.recorded() as frames:
+        clocks.start()
+        try:
+            await drive()
+            await asyncio.gather(*(w.until_finished(finished + 1) for w, _, finished in marks))
+        finally:
+            usage = clocks.stop()
     answers = answers_by_text(frames)
     received = Received()
     for index, (watcher, mark, _) in enumerate(marks):
