@@ -441,9 +441,18 @@ class Outbox:
         """How long what waits is held (0: written in this round): the rest of the pace, while
         the stream is dense."""
         now = flush.loop.time()
-        if self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S) < DENSE_CHARS:
+        if self._decayed(now) < DENSE_CHARS:
             return 0.0
         return self._written_at + self._pace_s - now
+
+    def _decayed(self, now: float) -> float:
+        """The dense-stream count as it stands at ``now``."""
+        return self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S)
+
+    def _stop_pacing(self) -> None:
+        if self._pace_timer is not None:
+            self._pace_timer.cancel()
+            self._pace_timer = None
 
     def _paced(self) -> None:
         self._pace_timer = None
@@ -454,9 +463,7 @@ class Outbox:
     def write_now(self, flush: Flush) -> int:
         """Write everything waiting in one write (``Flush``); the number of writes (0 or 1)."""
         self._due = False
-        if self._pace_timer is not None:  # something that may not wait came: written now
-            self._pace_timer.cancel()
-            self._pace_timer = None
+        self._stop_pacing()  # written now: something that may not wait came
         if self._closed or self._writer is None or not self._pending:
             return 0
         items = self._pending.take()
@@ -476,7 +483,7 @@ class Outbox:
                 chars, self._dense = 0, 0.0
             else:
                 chars += paced_chars(item) or 0
-        self._dense = self._dense * math.exp((self._dense_at - now) / DENSE_TAU_S) + chars if self._dense else chars
+        self._dense = self._decayed(now) + chars
         self._dense_at = self._written_at = now
 
     async def run(self) -> None:
@@ -487,9 +494,7 @@ class Outbox:
                 await loop.create_future()  # the flush writes; this only waits to be cancelled
             finally:
                 self._closed = True
-                if self._pace_timer is not None:
-                    self._pace_timer.cancel()
-                    self._pace_timer = None
+                self._stop_pacing()
         while True:
             if not self._pending:
                 self._idle = loop.create_future()

@@ -25,4 +25,3 @@ export function showAddress(path) {
   wanted = path === null ? "" : `#${encodeURI(path)}`;
   if (first) idle(write);
 }
-
