@@ -1,8 +1,11 @@
 // The page's address names the file in front ("#path": a reload or a shared link opens it).
 // Writing it (history.replaceState) is a round trip to the browser's own process: 5 to 22 ms
 // of the main thread measured at 20k tokens/s, in the very task that switches the editor to
-// the file the model just started writing. So it is written later, when the page is idle
-// (at most ADDRESS_DELAY_MS after), once for any number of switches meanwhile: the last one.
+// the file the model just started writing. A switch the model's stream makes (`later`) is
+// written when the page is idle (at most ADDRESS_DELAY_MS after), once for any number of
+// switches meanwhile: the last one. Any other switch writes it at once, with anything waiting:
+// a person who picks a tab and reloads gets that tab (a reload takes the address as it is; one
+// written as the page unloads is not taken).
 
 const ADDRESS_DELAY_MS = 500;
 
@@ -19,9 +22,10 @@ function write() {
   history.replaceState(history.state, "", hash || "#");
 }
 
-// `path` is in front now (null: no file).
-export function showAddress(path) {
+// `path` is in front now (null: no file); `later`: the model's follow put it there.
+export function showAddress(path, { later = false } = {}) {
   const first = wanted === null;
   wanted = path === null ? "" : `#${encodeURI(path)}`;
-  if (first) idle(write);
+  if (!later) write();
+  else if (first) idle(write);
 }

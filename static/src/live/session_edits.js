@@ -39,7 +39,7 @@ export function followEdit(event, { tabs, landing, follow, running, replayed }) 
     follow.modelAt(file, followLine({ detail }));
     const mayFollow = follow.mayFollowTo(file);
     if (!tabs.has(file)) tabs.open(file, { activate: mayFollow, focus: false, later: true });
-    else if (mayFollow && tabs.active !== file) tabs.activate(file, { focus: false });
+    else if (mayFollow && tabs.active !== file) tabs.activate(file, { focus: false, following: true });
   }
 }
 

@@ -141,7 +141,9 @@ export class EditorTabs {
     return newTab(ytext, (tab) => this.extensions(path, tab));
   }
 
-  activate(path, { focus = true } = {}) {
+  // following: the model's stream put it in front (its address is written when the page is
+  // idle, address.js).
+  activate(path, { focus = true, following = false } = {}) {
     const tab = this.tabs.get(path);
     if (!tab) {
       if (this.opening.has(path)) this.opening.set(path, true); // shown once it is built
@@ -171,7 +173,7 @@ export class EditorTabs {
     this.shown = { path, info: this.regions.get(path) };
     this.view.dispatch({ effects: [setLiveRegion.of(this.shown.info), scroll, ...found] });
     this.fileLabel.textContent = path;
-    showAddress(path);
+    showAddress(path, { later: following });
     this.render();
     if (focus) this.view.focus();
   }
@@ -315,7 +317,7 @@ export class EditorTabs {
         if (!this.opening.has(path)) return;
         const show = this.opening.get(path);
         this.opening.delete(path);
-        if (show && this.tabs.has(path)) this.activate(path, { focus: false });
+        if (show && this.tabs.has(path)) this.activate(path, { focus: false, following: true });
         else this.render();
       }, 0);
     }, 0);
