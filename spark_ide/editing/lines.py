@@ -42,18 +42,34 @@ class OpenLine:
     ``feed`` keeps the line in pieces and hands back the lines a delta completes (joined once,
     at their end); ``kept`` is the line's last characters, a string trimmed now and then (all
     of the line up to ``tail_chars``, else ``tail_chars`` to twice that), ``tail`` the last
-    ``chars`` of it, ``length`` the line's length so far.
+    ``chars`` of it, ``length`` the line's length so far. ``kept`` is made when it is read
+    (the pieces since the last read joined onto it once): a reader that looks every few deltas
+    does not pay for a copy of the tail at every delta.
     """
 
-    __slots__ = ("_loose", "_parts", "_tail_chars", "kept", "length")
+    __slots__ = ("_fresh", "_kept", "_loose", "_parts", "_tail_chars", "length")
     _COMPACT = 256  # pieces joined into one when this many have come (their own cost only)
+    _FRESH = 64  # pieces since ``kept`` was last made, at most (then it is made unread)
 
     def __init__(self, tail_chars: int = 0) -> None:
         self._parts: list[str] = []
         self._loose = 0  # pieces at the end of _parts not joined yet
-        self.kept = ""
+        self._kept = ""
+        self._fresh: list[str] = []  # pieces not in _kept yet (only with tail_chars)
         self._tail_chars = tail_chars
         self.length = 0
+
+    @property
+    def kept(self) -> str:
+        if self._fresh:
+            self._take_fresh()
+        return self._kept
+
+    def _take_fresh(self) -> None:
+        keep = self._tail_chars
+        tail = self._kept + "".join(self._fresh)
+        self._kept = tail[-keep:] if len(tail) > 2 * keep else tail
+        self._fresh.clear()
 
     def __bool__(self) -> bool:
         return self.length > 0
@@ -79,7 +95,8 @@ class OpenLine:
         return line
 
     def _clear(self) -> None:
-        self._parts, self._loose, self.kept, self.length = [], 0, "", 0
+        self._parts, self._loose, self._kept, self.length = [], 0, "", 0
+        self._fresh.clear()
 
     def tail(self, chars: int) -> str:
         """The line's last ``chars`` characters (``chars`` at most ``tail_chars``)."""
@@ -96,7 +113,8 @@ class OpenLine:
         if self._loose == self._COMPACT:
             parts[-self._COMPACT :] = ["".join(parts[-self._COMPACT :])]
             self._loose = 0
-        keep = self._tail_chars
-        if keep:
-            tail = self.kept + piece if len(piece) < keep else piece[-keep:]
-            self.kept = tail[-keep:] if len(tail) > 2 * keep else tail
+        if self._tail_chars:
+            fresh = self._fresh
+            fresh.append(piece)
+            if len(fresh) == self._FRESH:  # made unread now and then: few pieces wait
+                self._take_fresh()

@@ -20,7 +20,10 @@ line is kept in pieces (``OpenLine``) with its last ``WINDOW`` characters at han
 inline check looks for the line's last ``MIN_FRAGMENT`` characters one period back (one
 ``rfind`` over ``MAX_FRAGMENT`` characters) before it compares anything; only the periods
 found there are compared (``repeats_at_end``), at most ``MAX_FRAGMENT - MIN_FRAGMENT + 1``
-per delta, each over at most ``WINDOW`` characters.
+per check, each over at most ``WINDOW`` characters. A long line is checked once it has grown
+``CHECK_EVERY`` characters since its last check, not at every delta: a loop goes on once it
+has started, so it is caught at most that many characters later, and a line that does not
+loop costs a delta little more than a short line's.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ MAX_FRAGMENT = 120  # ... and the longest
 MIN_INLINE_SPAN = 400  # characters a loop inside a line covers, at least
 WINDOW = max(MAX_FRAGMENT * MIN_REPEATS, MIN_INLINE_SPAN)  # the most an inline check reads
 KEPT_LINES = MAX_PERIOD * MIN_REPEATS  # the most lines a cycle check reads
+CHECK_EVERY = 32  # characters a long line grows between two inline checks
 
 
 def inline_span(period: int) -> int:
@@ -56,6 +60,7 @@ class RepetitionGuard:
     def __init__(self) -> None:
         self._lines: list[str] = []  # the complete lines, trimmed, newest last (bounded)
         self._line = OpenLine(tail_chars=WINDOW)  # the current line
+        self._due = LONG_LINE  # the current line's length at its next inline check
 
     def feed(self, text: str) -> bool:
         """Take more of the answer; True once the answer has become a loop."""
@@ -68,11 +73,13 @@ class RepetitionGuard:
         line = self._line
         done = line.feed(text)  # most deltas end no line
         if done:
+            self._due = LONG_LINE
             looped = self._cycle_in(done)
             if looped is not None:
                 return _after_line(text, looped)  # ``done[i]`` ends at the text's i-th line end
-        if line.length < LONG_LINE:
+        if line.length < self._due:
             return None
+        self._due = line.length + CHECK_EVERY
         # Inside a long line (here, not in a method of its own: this runs at every delta):
         # a loop of period p puts the line's last MIN_FRAGMENT characters p characters back
         # too, so only the periods where they are found are compared.

@@ -10,6 +10,7 @@ import pytest
 
 from spark_ide.live import repetition
 from spark_ide.live.repetition import (
+    CHECK_EVERY,
     LONG_LINE,
     MAX_FRAGMENT,
     MAX_PERIOD,
@@ -146,19 +147,26 @@ def reference_inline(line: str) -> bool:
 
 class Reference:
     """The guard's definition written plainly (whole lines kept, every period tried): a line
-    cycle is looked for at each line that ends, an inline loop at the end of each delta."""
+    cycle is looked for at each line that ends, an inline loop at the end of a delta once the
+    line is ``LONG_LINE`` long and then each time it has grown ``CHECK_EVERY`` more."""
 
     def __init__(self) -> None:
         self.text = ""
         self.keys: list[str] = []
+        self.due = LONG_LINE
 
     def feed(self, delta: str) -> bool:
         self.text += delta
         *complete, line = self.text.split("\n")
+        if len(self.keys) < len(complete):
+            self.due = LONG_LINE
         while len(self.keys) < len(complete):
             self.keys.append(complete[len(self.keys)].strip())
             if reference_line_cycle(self.keys):
                 return True
+        if len(line) < self.due:
+            return False
+        self.due = len(line) + CHECK_EVERY
         return reference_inline(line)
 
 
@@ -193,6 +201,18 @@ def test_the_guard_agrees_with_the_plain_definition_on_random_answers() -> None:
             assert verdict == reference.feed(delta), (text[:at][-300:], at)
         said[verdict] += 1
     assert said[True] > 30 and said[False] > 30  # both outcomes were exercised
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 7, 33])
+def test_a_loop_inside_a_line_is_caught_at_most_check_every_characters_late(chunk: int) -> None:
+    """Checked every ``CHECK_EVERY`` characters rather than every delta: no sooner than the
+    plain definition says the line loops, and at most that many characters (and a delta) later."""
+    line = prose_line(1_500, seed=7) + " " + "I will now repeat myself. " * 40
+    first = next(end for end in range(LONG_LINE, len(line) + 1) if reference_inline(line[:end]))
+    at = looping_at(line, chunk=chunk)
+    assert at is not None
+    caught = at + chunk  # the end of the delta that made the guard say so
+    assert first <= caught <= first + CHECK_EVERY + chunk
 
 
 def test_a_million_character_line_costs_each_delta_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
