@@ -89,24 +89,50 @@ console.log(JSON.stringify({ flushes }));
     assert result["flushes"] == 2
 
 
-def test_text_data_and_titles_are_written_only_when_they_change() -> None:
+def test_a_page_with_frames_is_never_flushed_by_the_timer() -> None:
+    result: dict[str, Any] = run_node(CLOCK + """
+const by = [];
+loop.add(() => by.push(inFrame ? "frame" : "timer"));
+let inFrame = false;
+const frameNow = () => { inFrame = true; frame(); inFrame = false; };
+for (let k = 0; k < 120; k++) {  // two seconds of a stream: a request always pending at the timer
+  advance(1000 / 60);
+  loop.request();
+  if (k % 2 === 0) frameNow();  // a busy page: a frame every other 16 ms
+}
+advance(1000 / 60); frameNow();
+const visible = [...by];
+by.length = 0;
+for (let k = 0; k < 10; k++) { loop.request(); advance(100); }  // then hidden: no frame at all
+console.log(JSON.stringify({ visible, hidden: by, timers: counts.setTimeout }));
+""", FRAME=(LIVE / "frame.js").as_uri())
+    assert set(result["visible"]) == {"frame"} and len(result["visible"]) == 61
+    # Hidden: the first timer was armed while frames still came (re-armed once), then each
+    # flushes within the delay.
+    assert set(result["hidden"]) == {"timer"} and 3 <= len(result["hidden"]) <= 5
+    assert result["timers"] <= 20  # two seconds of frames armed it about every 200 ms
+
+
+def test_text_data_titles_and_properties_are_written_only_when_they_change() -> None:
     result: dict[str, Any] = run_node("""
-const { setData, setText, setTitle } = await import(DOM);
+const { setData, setProperty, setText, setTitle } = await import(DOM);
 const writes = [];
 const counted = (target, name) => new Proxy(target, {
   set(object, key, value) { writes.push(`${name}.${String(key)}=${value}`); object[key] = value; return true; },
   deleteProperty(object, key) { writes.push(`${name}.${String(key)} deleted`); delete object[key]; return true; },
 });
-const node = counted({ textContent: "", title: "", dataset: counted({}, "dataset") }, "node");
+const node = counted({ textContent: "", title: "", hidden: false, dataset: counted({}, "dataset") }, "node");
 for (let k = 0; k < 3; k++) {  // the same values three times: written once
   setText(node, "12 tok/s"); setTitle(node, "rate"); setData(node, "kind", "running");
+  setProperty(node, "hidden", true);
 }
 setData(node, "kind", "done");
 setData(node, "kind", null); setData(node, "kind", null); setData(node, "path", undefined);
 console.log(JSON.stringify({ writes, dataset: { ...node.dataset }, text: node.textContent }));
 """, DOM=(LIVE / "dom.js").as_uri())
     assert result["writes"] == [
-        "node.textContent=12 tok/s", "node.title=rate", "dataset.kind=running", "dataset.kind=done",
+        "node.textContent=12 tok/s", "node.title=rate", "dataset.kind=running", "node.hidden=true",
+        "dataset.kind=done",
         "dataset.kind deleted",
     ]
     assert result["dataset"] == {} and result["text"] == "12 tok/s"

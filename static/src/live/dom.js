@@ -25,3 +25,8 @@ export function setData(node, key, value) {
 export function setTitle(node, title) {
   if (node.title !== title) node.title = title;
 }
+
+// A boolean or other property (hidden, disabled) written only when it changes.
+export function setProperty(node, key, value) {
+  if (node[key] !== value) node[key] = value;
+}

@@ -13,7 +13,7 @@
 // has any; Alt+Shift+Y / Alt+Shift+N keep / undo all of that turn's.
 import * as Y from "yjs";
 import { EDIT_STATE, ERROR_CODE, MESSAGE } from "../protocol.js";
-import { element } from "./dom.js";
+import { element, setData, setProperty, setText, setTitle } from "./dom.js";
 import { hunkGutter, hunkMarksChanged } from "./hunk_marks.js";
 
 export const HUNK_ERRORS = new Set([ERROR_CODE.HUNK_UNAVAILABLE, ERROR_CODE.HUNK_CONFLICT]);
@@ -210,20 +210,23 @@ export class HunkReview {
     return item.state === EDIT_STATE.APPLIED && !item.review;
   }
 
+  // Called on every status of a block (each frame of a stream): what is unchanged is not
+  // written again (a data attribute or a text written invalidates the page's style).
   paint(item) {
     const controls = item.controls;
     if (controls) {
       const shown = item.state === EDIT_STATE.APPLIED || Boolean(item.review);
-      controls.row.hidden = !shown;
-      controls.row.dataset.review = item.review ? item.review.decision : item.pending ? "pending" : "waiting";
+      setProperty(controls.row, "hidden", !shown);
+      setData(controls.row, "review", item.review ? item.review.decision : item.pending ? "pending" : "waiting");
       const can = this.canDrive() && this.waiting(item) && !item.pending;
-      controls.keep.disabled = !can;
-      controls.undo.disabled = !can;
-      controls.keep.hidden = controls.undo.hidden = Boolean(item.review);
-      controls.note.textContent = item.review ? `${item.review.decision} by ${item.review.by}`
-        : item.conflict ? "its lines were changed since: undo them by hand, or revert the turn" : "";
+      setProperty(controls.keep, "disabled", !can);
+      setProperty(controls.undo, "disabled", !can);
+      setProperty(controls.keep, "hidden", Boolean(item.review));
+      setProperty(controls.undo, "hidden", Boolean(item.review));
+      setText(controls.note, item.review ? `${item.review.decision} by ${item.review.by}`
+        : item.conflict ? "its lines were changed since: undo them by hand, or revert the turn" : "");
       controls.row.classList.toggle("conflict", Boolean(item.conflict && !item.review));
-      if (!this.canDrive()) controls.row.title = "Only the owner and collaborators can keep or undo changes";
+      if (!this.canDrive()) setTitle(controls.row, "Only the owner and collaborators can keep or undo changes");
     }
     this.paintBar(item.turn);
   }
@@ -242,11 +245,11 @@ export class HunkReview {
       article.querySelector(":scope > .turn-head").after(entry.bar.row);
     }
     if (!entry.bar) return;
-    entry.bar.row.hidden = waiting === 0;
-    entry.bar.count.textContent = `${waiting} change${waiting === 1 ? "" : "s"} to review`;
+    setProperty(entry.bar.row, "hidden", waiting === 0);
+    setText(entry.bar.count, `${waiting} change${waiting === 1 ? "" : "s"} to review`);
     const can = this.canDrive() && waiting > 0 && !entry.pending;
-    entry.bar.keep.disabled = !can;
-    entry.bar.undo.disabled = !can;
+    setProperty(entry.bar.keep, "disabled", !can);
+    setProperty(entry.bar.undo, "disabled", !can);
   }
 
   bar(turn) {
