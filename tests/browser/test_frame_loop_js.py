@@ -136,3 +136,39 @@ console.log(JSON.stringify({ writes, dataset: { ...node.dataset }, text: node.te
         "dataset.kind deleted",
     ]
     assert result["dataset"] == {} and result["text"] == "12 tok/s"
+
+
+def test_new_text_goes_into_the_nodes_own_text_node() -> None:
+    """A status figure redrawn every frame changes its text node's data: the element keeps its
+    one child (no node swapped in, no moment without children)."""
+    result: dict[str, Any] = run_node("""
+const { setText } = await import(DOM);
+const log = [];
+const textNode = (data) => new Proxy({ nodeType: 3, data }, {
+  set(object, key, value) { log.push(`text.${String(key)}=${value}`); object[key] = value; return true; },
+});
+const element = () => {
+  const node = { firstChild: null, lastChild: null };
+  Object.defineProperty(node, "textContent", {
+    get() { return node.firstChild ? node.firstChild.data : ""; },
+    set(value) {
+      log.push(`textContent=${value}`);
+      node.firstChild = node.lastChild = value ? textNode(value) : null;
+    },
+  });
+  return node;
+};
+const figure = element();
+setText(figure, "≈900 tok/s");   // empty: its first text
+setText(figure, "≈950 tok/s");   // the same node, new data
+setText(figure, "≈950 tok/s");   // unchanged: nothing written
+const kept = figure.firstChild;
+setText(figure, "≈990 tok/s");
+const same = figure.firstChild === kept;
+setText(figure, "");              // emptied: no child left (its :empty rule applies)
+console.log(JSON.stringify({ log, same, empty: figure.firstChild === null }));
+""", DOM=(LIVE / "dom.js").as_uri())
+    assert result["log"] == [
+        "textContent=≈900 tok/s", "text.data=≈950 tok/s", "text.data=≈990 tok/s", "textContent=",
+    ]
+    assert result["same"] and result["empty"]

@@ -9,8 +9,19 @@ export function element(tag, className, text) {
 // Text, data attributes and titles written only when they change. Writing the same value
 // again is not free: a data attribute written invalidates the node's style whatever its
 // value, and the status bar and the edit chips are drawn again on every frame of a stream.
+// New text goes into the node's one text node where it has one: `textContent` would put a
+// new text node in its place, which the page lays out from scratch and which changes the
+// element's `:empty` state for an instant (a style invalidation of its own, every frame of a
+// stream for the status bar's figures).
+const TEXT_NODE = 3;
+
 export function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text;
+  const only = node.firstChild;
+  if (text && only && only === node.lastChild && only.nodeType === TEXT_NODE) {
+    if (only.data !== text) only.data = text;
+  } else if (node.textContent !== text) {
+    node.textContent = text;
+  }
 }
 
 // `value` undefined or null: the attribute goes.
