@@ -131,6 +131,35 @@ def test_files_are_created_renamed_and_deleted_from_the_tree_while_the_model_wri
     assert counts and min(counts) >= 2, f"the tree was drawn with fewer files than the workspace had: {counts}"
 
 
+def test_a_refresh_keeps_the_rows_that_did_not_change_and_a_closed_folder_closed(
+    ide_server: IdeServer, page: Any
+) -> None:
+    """The row under the person's pointer is the same element after the model's files are
+    drawn (its hover, its buttons), and a folder the person closed is not opened again."""
+    open_new_workspace(ide_server, page, "tree keeps rows")
+    create_file(page, "docs/notes.md")
+    create_file(page, "kept.py")
+    page.locator("#tree li.file[data-path='kept.py']").wait_for(timeout=LIVE_WAIT_MS)
+    page.wait_for_timeout(600)  # their own refreshes drawn
+    page.locator("#tree li.dir summary", has_text="docs").click()  # the person closes it
+    page.locator("#tree li.file[data-path='kept.py']").hover()
+    page.evaluate("() => { document.querySelector(\"#tree li.file[data-path='kept.py']\").sparkProbe = true; }")
+    page.evaluate(WATCH_TREE)
+    writes = "".join(f'<write path="model/w{n}.py">\nx = {n}\n</write>\n' for n in range(3))
+    box = page.get_by_label("Prompt")
+    box.fill(f"[rate:400][say]Writing files.\n{writes}Done.\n[/say]")
+    box.press("Enter")
+    for n in range(3):
+        page.locator(f"#tree li.file[data-path='model/w{n}.py']").wait_for(timeout=LIVE_WAIT_MS)
+    page.locator(".turn .badge.outcome").first.wait_for(timeout=LIVE_WAIT_MS)
+    page.wait_for_timeout(600)  # the last refresh drawn
+    assert tree_counts(page), "the tree was never drawn again"
+    kept = page.evaluate("() => document.querySelector(\"#tree li.file[data-path='kept.py']\").sparkProbe === true")
+    assert kept, "the unchanged row was drawn anew"
+    assert page.locator("#tree li.dir details", has_text="docs").evaluate("(details) => details.open") is False
+    assert sorted(tree_paths(page)) == ["docs/notes.md", "kept.py", "model/w0.py", "model/w1.py", "model/w2.py"]
+
+
 def test_a_file_renamed_right_after_typing_in_it_keeps_every_keystroke(ide_server: IdeServer, page: Any) -> None:
     open_new_workspace(ide_server, page, "rename while typing")
     create_file(page, "r0.py")

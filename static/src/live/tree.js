@@ -7,6 +7,11 @@
 // create, or while the model writes files) used to draw the form again, empty, and the "+"
 // then submitted nothing (the path is required): the file was never created. A refresh
 // draws the list alone: why the last change was refused stays shown until the next one.
+//
+// And a refresh keeps what did not change: a file's row whose markup is the same is the same
+// element afterwards (the row under the person's pointer keeps its hover and its buttons, a
+// click on "Rename" is not lost to a redraw while the model writes other files), and a folder
+// the person closed stays closed. A refresh that changes nothing draws nothing.
 import htmx from "htmx.org";
 
 const REFRESH_MS = 300; // a burst of changes to the document's files asks once
@@ -55,7 +60,12 @@ export class FileTree {
       return; // offline: the next change of the files asks again
     }
     const list = document.querySelector(LIST);
-    if (list && asked === this.changes && !this.busy()) htmx.swap(list, html, { swapStyle: "outerHTML" }, { select: LIST });
+    if (!list || asked !== this.changes || this.busy()) return;
+    const fresh = new DOMParser().parseFromString(html, "text/html").querySelector(LIST);
+    if (!fresh || fresh.outerHTML === list.outerHTML) return;
+    keepUnchanged(list, document.adoptNode(fresh));
+    list.replaceWith(fresh);
+    htmx.process(fresh);
   }
 
   busy() {
@@ -84,5 +94,36 @@ export class FileTree {
       if (event.target instanceof Element && event.target.closest("#tree")) this.asking(event.target);
     });
     body.addEventListener("spark:open", () => this.created());
+  }
+}
+
+// A folder's name: its row's summary.
+function folderName(item) {
+  const summary = item.querySelector(":scope > details > summary");
+  return summary ? summary.textContent : null;
+}
+
+// Put into the new list `fresh` the rows of the drawn list `drawn` that did not change (the same
+// file, the same markup), and each folder's open or closed state, level by level.
+function keepUnchanged(drawn, fresh) {
+  const files = new Map();
+  const folders = new Map();
+  for (const item of drawn.children) {
+    if (item.matches("li.file")) files.set(item.dataset.path, item);
+    else if (item.matches("li.dir")) folders.set(folderName(item), item);
+  }
+  for (const item of [...fresh.children]) {
+    if (item.matches("li.file")) {
+      const was = files.get(item.dataset.path);
+      if (was && was.outerHTML === item.outerHTML) item.replaceWith(was);
+    } else if (item.matches("li.dir")) {
+      const was = folders.get(folderName(item));
+      const before = was && was.querySelector(":scope > details");
+      const after = item.querySelector(":scope > details");
+      if (!before || !after) continue;
+      after.open = before.open;
+      const [inner, innerFresh] = [before, after].map((details) => details.querySelector(":scope > ul.nodes"));
+      if (inner && innerFresh) keepUnchanged(inner, innerFresh);
+    }
   }
 }
