@@ -94,6 +94,10 @@ def ide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdeServer]:
         OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1", SPARK_EDIT_STYLE="edits",
         SPARK_REPLAY_LIMIT="200",  # small enough that a page offline for seconds must resync
         SPARK_MAX_OUTPUT_TOKENS="100000",  # the scripted engine is not the small model: no short ceiling
+        # A steering edit commits after this pause (600 ms by default): long enough that a test
+        # sees its pending state and presses Esc in time on a loaded CI machine (at 600 ms the
+        # commit came first now and then).
+        SPARK_EDIT_STEER_IDLE_MS="1500",
     )
     with with_model_server(env, data, model_port) as server:
         yield server
