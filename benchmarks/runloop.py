@@ -68,13 +68,13 @@ from typing import Any
 from benchmarks import report
 from benchmarks.pairing.client import Browser, Event, late_events, take_turn
 from benchmarks.pairing.stack import FrameTap, Stack, tapped_events
-from benchmarks.toolloop import CALL_ITEMS, OUTPUT_ITEMS, summary
+from benchmarks.toolloop import CALL_ITEMS, OUTPUT_ITEMS, bare_rounds, summary
 from benchmarks.v4a import apply_reference
 from spark_ide import responses_protocol as protocol
 from spark_ide.live.events import FinishReason, TurnStatus
 from spark_ide.live.run_command import parse_run_command
 from spark_ide.live.run_report import RUN_OUTPUT_TO_MODEL, run_report
-from spark_ide.upstream import Completed, Message, ModelClient, ProviderConfig, ToolOutput, TurnRequest, open_client
+from spark_ide.upstream import Message, ModelClient, ProviderConfig, ToolCall, ToolOutput, TurnRequest, open_client
 from spark_ide.upstream.dialects import APPLY_PATCH, RUN, EditStyle
 
 ROUNDS = 8  # SPARK_MAX_ROUNDS's default: a loop turn is seven runs, then the answer in words
@@ -311,40 +311,31 @@ async def bare_turn(client: ModelClient, tap: FrameTap, sandbox: Any, name: str,
         instructions="bench", input=(Message("user", prompt(name, rate)),), edit_style=EditStyle.APPLY_PATCH,
         runs=True,
     )
+
+    async def answer(calls: tuple[ToolCall, ...]) -> list[ToolOutput]:
+        nonlocal files
+        outputs = []
+        for call in calls:
+            if call.name == APPLY_PATCH:
+                files = apply_reference(files, call.input)
+                outputs.append(ToolOutput(call, "Applied."))
+                continue
+            command = parse_run_command(call.input, files=files)
+            began = time.monotonic()
+            result, returned = await asyncio.to_thread(
+                _run_stamped, sandbox, files, path=command.path or None, tests=command.tests, args=command.args,
+            )
+            output = result.stdout + result.stderr
+            runs.append(BareRun(began, returned, result.duration_ms, result.status.value, output))
+            end = finished(uuid.uuid4().hex, result)
+            text = run_report(command.text, end, output, budget=RUN_OUTPUT_TO_MODEL)
+            outputs.append(ToolOutput(call, text, "completed" if end.status == "ok" else "failed"))
+        return outputs
+
     with tap.recorded() as frames:
-        ok = False
         sent_at = time.monotonic()
         try:
-            for _ in range(ROUNDS):
-                stream = await client.start(request)
-                last = None
-                async with asyncio.timeout(60):
-                    async for event in stream:
-                        last = event
-                if not isinstance(last, Completed):
-                    break
-                if not last.tool_calls:
-                    ok = True
-                    break
-                outputs = []
-                for call in last.tool_calls:
-                    if call.name == APPLY_PATCH:
-                        files = apply_reference(files, call.input)
-                        outputs.append(ToolOutput(call, "Applied."))
-                        continue
-                    command = parse_run_command(call.input, files=files)
-                    began = time.monotonic()
-                    result, returned = await asyncio.to_thread(
-                        _run_stamped, sandbox, files, path=command.path or None, tests=command.tests, args=command.args,
-                    )
-                    output = result.stdout + result.stderr
-                    runs.append(BareRun(began, returned, result.duration_ms, result.status.value, output))
-                    end = finished(uuid.uuid4().hex, result)
-                    text = run_report(command.text, end, output, budget=RUN_OUTPUT_TO_MODEL)
-                    outputs.append(ToolOutput(call, text, "completed" if end.status == "ok" else "failed"))
-                request = request.next_round(
-                    response_id=last.response_id, answer=stream.text, calls=last.tool_calls, outputs=outputs,
-                )
+            ok = await bare_rounds(client, request, answer, timeout_s=60)
         finally:
             ended_at = time.monotonic()
     return BareTurn(sent_at, ended_at, ok, runs, tapped_events(frames))

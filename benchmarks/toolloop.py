@@ -47,7 +47,16 @@ from benchmarks.pairing.client import Browser, late_events, play
 from benchmarks.pairing.stack import FrameTap, Stack, tapped_events
 from spark_ide import responses_protocol as protocol
 from spark_ide.live.events import FinishReason, TurnStatus
-from spark_ide.upstream import Completed, Message, ModelClient, ProviderConfig, ToolOutput, TurnRequest, open_client
+from spark_ide.upstream import (
+    Completed,
+    Message,
+    ModelClient,
+    ProviderConfig,
+    ToolCall,
+    ToolOutput,
+    TurnRequest,
+    open_client,
+)
 from spark_ide.upstream.dialects import APPLY_PATCH, EditStyle
 
 ROUNDS = 8  # SPARK_MAX_ROUNDS's default: seven rounds of calls, then the answer in words
@@ -193,26 +202,40 @@ async def ide_turn(browser: Browser, turn: int, rate: float) -> bool:
     )
 
 
-async def bare_turn(client: ModelClient, turn: int, rate: float) -> bool:
-    """The same turn on the bare upstream client: each call answered at once, next round chained."""
-    request = TurnRequest(
-        instructions="bench", input=(Message("user", prompt(turn, rate)),), edit_style=EditStyle.APPLY_PATCH,
-    )
+async def bare_rounds(
+    client: ModelClient, request: TurnRequest,
+    answer: Callable[[tuple[ToolCall, ...]], Awaitable[list[ToolOutput]]], *, timeout_s: float,
+) -> bool:
+    """A turn on the bare upstream client: each round read to its end, its calls answered by
+    ``answer``, the next round chained at once. True once a round ends without calls (within
+    ``ROUNDS``); False if one does not complete."""
     for _ in range(ROUNDS):
         stream = await client.start(request)
         last = None
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(timeout_s):
             async for event in stream:
                 last = event
         if not isinstance(last, Completed):
             return False
         if not last.tool_calls:
             return True
-        outputs = [ToolOutput(call, "Applied.") for call in last.tool_calls]
+        outputs = await answer(last.tool_calls)
         request = request.next_round(
             response_id=last.response_id, answer=stream.text, calls=last.tool_calls, outputs=outputs,
         )
     return False
+
+
+async def _applied(calls: tuple[ToolCall, ...]) -> list[ToolOutput]:
+    return [ToolOutput(call, "Applied.") for call in calls]
+
+
+async def bare_turn(client: ModelClient, turn: int, rate: float) -> bool:
+    """The same turn on the bare upstream client: each call answered at once, next round chained."""
+    request = TurnRequest(
+        instructions="bench", input=(Message("user", prompt(turn, rate)),), edit_style=EditStyle.APPLY_PATCH,
+    )
+    return await bare_rounds(client, request, _applied, timeout_s=30)
 
 
 # -- the run -----------------------------------------------------------------------------------
