@@ -8,7 +8,7 @@ import { moveCursor, positionMap } from "./remote_selections.js";
 import { sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { showAddress } from "./address.js";
-import { LARGE_TYPE, newTab, rebuiltState, tabExtensions } from "./tab_state.js";
+import { LARGE_TYPE, caughtUp, newTab, rebuiltState, tabExtensions } from "./tab_state.js";
 import { lineOfIndex, putCursorOnLine, regionEffects, revealLine } from "./tab_view.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
@@ -158,7 +158,7 @@ export class EditorTabs {
     // Who is on which file (presence, following), told before the cursor the new view sets.
     this.awareness.setLocalStateField("file", path);
     // An inactive state is not bound to Yjs (the view's sync plugin is), so it may be behind.
-    if (tab.state.doc.toString() !== tab.ytext.toString()) tab.state = this.rebuilt(path, tab);
+    tab.state = caughtUp(tab.state, tab.ytext.toString());
     if (!this.view) {
       this.host.replaceChildren();
       this.view = new EditorView({ state: tab.state, parent: this.host });
