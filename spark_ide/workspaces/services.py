@@ -21,7 +21,14 @@ from spark_ide.upstream.catalogue import ModelEntry
 
 from . import catalogue as model_catalogue
 from . import ports
-from .documents import NotLive, document_file_changed, document_file_rename, document_file_replace_if, live_texts
+from .documents import (
+    NotLive,
+    document_file_changed,
+    document_file_rename,
+    document_file_replace_if,
+    files_materialize,
+    live_texts,
+)
 from .languages import language_for
 from .models import File, Workspace
 
@@ -76,6 +83,21 @@ def file_get(*, workspace: Workspace, path: str) -> File:
         return workspace.files.get(path=checked_path(path))
     except File.DoesNotExist:
         raise WorkspaceError(ApiCode.NOT_FOUND, f"no file {path} in this workspace") from None
+
+
+def file_row(*, workspace: Workspace, path: str) -> File:
+    """The file's row to change (rename, delete). The rows follow a live document a moment
+    after it changes (``files_materialize``, on the room's refresh): a file the document holds
+    whose row is not there yet, or not any more (a refresh that began before the last rename
+    and wrote after it), is brought in line first, from the document as it is now."""
+    try:
+        return file_get(workspace=workspace, path=path)
+    except WorkspaceError:
+        live = live_texts(workspace.id)
+        if live is None or checked_path(path) not in live:
+            raise
+    files_materialize(workspace.id, live)
+    return file_get(workspace=workspace, path=path)
 
 
 def file_text(*, workspace: Workspace, path: str) -> str:
@@ -247,7 +269,7 @@ def _path_conflict_check(workspace: Workspace, path: str) -> None:
 
 
 def file_delete(*, workspace: Workspace, path: str) -> None:
-    found = file_get(workspace=workspace, path=path)
+    found = file_row(workspace=workspace, path=path)
     with transaction.atomic():
         found.delete()
         workspace.save(update_fields=["updated_at"])
@@ -255,7 +277,7 @@ def file_delete(*, workspace: Workspace, path: str) -> None:
 
 
 def file_rename(*, workspace: Workspace, path: str, new_path: str) -> File:
-    file = file_get(workspace=workspace, path=path)
+    file = file_row(workspace=workspace, path=path)
     clean = checked_path(new_path)
     if clean == file.path:
         return file
