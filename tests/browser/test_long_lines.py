@@ -186,3 +186,33 @@ def test_older_turns_fold_to_one_line_and_open_again(ide_server: IdeServer, page
     chip.click()
     page.locator(".tab.active", has_text="f0.py").wait_for(timeout=LIVE_WAIT_MS)
     _wait_editor_doc(page, "x = 0\n")
+
+
+# The lines the editor shows (first and last, 1-based), from its view.
+_SHOWN_LINES = """() => {
+    const content = document.querySelector("#editor .cm-content");
+    const tile = content && (content.cmTile || content.cmView);
+    const view = tile && ((tile.root && tile.root.view) || (tile.rootView && tile.rootView.view));
+    const box = view.scrollDOM.getBoundingClientRect();
+    const top = view.lineBlockAtHeight(view.scrollDOM.scrollTop);
+    const bottom = view.lineBlockAtHeight(view.scrollDOM.scrollTop + box.height - 1);
+    return [view.state.doc.lineAt(top.from).number, view.state.doc.lineAt(bottom.from).number, view.state.doc.lines];
+}"""
+
+
+def test_a_file_written_at_20k_tokens_a_second_is_followed_to_its_end(ide_server: IdeServer, page: Any) -> None:
+    """At this rate a 300-line file lands in a few updates of a hundred lines and more: the
+    editor draws each and moves to the model's line a frame later (tabs.js), and ends where the
+    file ends, whole."""
+    open_new_workspace(ide_server, page, "fast file")
+    create_file(page, "seed.py")
+    body = _file(300)
+    _ask(page, f'[rate:20000][say]Writing it.\n<write path="fast.py">\n{body}</write>\nDone.\n[/say]')
+    page.locator(".turn .badge.outcome", has_text="completed").wait_for(timeout=LIVE_WAIT_MS)
+    page.locator(".tab.active", has_text="fast.py").wait_for(timeout=LIVE_WAIT_MS)
+    _wait_editor_doc(page, body)
+    page.wait_for_function(f"() => {{ const [, last, lines] = ({_SHOWN_LINES})(); return last >= lines - 2; }}",
+                           timeout=LIVE_WAIT_MS)
+    first, last, lines = page.evaluate(_SHOWN_LINES)
+    assert lines == 301 and first > 200, (first, last, lines)  # the end of the file, not its start
+    assert server_text(page, "fast.py") == body

@@ -63,7 +63,7 @@ class LiveSession {
       tabBar: root.querySelector("#tabs"), host: root.querySelector("#editor"),
       fileLabel: root.querySelector("[data-field=file]"), files: this.doc.getMap("files"),
       awareness: this.provider.awareness, canEdit: data.canEdit === "true", regions: this.regions,
-      diagnostics: this.diagnostics, onByHand: () => this.byHand(),
+      diagnostics: this.diagnostics, onByHand: () => this.byHand(), requestFrame: () => this.loop.request(),
       hunkMarks: (path) => (this.hunks ? this.hunks.gutter(path) : []),
       // Ctrl+K: a prompt about the selected lines (a driver's), with the prompt box's effort.
       inlinePrompt: this.canDrive

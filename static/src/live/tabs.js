@@ -9,19 +9,26 @@ import { sameRegion, setLiveRegion } from "./decorations.js";
 import { renderTabBar } from "../tabbar.js";
 import { showAddress } from "./address.js";
 import { LARGE_TYPE, caughtUp, newTab, rebuiltState, tabExtensions } from "./tab_state.js";
-import { lineOfIndex, putCursorOnLine, regionEffects, revealLine } from "./tab_view.js";
+import { inSight, lineOfIndex, putCursorOnLine, regionEffects, revealLine } from "./tab_view.js";
 
 // After a click or keystroke in the editor, the view stops following the model this long;
 // after a person picks a tab, the model's other files do not take it away for this long.
 const USER_FOCUS_MS = 4000;
+// An update that brings more lines than this at once (at 20k tokens/s a 300-line file lands in
+// two or three updates) is drawn in one frame and the view moved to the model's line in the
+// next: applying the lines (the parse, the new lines drawn) and redrawing the view where they
+// end (CodeMirror's measure, the lines scrolled into view, drawn again) made one frame of
+// 34-47 ms, two frames dropped; apart, two lighter frames (docs/benchmarks.md).
+const LINES_DRAWN_WITH_THE_SCROLL = 40;
 
 export class EditorTabs {
   // onByHand(): the person scrolled or typed in the editor, or picked another tab;
   // diagnostics: the watchdog's findings per path (GuardDiagnostics), shown in each file's tab
   constructor({
     tabBar, host, fileLabel, files, awareness, canEdit, regions, diagnostics = null, onByHand = () => {},
-    hunkMarks = null, inlinePrompt = null,
+    hunkMarks = null, inlinePrompt = null, requestFrame = () => {},
   }) {
+    this.requestFrame = requestFrame; // a flush next frame (the frame loop's)
     this.hunkMarks = hunkMarks; // path -> the gutter of Keep / Undo marks (hunk_review.js), or null
     this.inlinePrompt = inlinePrompt; // path -> Ctrl+K's prompt box (inline_prompt.js), or null
     this.tabBar = tabBar;
@@ -42,6 +49,8 @@ export class EditorTabs {
     this.lastUserAction = -Infinity; // in the editor: stop scrolling and switching for a while
     this.lastFilePick = -Infinity; // a tab or tree click: stop switching files for a while
     this.staged = null; // {path, info, line}: the region for the next editor transaction
+    this.stagedNextFrame = false; // a large update came this frame: the region waits for the next
+    this.owesScroll = false; // the region waited a frame: the next transaction takes it, large or not
     this.shown = null; // {path, info}: the region the editor draws
     this.onTabsChanged = () => {}; // the tabs or the front one changed (landing.js keeps them)
     this.typeSize = new Compartment(); // presenter mode's large type, or the normal one
@@ -110,7 +119,15 @@ export class EditorTabs {
     const spec = { annotations: Transaction.addToHistory.of(false) };
     const staged = this.staged;
     if (staged && this.view && transaction.startState === this.view.state && staged.path === this.active) {
+      const added = transaction.newDoc.lines - transaction.startState.doc.lines;
+      const large = added > LINES_DRAWN_WITH_THE_SCROLL && !this.owesScroll;
+      if (large && staged.line !== null && !inSight(this.view, staged.line)) {
+        this.stagedNextFrame = true; // applyStagedRegion, a frame later
+        return spec;
+      }
       this.staged = null;
+      this.stagedNextFrame = false;
+      this.owesScroll = false;
       spec.effects = regionEffects(this.view, staged, transaction.newDoc);
       this.shown = { path: staged.path, info: staged.info };
     }
@@ -338,8 +355,15 @@ export class EditorTabs {
   }
 
   applyStagedRegion() {
+    if (this.stagedNextFrame) {
+      this.stagedNextFrame = false;
+      this.owesScroll = true;
+      this.requestFrame();
+      return;
+    }
     const staged = this.staged;
     this.staged = null;
+    this.owesScroll = false;
     if (!staged || !this.view || staged.path !== this.active) return;
     this.shown = { path: staged.path, info: staged.info };
     this.view.dispatch({ effects: regionEffects(this.view, staged, this.view.state.doc) });
