@@ -117,8 +117,10 @@ class Pipeline:
         on_failed: Callable[[Exception], None],
         on_recovered: Callable[[], None],
         moved_back: Callable[[Frame, int], None] = lambda frame, past: None,
+        http_changes: Callable[[], tuple[int, int]] = lambda: (0, 0),
     ) -> None:
         self._store = store
+        self._http_changes = http_changes  # (begun, done): RoomFiles.http_changes
         self._transport = transport
         self._settings = settings
         self._document_state = document_state
@@ -423,8 +425,12 @@ class Pipeline:
     async def _write_files(self) -> None:
         started = time.monotonic()
         self._files_stale = False
+        begun, done = self._http_changes()
         try:
-            await self._store.write_files(self._texts())
+            if begun != done:  # a change over HTTP is on its way: its row is newer than the texts
+                self._files_stale = True
+            elif not await self._store.write_files(self._texts(), lambda: self._http_changes()[0] == begun):
+                self._files_stale = True  # one began meanwhile: nothing was kept, read them again
         except Exception:
             log.warning("could not refresh the file rows (the document is saved)", exc_info=True)
         finally:

@@ -74,6 +74,7 @@ class Room:
             document_state=lambda: self.doc.get_update(), texts=self.texts,
             on_failed=self._storage_failed, on_recovered=self._storage_recovered,
             moved_back=lambda frame, past: self.log.moved_back(frame, past),
+            http_changes=lambda: self.files.http_changes(),
         )
         self.guard = RoomGuard(
             texts=self.texts, publish=self.publish, announce=self.announce, read_mode=store.guard_mode,

@@ -32,14 +32,48 @@ class RoomFiles:
         self._store_log = store_log
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        # Changes over HTTP, counted when they begin (a request thread: its file row may be
+        # written before the document changes) and when the document has them (``http_changes``).
+        self._count_lock = threading.Lock()
+        self._begun = 0
+        self._done = 0
+
+    def http_changes(self) -> tuple[int, int]:
+        """(begun, done): changes over HTTP begun so far, and those the document has. From any
+        thread. The file rows' refresh reads the document's texts only when the two are equal
+        (none on its way) and keeps what it wrote only if none began since: a change over HTTP
+        writes its row itself, and texts read before it would undo that row."""
+        with self._count_lock:
+            return self._begun, self._done
+
+    def _count(self, begun: int = 0, done: int = 0) -> None:
+        with self._count_lock:
+            self._begun += begun
+            self._done += done
+
+    def _counted(self, change: Callable[[], T]) -> T:
+        """``change()`` on the loop, counted as begun and done around it."""
+        self._count(begun=1)
+        try:
+            return change()
+        finally:
+            self._count(done=1)
 
     def apply_file(self, path: str, text: str | None) -> None:
         """Apply (path, text, or None to delete) on the room's loop; returns at once."""
-        self._loop.call_soon_threadsafe(self.set_file, path, text)
+        self._count(begun=1)  # on its way from now: its row may already be written
+
+        def apply() -> None:
+            try:
+                self.set_file(path, text)
+            finally:
+                self._count(done=1)
+
+        self._loop.call_soon_threadsafe(apply)
 
     def set_file(self, path: str, text: str | None) -> None:
         """A file changed over HTTP (on the room's loop)."""
-        set_file_text(self._document.doc, path, text, ORIGIN)
+        self._counted(lambda: set_file_text(self._document.doc, path, text, ORIGIN))
 
     def read_files(self) -> dict[str, str]:
         """Every file's current text, read on the room's loop (the document is not shared)."""
@@ -48,19 +82,32 @@ class RoomFiles:
     def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """``editing.document.replace_file_if`` on the room's loop: False when ``path`` no longer
         holds ``expected`` (someone typed since it was read)."""
-        return self._on_loop(lambda: self.set_file_if(path, text, expected))
+        return self._from_thread(lambda: self.set_file_if(path, text, expected))
 
     def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """A conditional change over HTTP (on the room's loop)."""
-        return replace_file_if(self._document.doc, path, text, expected, ORIGIN)
+        return self._counted(lambda: replace_file_if(self._document.doc, path, text, expected, ORIGIN))
 
     def rename_file(self, path: str, new_path: str) -> str | None:
         """``editing.document.move_file`` on the room's loop: the live text moves, as it is."""
-        return self._on_loop(lambda: self.move_file(path, new_path))
+        return self._from_thread(lambda: self.move_file(path, new_path))
 
     def move_file(self, path: str, new_path: str) -> str | None:
         """A rename over HTTP (on the room's loop)."""
-        return move_file(self._document.doc, path, new_path, ORIGIN)
+        return self._counted(lambda: move_file(self._document.doc, path, new_path, ORIGIN))
+
+    def _from_thread(self, change: Callable[[], T]) -> T:
+        """A change asked for by a request thread, begun there (its row may be written before
+        the loop runs it) and done on the loop once the document has it."""
+        self._count(begun=1)
+
+        def run() -> T:
+            try:
+                return change()
+            finally:
+                self._count(done=1)
+
+        return self._on_loop(run)
 
     async def store_events(self) -> None:
         """Every turn event sent so far, stored before this returns (from any loop: a replay's

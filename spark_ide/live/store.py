@@ -171,8 +171,11 @@ class RoomStore(Protocol):
     async def previous_document(self, generation: int) -> bytes | None:
         """The whole document of ``generation`` if it is the one before the stored one, else None."""
 
-    async def write_files(self, texts: Mapping[str, str]) -> None:
-        """Bring the materialised file rows (listings, export) in line with the document."""
+    async def write_files(self, texts: Mapping[str, str], current: Callable[[], bool] = lambda: True) -> bool:
+        """Bring the materialised file rows (listings, export) in line with the document's
+        ``texts``. ``current()``, asked once the rows are written and before they are kept:
+        are ``texts`` still as new as the rows? False: nothing is kept, and False is returned
+        (a change over HTTP wrote its row meanwhile, which the older texts would undo)."""
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None: ...
 

@@ -302,8 +302,8 @@ class DatabaseRoomStore:
         result: bytes | None = await database_sync_to_async(read)()
         return result
 
-    async def write_files(self, texts: Mapping[str, str]) -> None:
-        await self._write(lambda: documents.files_materialize(self.workspace, dict(texts)))
+    async def write_files(self, texts: Mapping[str, str], current: Callable[[], bool] = lambda: True) -> bool:
+        return await self._write(lambda: documents.files_materialize(self.workspace, dict(texts), current))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         await appends().append_events(self, events)  # with the rooms' document updates, one trip

@@ -137,22 +137,38 @@ def document_generation(workspace_id: uuid.UUID) -> tuple[int, bytes | None]:
     return int(generation), None if previous is None else bytes(previous)
 
 
-def files_materialize(workspace_id: uuid.UUID, texts: dict[str, str]) -> None:
-    """Bring the ``File`` rows in line with the document's texts."""
-    with transaction.atomic():
-        rows = {f.path: f for f in File.objects.select_for_update().filter(workspace_id=workspace_id)}
-        for path, text in texts.items():
-            row = rows.pop(path, None)
-            size = len(text.encode())
-            if row is None:
-                File.objects.create(
-                    workspace_id=workspace_id, path=path, text=text, size=size, language=language_for(path)
-                )
-            elif row.text != text:
-                row.text, row.size = text, size
-                row.save(update_fields=["text", "size", "updated_at"])
-        if rows:
-            File.objects.filter(pk__in=[row.pk for row in rows.values()]).delete()
+class _Older(Exception):
+    """The texts being written are older than a row written meanwhile: nothing is kept."""
+
+
+def files_materialize(
+    workspace_id: uuid.UUID, texts: dict[str, str], current: Callable[[], bool] = lambda: True
+) -> bool:
+    """Bring the ``File`` rows in line with the document's texts. ``current()`` is asked with
+    the rows written and locked, before they are kept: False (a change over HTTP wrote its row
+    after ``texts`` were read) keeps nothing and returns False."""
+    try:
+        with transaction.atomic():
+            _materialize(workspace_id, texts)
+            if not current():
+                raise _Older
+    except _Older:
+        return False
+    return True
+
+
+def _materialize(workspace_id: uuid.UUID, texts: dict[str, str]) -> None:
+    rows = {f.path: f for f in File.objects.select_for_update().filter(workspace_id=workspace_id)}
+    for path, text in texts.items():
+        row = rows.pop(path, None)
+        size = len(text.encode())
+        if row is None:
+            File.objects.create(workspace_id=workspace_id, path=path, text=text, size=size, language=language_for(path))
+        elif row.text != text:
+            row.text, row.size = text, size
+            row.save(update_fields=["text", "size", "updated_at"])
+    if rows:
+        File.objects.filter(pk__in=[row.pk for row in rows.values()]).delete()
 
 
 def document_file_changed(workspace: Workspace, path: str, text: str | None) -> None:

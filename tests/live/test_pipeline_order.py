@@ -38,8 +38,8 @@ class Store:
         self.saved.append(update)
         return len(self.saved)
 
-    async def write_files(self, texts: Any) -> None:
-        return None
+    async def write_files(self, texts: Any, current: Any = None) -> bool:
+        return True
 
     async def append_events(self, events: Any) -> None:
         return None

@@ -38,8 +38,8 @@ class Store:
             raise OSError("the database went away")
         self.writes.append(("replace", (state, generation)))
 
-    async def write_files(self, texts: Any) -> None:
-        return None
+    async def write_files(self, texts: Any, current: Any = None) -> bool:
+        return True
 
     async def append_events(self, events: Any) -> None:
         return None

@@ -15,6 +15,7 @@ from spark_ide.live.events import TurnDelta
 from spark_ide.live.store import StoredEvent
 from spark_ide.pairing.adapter import ROOMS, DatabaseRoomStore, StaleOwner, appends
 from spark_ide.pairing.models import Turn
+from spark_ide.workspaces.documents import files_materialize
 from spark_ide.workspaces.models import DocumentUpdate, File, Workspace
 from spark_ide.workspaces.services import WorkspaceError, file_delete, file_rename, file_write, workspace_create
 from tests.pairing.conftest import Live, connect, say
@@ -138,6 +139,35 @@ async def test_a_file_the_live_document_has_before_its_row_is_renamed_and_delete
     with pytest.raises(WorkspaceError) as missing:
         await database_sync_to_async(file_delete)(workspace=workspace, path="nowhere.py")
     assert missing.value.code == "not_found"
+    await client.close()
+
+
+async def test_a_rows_refresh_that_read_the_texts_before_an_http_rename_keeps_nothing(live: Live, rooms: None) -> None:
+    """The room's refresh of the rows read the document's texts, then an HTTP rename wrote its
+    rows and moved the file: the refresh, written after, keeps nothing (it would have put the
+    old name's row back and taken the new one's away until the next refresh)."""
+    client = await connect(live)
+    await client.pump(0.2)
+    room = ROOMS.owned(live.workspace_id)
+    assert room is not None
+    workspace = await database_sync_to_async(Workspace.objects.get)(pk=live.workspace_id)
+    read_before = dict(room.texts())
+    begun, done = room.files.http_changes()
+    assert begun == done  # none on its way: a refresh may read the texts now
+    await database_sync_to_async(file_rename)(workspace=workspace, path="util.py", new_path="lib/util.py")
+    assert room.files.http_changes()[0] > begun
+    kept = await database_sync_to_async(files_materialize)(
+        live.workspace_id, read_before, lambda: room.files.http_changes()[0] == begun,
+    )
+    assert kept is False
+    assert await _file_text(live.workspace_id, "util.py") is None
+    assert await _file_text(live.workspace_id, "lib/util.py") == read_before["util.py"]
+    # Read after the rename, a refresh is kept.
+    now = room.files.http_changes()[0]
+    kept = await database_sync_to_async(files_materialize)(
+        live.workspace_id, dict(room.texts()), lambda: room.files.http_changes()[0] == now,
+    )
+    assert kept is True
     await client.close()
 
 

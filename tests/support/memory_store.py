@@ -13,7 +13,7 @@ This module imports no Django (tests/test_pure_cores.py checks it with the cores
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -157,9 +157,12 @@ class MemoryRoomStore:
         self._check("previous_document")
         return self.previous if generation == self.generation - 1 else None
 
-    async def write_files(self, texts: Mapping[str, str]) -> None:
+    async def write_files(self, texts: Mapping[str, str], current: Callable[[], bool] = lambda: True) -> bool:
         self._check("write_files")
+        if not current():
+            return False
         self.files = dict(texts)
+        return True
 
     # -- the turn-event log ----------------------------------------------------------------------
 

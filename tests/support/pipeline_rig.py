@@ -16,11 +16,13 @@ async def _no_model(_: str) -> Any:
 
 def bare_pipeline(
     store: Any, transport: Any, *, state: bytes = b"", texts: Callable[[], Mapping[str, str]] = dict,
-    **settings: Any,
+    http_changes: Callable[[], tuple[int, int]] = lambda: (0, 0), **settings: Any,
 ) -> Pipeline:
-    """``settings``: more ``LiveSettings`` fields (``materialize_after_s``, ...)."""
+    """``settings``: more ``LiveSettings`` fields (``materialize_after_s``, ...);
+    ``http_changes``: what ``RoomFiles.http_changes`` would say."""
     return Pipeline(
         store=store, transport=transport,
         settings=LiveSettings(connect_model=_no_model, persist_retries=(), **settings),
         document_state=lambda: state, texts=texts, on_failed=lambda exc: None, on_recovered=lambda: None,
+        http_changes=http_changes,
     )
