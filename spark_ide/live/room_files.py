@@ -53,23 +53,25 @@ class RoomFiles:
 
     def _counted(self, change: Callable[[], T]) -> T:
         """``change()`` on the loop, counted as begun and done around it."""
+        return self._begun_here(change)()
+
+    def _begun_here(self, change: Callable[[], T]) -> Callable[[], T]:
+        """A change asked for by a request thread: counted as begun now (its row may be written
+        before the loop runs it), and as done by the returned callable, on the loop, once the
+        document has it."""
         self._count(begun=1)
-        try:
-            return change()
-        finally:
-            self._count(done=1)
 
-    def apply_file(self, path: str, text: str | None) -> None:
-        """Apply (path, text, or None to delete) on the room's loop; returns at once."""
-        self._count(begun=1)  # on its way from now: its row may already be written
-
-        def apply() -> None:
+        def run() -> T:
             try:
-                self.set_file(path, text)
+                return change()
             finally:
                 self._count(done=1)
 
-        self._loop.call_soon_threadsafe(apply)
+        return run
+
+    def apply_file(self, path: str, text: str | None) -> None:
+        """Apply (path, text, or None to delete) on the room's loop; returns at once."""
+        self._loop.call_soon_threadsafe(self._begun_here(lambda: self.set_file(path, text)))
 
     def set_file(self, path: str, text: str | None) -> None:
         """A file changed over HTTP (on the room's loop)."""
@@ -82,7 +84,7 @@ class RoomFiles:
     def replace_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """``editing.document.replace_file_if`` on the room's loop: False when ``path`` no longer
         holds ``expected`` (someone typed since it was read)."""
-        return self._from_thread(lambda: self.set_file_if(path, text, expected))
+        return self._on_loop(self._begun_here(lambda: self.set_file_if(path, text, expected)))
 
     def set_file_if(self, path: str, text: str | None, expected: str | None) -> bool:
         """A conditional change over HTTP (on the room's loop)."""
@@ -90,24 +92,11 @@ class RoomFiles:
 
     def rename_file(self, path: str, new_path: str) -> str | None:
         """``editing.document.move_file`` on the room's loop: the live text moves, as it is."""
-        return self._from_thread(lambda: self.move_file(path, new_path))
+        return self._on_loop(self._begun_here(lambda: self.move_file(path, new_path)))
 
     def move_file(self, path: str, new_path: str) -> str | None:
         """A rename over HTTP (on the room's loop)."""
         return self._counted(lambda: move_file(self._document.doc, path, new_path, ORIGIN))
-
-    def _from_thread(self, change: Callable[[], T]) -> T:
-        """A change asked for by a request thread, begun there (its row may be written before
-        the loop runs it) and done on the loop once the document has it."""
-        self._count(begun=1)
-
-        def run() -> T:
-            try:
-                return change()
-            finally:
-                self._count(done=1)
-
-        return self._on_loop(run)
 
     async def store_events(self) -> None:
         """Every turn event sent so far, stored before this returns (from any loop: a replay's

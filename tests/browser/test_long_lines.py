@@ -53,13 +53,15 @@ LONG_PROSE = _paragraph(200_000, seed=7)
 WRITTEN = _file(300)
 SCRIPTS = {"long-prose": f'{LONG_PROSE}\n<write path="after.py">\n{WRITTEN}</write>\nDone.\n'}
 
-# The editor's document, from its view (CodeMirror draws only part of a long line).
-_EDITOR_DOC = """() => {
+# The editor's view, found from its content DOM (a statement that sets `view`).
+_FIND_VIEW = """
     const content = document.querySelector("#editor .cm-content");
     const tile = content && (content.cmTile || content.cmView);
-    const view = tile && ((tile.root && tile.root.view) || (tile.rootView && tile.rootView.view));
+    const view = tile && ((tile.root && tile.root.view) || (tile.rootView && tile.rootView.view));"""
+# The editor's document, from its view (CodeMirror draws only part of a long line).
+_EDITOR_DOC = f"""() => {{{_FIND_VIEW}
     return view ? view.state.doc.toString() : null;
-}"""
+}}"""
 # The ghost's text (the editor does not watch it: it is in a shadow root of its own), or null.
 _GHOST_TEXT = """() => {
     const ghost = document.querySelector(".cm-live-ghost .cm-live-ghost-text");
@@ -189,15 +191,12 @@ def test_older_turns_fold_to_one_line_and_open_again(ide_server: IdeServer, page
 
 
 # The lines the editor shows (first and last, 1-based), from its view.
-_SHOWN_LINES = """() => {
-    const content = document.querySelector("#editor .cm-content");
-    const tile = content && (content.cmTile || content.cmView);
-    const view = tile && ((tile.root && tile.root.view) || (tile.rootView && tile.rootView.view));
+_SHOWN_LINES = f"""() => {{{_FIND_VIEW}
     const box = view.scrollDOM.getBoundingClientRect();
     const top = view.lineBlockAtHeight(view.scrollDOM.scrollTop);
     const bottom = view.lineBlockAtHeight(view.scrollDOM.scrollTop + box.height - 1);
     return [view.state.doc.lineAt(top.from).number, view.state.doc.lineAt(bottom.from).number, view.state.doc.lines];
-}"""
+}}"""
 
 
 def test_a_file_written_at_20k_tokens_a_second_is_followed_to_its_end(ide_server: IdeServer, page: Any) -> None:

@@ -61,8 +61,9 @@ export function newTab(ytext, extensionsFor) {
 // `text` by one change: what lies between the two texts' common start and common end (exact
 // for text written at one place, as the model writes; a caret between two far-apart changes
 // goes to the start of the one change). The selection, the language's parse and the other
-// fields follow the change as they would a keystroke, where a state built again costs a whole new parse and every field made anew
-// (7 ms for the file the model just opened, in the task that shows it). Not in the undo history.
+// fields follow the change as they would a keystroke, where a state built again costs a whole
+// new parse and every field made anew (7 ms for the file the model just opened, in the task
+// that shows it). Not in the undo history.
 export function caughtUp(state, text) {
   const old = state.doc.toString();
   if (old === text) return state;
